@@ -1,0 +1,1 @@
+"""Stage 1 — ingest: raw batch folders -> staging Parquet tables (trajectories, messages, ...)."""

@@ -1,0 +1,178 @@
+"""Ingest one batch folder into the staging tables, streaming, with every raw record accounted for.
+
+Records are read line by line, validated, and gathered into chunks of `chunk_records` valid lines;
+each chunk is flattened and appended to the Parquet files, so memory is bounded by the chunk, not by
+the batch. Nothing is visible until every table of the batch has been written completely.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from cowork_assets.ingest import schemas, tables
+from cowork_assets.ingest.raw_files import batch_files, iter_raw_lines
+from cowork_assets.ingest.record import excerpt, validate_line
+from cowork_assets.storage import ParquetSink, partition_file
+
+log = logging.getLogger(__name__)
+
+BATCH_TABLES = tuple(schemas.MODELS)
+
+
+@dataclass
+class IngestReport:
+    batch: str
+    files: list[str] = field(default_factory=list)
+    ignored_files: list[str] = field(default_factory=list)
+    raw_records: int = 0
+    blank_lines: int = 0
+    parsed: int = 0
+    quarantined: int = 0
+    reasons: Counter = field(default_factory=Counter)
+    rows: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def balanced(self) -> bool:
+        return self.raw_records == self.parsed + self.quarantined
+
+
+class _Writer:
+    """Accumulates a batch's rows and streams them into one ParquetSink per table."""
+
+    def __init__(self, data_root: Path, batch: str, encoding: str, threads: int):
+        self.batch, self.encoding, self.threads = batch, encoding, threads
+        self.sinks = {
+            name: ParquetSink(partition_file(data_root, name, batch), schemas.arrow_schema(model))
+            for name, model in schemas.MODELS.items()
+        }
+        self.texts: list[str] = []
+        self.origins: list[tuple[str, int]] = []
+        self.quarantine: list[dict] = []
+        self.packages: list[pl.DataFrame] = []
+        self.seen: dict[str, tuple[str, int]] = {}
+
+    def add(self, text: str, raw_file: str, raw_record: int) -> None:
+        self.texts.append(text)
+        self.origins.append((raw_file, raw_record))
+
+    def reject(self, raw_file: str, raw_record: int, reason: str, detail: str, data: bytes) -> None:
+        self.quarantine.append(
+            dict(batch=self.batch, raw_file=raw_file, raw_record=raw_record, reason=reason,
+                 detail=detail, excerpt=excerpt(data))
+        )
+
+    def flush(self) -> int:
+        """Write the pending chunk; returns how many of its records were parsed."""
+        texts, origins = self.texts, self.origins
+        self.texts, self.origins = [], []
+        parsed = 0
+        if texts:
+            raw, origins = self._parse(texts, origins)
+            raw, origins = self._drop_repeated_ids(raw, origins)
+            if raw.height:
+                files, records = zip(*origins)
+                frames = tables.flatten_chunk(raw, files, records, self.batch, self.encoding, self.threads)
+                self.packages.append(frames.pop("task_packages"))
+                for name, frame in frames.items():
+                    self.sinks[name].write(frame)
+                parsed = raw.height
+        if self.quarantine:
+            self.sinks["quarantine"].write(pl.DataFrame(self.quarantine, schema=schemas.polars_schema(schemas.Quarantine)))
+            self.quarantine = []
+        return parsed
+
+    def _parse(self, texts: list[str], origins: list[tuple[str, int]]):
+        try:
+            return tables.read_lines(texts), origins
+        except pl.exceptions.PolarsError:
+            pass
+        # The chunk will not parse as a whole: isolate the records polars rejects.
+        frames, kept = [], []
+        for text, origin in zip(texts, origins):
+            try:
+                frames.append(tables.read_lines([text]))
+                kept.append(origin)
+            except pl.exceptions.PolarsError as exc:
+                self.reject(*origin, "unreadable_record", str(exc).splitlines()[0], text.encode())
+        return (pl.concat(frames) if frames else pl.DataFrame(schema=tables.RAW_SCHEMA)), kept
+
+    def _drop_repeated_ids(self, raw: pl.DataFrame, origins: list[tuple[str, int]]):
+        """Keep the first record of each trajectory id in the batch; quarantine later ones."""
+        keep = []
+        for tid, origin in zip(raw["trajectory_id"].to_list(), origins):
+            first = self.seen.setdefault(tid, origin)
+            keep.append(first == origin)
+            if first != origin:
+                self.reject(*origin, "duplicate_trajectory_id", f"{tid} first seen at {first[0]}:{first[1]}", tid.encode())
+        if all(keep):
+            return raw, origins
+        return raw.filter(pl.Series(keep)), [o for o, k in zip(origins, keep) if k]
+
+    def finish(self) -> dict[str, int]:
+        packages = (
+            pl.concat(self.packages)
+            .group_by("task_hash", maintain_order=True)
+            .agg(pl.exclude("n_trajectories").first(), pl.col("n_trajectories").sum())
+            if self.packages
+            else schemas.empty(schemas.TaskPackages)
+        )
+        self.sinks["task_packages"].write(packages)
+        for sink in self.sinks.values():
+            sink.commit()
+        return {name: sink.rows for name, sink in self.sinks.items()}
+
+    def abort(self) -> None:
+        for sink in self.sinks.values():
+            sink.abort()
+
+
+def ingest_batch(
+    raw_root: Path,
+    batch: str,
+    data_root: Path,
+    encoding: str = "o200k_base",
+    chunk_records: int = 2000,
+    threads: int = 2,
+) -> IngestReport:
+    """Read every raw file of `batch` and write its staging tables atomically."""
+    report = IngestReport(batch)
+    files, report.ignored_files = batch_files(raw_root, batch)
+    writer = _Writer(data_root, batch, encoding, threads)
+    try:
+        for path in files:
+            rel = path.relative_to(raw_root).as_posix()
+            report.files.append(rel)
+            for line in iter_raw_lines(path):
+                data = line.data.removesuffix(b"\r")
+                if line.error is None and not data.strip():
+                    report.blank_lines += 1
+                    continue
+                report.raw_records += 1
+                if line.error is not None:
+                    reason, _, detail = line.error.partition(": ")
+                    writer.reject(rel, line.record, reason, detail or "stream ended mid-member", data)
+                    continue
+                text, reason, detail = validate_line(data)
+                if text is None:
+                    writer.reject(rel, line.record, reason, detail, data)
+                    continue
+                writer.add(text, rel, line.record)
+                if len(writer.texts) >= chunk_records:
+                    report.parsed += writer.flush()
+                    log.info("batch %s: %d records read, %d parsed", batch, report.raw_records, report.parsed)
+        report.parsed += writer.flush()
+        report.rows = writer.finish()
+    except BaseException:
+        writer.abort()
+        raise
+    report.quarantined = report.rows["quarantine"]
+    report.reasons = Counter(
+        pl.read_parquet(partition_file(data_root, "quarantine", batch), columns=["reason"])["reason"].to_list()
+    )
+    return report
+

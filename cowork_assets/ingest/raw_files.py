@@ -1,0 +1,105 @@
+"""Find batches and raw files, and stream their lines with bounded memory.
+
+A *record* is one line of a decompressed file, numbered from 1 as a text editor would. A file whose
+gzip stream stops early (a truncated or corrupt member) yields one final record carrying the bytes
+that were left over and the reason, so the loss is counted rather than silently skipped.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+RAW_SUFFIXES = (".jsonl", ".jsonl.gz")
+READ_BYTES = 1 << 20
+_BAD_KEY_PARTS = ("/", "\\", "...", "\0", "\n", "\r", "\t")
+
+
+@dataclass(frozen=True, slots=True)
+class RawLine:
+    record: int  # 1-based line number in the decompressed file
+    data: bytes  # without the trailing newline
+    error: str | None = None  # set for the leftover of a stream that ended early
+
+
+def batch_name_problem(name: str) -> str | None:
+    """Why a folder name cannot be a batch (partition key), or None if it can."""
+    if name.startswith((".", "_")):
+        return "hidden or underscore-prefixed folders are not batches"
+    if any(part in name for part in _BAD_KEY_PARTS) or name.strip() != name or not name:
+        return "batch folder names may not contain path separators, '...', control characters or edge spaces"
+    return None
+
+
+def discover_batches(raw_root: Path) -> list[str]:
+    """Batch folder names under the raw root, sorted; files at the root (e.g. labels) are ignored."""
+    if not raw_root.is_dir():
+        raise FileNotFoundError(f"raw root {raw_root} is not a directory")
+    return sorted(
+        p.name for p in raw_root.iterdir() if p.is_dir() and batch_name_problem(p.name) is None
+    )
+
+
+def batch_files(raw_root: Path, batch: str) -> tuple[list[Path], list[str]]:
+    """(raw files to read, sorted by name; names of other files that were ignored and why)."""
+    folder = raw_root / batch
+    root = raw_root.resolve()
+    files, ignored = [], []
+    for path in sorted(folder.iterdir()):
+        if not path.name.endswith(RAW_SUFFIXES):
+            ignored.append(f"{path.name}: not *.jsonl or *.jsonl.gz")
+        elif not path.resolve().is_relative_to(root):
+            ignored.append(f"{path.name}: resolves outside the raw root")
+        elif not path.is_file():
+            ignored.append(f"{path.name}: not a regular file")
+        else:
+            files.append(path)
+    return files, ignored
+
+
+def _chunks(path: Path) -> Iterator[tuple[bytes, str | None]]:
+    """Decompressed byte chunks; a final (b"", reason) if a gzip stream ends early or is corrupt."""
+    with open(path, "rb") as fh:
+        if not path.name.endswith(".gz"):
+            while block := fh.read(READ_BYTES):
+                yield block, None
+            return
+        inflater = zlib.decompressobj(wbits=31)
+        member_has_input = False
+        while block := fh.read(READ_BYTES):
+            while block:
+                try:
+                    out = inflater.decompress(block)
+                except zlib.error as exc:
+                    yield b"", f"corrupt_gzip: {exc}"
+                    return
+                member_has_input = True
+                if out:
+                    yield out, None
+                if not inflater.eof:
+                    break
+                # A member ended: the rest of this block starts the next member (multi-member gzip).
+                block = inflater.unused_data
+                inflater = zlib.decompressobj(wbits=31)
+                member_has_input = False
+        if member_has_input and not inflater.eof:
+            yield inflater.flush(), "truncated_gzip"
+
+
+def iter_raw_lines(path: Path) -> Iterator[RawLine]:
+    """Stream the lines of one raw file; memory is bounded by the longest line."""
+    pending = b""
+    record = 0
+    for block, error in _chunks(path):
+        if error is not None:
+            yield RawLine(record + 1, pending + block, error)
+            return
+        pending += block
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            record += 1
+            yield RawLine(record, line)
+    if pending:
+        yield RawLine(record + 1, pending)

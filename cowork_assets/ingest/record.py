@@ -1,0 +1,112 @@
+"""The `cowork.trajectory/v1` contract, and the verdict for one raw line: valid, or why not.
+
+Validation is strict about types (a number where a string belongs is `wrong_type`) and lenient
+about extra keys (producers add their own). Free-form parts — initial state, tool schemas, check
+bodies, tool-call arguments — are only required to be JSON of the right broad shape here; the
+findings stages judge their content.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+SCHEMA_ID = "cowork.trajectory/v1"
+ROLES = ("system", "user", "assistant", "tool")
+EXCERPT_CHARS = 200
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+
+class Function(_Strict):
+    name: str
+    arguments: str | dict[str, Any]  # OpenAI sends a JSON string; some producers send an object
+
+
+class ToolCall(_Strict):
+    id: str
+    type: str = "function"
+    function: Function
+
+
+class Message(_Strict):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class Check(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+    id: str
+    type: str
+
+
+class Task(_Strict):
+    task_id: str = Field(min_length=1)
+    category: str
+    request: str
+    initial_state: dict[str, Any] = {}
+    tools: list[dict[str, Any]] = []
+    checks: list[Check] = []
+
+
+class Teacher(_Strict):
+    model: str
+    run_id: str | None = None
+    role: Literal["teacher", "student"]
+
+
+class Grade(_Strict):
+    score: float
+    passed: bool
+    checks: dict[str, bool] = {}
+
+
+class Trajectory(_Strict):
+    schema_: Literal["cowork.trajectory/v1"] = Field(alias="schema")
+    trajectory_id: str = Field(min_length=1)
+    task: Task
+    teacher: Teacher
+    group_id: str | None = None
+    messages: list[Message] = Field(min_length=1)
+    grade: Grade | None = None
+
+
+def _reason(exc: ValidationError) -> tuple[str, str]:
+    err = exc.errors(include_url=False)[0]
+    loc = ".".join(str(p) for p in err["loc"]) or "<root>"
+    kind = err["type"]
+    if kind == "json_invalid":
+        return "bad_json", err["msg"]
+    if kind == "missing":
+        return "missing_field", loc
+    if loc == "schema":
+        return "unsupported_schema", f"schema is {err.get('input')!r}, expected {SCHEMA_ID!r}"
+    if kind.endswith("_type") or kind == "model_attributes_type":
+        return "wrong_type", f"{loc}: {err['msg']}"
+    return "invalid_value", f"{loc}: {err['msg']}"
+
+
+def validate_line(data: bytes) -> tuple[str | None, str, str]:
+    """Check one raw line. Returns (text, reason, detail): text is None when the line is rejected."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, "invalid_utf8", f"byte {exc.start}: {exc.reason}"
+    text = text.removeprefix("\ufeff")
+    try:
+        Trajectory.model_validate_json(text)
+    except ValidationError as exc:
+        reason, detail = _reason(exc)
+        return None, reason, detail
+    return text, "", ""
+
+
+def excerpt(data: bytes) -> str:
+    """A short, always-printable view of a rejected line."""
+    return data[: EXCERPT_CHARS * 4].decode("utf-8", errors="replace")[:EXCERPT_CHARS]

@@ -1,0 +1,212 @@
+"""A chunk of validated raw lines -> the staging tables, as columnar polars work.
+
+polars parses the chunk's JSON in one call (free-form objects such as tool-call arguments and the
+task package arrive as JSON strings, which is exactly the normalisation we want), then explodes
+messages and tool calls and aggregates per trajectory. Python touches only one value per distinct
+task package (its canonical hash).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from collections.abc import Sequence
+
+import orjson
+import polars as pl
+
+from cowork_assets.ingest.schemas import TOOL_CALL, Messages, ToolCalls, Trajectories, polars_schema
+from cowork_assets.tokens import count_tokens
+
+RAW_SCHEMA = pl.Schema(
+    {
+        "trajectory_id": pl.String,
+        "task": pl.String,
+        "teacher": pl.Struct({"model": pl.String, "run_id": pl.String, "role": pl.String}),
+        "group_id": pl.String,
+        "messages": pl.List(
+            pl.Struct(
+                {
+                    "role": pl.String,
+                    "content": pl.String,
+                    "tool_calls": pl.List(
+                        pl.Struct(
+                            {
+                                "id": pl.String,
+                                "type": pl.String,
+                                "function": pl.Struct({"name": pl.String, "arguments": pl.String}),
+                            }
+                        )
+                    ),
+                    "tool_call_id": pl.String,
+                    "name": pl.String,
+                }
+            )
+        ),
+        "grade": pl.Struct({"score": pl.Float64, "passed": pl.Boolean, "checks": pl.String}),
+    }
+)
+
+
+def read_lines(texts: Sequence[str]) -> pl.DataFrame:
+    """Parse validated JSON lines into one frame with RAW_SCHEMA."""
+    return pl.read_ndjson(io.BytesIO("\n".join(texts).encode()), schema=RAW_SCHEMA)
+
+
+def task_hash(task_json: str) -> str:
+    """Content hash of a task package, independent of key order."""
+    canonical = orjson.dumps(orjson.loads(task_json), option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(canonical).hexdigest()[:16]
+
+
+def task_packages(task_jsons: Sequence[str]) -> pl.DataFrame:
+    """One row per distinct task JSON: its hash and its parts (free-form parts as JSON strings)."""
+    rows = []
+    for text in dict.fromkeys(task_jsons):
+        task = orjson.loads(text)
+        checks = task.get("checks") or []
+        rows.append(
+            {
+                "task_json": text,
+                "task_hash": task_hash(text),
+                "task_id": task["task_id"],
+                "category": task["category"],
+                "request": task["request"],
+                "initial_state": orjson.dumps(task.get("initial_state") or {}).decode(),
+                "tools": orjson.dumps(task.get("tools") or []).decode(),
+                "checks": orjson.dumps(checks).decode(),
+                "n_tools": len(task.get("tools") or []),
+                "n_checks": len(checks),
+                "check_types": [c["type"] for c in checks],
+            }
+        )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "task_json": pl.String, "task_hash": pl.String, "task_id": pl.String,
+            "category": pl.String, "request": pl.String, "initial_state": pl.String,
+            "tools": pl.String, "checks": pl.String, "n_tools": pl.Int32, "n_checks": pl.Int32,
+            "check_types": pl.List(pl.String),
+        },
+    )
+
+
+def _messages(raw: pl.DataFrame, batch: str, encoding: str, threads: int) -> pl.DataFrame:
+    call = pl.element()
+    msgs = (
+        raw.select(
+            "trajectory_id",
+            "messages",
+            message_index=pl.int_ranges(pl.col("messages").list.len(), dtype=pl.Int32),
+        )
+        .explode(["messages", "message_index"])
+        .unnest("messages")
+        .with_columns(
+            tool_calls=pl.col("tool_calls")
+            .list.eval(
+                pl.struct(
+                    id=call.struct.field("id"),
+                    type=call.struct.field("type").fill_null("function"),
+                    name=call.struct.field("function").struct.field("name"),
+                    arguments=call.struct.field("function").struct.field("arguments"),
+                )
+            )
+            .fill_null(pl.lit([], dtype=pl.List(TOOL_CALL)))
+        )
+    )
+    call_text = pl.col("tool_calls").list.eval(
+        call.struct.field("name") + " " + call.struct.field("arguments")
+    )
+    msgs = msgs.with_columns(
+        batch=pl.lit(batch),
+        chars=(
+            pl.col("content").str.len_chars().fill_null(0)
+            + call_text.list.eval(call.str.len_chars() - 1).list.sum().fill_null(0)
+        ).cast(pl.Int64),
+        _token_text=pl.concat_str(
+            [pl.col("content").fill_null(""), call_text.list.join("\n")], separator="\n"
+        ),
+    )
+    tokens = count_tokens(msgs["_token_text"].to_list(), encoding, threads)
+    return msgs.with_columns(tokens=pl.Series(tokens, dtype=pl.Int64)).select(
+        polars_schema(Messages).names()
+    )
+
+
+def _tool_calls(messages: pl.DataFrame) -> pl.DataFrame:
+    calls = (
+        messages.filter(pl.col("tool_calls").list.len() > 0)
+        .select(
+            "batch",
+            "trajectory_id",
+            "message_index",
+            "tool_calls",
+            call_index=pl.int_ranges(pl.col("tool_calls").list.len(), dtype=pl.Int32),
+        )
+        .explode(["tool_calls", "call_index"])
+        .unnest("tool_calls")
+        .rename({"id": "call_id", "name": "tool_name"})
+    )
+    # The first tool message answering a call id; a "result" before its call does not count.
+    observations = (
+        messages.filter(pl.col("role") == "tool", pl.col("tool_call_id").is_not_null())
+        .group_by("trajectory_id", "tool_call_id")
+        .agg(observation_index=pl.col("message_index").min(), observation=pl.col("content").first())
+    )
+    joined = calls.join(
+        observations,
+        left_on=["trajectory_id", "call_id"],
+        right_on=["trajectory_id", "tool_call_id"],
+        how="left",
+    )
+    answered = pl.col("observation_index") > pl.col("message_index")
+    return joined.with_columns(
+        observation_index=pl.when(answered).then("observation_index"),
+        observation=pl.when(answered).then("observation"),
+    ).with_columns(observation_chars=pl.col("observation").str.len_chars().cast(pl.Int64)).select(
+        polars_schema(ToolCalls).names()
+    )
+
+
+def flatten_chunk(
+    raw: pl.DataFrame,
+    raw_file: Sequence[str],
+    raw_record: Sequence[int],
+    batch: str,
+    encoding: str,
+    threads: int = 2,
+) -> dict[str, pl.DataFrame]:
+    """Staging frames for one parsed chunk (task packages with per-chunk trajectory counts)."""
+    messages = _messages(raw, batch, encoding, threads)
+    tool_calls = _tool_calls(messages)
+    per_traj = messages.group_by("trajectory_id").agg(
+        n_messages=pl.len().cast(pl.Int32),
+        n_user_turns=(pl.col("role") == "user").sum().cast(pl.Int32),
+        n_tool_calls=pl.col("tool_calls").list.len().sum().cast(pl.Int32),
+        chars_total=pl.col("chars").sum(),
+        chars_observations=pl.col("chars").filter(pl.col("role") == "tool").sum(),
+        tokens_total=pl.col("tokens").sum(),
+    )
+    packages = task_packages(raw["task"].to_list())
+    trajectories = (
+        raw.with_columns(
+            batch=pl.lit(batch),
+            raw_file=pl.Series(raw_file, dtype=pl.String),
+            raw_record=pl.Series(raw_record, dtype=pl.Int64),
+        )
+        .join(packages.select("task_json", "task_hash", "task_id", "category"),
+              left_on="task", right_on="task_json", how="left")
+        .unnest("teacher", "grade", separator="_")
+        .join(per_traj, on="trajectory_id", how="left")
+        .select(polars_schema(Trajectories).names())
+    )
+    counts = trajectories.group_by("task_hash").agg(
+        n_trajectories=pl.len().cast(pl.Int32), first_trajectory_id=pl.col("trajectory_id").first()
+    )
+    packages = packages.drop("task_json").join(counts, on="task_hash").with_columns(batch=pl.lit(batch))
+    return {
+        "trajectories": trajectories,
+        "messages": messages,
+        "tool_calls": tool_calls,
+        "task_packages": packages,
+    }

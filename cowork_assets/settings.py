@@ -1,0 +1,88 @@
+"""The one typed settings object. Every field has a documented default.
+
+It is a Dagster resource so the launchpad can override any field per run; the CLI maps
+`--set NAME=VALUE` onto the same fields. Pure logic never imports this module: assets pass
+plain values down.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from pydantic import Field, TypeAdapter, ValidationError
+
+DEFAULT_RAW_ROOT = "data/raw"
+DEFAULT_DATA_ROOT = "data/curated"
+
+
+class CurateSettings(dg.ConfigurableResource):
+    """Settings of the cowork-curate pipeline."""
+
+    raw_root: str = Field(
+        default=DEFAULT_RAW_ROOT,
+        description="Folder holding one sub-folder per raw batch of *.jsonl / *.jsonl.gz files.",
+    )
+    data_root: str = Field(
+        default=DEFAULT_DATA_ROOT,
+        description="Where Parquet tables (tables/<name>/batch=<batch>/) and the DuckDB file go.",
+    )
+    warehouse_file: str = Field(
+        default="cowork.duckdb",
+        description="DuckDB database file with a view per table, relative to data_root.",
+    )
+    token_encoding: str = Field(
+        default="o200k_base",
+        description="tiktoken encoding for token counts (bundled: o200k_base, cl100k_base).",
+    )
+    tokenizer_threads: int = Field(default=2, ge=1, description="Threads for tiktoken batch encoding.")
+    read_chunk_records: int = Field(
+        default=2000,
+        ge=1,
+        description="Raw records parsed and written per chunk; bounds ingestion memory.",
+    )
+
+    @property
+    def raw_path(self) -> Path:
+        return Path(self.raw_root).expanduser().resolve()
+
+    @property
+    def data_path(self) -> Path:
+        return Path(self.data_root).expanduser().resolve()
+
+    @property
+    def warehouse_path(self) -> Path:
+        return self.data_path / self.warehouse_file
+
+
+def settings_from_env() -> CurateSettings:
+    """Settings for code locations (`dagster dev`): roots from COWORK_RAW_ROOT / COWORK_DATA_ROOT."""
+    return CurateSettings(
+        raw_root=str(Path(os.environ.get("COWORK_RAW_ROOT", DEFAULT_RAW_ROOT)).resolve()),
+        data_root=str(Path(os.environ.get("COWORK_DATA_ROOT", DEFAULT_DATA_ROOT)).resolve()),
+    )
+
+
+class SettingsError(ValueError):
+    pass
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """Turn `NAME=VALUE` strings into typed setting values, with clear errors."""
+    fields = CurateSettings.model_fields
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise SettingsError(f"--set expects NAME=VALUE, got {pair!r}")
+        if name not in fields:
+            raise SettingsError(f"unknown setting {name!r}; known settings: {', '.join(sorted(fields))}")
+        try:
+            out[name] = TypeAdapter(fields[name].annotation).validate_strings(raw)
+        except ValidationError as exc:
+            raise SettingsError(f"bad value for {name}: {exc.errors()[0]['msg']} (got {raw!r})") from None
+    CurateSettings(**out)  # run field constraints (ge=1, ...) now, not mid-run
+    return out

@@ -1,0 +1,85 @@
+"""Where tables live on disk, and atomic Parquet writes.
+
+Layout: <data_root>/tables/<table>/batch=<batch>/data.parquet for per-batch tables and
+<data_root>/tables/<table>/data.parquet for cross-batch ones. A write goes to a temporary file in
+the same folder and is renamed into place, so a reader or a crash only ever sees a whole file.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from contextlib import contextmanager
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+FILE_NAME = "data.parquet"
+
+
+def table_dir(data_root: Path, table: str) -> Path:
+    return data_root / "tables" / table
+
+
+def partition_file(data_root: Path, table: str, batch: str | None = None) -> Path:
+    base = table_dir(data_root, table)
+    return (base / f"batch={batch}" if batch is not None else base) / FILE_NAME
+
+
+def table_glob(data_root: Path, table: str, partitioned: bool = True) -> str:
+    return str(table_dir(data_root, table) / ("batch=*/" if partitioned else "") / FILE_NAME)
+
+
+def _tmp_path(final: Path) -> Path:
+    return final.with_name(f".{final.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+
+
+@contextmanager
+def atomic_path(final: Path) -> Iterator[Path]:
+    """Yield a temporary path beside `final`; rename it into place only if the block succeeds."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp_path(final)
+    try:
+        yield tmp
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class ParquetSink:
+    """Streams polars frames into one Parquet file with a fixed schema; atomic on commit."""
+
+    def __init__(self, final: Path, schema: pa.Schema):
+        self.final, self.schema, self.rows = final, schema, 0
+        final.parent.mkdir(parents=True, exist_ok=True)
+        self._tmp = _tmp_path(final)
+        self._writer = pq.ParquetWriter(self._tmp, schema, compression="zstd")
+
+    def write(self, frame: pl.DataFrame) -> None:
+        if frame.height:
+            self._writer.write_table(frame.to_arrow().select(self.schema.names).cast(self.schema))
+            self.rows += frame.height
+
+    def commit(self) -> None:
+        self._writer.close()
+        with open(self._tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(self._tmp, self.final)
+
+    def abort(self) -> None:
+        self._writer.close()
+        self._tmp.unlink(missing_ok=True)
+
+
+def write_parquet_atomic(frame: pl.DataFrame, final: Path, schema: pa.Schema | None = None) -> Path:
+    with atomic_path(final) as tmp:
+        table = frame.to_arrow()
+        if schema is not None:
+            table = table.select(schema.names).cast(schema)
+        pq.write_table(table, tmp, compression="zstd")
+    return final

@@ -1,0 +1,1 @@
+"""Deterministic synthetic teacher trajectories (`cowork-curate generate`), with ground-truth labels."""

@@ -1,0 +1,65 @@
+"""Offline tiktoken: the BPE rank files ship inside this package.
+
+tiktoken normally downloads its rank files on first use, which fails on machines without internet.
+We point tiktoken's cache at the bundled files (named, as tiktoken expects, by the sha1 of their
+download URL) and verify each file's sha256 ourselves first, so a damaged install fails with a clear
+message instead of an attempted download.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import tiktoken
+
+CACHE_DIR = Path(__file__).parent / "tiktoken_cache"
+
+# encoding -> (sha1 of tiktoken's download URL = cache file name, sha256 tiktoken expects)
+BUNDLED = {
+    "o200k_base": (
+        "fb374d419588a4632f3f557e76b4b70aebbca790",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+    "cl100k_base": (
+        "9b5ad71b2ce5302211f9c61530b329a4922fc6a4",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
+}
+
+
+class TokenizerUnavailable(RuntimeError):
+    pass
+
+
+@lru_cache(maxsize=None)
+def get_encoding(name: str) -> tiktoken.Encoding:
+    """Load a bundled tiktoken encoding without touching the network."""
+    if name not in BUNDLED:
+        raise TokenizerUnavailable(
+            f"token encoding {name!r} is not bundled; choose one of {sorted(BUNDLED)}"
+        )
+    file_name, sha256 = BUNDLED[name]
+    path = CACHE_DIR / file_name
+    if not path.is_file():
+        raise TokenizerUnavailable(f"bundled rank file for {name} is missing: {path}")
+    if hashlib.sha256(path.read_bytes()).hexdigest() != sha256:
+        raise TokenizerUnavailable(f"bundled rank file for {name} fails its sha256 check: {path}")
+    previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(CACHE_DIR)
+    try:
+        return tiktoken.get_encoding(name)
+    finally:
+        if previous is None:
+            os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = previous
+
+
+def count_tokens(texts: Sequence[str], encoding: str, num_threads: int = 2) -> list[int]:
+    """Token count of each text (special-token strings are counted as plain text)."""
+    enc = get_encoding(encoding)
+    return [len(ids) for ids in enc.encode_ordinary_batch(list(texts), num_threads=num_threads)]
