@@ -84,5 +84,9 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
             out[name] = TypeAdapter(fields[name].annotation).validate_strings(raw)
         except ValidationError as exc:
             raise SettingsError(f"bad value for {name}: {exc.errors()[0]['msg']} (got {raw!r})") from None
-    CurateSettings(**out)  # run field constraints (ge=1, ...) now, not mid-run
+    try:
+        CurateSettings(**out)  # run field constraints (ge=1, ...) now, not mid-run
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise SettingsError(f"bad value for {err['loc'][0]}: {err['msg']}") from None
     return out

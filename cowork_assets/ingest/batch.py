@@ -7,10 +7,10 @@ the batch. Nothing is visible until every table of the batch has been written co
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import polars as pl
 
@@ -18,8 +18,6 @@ from cowork_assets.ingest import schemas, tables
 from cowork_assets.ingest.raw_files import batch_files, iter_raw_lines
 from cowork_assets.ingest.record import excerpt, validate_line
 from cowork_assets.storage import ParquetSink, partition_file
-
-log = logging.getLogger(__name__)
 
 BATCH_TABLES = tuple(schemas.MODELS)
 
@@ -138,6 +136,7 @@ def ingest_batch(
     encoding: str = "o200k_base",
     chunk_records: int = 2000,
     threads: int = 2,
+    progress: Callable[[str], None] = lambda message: None,
 ) -> IngestReport:
     """Read every raw file of `batch` and write its staging tables atomically."""
     report = IngestReport(batch)
@@ -147,6 +146,7 @@ def ingest_batch(
         for path in files:
             rel = path.relative_to(raw_root).as_posix()
             report.files.append(rel)
+            progress(f"reading {rel}")
             for line in iter_raw_lines(path):
                 data = line.data.removesuffix(b"\r")
                 if line.error is None and not data.strip():
@@ -164,7 +164,7 @@ def ingest_batch(
                 writer.add(text, rel, line.record)
                 if len(writer.texts) >= chunk_records:
                     report.parsed += writer.flush()
-                    log.info("batch %s: %d records read, %d parsed", batch, report.raw_records, report.parsed)
+                    progress(f"{report.raw_records} records read, {report.parsed} parsed")
         report.parsed += writer.flush()
         report.rows = writer.finish()
     except BaseException:

@@ -158,6 +158,7 @@ def _tool_calls(messages: pl.DataFrame) -> pl.DataFrame:
         left_on=["trajectory_id", "call_id"],
         right_on=["trajectory_id", "tool_call_id"],
         how="left",
+        maintain_order="left",
     )
     answered = pl.col("observation_index") > pl.col("message_index")
     return joined.with_columns(
@@ -195,15 +196,15 @@ def flatten_chunk(
             raw_record=pl.Series(raw_record, dtype=pl.Int64),
         )
         .join(packages.select("task_json", "task_hash", "task_id", "category"),
-              left_on="task", right_on="task_json", how="left")
+              left_on="task", right_on="task_json", how="left", maintain_order="left")
         .unnest("teacher", "grade", separator="_")
-        .join(per_traj, on="trajectory_id", how="left")
+        .join(per_traj, on="trajectory_id", how="left", maintain_order="left")
         .select(polars_schema(Trajectories).names())
     )
     counts = trajectories.group_by("task_hash").agg(
         n_trajectories=pl.len().cast(pl.Int32), first_trajectory_id=pl.col("trajectory_id").first()
     )
-    packages = packages.drop("task_json").join(counts, on="task_hash").with_columns(batch=pl.lit(batch))
+    packages = packages.drop("task_json").join(counts, on="task_hash", maintain_order="left").with_columns(batch=pl.lit(batch))
     return {
         "trajectories": trajectories,
         "messages": messages,

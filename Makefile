@@ -1,0 +1,46 @@
+# Two commands on a fresh machine with python3 and make:  `make run`  and  `make test`.
+PYTHON ?= python3
+UV_VERSION := 0.13.8
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+VENV := .venv
+BIN := $(VENV)/bin
+RAW_ROOT ?= data/raw
+DATA_ROOT ?= data/curated
+PORT ?= 3000
+
+export DAGSTER_HOME := $(CURDIR)/.dagster_home
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
+
+.PHONY: setup run test ui data clean
+
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+# Install exactly what uv.lock pins (bytecode compiled: imports are 2x faster without it here).
+$(VENV)/.synced: uv.lock pyproject.toml | $(UV)
+	$(UV) sync --frozen --python $(PYTHON) --compile-bytecode
+	@touch $@
+
+setup: $(VENV)/.synced
+
+$(RAW_ROOT)/manifest.json: | setup
+	$(BIN)/cowork-curate generate --out $(RAW_ROOT) --trajectories 300 --batches 3 --seed 7
+
+data: $(RAW_ROOT)/manifest.json
+
+run: setup data
+	$(BIN)/cowork-curate run --raw-root $(RAW_ROOT) --data-root $(DATA_ROOT)
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+ui: setup
+	@$(BIN)/python -c "from cowork_assets.runner import ensure_instance; ensure_instance(__import__('pathlib').Path('$(DAGSTER_HOME)'))"
+	@echo "Dagster UI on http://127.0.0.1:$(PORT)  (instance: $(DAGSTER_HOME); Ctrl-C to stop)"
+	COWORK_RAW_ROOT=$(RAW_ROOT) COWORK_DATA_ROOT=$(DATA_ROOT) $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p $(PORT)
+
+clean:
+	rm -rf data .dagster_home

@@ -1,0 +1,144 @@
+"""`cowork-curate`: generate synthetic data, run the pipeline headless, query the DuckDB file."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from cowork_assets.settings import DEFAULT_DATA_ROOT, DEFAULT_RAW_ROOT
+
+
+class UsageError(Exception):
+    pass
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from cowork_assets.synthetic.generate import Rates, generate
+
+    rates = Rates()
+    for pair in args.rate:
+        name, _, value = pair.partition("=")
+        if name not in Rates.names():
+            raise UsageError(f"unknown rate {name!r}; known: {', '.join(Rates.names())}")
+        try:
+            setattr(rates, name, float(value))
+        except ValueError:
+            raise UsageError(f"rate {name} must be a number, got {value!r}") from None
+    started = time.monotonic()
+    try:
+        manifest = generate(
+            Path(args.out), args.trajectories, args.batches, args.seed, rates,
+            progress=lambda n: print(f"  {n}/{args.trajectories} trajectories", file=sys.stderr),
+        )
+    except (FileExistsError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    bad = sum(sum(b["quarantined"].values()) for b in manifest["batches"].values())
+    print(f"wrote {args.trajectories} trajectories (+{bad} malformed lines) in {args.batches} batches "
+          f"to {args.out} in {time.monotonic() - started:.1f}s; labels in {args.out}/labels.jsonl")
+    return 0
+
+
+def _settings(args: argparse.Namespace):
+    from cowork_assets.settings import CurateSettings, SettingsError, parse_overrides
+
+    try:
+        overrides = parse_overrides(args.set)
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+    for name in ("raw_root", "data_root"):
+        if name in overrides:
+            raise UsageError(f"use --{name.replace('_', '-')} instead of --set {name}=...")
+    return CurateSettings(
+        raw_root=str(Path(args.raw_root).resolve()), data_root=str(Path(args.data_root).resolve()), **overrides
+    )
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    raw = Path(args.raw_root)
+    if not raw.is_dir():
+        raise UsageError(f"--raw-root {raw} is not a directory")
+    settings = _settings(args)
+    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_assets.summary import print_summary
+
+    home = Path(args.dagster_home or os.environ.get("DAGSTER_HOME") or ".dagster_home").resolve()
+    instance = ensure_instance(home)
+    print(f"materializing {raw} -> {settings.data_path} (Dagster instance: {home})")
+    try:
+        outcome = materialize_all(settings, instance, only=args.batch)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    print_summary(settings, outcome)
+    return 1 if outcome.failed else 0
+
+
+def _cmd_sql(args: argparse.Namespace) -> int:
+    from cowork_assets.summary import format_rows
+    from cowork_assets.warehouse.duckdb_file import named_query, query_names, run_query
+
+    if args.list:
+        print("\n".join(query_names()))
+        return 0
+    if bool(args.statement) == bool(args.query):
+        raise UsageError('give either a SQL statement or --query NAME (see --list)')
+    try:
+        sql = named_query(args.query) if args.query else args.statement
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
+    db = Path(args.db) if args.db else Path(args.data_root) / "cowork.duckdb"
+    import duckdb
+
+    try:
+        columns, rows = run_query(db, sql)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    except duckdb.Error as exc:
+        raise UsageError(f"query failed: {exc}") from None
+    print(format_rows(columns, rows))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="cowork-curate", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("generate", help="write deterministic synthetic batches with ground-truth labels")
+    g.add_argument("--out", required=True, help="new folder to write batch sub-folders into")
+    g.add_argument("--trajectories", type=int, default=300, help="valid trajectories to write [300]")
+    g.add_argument("--batches", type=int, default=3, help="batch folders [3]")
+    g.add_argument("--seed", type=int, default=7, help="random seed [7]")
+    g.add_argument("--rate", action="append", default=[], metavar="NAME=VALUE", help="override an injection rate")
+    g.set_defaults(func=_cmd_generate)
+
+    r = sub.add_parser("run", help="materialize every asset for every batch through Dagster (headless)")
+    r.add_argument("--raw-root", default=DEFAULT_RAW_ROOT, help=f"folder of batch folders [{DEFAULT_RAW_ROOT}]")
+    r.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"output folder [{DEFAULT_DATA_ROOT}]")
+    r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a setting")
+    r.add_argument("--batch", action="append", default=[], help="only this batch (repeatable)")
+    r.add_argument("--dagster-home", help="Dagster instance folder [$DAGSTER_HOME or ./.dagster_home]")
+    r.set_defaults(func=_cmd_run)
+
+    q = sub.add_parser("sql", help="query the DuckDB file: a SQL statement, or --query NAME from sql/queries")
+    q.add_argument("statement", nargs="?", help="SQL to run")
+    q.add_argument("--query", help="name of a query in sql/queries/")
+    q.add_argument("--list", action="store_true", help="list the named queries")
+    q.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"where the DuckDB file is [{DEFAULT_DATA_ROOT}]")
+    q.add_argument("--db", help="path of the DuckDB file [<data-root>/cowork.duckdb]")
+    q.set_defaults(func=_cmd_sql)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UsageError as exc:
+        print(f"cowork-curate {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""Dagster wiring of the ingest stage: raw batches -> staging tables, their checks, and the sensor."""
+
+
+import time
+
+import dagster as dg
+import pandera.errors
+import polars as pl
+import pyarrow.parquet as pq
+
+from cowork_assets.ingest.batch import BATCH_TABLES, ingest_batch
+from cowork_assets.ingest.raw_files import batch_files, discover_batches, iter_raw_lines
+from cowork_assets.ingest.schemas import MODELS
+from cowork_assets.metadata import column_schema, counts_md, md_table
+from cowork_assets.partitions import batches
+from cowork_assets.settings import CurateSettings
+from cowork_assets.storage import partition_file
+
+raw_batches = dg.AssetSpec(
+    "raw_batches",
+    group_name="raw",
+    partitions_def=batches,
+    description="Raw teacher/student trajectories: *.jsonl(.gz) files in one folder per batch under raw_root. "
+    "Registered as partitions by the `new_batch_sensor`.",
+    kinds={"file"},
+)
+
+DESCRIPTIONS = {
+    "trajectories": "One row per parsed trajectory: task, teacher, grade, counts, characters, tokens, and "
+    "lineage (raw_file, raw_record = 1-based line).",
+    "messages": "One row per message, tool calls normalised (arguments as JSON strings), with character and "
+    "tiktoken counts.",
+    "tool_calls": "One row per tool call with the observation that answered it and its length.",
+    "task_packages": "One row per distinct task package (request, initial state, tools, checks) in the batch.",
+    "quarantine": "Raw records that could not be parsed: file, 1-based record, reason, detail, excerpt.",
+}
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(
+            name,
+            group_name="staging",
+            deps=[raw_batches],
+            description=DESCRIPTIONS[name],
+            kinds={"parquet", "polars"},
+            metadata={"dagster/column_schema": column_schema(MODELS[name])},
+        )
+        for name in BATCH_TABLES
+    ],
+    partitions_def=batches,
+    can_subset=False,
+)
+def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
+    """Parse one raw batch into the staging tables; bad records go to `quarantine`, never fail the run."""
+    batch = context.partition_key
+    started = time.monotonic()
+    report = ingest_batch(
+        settings.raw_path,
+        batch,
+        settings.data_path,
+        encoding=settings.token_encoding,
+        chunk_records=settings.read_chunk_records,
+        threads=settings.tokenizer_threads,
+        progress=lambda message: context.log.info(f"{batch}: {message}"),
+    )
+    context.log.info(
+        f"{batch}: {report.raw_records} raw records -> {report.parsed} parsed, {report.quarantined} quarantined "
+        f"in {time.monotonic() - started:.1f}s"
+    )
+    for name in BATCH_TABLES:
+        meta = {
+            "dagster/row_count": report.rows[name],
+            "path": dg.MetadataValue.path(str(partition_file(settings.data_path, name, batch))),
+        }
+        if name in ("trajectories", "quarantine"):
+            meta |= {
+                "raw_records": report.raw_records,
+                "parsed": report.parsed,
+                "quarantined": report.quarantined,
+                "blank_lines": report.blank_lines,
+                "quarantine_reasons": counts_md(report.reasons),
+                "files": md_table(["raw file"], [[f] for f in report.files]),
+            }
+            if report.ignored_files:
+                meta["ignored_files"] = md_table(["ignored"], [[f] for f in report.ignored_files])
+        yield dg.MaterializeResult(asset_key=name, metadata=meta)
+
+
+def count_raw_records(settings: CurateSettings, batch: str) -> int:
+    files, _ = batch_files(settings.raw_path, batch)
+    return sum(
+        1
+        for path in files
+        for line in iter_raw_lines(path)
+        if line.error is not None or line.data.removesuffix(b"\r").strip()
+    )
+
+
+def _rows(path) -> int:
+    return pq.ParquetFile(path).metadata.num_rows
+
+
+@dg.asset_check(
+    asset="trajectories",
+    additional_deps=["quarantine"],
+    partitions_def=batches,
+    description="Every raw record is accounted for: raw records (recounted from the files) = parsed + quarantined.",
+)
+def records_accounted_for(context: dg.AssetCheckExecutionContext, settings: CurateSettings) -> dg.AssetCheckResult:
+    batch = context.partition_key
+    raw = count_raw_records(settings, batch)
+    parsed = _rows(partition_file(settings.data_path, "trajectories", batch))
+    quarantined = _rows(partition_file(settings.data_path, "quarantine", batch))
+    return dg.AssetCheckResult(
+        passed=raw == parsed + quarantined,
+        metadata={"raw_records": raw, "parsed": parsed, "quarantined": quarantined,
+                  "unaccounted": raw - parsed - quarantined},
+    )
+
+
+def _schema_check(table: str) -> dg.AssetChecksDefinition:
+    model = MODELS[table]
+
+    @dg.asset_check(
+        asset=table,
+        name="matches_schema",
+        partitions_def=batches,
+        description=f"The {table} partition validates against its pandera model ({model.__name__}).",
+    )
+    def _check(context: dg.AssetCheckExecutionContext, settings: CurateSettings) -> dg.AssetCheckResult:
+        frame = pl.read_parquet(partition_file(settings.data_path, table, context.partition_key))
+        try:
+            model.validate(frame, lazy=True)
+        except pandera.errors.SchemaErrors as exc:
+            cases = exc.failure_cases
+            return dg.AssetCheckResult(
+                passed=False,
+                metadata={
+                    "rows": frame.height,
+                    "failures": len(cases),
+                    "examples": md_table(cases.columns, cases.head(20).rows()),
+                },
+            )
+        return dg.AssetCheckResult(passed=True, metadata={"rows": frame.height})
+
+    return _check
+
+
+schema_checks = [_schema_check(table) for table in BATCH_TABLES]
+
+ingest_job = dg.define_asset_job(
+    "ingest_batch",
+    selection=dg.AssetSelection.assets(*BATCH_TABLES),
+    description="Parse one raw batch into the staging tables.",
+)
+
+
+@dg.sensor(
+    job=ingest_job,
+    minimum_interval_seconds=30,
+    description="Registers each new batch folder under raw_root as a partition and requests its ingest run.",
+)
+def new_batch_sensor(context: dg.SensorEvaluationContext, settings: CurateSettings):
+    try:
+        found = discover_batches(settings.raw_path)
+    except FileNotFoundError as exc:
+        return dg.SkipReason(str(exc))
+    known = set(context.instance.get_dynamic_partitions(batches.name))
+    new = [b for b in found if b not in known]
+    if not new:
+        return dg.SkipReason(f"no new batch folders under {settings.raw_path}")
+    return dg.SensorResult(
+        run_requests=[dg.RunRequest(partition_key=b, run_key=f"ingest:{b}") for b in new],
+        dynamic_partitions_requests=[batches.build_add_request(new)],
+    )

@@ -1,0 +1,115 @@
+"""Headless materialization through Dagster, as `cowork-curate run` and `make run` do it.
+
+Registers every batch folder as a partition, runs the per-batch job for each batch, then the
+cross-batch job, all recorded in the Dagster instance (so `make ui` shows the history).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dagster as dg
+
+from cowork_assets.ingest.raw_files import discover_batches
+from cowork_assets.partitions import batches as batches_partitions
+from cowork_assets.settings import CurateSettings
+
+INSTANCE_YAML = """\
+# Written by cowork-curate: a local SQLite-backed instance.
+telemetry:
+  enabled: false
+nux:
+  enabled: false
+run_monitoring:
+  enabled: false
+"""
+
+
+def ensure_instance(home: Path) -> dg.DagsterInstance:
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text(INSTANCE_YAML)
+    return dg.DagsterInstance.from_config(str(home))
+
+
+@dataclass
+class RunOutcome:
+    batches: list[str]
+    failed: dict[str, str] = field(default_factory=dict)  # job/batch -> error
+    failed_checks: list[str] = field(default_factory=list)  # "asset:check [batch] (severity)"
+    seconds: float = 0.0
+
+
+def _run_config(settings: CurateSettings) -> dict:
+    return {
+        "resources": {"settings": {"config": settings.model_dump()}},
+        "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+    }
+
+
+def materialize_all(
+    settings: CurateSettings,
+    instance: dg.DagsterInstance,
+    only: Sequence[str] = (),
+    echo: Callable[[str], None] = print,
+) -> RunOutcome:
+    """Register batches and materialize every asset for them. Failures are reported, not raised."""
+    from dagster_project.definitions import BATCH_JOB, CORPUS_JOB, defs
+
+    found = discover_batches(settings.raw_path)
+    if only:
+        missing = sorted(set(only) - set(found))
+        if missing:
+            raise FileNotFoundError(f"no batch folder(s) {', '.join(missing)} under {settings.raw_path}")
+        found = [b for b in found if b in only]
+    if not found:
+        raise FileNotFoundError(f"no batch folders under {settings.raw_path}")
+    known = set(instance.get_dynamic_partitions(batches_partitions.name))
+    instance.add_dynamic_partitions(batches_partitions.name, [b for b in found if b not in known])
+
+    outcome = RunOutcome(found)
+    started = time.monotonic()
+    config = _run_config(settings)
+    batch_job = defs.resolve_job_def(BATCH_JOB)
+    for i, batch in enumerate(found, 1):
+        t0 = time.monotonic()
+        result = batch_job.execute_in_process(
+            run_config=config, instance=instance, partition_key=batch, raise_on_error=False
+        )
+        status = "ok" if result.success else "FAILED"
+        echo(f"[{i}/{len(found)}] batch {batch}: {status} ({time.monotonic() - t0:.1f}s)")
+        if not result.success:
+            outcome.failed[batch] = _first_error(result)
+        outcome.failed_checks += _failed_checks(result, batch)
+    result = defs.resolve_job_def(CORPUS_JOB).execute_in_process(
+        run_config=config, instance=instance, raise_on_error=False
+    )
+    echo(f"cross-batch assets: {'ok' if result.success else 'FAILED'}")
+    if not result.success:
+        outcome.failed[CORPUS_JOB] = _first_error(result)
+    outcome.failed_checks += _failed_checks(result, None)
+    outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def _failed_checks(result, batch: str | None) -> list[str]:
+    where = f" [{batch}]" if batch else ""
+    return [
+        f"{e.asset_key.to_user_string()}:{e.check_name}{where} ({e.severity.value})"
+        for e in result.get_asset_check_evaluations()
+        if not e.passed
+    ]
+
+
+def _first_error(result) -> str:
+    for event in result.all_events:
+        if event.is_failure and event.event_specific_data is not None:
+            error = getattr(event.event_specific_data, "error", None)
+            if error is not None:
+                return error.message.strip()
+    return "run failed (see the Dagster UI for the event log)"
+

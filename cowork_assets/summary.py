@@ -1,0 +1,42 @@
+"""What `cowork-curate run` prints at the end: rows per table, quarantine, where things are."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cowork_assets.runner import RunOutcome
+from cowork_assets.settings import CurateSettings
+from cowork_assets.warehouse.duckdb_file import named_query, run_query
+
+
+def format_rows(columns: Sequence[str], rows: Sequence[Sequence], limit: int = 200) -> str:
+    cells = [[str(c) for c in columns]] + [["NULL" if v is None else str(v) for v in r] for r in rows[:limit]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    if len(rows) > limit:
+        lines.append(f"... {len(rows) - limit} more rows")
+    return "\n".join(lines) + f"\n({len(rows)} rows)"
+
+
+def print_summary(settings: CurateSettings, outcome: RunOutcome) -> None:
+    db = settings.warehouse_path
+    print(f"\n{len(outcome.batches)} batch(es) in {outcome.seconds:.1f}s")
+    if db.is_file():
+        columns, rows = run_query(
+            db,
+            "SELECT table_name, sum(n_rows)::BIGINT AS n_rows, count(*) AS batches FROM ("
+            + named_query("rows_per_table").rstrip().rstrip(";")
+            + ") GROUP BY table_name ORDER BY table_name",
+        )
+        print("\nrows per table:\n" + format_rows(columns, rows))
+        columns, rows = run_query(db, "SELECT reason, count(*) AS n_records FROM quarantine GROUP BY reason ORDER BY 2 DESC, 1")
+        total = sum(r[1] for r in rows)
+        print(f"\nquarantined raw records: {total}" + (("\n" + format_rows(columns, rows)) if rows else ""))
+    for where, error in outcome.failed.items():
+        print(f"\nFAILED {where}: {error}")
+    if outcome.failed_checks:
+        print("\nfailed asset checks:\n  " + "\n  ".join(outcome.failed_checks))
+    print(f"\noutputs: Parquet tables in {settings.data_path / 'tables'}/<table>/batch=<batch>/")
+    print(f"         DuckDB views in {db}  (try: cowork-curate sql --data-root {settings.data_path} --query quarantine_reasons)")
+    print("UI:      make ui  (then open http://127.0.0.1:3000)")

@@ -1,0 +1,1 @@
+"""Last stage — warehouse: one DuckDB file with a view over every Parquet table."""

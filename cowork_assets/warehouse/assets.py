@@ -1,0 +1,37 @@
+"""Dagster wiring of the warehouse stage."""
+
+
+import dagster as dg
+
+from cowork_assets.ingest.batch import BATCH_TABLES
+from cowork_assets.metadata import md_table
+from cowork_assets.settings import CurateSettings
+from cowork_assets.warehouse.duckdb_file import build_warehouse
+
+
+@dg.asset(
+    group_name="warehouse",
+    deps=list(BATCH_TABLES),
+    kinds={"duckdb"},
+    automation_condition=dg.AutomationCondition.eager(),
+    description="DuckDB database file with one view per Parquet table (sql/views.sql), rebuilt after each run. "
+    "Open it with `duckdb <data_root>/cowork.duckdb` or `cowork-curate sql`.",
+)
+def warehouse(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    rows, skipped = build_warehouse(settings.data_path, settings.warehouse_path)
+    for view, why in skipped.items():
+        context.log.warning(f"view {view} skipped: {why}")
+    return dg.MaterializeResult(
+        metadata={
+            "path": dg.MetadataValue.path(str(settings.warehouse_path)),
+            "views": md_table(["view", "rows"], sorted(rows.items())),
+            "skipped_views": len(skipped),
+        }
+    )
+
+
+warehouse_job = dg.define_asset_job(
+    "refresh_warehouse",
+    selection=dg.AssetSelection.assets(warehouse),
+    description="Rebuild the DuckDB file over all tables.",
+)

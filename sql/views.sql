@@ -1,0 +1,17 @@
+-- One view per Parquet table, over all batches. `{tables}` is replaced with the absolute path of
+-- <data_root>/tables when the DuckDB file is built. Every table carries its own `batch` column.
+
+CREATE OR REPLACE VIEW trajectories AS
+SELECT * FROM read_parquet('{tables}/trajectories/batch=*/data.parquet', union_by_name = true);
+
+CREATE OR REPLACE VIEW messages AS
+SELECT * FROM read_parquet('{tables}/messages/batch=*/data.parquet', union_by_name = true);
+
+CREATE OR REPLACE VIEW tool_calls AS
+SELECT * FROM read_parquet('{tables}/tool_calls/batch=*/data.parquet', union_by_name = true);
+
+CREATE OR REPLACE VIEW task_packages AS
+SELECT * FROM read_parquet('{tables}/task_packages/batch=*/data.parquet', union_by_name = true);
+
+CREATE OR REPLACE VIEW quarantine AS
+SELECT * FROM read_parquet('{tables}/quarantine/batch=*/data.parquet', union_by_name = true);

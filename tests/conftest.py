@@ -1,0 +1,47 @@
+"""Shared fixtures: the default synthetic data and one headless materialization of it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cowork_assets.synthetic.generate import generate
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+DEFAULT = dict(trajectories=300, batches=3, seed=7)  # what `make run` generates
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
+@pytest.fixture(scope="session")
+def default_raw(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("raw") / "raw"
+    generate(out, **DEFAULT)
+    return out
+
+
+@pytest.fixture(scope="session")
+def manifest(default_raw) -> dict:
+    return json.loads((default_raw / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def labels(default_raw) -> list[dict]:
+    return read_jsonl(default_raw / "labels.jsonl")
+
+
+@pytest.fixture(scope="session")
+def pipeline(default_raw, tmp_path_factory):
+    """The `make run` path: every asset for every batch through Dagster, on a temporary instance."""
+    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_assets.settings import CurateSettings
+
+    base = tmp_path_factory.mktemp("pipeline")
+    settings = CurateSettings(raw_root=str(default_raw), data_root=str(base / "curated"))
+    instance = ensure_instance(base / "dagster_home")
+    outcome = materialize_all(settings, instance, echo=lambda _: None)
+    return settings, instance, outcome

@@ -1,0 +1,47 @@
+"""The code location loads and reads as the data flow; the sensor registers new batches."""
+
+import dagster as dg
+
+from cowork_assets.ingest.assets import new_batch_sensor
+from cowork_assets.settings import CurateSettings
+from dagster_project.definitions import defs
+
+
+def test_definitions_load_with_groups_checks_and_jobs():
+    repo = defs.get_repository_def()
+    graph = repo.asset_graph
+    groups = {k.to_user_string(): graph.get(k).group_name for k in graph.get_all_asset_keys()}
+    assert groups == {"raw_batches": "raw", "trajectories": "staging", "messages": "staging",
+                      "tool_calls": "staging", "task_packages": "staging", "quarantine": "staging",
+                      "warehouse": "warehouse"}
+    assert all(graph.get(k).description for k in graph.get_all_asset_keys())
+    checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
+    assert ("trajectories", "records_accounted_for") in checks
+    assert {a for a, n in checks if n == "matches_schema"} == {"trajectories", "messages", "tool_calls",
+                                                              "task_packages", "quarantine"}
+    assert {"ingest_batch", "refresh_warehouse"} <= set(repo.job_names)
+    assert {s.name for s in repo.sensor_defs} == {"new_batch_sensor", "default_automation_condition_sensor"}
+    assert graph.get(dg.AssetKey("trajectories")).partitions_def.name == "batches"
+
+
+def test_sensor_registers_new_batches_once(tmp_path):
+    for name in ("b1", "b2", ".tmp"):
+        (tmp_path / name).mkdir()
+    settings = CurateSettings(raw_root=str(tmp_path), data_root=str(tmp_path / "out"))
+    with dg.instance_for_test() as instance:
+        result = new_batch_sensor(dg.build_sensor_context(instance=instance, resources={"settings": settings}))
+        assert sorted(r.partition_key for r in result.run_requests) == ["b1", "b2"]
+        assert result.dynamic_partitions_requests[0].partition_keys == ["b1", "b2"]
+        instance.add_dynamic_partitions("batches", ["b1", "b2"])
+        again = new_batch_sensor(dg.build_sensor_context(instance=instance, resources={"settings": settings}))
+        assert isinstance(again, dg.SkipReason)
+        (tmp_path / "b3").mkdir()
+        third = new_batch_sensor(dg.build_sensor_context(instance=instance, resources={"settings": settings}))
+        assert [r.partition_key for r in third.run_requests] == ["b3"]
+
+
+def test_sensor_skips_cleanly_without_a_raw_root(tmp_path):
+    settings = CurateSettings(raw_root=str(tmp_path / "missing"), data_root=str(tmp_path))
+    with dg.instance_for_test() as instance:
+        result = new_batch_sensor(dg.build_sensor_context(instance=instance, resources={"settings": settings}))
+        assert isinstance(result, dg.SkipReason) and "not a directory" in result.skip_message

@@ -1,0 +1,202 @@
+"""Ingesting batches: exact counts, exact quarantine, faithful tables, bounded chunks, atomic writes."""
+
+import json
+from collections import Counter
+
+import orjson
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from cowork_assets.ingest import tables
+from cowork_assets.ingest.batch import BATCH_TABLES, ingest_batch
+from cowork_assets.ingest.raw_files import discover_batches, iter_raw_lines
+from cowork_assets.storage import partition_file
+from cowork_assets.tokens import get_encoding
+
+
+@pytest.fixture(scope="module")
+def ingested(default_raw, tmp_path_factory):
+    out = tmp_path_factory.mktemp("ingest")
+    reports = {b: ingest_batch(default_raw, b, out) for b in discover_batches(default_raw)}
+    return out, reports
+
+
+def raw_line(raw_root, row) -> bytes:
+    return next(l.data for l in iter_raw_lines(raw_root / row["raw_file"]) if l.record == row["raw_record"])
+
+
+def load(out, table) -> pl.DataFrame:
+    return pl.read_parquet(out / "tables" / table / "batch=*" / "data.parquet")
+
+
+def test_counts_equal_the_manifest_per_batch(ingested, manifest):
+    _, reports = ingested
+    assert sorted(reports) == sorted(manifest["batches"])
+    for batch, r in reports.items():
+        expected = manifest["batches"][batch]
+        assert (r.raw_records, r.parsed, r.quarantined) == (
+            expected["records"], expected["parsed"], sum(expected["quarantined"].values()))
+        assert dict(r.reasons) == expected["quarantined"]
+        assert r.balanced and r.rows["trajectories"] == r.parsed
+
+
+def test_every_malformed_line_is_quarantined_where_labelled_and_nothing_else(ingested, labels):
+    out, _ = ingested
+    got = {(r["raw_file"], r["raw_record"], r["reason"]) for r in load(out, "quarantine").iter_rows(named=True)}
+    expected = {(l["raw_file"], l["raw_record"], l["reason"]) for l in labels if l["kind"] == "malformed"}
+    assert got == expected
+
+
+def test_lineage_points_at_the_raw_line(ingested, default_raw):
+    out, _ = ingested
+    trajs = load(out, "trajectories")
+    for row in trajs.sample(20, seed=1).iter_rows(named=True):
+        assert orjson.loads(raw_line(default_raw, row))["trajectory_id"] == row["trajectory_id"]
+
+
+def test_messages_round_trip_with_normalised_arguments(ingested, default_raw):
+    out, _ = ingested
+    messages = load(out, "messages")
+    trajs = load(out, "trajectories").sample(25, seed=2)
+    for row in trajs.iter_rows(named=True):
+        original = orjson.loads(raw_line(default_raw, row))["messages"]
+        got = messages.filter(pl.col("trajectory_id") == row["trajectory_id"]).sort("message_index")
+        assert got["message_index"].to_list() == list(range(len(original)))
+        for m, g in zip(original, got.iter_rows(named=True)):
+            assert (g["role"], g["content"], g["tool_call_id"], g["name"]) == (
+                m["role"], m.get("content"), m.get("tool_call_id"), m.get("name"))
+            calls = m.get("tool_calls") or []
+            assert [(c["id"], c["function"]["name"]) for c in calls] == [(c["id"], c["name"]) for c in g["tool_calls"]]
+            for c, gc in zip(calls, g["tool_calls"]):
+                args = c["function"]["arguments"]
+                assert isinstance(gc["arguments"], str)
+                assert json.loads(gc["arguments"]) == (json.loads(args) if isinstance(args, str) else args)
+
+
+def test_counts_and_tokens_are_exact(ingested):
+    out, _ = ingested
+    messages = load(out, "messages")
+    enc = get_encoding("o200k_base")
+    for row in messages.filter(pl.col("role") == "tool").head(30).iter_rows(named=True):
+        assert row["chars"] == len(row["content"])
+        assert row["tokens"] == len(enc.encode_ordinary(row["content"]))
+    trajs = load(out, "trajectories")
+    per = messages.group_by("trajectory_id").agg(pl.len().alias("n"), pl.col("chars").sum().alias("c"),
+                                                 pl.col("tokens").sum().alias("t"))
+    joined = trajs.join(per, on="trajectory_id")
+    assert joined.height == trajs.height
+    assert (joined["n_messages"] == joined["n"]).all() and (joined["chars_total"] == joined["c"]).all()
+    assert (joined["tokens_total"] == joined["t"]).all()
+
+
+def test_tool_calls_carry_the_observation_that_answered_them(ingested):
+    out, _ = ingested
+    calls, messages = load(out, "tool_calls"), load(out, "messages")
+    assert calls.height == messages["tool_calls"].list.len().sum()
+    answered = calls.filter(pl.col("observation_index").is_not_null())
+    assert answered.height == calls.height  # the generator answers every call
+    obs = messages.filter(pl.col("role") == "tool").select(
+        "trajectory_id", pl.col("message_index").alias("observation_index"), pl.col("tool_call_id").alias("call_id"),
+        pl.col("content").alias("expected"))
+    joined = answered.join(obs, on=["trajectory_id", "observation_index"])
+    assert joined.height == answered.height
+    assert (joined["call_id"] == joined["call_id_right"]).all() and (joined["observation"] == joined["expected"]).all()
+    assert (joined["observation_chars"] == joined["expected"].str.len_chars()).all()
+
+
+def test_task_packages_are_distinct_per_batch_and_counted(ingested):
+    out, _ = ingested
+    packages, trajs = load(out, "task_packages"), load(out, "trajectories")
+    assert packages.select("batch", "task_hash").is_unique().all()
+    per = trajs.group_by("batch", "task_hash").len()
+    joined = packages.join(per, on=["batch", "task_hash"])
+    assert joined.height == packages.height == per.height
+    assert (joined["n_trajectories"] == joined["len"]).all()
+
+
+def test_output_does_not_depend_on_chunk_size(default_raw, ingested, tmp_path):
+    out, _ = ingested
+    batch = discover_batches(default_raw)[0]
+    ingest_batch(default_raw, batch, tmp_path, chunk_records=7)
+    for table in BATCH_TABLES:
+        a = pl.read_parquet(partition_file(out, table, batch))
+        b = pl.read_parquet(partition_file(tmp_path, table, batch))
+        if table == "task_packages":
+            a, b = a.sort("task_hash"), b.sort("task_hash")
+        assert_frame_equal(a, b)
+
+
+def test_reading_is_chunked(default_raw, tmp_path, monkeypatch):
+    sizes = []
+    real = tables.flatten_chunk
+    monkeypatch.setattr(tables, "flatten_chunk", lambda raw, *a, **k: sizes.append(raw.height) or real(raw, *a, **k))
+    batch = discover_batches(default_raw)[0]
+    report = ingest_batch(default_raw, batch, tmp_path, chunk_records=10)
+    assert max(sizes) == 10 and sum(sizes) == report.parsed
+
+
+def test_a_crash_mid_batch_keeps_the_previous_output(default_raw, tmp_path, monkeypatch):
+    batch = discover_batches(default_raw)[0]
+    ingest_batch(default_raw, batch, tmp_path, chunk_records=10)
+    before = {t: partition_file(tmp_path, t, batch).read_bytes() for t in BATCH_TABLES}
+    calls = []
+
+    def explode(*a, **k):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("disk on fire")
+        return real(*a, **k)
+
+    real = tables.flatten_chunk
+    monkeypatch.setattr(tables, "flatten_chunk", explode)
+    with pytest.raises(RuntimeError):
+        ingest_batch(default_raw, batch, tmp_path, chunk_records=10)
+    assert {t: partition_file(tmp_path, t, batch).read_bytes() for t in BATCH_TABLES} == before
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+def _traj(tid: str, content: str = "hi") -> bytes:
+    return orjson.dumps({
+        "schema": "cowork.trajectory/v1", "trajectory_id": tid,
+        "task": {"task_id": "t", "category": "single_turn", "request": "r"},
+        "teacher": {"model": "m", "role": "teacher"},
+        "messages": [{"role": "user", "content": content}, {"role": "assistant", "content": "ok"}],
+    })
+
+
+def test_repeated_trajectory_id_keeps_the_first(tmp_path):
+    raw = tmp_path / "raw" / "b"
+    raw.mkdir(parents=True)
+    (raw / "a.jsonl").write_bytes(_traj("same") + b"\n" + _traj("other") + b"\n" + _traj("same", "again") + b"\n")
+    r = ingest_batch(tmp_path / "raw", "b", tmp_path / "out", chunk_records=2)
+    q = pl.read_parquet(partition_file(tmp_path / "out", "quarantine", "b"))
+    assert r.parsed == 2 and q.select("raw_record", "reason").rows() == [(3, "duplicate_trajectory_id")]
+    assert "a.jsonl:1" in q["detail"][0]
+
+
+def test_a_record_polars_cannot_read_is_quarantined_alone(tmp_path, monkeypatch):
+    raw = tmp_path / "raw" / "b"
+    raw.mkdir(parents=True)
+    (raw / "a.jsonl").write_bytes(b"\n".join(_traj(f"t{i}", "POISON" if i == 2 else "x") for i in range(4)))
+    real = tables.read_lines
+
+    def picky(texts):
+        if any("POISON" in t for t in texts):
+            raise pl.exceptions.ComputeError("cannot parse")
+        return real(texts)
+
+    monkeypatch.setattr(tables, "read_lines", picky)
+    r = ingest_batch(tmp_path / "raw", "b", tmp_path / "out")
+    q = pl.read_parquet(partition_file(tmp_path / "out", "quarantine", "b"))
+    assert (r.parsed, r.quarantined) == (3, 1)
+    assert q.select("raw_record", "reason").rows() == [(3, "unreadable_record")]
+    assert sorted(pl.read_parquet(partition_file(tmp_path / "out", "trajectories", "b"))["trajectory_id"]) == ["t0", "t1", "t3"]
+
+
+def test_empty_batch_writes_empty_tables(tmp_path):
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    (tmp_path / "raw" / "b" / "empty.jsonl").write_bytes(b"")
+    r = ingest_batch(tmp_path / "raw", "b", tmp_path / "out")
+    assert r.raw_records == 0 and r.balanced
+    assert all(pl.read_parquet(partition_file(tmp_path / "out", t, "b")).height == 0 for t in BATCH_TABLES)

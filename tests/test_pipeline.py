@@ -1,0 +1,92 @@
+"""The `make run` path end to end: Dagster materializes everything, checks pass, DuckDB agrees."""
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from cowork_assets.cli import main
+from cowork_assets.ingest.batch import BATCH_TABLES
+from cowork_assets.storage import table_glob
+from cowork_assets.warehouse.duckdb_file import named_query, query_names, run_query
+
+
+def test_every_batch_and_the_warehouse_materialize_and_all_checks_pass(pipeline, manifest):
+    settings, instance, outcome = pipeline
+    assert outcome.failed == {} and outcome.failed_checks == []
+    assert sorted(outcome.batches) == sorted(manifest["batches"])
+    assert set(instance.get_dynamic_partitions("batches")) == set(manifest["batches"])
+    import dagster as dg
+
+    for table in BATCH_TABLES:
+        mats = instance.fetch_materializations(dg.AssetKey(table), limit=10).records
+        assert sorted(m.partition_key for m in mats) == sorted(manifest["batches"])
+    assert instance.get_latest_materialization_event(dg.AssetKey("warehouse")) is not None
+
+
+def test_views_return_the_parquet_row_counts(pipeline):
+    settings, _, _ = pipeline
+    for table in BATCH_TABLES:
+        files = sorted(__import__("glob").glob(table_glob(settings.data_path, table)))
+        assert len(files) == 3
+        parquet_rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        _, rows = run_query(settings.warehouse_path, f"SELECT count(*) FROM {table}")
+        assert rows[0][0] == parquet_rows
+
+
+def test_named_queries_run(pipeline, manifest):
+    settings, _, _ = pipeline
+    assert {"rows_per_table", "quarantine_reasons", "longest_observations"} <= set(query_names())
+    for name in query_names():
+        columns, rows = run_query(settings.warehouse_path, named_query(name))
+        assert columns and rows, name
+    _, rows = run_query(settings.warehouse_path, named_query("quarantine_reasons"))
+    expected = {(b, r): n for b, v in manifest["batches"].items() for r, n in v["quarantined"].items()}
+    assert {(b, r): n for b, r, n, _ in rows} == expected
+
+
+def test_rerun_is_idempotent(pipeline):
+    from cowork_assets.runner import materialize_all
+
+    settings, instance, _ = pipeline
+    before = {t: pl.read_parquet(table_glob(settings.data_path, t)) for t in BATCH_TABLES}
+    outcome = materialize_all(settings, instance, only=[sorted(before["trajectories"]["batch"].unique())[0]],
+                              echo=lambda _: None)
+    assert outcome.failed == {}
+    for table, frame in before.items():
+        assert pl.read_parquet(table_glob(settings.data_path, table)).equals(frame), table
+
+
+def test_cli_run_and_sql(default_raw, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    data = tmp_path / "curated"
+    assert main(["run", "--raw-root", str(default_raw), "--data-root", str(data), "--set", "read_chunk_records=50"]) == 0
+    out = capsys.readouterr().out
+    assert "[3/3] batch" in out and "trajectories   300" in out and "quarantined raw records: 12" in out
+    assert str(data / "cowork.duckdb") in out
+    assert (tmp_path / "home" / "dagster.yaml").read_text().count("enabled: false") >= 2
+    assert main(["sql", "--data-root", str(data), "SELECT count(*) AS n FROM trajectories WHERE teacher_role = 'teacher'"]) == 0
+    assert capsys.readouterr().out.splitlines()[2].strip().isdigit()
+    assert main(["sql", "--data-root", str(data), "--query", "quarantine_reasons"]) == 0
+    assert "truncated_gzip" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "--raw-root", "/definitely/not/here"], "is not a directory"),
+    (["run", "--raw-root", ".", "--set", "colour=blue"], "unknown setting 'colour'"),
+    (["run", "--raw-root", ".", "--set", "raw_root=x"], "use --raw-root"),
+    (["sql", "--query", "no_such_query"], "no query named 'no_such_query'"),
+    (["sql"], "either a SQL statement or --query"),
+    (["sql", "--db", "/nope.duckdb", "SELECT 1"], "no DuckDB file"),
+    (["generate", "--out", "/tmp", "--trajectories", "5"], "not empty"),
+    (["generate", "--out", "/tmp/x-cc", "--rate", "bogus=1"], "unknown rate"),
+])
+def test_cli_errors_are_clear_and_exit_2(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_run_on_a_root_without_batches(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    (tmp_path / "raw").mkdir()
+    assert main(["run", "--raw-root", str(tmp_path / "raw"), "--data-root", str(tmp_path / "out")]) == 2
+    assert "no batch folders" in capsys.readouterr().err

@@ -1,0 +1,64 @@
+"""Streaming raw reading: records numbered like an editor's lines, gzip damage counted, never raised."""
+
+import gzip
+
+from cowork_assets.ingest.raw_files import batch_files, discover_batches, iter_raw_lines
+
+
+def _lines(path):
+    return [(l.record, l.data, l.error) for l in iter_raw_lines(path)]
+
+
+def test_plain_file_with_crlf_blank_lines_and_no_final_newline(tmp_path):
+    p = tmp_path / "a.jsonl"
+    p.write_bytes(b'{"a":1}\r\n\n{"b":2}\n   \n{"c":3}')
+    assert _lines(p) == [(1, b'{"a":1}\r', None), (2, b"", None), (3, b'{"b":2}', None),
+                         (4, b"   ", None), (5, b'{"c":3}', None)]
+
+
+def test_lines_spanning_read_blocks(tmp_path, monkeypatch):
+    import cowork_assets.ingest.raw_files as rf
+
+    monkeypatch.setattr(rf, "READ_BYTES", 5)
+    p = tmp_path / "a.jsonl"
+    p.write_bytes(b"x" * 23 + b"\n" + b"y" * 7 + b"\n")
+    assert _lines(p) == [(1, b"x" * 23, None), (2, b"y" * 7, None)]
+
+
+def test_multi_member_gzip_reads_every_member(tmp_path):
+    p = tmp_path / "a.jsonl.gz"
+    p.write_bytes(gzip.compress(b"one\ntwo\n") + gzip.compress(b"three\n") + gzip.compress(b""))
+    assert [l[1] for l in _lines(p)] == [b"one", b"two", b"three"]
+
+
+def test_truncated_last_member_is_one_record_with_a_reason(tmp_path):
+    tail = gzip.compress(b'{"id": "cut", "pad": "' + b"z" * 500 + b'"}\n')
+    p = tmp_path / "a.jsonl.gz"
+    p.write_bytes(gzip.compress(b"one\ntwo\n") + tail[: len(tail) // 2])
+    got = _lines(p)
+    assert [(r, e) for r, _, e in got] == [(1, None), (2, None), (3, "truncated_gzip")]
+
+
+def test_corrupt_gzip_stops_with_a_reason(tmp_path):
+    good = gzip.compress(b"one\n")
+    p = tmp_path / "a.jsonl.gz"
+    p.write_bytes(good + b"\x1f\x8bNOT-DEFLATE-DATA-AT-ALL")
+    got = _lines(p)
+    assert got[0] == (1, b"one", None)
+    assert got[1][0] == 2 and got[1][2].startswith("corrupt_gzip")
+
+
+def test_discovery_skips_files_hidden_folders_and_lists_ignored_files(tmp_path):
+    for name in ("b2", "b1", ".hidden", "_labels"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "labels.jsonl").write_text("{}\n")
+    assert discover_batches(tmp_path) == ["b1", "b2"]
+    (tmp_path / "b1" / "z.jsonl").write_text("")
+    (tmp_path / "b1" / "a.jsonl.gz").write_bytes(gzip.compress(b""))
+    (tmp_path / "b1" / "notes.txt").write_text("hi")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.jsonl"
+    outside.write_text("{}\n")
+    (tmp_path / "b1" / "link.jsonl").symlink_to(outside)
+    files, ignored = batch_files(tmp_path, "b1")
+    assert [f.name for f in files] == ["a.jsonl.gz", "z.jsonl"]
+    assert ignored == ["link.jsonl: resolves outside the raw root", "notes.txt: not *.jsonl or *.jsonl.gz"]

@@ -1,0 +1,56 @@
+"""Token counts work with no network, from the rank files shipped in the package."""
+
+import shutil
+import socket
+
+import pytest
+
+import cowork_assets.tokens as tokens
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    def refuse(*a, **k):
+        raise OSError("network disabled in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+@pytest.fixture
+def fresh(monkeypatch, tmp_path):
+    """No in-process cache and an empty user tiktoken cache: only the bundled files can help."""
+    tokens.get_encoding.cache_clear()
+    import tiktoken.registry
+
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-user-cache"))
+    yield
+    tokens.get_encoding.cache_clear()
+
+
+@pytest.mark.parametrize("name, text, expected", [("o200k_base", "hello world", 2), ("cl100k_base", "hello world", 2)])
+def test_bundled_encodings_load_offline(no_network, fresh, name, text, expected):
+    assert tokens.count_tokens([text, ""], name) == [expected, 0]
+    import os
+
+    assert os.environ["TIKTOKEN_CACHE_DIR"].endswith("empty-user-cache")  # the user's setting is restored
+
+
+def test_special_token_text_is_counted_not_rejected(fresh):
+    assert tokens.count_tokens(["<|endoftext|>"], "o200k_base")[0] > 1
+
+
+def test_unknown_encoding_is_a_clear_error(fresh):
+    with pytest.raises(tokens.TokenizerUnavailable, match="not bundled"):
+        tokens.get_encoding("p50k_base")
+
+
+def test_a_damaged_rank_file_is_detected(fresh, monkeypatch, tmp_path):
+    damaged = tmp_path / "cache"
+    shutil.copytree(tokens.CACHE_DIR, damaged)
+    name = tokens.BUNDLED["o200k_base"][0]
+    (damaged / name).write_bytes((damaged / name).read_bytes()[:-10])
+    monkeypatch.setattr(tokens, "CACHE_DIR", damaged)
+    with pytest.raises(tokens.TokenizerUnavailable, match="sha256"):
+        tokens.get_encoding("o200k_base")
