@@ -45,3 +45,10 @@ def test_sensor_skips_cleanly_without_a_raw_root(tmp_path):
     with dg.instance_for_test() as instance:
         result = new_batch_sensor(dg.build_sensor_context(instance=instance, resources={"settings": settings}))
         assert isinstance(result, dg.SkipReason) and "not a directory" in result.skip_message
+
+
+def test_every_staging_column_is_described_for_the_ui():
+    from cowork_assets.ingest.schemas import MODELS
+
+    for table, model in MODELS.items():
+        assert all(col.description for col in model.to_schema().columns.values()), table

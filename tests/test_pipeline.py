@@ -90,3 +90,12 @@ def test_cli_run_on_a_root_without_batches(tmp_path, capsys, monkeypatch):
     (tmp_path / "raw").mkdir()
     assert main(["run", "--raw-root", str(tmp_path / "raw"), "--data-root", str(tmp_path / "out")]) == 2
     assert "no batch folders" in capsys.readouterr().err
+
+
+def test_raw_batches_are_observed_with_their_size(pipeline, manifest):
+    import dagster as dg
+
+    _, instance, _ = pipeline
+    records = instance.fetch_observations(dg.AssetKey("raw_batches"), limit=10).records
+    got = {r.partition_key: r.asset_observation.metadata["raw_records"].value for r in records}
+    assert got == {b: v["records"] for b, v in manifest["batches"].items()}

@@ -68,6 +68,17 @@ def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
         f"{batch}: {report.raw_records} raw records -> {report.parsed} parsed, {report.quarantined} quarantined "
         f"in {time.monotonic() - started:.1f}s"
     )
+    context.log_event(
+        dg.AssetObservation(
+            asset_key=raw_batches.key,
+            partition=batch,
+            metadata={
+                "files": len(report.files),
+                "bytes": sum((settings.raw_path / f).stat().st_size for f in report.files),
+                "raw_records": report.raw_records,
+            },
+        )
+    )
     for name in BATCH_TABLES:
         meta = {
             "dagster/row_count": report.rows[name],

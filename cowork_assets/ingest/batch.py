@@ -13,13 +13,15 @@ from pathlib import Path
 from typing import Callable
 
 import polars as pl
+import pyarrow as pa
 
 from cowork_assets.ingest import schemas, tables
 from cowork_assets.ingest.raw_files import batch_files, iter_raw_lines
 from cowork_assets.ingest.record import excerpt, validate_line
-from cowork_assets.storage import ParquetSink, partition_file
+from cowork_assets.storage import ParquetSink, atomic_path, partition_file
 
 BATCH_TABLES = tuple(schemas.MODELS)
+_COUNT_NAMES = ("n_trajectories", "first_trajectory_id")
 
 
 @dataclass
@@ -47,11 +49,19 @@ class _Writer:
         self.sinks = {
             name: ParquetSink(partition_file(data_root, name, batch), schemas.arrow_schema(model))
             for name, model in schemas.MODELS.items()
+            if name != "task_packages"
         }
+        # Task packages are written once, when first seen; only their counts stay in memory.
+        self.packages_final = partition_file(data_root, "task_packages", batch)
+        full = schemas.arrow_schema(schemas.TaskPackages)
+        self.packages_seen = ParquetSink(
+            self.packages_final.with_name(".first-seen.parquet"),
+            pa.schema([f for f in full if f.name not in _COUNT_NAMES]),
+        )
+        self.package_counts: dict[str, list] = {}  # task_hash -> [n_trajectories, first_trajectory_id]
         self.texts: list[str] = []
         self.origins: list[tuple[str, int]] = []
         self.quarantine: list[dict] = []
-        self.packages: list[pl.DataFrame] = []
         self.seen: dict[str, tuple[str, int]] = {}
 
     def add(self, text: str, raw_file: str, raw_record: int) -> None:
@@ -75,7 +85,7 @@ class _Writer:
             if raw.height:
                 files, records = zip(*origins)
                 frames = tables.flatten_chunk(raw, files, records, self.batch, self.encoding, self.threads)
-                self.packages.append(frames.pop("task_packages"))
+                self._count_packages(frames.pop("task_packages"))
                 for name, frame in frames.items():
                     self.sinks[name].write(frame)
                 parsed = raw.height
@@ -111,22 +121,36 @@ class _Writer:
             return raw, origins
         return raw.filter(pl.Series(keep)), [o for o, k in zip(origins, keep) if k]
 
+    def _count_packages(self, packages: pl.DataFrame) -> None:
+        fresh = packages.filter(~pl.col("task_hash").is_in(list(self.package_counts)))
+        self.packages_seen.write(fresh)
+        for task_hash, n, first in packages.select("task_hash", *_COUNT_NAMES).iter_rows():
+            self.package_counts.setdefault(task_hash, [0, first])[0] += n
+
     def finish(self) -> dict[str, int]:
-        packages = (
-            pl.concat(self.packages)
-            .group_by("task_hash", maintain_order=True)
-            .agg(pl.exclude("n_trajectories").first(), pl.col("n_trajectories").sum())
-            if self.packages
-            else schemas.empty(schemas.TaskPackages)
+        self.packages_seen.commit()
+        counts = pl.DataFrame(
+            [(h, n, first) for h, (n, first) in self.package_counts.items()],
+            schema={"task_hash": pl.String, _COUNT_NAMES[0]: pl.Int32, _COUNT_NAMES[1]: pl.String},
+            orient="row",
         )
-        self.sinks["task_packages"].write(packages)
+        with atomic_path(self.packages_final) as tmp:
+            (
+                pl.scan_parquet(self.packages_seen.final)
+                .join(counts.lazy(), on="task_hash", how="left", maintain_order="left")
+                .select(schemas.polars_schema(schemas.TaskPackages).names())
+                .sink_parquet(tmp, compression="zstd")
+            )
+        self.packages_seen.final.unlink()
         for sink in self.sinks.values():
             sink.commit()
-        return {name: sink.rows for name, sink in self.sinks.items()}
+        rows = {name: sink.rows for name, sink in self.sinks.items()}
+        return rows | {"task_packages": counts.height}
 
     def abort(self) -> None:
-        for sink in self.sinks.values():
+        for sink in (*self.sinks.values(), self.packages_seen):
             sink.abort()
+        self.packages_seen.final.unlink(missing_ok=True)
 
 
 def ingest_batch(

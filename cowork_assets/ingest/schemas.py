@@ -18,39 +18,39 @@ TOOL_CALL = pl.Struct({"id": pl.String, "type": pl.String, "name": pl.String, "a
 class Trajectories(pa.DataFrameModel):
     """One row per parsed trajectory."""
 
-    batch: str
-    trajectory_id: str = pa.Field(unique=True)
-    task_id: str
-    task_hash: str = pa.Field(str_length=16)
-    category: str
-    teacher_model: str
-    teacher_run_id: str = pa.Field(nullable=True)
-    teacher_role: str = pa.Field(isin=["teacher", "student"])
-    group_id: str = pa.Field(nullable=True)
-    grade_score: float = pa.Field(nullable=True)
-    grade_passed: bool = pa.Field(nullable=True)
+    batch: str = pa.Field(description="raw batch folder (the partition)")
+    trajectory_id: str = pa.Field(unique=True, description="unique within the batch")
+    task_id: str = pa.Field(description="task the trajectory attempts")
+    task_hash: str = pa.Field(str_length=16, description="content hash of its task package (task_packages key)")
+    category: str = pa.Field(description="task category, e.g. single_turn / multi_turn")
+    teacher_model: str = pa.Field(description="model that produced the trajectory")
+    teacher_run_id: str = pa.Field(nullable=True, description="producer's run id")
+    teacher_role: str = pa.Field(isin=["teacher", "student"], description="teacher demo or student RL rollout")
+    group_id: str = pa.Field(nullable=True, description="rollout group for group-relative rewards")
+    grade_score: float = pa.Field(nullable=True, description="recorded grader score")
+    grade_passed: bool = pa.Field(nullable=True, description="recorded grader verdict")
     grade_checks: str = pa.Field(nullable=True, description="JSON object: check id -> passed")
-    n_messages: pl.Int32 = pa.Field(ge=1)
-    n_user_turns: pl.Int32 = pa.Field(ge=0)
-    n_tool_calls: pl.Int32 = pa.Field(ge=0)
-    chars_total: pl.Int64 = pa.Field(ge=0)
-    chars_observations: pl.Int64 = pa.Field(ge=0)
-    tokens_total: pl.Int64 = pa.Field(ge=0)
-    raw_file: str
-    raw_record: pl.Int64 = pa.Field(ge=1)
+    n_messages: pl.Int32 = pa.Field(ge=1, description="messages in the conversation")
+    n_user_turns: pl.Int32 = pa.Field(ge=0, description="user messages (>1 means follow-ups)")
+    n_tool_calls: pl.Int32 = pa.Field(ge=0, description="tool calls made by the assistant")
+    chars_total: pl.Int64 = pa.Field(ge=0, description="sum of messages.chars")
+    chars_observations: pl.Int64 = pa.Field(ge=0, description="characters in tool observations")
+    tokens_total: pl.Int64 = pa.Field(ge=0, description="sum of messages.tokens")
+    raw_file: str = pa.Field(description="raw file, relative to raw_root")
+    raw_record: pl.Int64 = pa.Field(ge=1, description="1-based line in the decompressed raw file")
 
 
 class Messages(pa.DataFrameModel):
     """One row per message; tool calls normalised (arguments always a JSON string)."""
 
-    batch: str
-    trajectory_id: str
-    message_index: pl.Int32 = pa.Field(ge=0)
-    role: str = pa.Field(isin=list(ROLES))
-    content: str = pa.Field(nullable=True)
-    tool_calls: pl.List(TOOL_CALL)
-    tool_call_id: str = pa.Field(nullable=True)
-    name: str = pa.Field(nullable=True)
+    batch: str = pa.Field(description="raw batch folder (the partition)")
+    trajectory_id: str = pa.Field(description="trajectory the message belongs to")
+    message_index: pl.Int32 = pa.Field(ge=0, description="0-based position in the conversation")
+    role: str = pa.Field(isin=list(ROLES), description="system / user / assistant / tool")
+    content: str = pa.Field(nullable=True, description="message text (null for a pure tool-call turn)")
+    tool_calls: pl.List(TOOL_CALL) = pa.Field(description="assistant calls: id, type, name, arguments (JSON string)")
+    tool_call_id: str = pa.Field(nullable=True, description="for tool messages: the call answered")
+    name: str = pa.Field(nullable=True, description="for tool messages: the tool name")
     chars: pl.Int64 = pa.Field(ge=0, description="content plus tool-call names and arguments")
     tokens: pl.Int64 = pa.Field(ge=0, description="tiktoken count of the same text")
 
@@ -58,45 +58,45 @@ class Messages(pa.DataFrameModel):
 class ToolCalls(pa.DataFrameModel):
     """One row per tool call, with the observation that answered it (if any)."""
 
-    batch: str
-    trajectory_id: str
-    message_index: pl.Int32 = pa.Field(ge=0)
-    call_index: pl.Int32 = pa.Field(ge=0)
-    call_id: str
-    tool_name: str
-    arguments: str
-    observation_index: pl.Int32 = pa.Field(nullable=True)
-    observation: str = pa.Field(nullable=True)
-    observation_chars: pl.Int64 = pa.Field(nullable=True, ge=0)
+    batch: str = pa.Field(description="raw batch folder (the partition)")
+    trajectory_id: str = pa.Field(description="trajectory the call belongs to")
+    message_index: pl.Int32 = pa.Field(ge=0, description="assistant message that made the call")
+    call_index: pl.Int32 = pa.Field(ge=0, description="position among that message's calls")
+    call_id: str = pa.Field(description="the call's id")
+    tool_name: str = pa.Field(description="tool called")
+    arguments: str = pa.Field(description="arguments as a JSON string")
+    observation_index: pl.Int32 = pa.Field(nullable=True, description="first later tool message answering it")
+    observation: str = pa.Field(nullable=True, description="that observation's text (null: never answered)")
+    observation_chars: pl.Int64 = pa.Field(nullable=True, ge=0, description="its length in characters")
 
 
 class TaskPackages(pa.DataFrameModel):
     """One row per distinct task package seen in the batch (keyed by its content hash)."""
 
-    batch: str
-    task_hash: str = pa.Field(unique=True, str_length=16)
-    task_id: str
-    category: str
-    request: str
+    batch: str = pa.Field(description="raw batch folder (the partition)")
+    task_hash: str = pa.Field(unique=True, str_length=16, description="sha256 prefix of the canonical task JSON")
+    task_id: str = pa.Field(description="task id as given by the producer")
+    category: str = pa.Field(description="task category")
+    request: str = pa.Field(description="the user's request")
     initial_state: str = pa.Field(description="JSON")
     tools: str = pa.Field(description="JSON list of tool definitions")
     checks: str = pa.Field(description="JSON list of grading checks")
-    n_tools: pl.Int32 = pa.Field(ge=0)
-    n_checks: pl.Int32 = pa.Field(ge=0)
-    check_types: pl.List(pl.String)
-    n_trajectories: pl.Int32 = pa.Field(ge=1)
-    first_trajectory_id: str
+    n_tools: pl.Int32 = pa.Field(ge=0, description="tools exposed")
+    n_checks: pl.Int32 = pa.Field(ge=0, description="grading checks")
+    check_types: pl.List(pl.String) = pa.Field(description="type of each check, in order")
+    n_trajectories: pl.Int32 = pa.Field(ge=1, description="trajectories of the batch using this package")
+    first_trajectory_id: str = pa.Field(description="first trajectory seen with it")
 
 
 class Quarantine(pa.DataFrameModel):
     """One row per raw record that could not be parsed, with where it was and why."""
 
-    batch: str
-    raw_file: str
-    raw_record: pl.Int64 = pa.Field(ge=1)
-    reason: str
-    detail: str
-    excerpt: str
+    batch: str = pa.Field(description="raw batch folder (the partition)")
+    raw_file: str = pa.Field(description="raw file, relative to raw_root")
+    raw_record: pl.Int64 = pa.Field(ge=1, description="1-based line in the decompressed raw file")
+    reason: str = pa.Field(description="invalid_utf8, bad_json, wrong_type, missing_field, ... (README)")
+    detail: str = pa.Field(description="where and what, e.g. the offending field")
+    excerpt: str = pa.Field(description="first 200 characters of the line, undecodable bytes replaced")
 
 
 MODELS: dict[str, type[pa.DataFrameModel]] = {
