@@ -72,7 +72,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     print_summary(settings, outcome)
-    return 1 if outcome.failed else 0
+    errors = [c for c in outcome.failed_checks if c.endswith("(ERROR)")]
+    return 1 if outcome.failed or errors else 0
 
 
 def _cmd_sql(args: argparse.Namespace) -> int:

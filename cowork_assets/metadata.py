@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping
 import dagster as dg
 import pandera.polars as pa
 
+from cowork_assets.markdown import Markdown, table
+
 
 def column_schema(model: type[pa.DataFrameModel]) -> dg.TableSchema:
     return dg.TableSchema(
@@ -18,10 +20,12 @@ def column_schema(model: type[pa.DataFrameModel]) -> dg.TableSchema:
 
 
 def md_table(header: Iterable[str], rows: Iterable[Iterable]) -> dg.MetadataValue:
-    header = list(header)
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in row) + " |" for row in rows]
-    return dg.MetadataValue.md("\n".join(lines))
+    return dg.MetadataValue.md(table(header, rows))
+
+
+def as_metadata(values: Mapping[str, object]) -> dict:
+    """Report values for Dagster: Markdown strings render as markdown."""
+    return {k: dg.MetadataValue.md(v) if isinstance(v, Markdown) else v for k, v in values.items()}
 
 
 def counts_md(counts: Mapping[str, int], key: str = "reason", value: str = "records") -> dg.MetadataValue:

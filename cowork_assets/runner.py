@@ -41,6 +41,7 @@ class RunOutcome:
     batches: list[str]
     failed: dict[str, str] = field(default_factory=dict)  # job/batch -> error
     failed_checks: list[str] = field(default_factory=list)  # "asset:check [batch] (severity)"
+    check_details: dict[str, str] = field(default_factory=dict)  # failed check -> its counts and examples
     seconds: float = 0.0
 
 
@@ -84,25 +85,28 @@ def materialize_all(
         echo(f"[{i}/{len(found)}] batch {batch}: {status} ({time.monotonic() - t0:.1f}s)")
         if not result.success:
             outcome.failed[batch] = _first_error(result)
-        outcome.failed_checks += _failed_checks(result, batch)
+        _collect_failed_checks(outcome, result, batch)
     result = defs.resolve_job_def(CORPUS_JOB).execute_in_process(
         run_config=config, instance=instance, raise_on_error=False
     )
     echo(f"cross-batch assets: {'ok' if result.success else 'FAILED'}")
     if not result.success:
         outcome.failed[CORPUS_JOB] = _first_error(result)
-    outcome.failed_checks += _failed_checks(result, None)
+    _collect_failed_checks(outcome, result, None)
     outcome.seconds = time.monotonic() - started
     return outcome
 
 
-def _failed_checks(result, batch: str | None) -> list[str]:
+def _collect_failed_checks(outcome: RunOutcome, result, batch: str | None) -> None:
     where = f" [{batch}]" if batch else ""
-    return [
-        f"{e.asset_key.to_user_string()}:{e.check_name}{where} ({e.severity.value})"
-        for e in result.get_asset_check_evaluations()
-        if not e.passed
-    ]
+    for e in result.get_asset_check_evaluations():
+        if e.passed:
+            continue
+        name = f"{e.asset_key.to_user_string()}:{e.check_name}{where} ({e.severity.value})"
+        outcome.failed_checks.append(name)
+        lines = [f"{k}: {v.value}" for k, v in e.metadata.items() if isinstance(v.value, (int, float, str)) and "\n" not in str(v.value)]
+        lines += [str(v.value) for k, v in e.metadata.items() if k == "examples"]
+        outcome.check_details[name] = "\n".join(lines)
 
 
 def _first_error(result) -> str:

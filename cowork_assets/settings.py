@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import dagster as dg
 from pydantic import Field, TypeAdapter, ValidationError
@@ -42,6 +42,40 @@ class CurateSettings(dg.ConfigurableResource):
         default=2000,
         ge=1,
         description="Raw records parsed and written per chunk; bounds ingestion memory.",
+    )
+
+    truncation_strategy: Literal["head", "evidence_aware"] = Field(
+        default="evidence_aware",
+        description="How long tool observations are cut: `head` keeps the first max_observation_chars; "
+        "`evidence_aware` spends the same allowance on windows around at-risk evidence first, then the head.",
+    )
+    max_observation_chars: int = Field(
+        default=1000, ge=1, description="Characters of an observation kept by truncation (the allowance)."
+    )
+    evidence_context_chars: int = Field(
+        default=60, ge=0, description="Context kept on each side of an at-risk value, when the allowance permits."
+    )
+    char_budget: int = Field(default=40000, ge=1, description="Maximum characters of a curated sample.")
+    token_budget: int | None = Field(
+        default=None, ge=1, description="Optional maximum tiktoken tokens of a curated sample (none: no limit)."
+    )
+    budget_policy: Literal["drop", "trim"] = Field(
+        default="trim",
+        description="Over budget: `drop` the sample, or `trim` the oldest observations down to their evidence "
+        "windows and drop only if still over.",
+    )
+    max_truncation_loss_rate: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of at-risk evidence of passing teacher runs that truncation may lose before the "
+        "evidence_lost_to_truncation check errors.",
+    )
+    min_category_retention: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="The budget check errors when a category keeps less than this share of its passing samples.",
     )
 
     @property
@@ -80,6 +114,9 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
             raise SettingsError(f"--set expects NAME=VALUE, got {pair!r}")
         if name not in fields:
             raise SettingsError(f"unknown setting {name!r}; known settings: {', '.join(sorted(fields))}")
+        if raw.strip().lower() in ("none", "null") and not fields[name].is_required() and fields[name].default is None:
+            out[name] = None
+            continue
         try:
             out[name] = TypeAdapter(fields[name].annotation).validate_strings(raw)
         except ValidationError as exc:

@@ -83,3 +83,24 @@ def write_parquet_atomic(frame: pl.DataFrame, final: Path, schema: pa.Schema | N
             table = table.select(schema.names).cast(schema)
         pq.write_table(table, tmp, compression="zstd")
     return final
+
+
+def iter_trajectory_chunks(path: Path, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
+    """Row groups of a per-trajectory table, re-cut so no trajectory is split across two chunks.
+
+    Tables are written in trajectory order, so rows of one trajectory are contiguous; a trajectory
+    that straddles a row-group boundary is carried into the next chunk.
+    """
+    parquet = pq.ParquetFile(path)
+    carry: pl.DataFrame | None = None
+    for i in range(parquet.num_row_groups):
+        frame = pl.from_arrow(parquet.read_row_group(i, columns=columns))
+        if carry is not None:
+            frame = pl.concat([carry, frame])
+        ids = frame["trajectory_id"]
+        start = frame.height - (ids.reverse() != ids[-1]).arg_max() if (ids != ids[-1]).any() else 0
+        carry = frame.slice(start)
+        if start:
+            yield frame.slice(0, start)
+    if carry is not None and carry.height:
+        yield carry

@@ -35,8 +35,9 @@ def print_summary(settings: CurateSettings, outcome: RunOutcome) -> None:
         print(f"\nquarantined raw records: {total}" + (("\n" + format_rows(columns, rows)) if rows else ""))
     for where, error in outcome.failed.items():
         print(f"\nFAILED {where}: {error}")
-    if outcome.failed_checks:
-        print("\nfailed asset checks:\n  " + "\n  ".join(outcome.failed_checks))
+    for name in outcome.failed_checks:
+        print(f"\nFAILED CHECK {name}")
+        print("  " + outcome.check_details.get(name, "").replace("\n", "\n  "))
     print(f"\noutputs: Parquet tables in {settings.data_path / 'tables'}/<table>/batch=<batch>/")
     print(f"         DuckDB views in {db}  (try: cowork-curate sql --data-root {settings.data_path} --query quarantine_reasons)")
     print("UI:      make ui  (then open http://127.0.0.1:3000)")

@@ -15,3 +15,18 @@ SELECT * FROM read_parquet('{tables}/task_packages/batch=*/data.parquet', union_
 
 CREATE OR REPLACE VIEW quarantine AS
 SELECT * FROM read_parquet('{tables}/quarantine/batch=*/data.parquet', union_by_name = true);
+
+CREATE OR REPLACE VIEW evidence AS
+SELECT * FROM read_parquet('{tables}/evidence/batch=*/data.parquet', union_by_name = true);
+
+CREATE OR REPLACE VIEW curated_messages AS
+SELECT * FROM read_parquet('{tables}/curated_messages/batch=*/data.parquet', union_by_name = true);
+
+CREATE OR REPLACE VIEW sample_stats AS
+SELECT * FROM read_parquet('{tables}/sample_stats/batch=*/data.parquet', union_by_name = true);
+
+CREATE OR REPLACE VIEW evidence_audit AS
+SELECT * FROM read_parquet('{tables}/evidence_audit/batch=*/data.parquet', union_by_name = true);
+
+CREATE OR REPLACE VIEW evidence_rollup AS
+SELECT * FROM read_parquet('{tables}/evidence_rollup/batch=*/data.parquet', union_by_name = true);

@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from cowork_assets.ingest.assets import new_batch_sensor
+from dagster_project.sensors import new_batch_sensor
 from cowork_assets.settings import CurateSettings
 from dagster_project.definitions import defs
 
@@ -13,13 +13,16 @@ def test_definitions_load_with_groups_checks_and_jobs():
     groups = {k.to_user_string(): graph.get(k).group_name for k in graph.get_all_asset_keys()}
     assert groups == {"raw_batches": "raw", "trajectories": "staging", "messages": "staging",
                       "tool_calls": "staging", "task_packages": "staging", "quarantine": "staging",
-                      "warehouse": "warehouse"}
+                      "evidence": "evidence", "curated_messages": "curation", "sample_stats": "curation",
+                      "evidence_audit": "curation", "evidence_rollup": "curation", "warehouse": "warehouse"}
     assert all(graph.get(k).description for k in graph.get_all_asset_keys())
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
     assert ("trajectories", "records_accounted_for") in checks
+    assert {("evidence_audit", "evidence_lost_to_truncation"), ("sample_stats", "evidence_lost_to_budget"),
+            ("curated_messages", "strategy_comparison")} <= checks
     assert {a for a, n in checks if n == "matches_schema"} == {"trajectories", "messages", "tool_calls",
                                                               "task_packages", "quarantine"}
-    assert {"ingest_batch", "refresh_warehouse"} <= set(repo.job_names)
+    assert {"process_batch", "refresh_corpus"} <= set(repo.job_names)
     assert {s.name for s in repo.sensor_defs} == {"new_batch_sensor", "default_automation_condition_sensor"}
     assert graph.get(dg.AssetKey("trajectories")).partitions_def.name == "batches"
 
@@ -48,7 +51,9 @@ def test_sensor_skips_cleanly_without_a_raw_root(tmp_path):
 
 
 def test_every_staging_column_is_described_for_the_ui():
+    from cowork_assets.curation.assets import TABLES
+    from cowork_assets.evidence.schemas import Evidence
     from cowork_assets.ingest.schemas import MODELS
 
-    for table, model in MODELS.items():
+    for table, model in {**MODELS, "evidence": Evidence, **{k: m for k, (m, _) in TABLES.items()}}.items():
         assert all(col.description for col in model.to_schema().columns.values()), table

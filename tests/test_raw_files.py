@@ -61,4 +61,4 @@ def test_discovery_skips_files_hidden_folders_and_lists_ignored_files(tmp_path):
     (tmp_path / "b1" / "link.jsonl").symlink_to(outside)
     files, ignored = batch_files(tmp_path, "b1")
     assert [f.name for f in files] == ["a.jsonl.gz", "z.jsonl"]
-    assert ignored == ["link.jsonl: resolves outside the raw root", "notes.txt: not *.jsonl or *.jsonl.gz"]
+    assert ignored == ["link.jsonl: resolves outside the raw root", "notes.txt: not *.jsonl, *.jsonl.gz or *.json"]

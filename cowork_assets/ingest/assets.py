@@ -9,7 +9,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from cowork_assets.ingest.batch import BATCH_TABLES, ingest_batch
-from cowork_assets.ingest.raw_files import batch_files, discover_batches, iter_raw_lines
+from cowork_assets.ingest.formats import scan_batch
 from cowork_assets.ingest.schemas import MODELS
 from cowork_assets.metadata import column_schema, counts_md, md_table
 from cowork_assets.partitions import batches
@@ -20,8 +20,8 @@ raw_batches = dg.AssetSpec(
     "raw_batches",
     group_name="raw",
     partitions_def=batches,
-    description="Raw teacher/student trajectories: *.jsonl(.gz) files in one folder per batch under raw_root. "
-    "Registered as partitions by the `new_batch_sensor`.",
+    description="Raw teacher/student trajectories: one folder per batch under raw_root (*.jsonl, *.jsonl.gz, "
+    "tau-bench results *.json). Registered as partitions by the `new_batch_sensor`.",
     kinds={"file"},
 )
 
@@ -99,11 +99,11 @@ def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
 
 
 def count_raw_records(settings: CurateSettings, batch: str) -> int:
-    files, _ = batch_files(settings.raw_path, batch)
+    sources = scan_batch(settings.raw_path, batch)
     return sum(
         1
-        for path in files
-        for line in iter_raw_lines(path)
+        for path in sources.files
+        for line in sources.records(path)
         if line.error is not None or line.data.removesuffix(b"\r").strip()
     )
 
@@ -159,29 +159,3 @@ def _schema_check(table: str) -> dg.AssetChecksDefinition:
 
 
 schema_checks = [_schema_check(table) for table in BATCH_TABLES]
-
-ingest_job = dg.define_asset_job(
-    "ingest_batch",
-    selection=dg.AssetSelection.assets(*BATCH_TABLES),
-    description="Parse one raw batch into the staging tables.",
-)
-
-
-@dg.sensor(
-    job=ingest_job,
-    minimum_interval_seconds=30,
-    description="Registers each new batch folder under raw_root as a partition and requests its ingest run.",
-)
-def new_batch_sensor(context: dg.SensorEvaluationContext, settings: CurateSettings):
-    try:
-        found = discover_batches(settings.raw_path)
-    except FileNotFoundError as exc:
-        return dg.SkipReason(str(exc))
-    known = set(context.instance.get_dynamic_partitions(batches.name))
-    new = [b for b in found if b not in known]
-    if not new:
-        return dg.SkipReason(f"no new batch folders under {settings.raw_path}")
-    return dg.SensorResult(
-        run_requests=[dg.RunRequest(partition_key=b, run_key=f"ingest:{b}") for b in new],
-        dynamic_partitions_requests=[batches.build_add_request(new)],
-    )

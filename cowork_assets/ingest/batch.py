@@ -16,7 +16,7 @@ import polars as pl
 import pyarrow as pa
 
 from cowork_assets.ingest import schemas, tables
-from cowork_assets.ingest.raw_files import batch_files, iter_raw_lines
+from cowork_assets.ingest.formats import scan_batch
 from cowork_assets.ingest.record import excerpt, validate_line
 from cowork_assets.storage import ParquetSink, atomic_path, partition_file
 
@@ -164,14 +164,15 @@ def ingest_batch(
 ) -> IngestReport:
     """Read every raw file of `batch` and write its staging tables atomically."""
     report = IngestReport(batch)
-    files, report.ignored_files = batch_files(raw_root, batch)
+    sources = scan_batch(raw_root, batch)
+    files, report.ignored_files = sources.files, sources.ignored
     writer = _Writer(data_root, batch, encoding, threads)
     try:
         for path in files:
             rel = path.relative_to(raw_root).as_posix()
             report.files.append(rel)
             progress(f"reading {rel}")
-            for line in iter_raw_lines(path):
+            for line in sources.records(path):
                 data = line.data.removesuffix(b"\r")
                 if line.error is None and not data.strip():
                     report.blank_lines += 1

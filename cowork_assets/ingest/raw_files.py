@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-RAW_SUFFIXES = (".jsonl", ".jsonl.gz")
+RAW_SUFFIXES = (".jsonl", ".jsonl.gz", ".json")
 READ_BYTES = 1 << 20
 _BAD_KEY_PARTS = ("/", "\\", "...", "\0", "\n", "\r", "\t")
 
@@ -49,7 +49,7 @@ def batch_files(raw_root: Path, batch: str) -> tuple[list[Path], list[str]]:
     files, ignored = [], []
     for path in sorted(folder.iterdir()):
         if not path.name.endswith(RAW_SUFFIXES):
-            ignored.append(f"{path.name}: not *.jsonl or *.jsonl.gz")
+            ignored.append(f"{path.name}: not *.jsonl, *.jsonl.gz or *.json")
         elif not path.resolve().is_relative_to(root):
             ignored.append(f"{path.name}: resolves outside the raw root")
         elif not path.is_file():

@@ -145,19 +145,18 @@ def generate(out: Path, trajectories: int, batches: int, seed: int, rates: Rates
     roles: Counter = Counter()
     t = 0
 
-    def emit(traj: dict, task: Task) -> dict:
+    def emit(traj: dict, task: Task, values: list[str]) -> dict:
         nonlocal emitted
         batch, name, record = files.write(master, _line(traj), None)
         emitted += 1
         roles[traj["teacher"]["role"]] += 1
         if progress and emitted % 1000 == 0:
             progress(emitted)
-        for part in task.parts:
-            for value in part.needed:
-                where = locate(traj["messages"], value)
-                if where:
-                    needed.write(orjson.dumps({"trajectory_id": traj["trajectory_id"], "task_id": task.task_id,
-                                               "value": value, **where}) + b"\n")
+        for value in dict.fromkeys(values):
+            where = locate(traj["messages"], value)
+            if where:
+                needed.write(orjson.dumps({"trajectory_id": traj["trajectory_id"], "task_id": task.task_id,
+                                           "value": value, **where}) + b"\n")
         for reason in MALFORMED:
             if master.random() < getattr(rates, reason):
                 line, what = _corrupt(master, traj, reason)
@@ -182,7 +181,7 @@ def generate(out: Path, trajectories: int, batches: int, seed: int, rates: Rates
                 break
             p_pass = rates.teacher_pass if role == "teacher" else 0.5
             fail_parts = {i for i in range(len(task.parts)) if rng.random() > p_pass ** (1 / len(task.parts))}
-            messages, outcome = render(rng, task, fail_parts, user)
+            messages, outcome, values = render(rng, task, fail_parts, user)
             traj = {
                 "schema": "cowork.trajectory/v1",
                 "trajectory_id": f"{task_id}-{run_id}-{rng.randrange(16**6):06x}",
@@ -194,7 +193,7 @@ def generate(out: Path, trajectories: int, batches: int, seed: int, rates: Rates
                 "grade": grade(task, outcome),
             }
             dup = _maybe_duplicate_creation(rng, task, traj, rates, role, fail_parts)
-            where = emit(traj, task)
+            where = emit(traj, task, values)
             if dup:
                 labels.append({"kind": "duplicate_creations", "task_id": task_id,
                                "trajectory_id": traj["trajectory_id"], **where, **dup})
@@ -208,7 +207,7 @@ def generate(out: Path, trajectories: int, batches: int, seed: int, rates: Rates
                 for kind in ("exact_duplicate", "near_duplicate"):
                     if master.random() < getattr(rates, kind) and emitted < trajectories:  # clean originals only
                         copy = _copy(traj, kind)
-                        w = emit(copy, task)
+                        w = emit(copy, task, values)
                         labels.append({"kind": kind, "task_id": task_id, "trajectory_id": copy["trajectory_id"],
                                        "duplicate_of": traj["trajectory_id"], **w})
     needed.close()

@@ -62,11 +62,13 @@ def _say(rng: random.Random, step: Step) -> str | None:
     return f"{rng.choice(V.OPENERS)} {rng.choice(V.LOOKUP_VERBS)} via {what} {rng.choice(V.ASIDES)}."
 
 
-def render(rng: random.Random, task: Task, fail_parts: set[int], user: str) -> tuple[list[dict], dict[str, bool]]:
-    """Messages of one run and the per-check outcome. Parts in `fail_parts` follow their wrong plan."""
+def render(rng: random.Random, task: Task, fail_parts: set[int], user: str) -> tuple[list[dict], dict[str, bool], list[str]]:
+    """Messages of one run, the per-check outcome, and the workspace values the run relies on.
+    Parts in `fail_parts` follow their wrong plan."""
     services = ", ".join(dict.fromkeys(s for p in task.parts for s in p.services))
     messages = [{"role": "system", "content": SYSTEM.format(user=user, services=services)}]
     outcome: dict[str, bool] = {}
+    needed: list[str] = []
     n_call = 0
     for i, part in enumerate(task.parts):
         fail = i in fail_parts
@@ -78,11 +80,12 @@ def render(rng: random.Random, task: Task, fail_parts: set[int], user: str) -> t
             messages.append({"role": "assistant", "content": _say(rng, step), "tool_calls": [
                 {"id": call_id, "type": "function", "function": {"name": step.tool, "arguments": _args(rng, step.args)}}]})
             messages.append({"role": "tool", "tool_call_id": call_id, "name": step.tool, "content": step.observation})
+        needed += part.wrong_needed if fail else part.needed
         answer = part.wrong_answer if fail else part.answer
         messages.append({"role": "assistant", "content": f"{answer} {rng.choice(V.CLOSERS)}"})
         for check in part.checks:
             outcome[check["id"]] = not (fail and check["id"] in part.wrong_fails)
-    return messages, outcome
+    return messages, outcome, needed
 
 
 def _args(rng: random.Random, args: dict):
@@ -105,11 +108,14 @@ def locate(messages: list[dict], value: str) -> dict | None:
     """Where a needed value is first used (tool-call argument or assistant text) and first seen before."""
     forms = {value.casefold(), _DIGIT_COMMA.sub("", value).casefold()}
 
-    def find(text: str | None) -> int:
+    def hit(text: str | None) -> tuple[int, int]:
         if not text:
-            return -1
-        hits = [p for f in forms if (p := text.casefold().find(f)) >= 0]
-        return min(hits) if hits else -1
+            return -1, 0
+        hits = sorted((p, len(f)) for f in forms if (p := text.casefold().find(f)) >= 0)
+        return hits[0] if hits else (-1, 0)
+
+    def find(text: str | None) -> int:
+        return hit(text)[0]
 
     for used, msg in enumerate(messages):
         if msg["role"] != "assistant":
@@ -117,8 +123,10 @@ def locate(messages: list[dict], value: str) -> dict | None:
         calls = " ".join(str(c["function"]["arguments"]) for c in msg.get("tool_calls") or [])
         if find(msg.get("content")) >= 0 or find(calls) >= 0:
             for seen, earlier in enumerate(messages[:used]):
-                if (offset := find(earlier.get("content"))) >= 0:
+                offset, length = hit(earlier.get("content"))
+                if offset >= 0:
                     return {"used_at": used, "found_at": seen, "role": earlier["role"], "offset": offset,
-                            "message_chars": len(earlier["content"])}
-            return {"used_at": used, "found_at": None, "role": None, "offset": None, "message_chars": None}
+                            "length": length, "message_chars": len(earlier["content"])}
+            return {"used_at": used, "found_at": None, "role": None, "offset": None, "length": None,
+                    "message_chars": None}
     return None

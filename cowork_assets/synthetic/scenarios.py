@@ -34,7 +34,8 @@ class Part:
     wrong_steps: list[Step]
     wrong_answer: str
     wrong_fails: set[str]
-    needed: list[str] = field(default_factory=list)
+    needed: list[str] = field(default_factory=list)  # values the correct plan takes from the workspace
+    wrong_needed: list[str] = field(default_factory=list)  # ... and those the wrong plan takes
     creation: tuple[str, str, int] | None = None  # (tool, key, count asked for)
 
 
@@ -85,6 +86,7 @@ def message_contact(rng: random.Random, ids: S.Ids) -> Part:
         wrong_answer=f"I texted {wrong['name']} the {title} link ({doc['link']}).",
         wrong_fails={"sent"},
         needed=[target["id"], doc["link"]],
+        wrong_needed=[wrong["id"], doc["link"]],
     )
 
 
@@ -111,7 +113,8 @@ def approve_expense(rng: random.Random, ids: S.Ids) -> Part:
         wrong_steps=[listing, Step("expenses_approve", {"expense_id": wrong["id"]}, ok)],
         wrong_answer=f"Approved {wrong['id']} ({wrong['merchant']}) for ${float(wrong['amount']):,.2f}.",
         wrong_fails={"approved", "status", "amount"},
-        needed=[target["id"], target["amount"]],
+        needed=[target["id"], amount],
+        wrong_needed=[wrong["id"]],
     )
 
 
@@ -165,6 +168,7 @@ def schedule_meeting(rng: random.Random, ids: S.Ids) -> Part:
         wrong_answer=f"Booked '{title}' with {wrong['name']} ({wrong['email']}) at {start}.",
         wrong_fails={"event"},
         needed=[target["email"]],
+        wrong_needed=[wrong["email"]],
     )
 
 
@@ -216,13 +220,14 @@ def forward_doc(rng: random.Random, ids: S.Ids) -> Part:
         wrong_answer=f"Emailed the {title} link to {wrong['name']} at {wrong['email']}: {doc['link']}",
         wrong_fails={"mailed"},
         needed=[target["email"], doc["link"]],
+        wrong_needed=[wrong["email"], doc["link"]],
     )
 
 
 def bulk_review(rng: random.Random, ids: S.Ids) -> Part:
     """A long multi-step review: used for samples that stay over the character budget."""
     month = rng.randint(1, 11)
-    reports = [S.expense(rng, ids, month, detailed=True) for _ in range(rng.randint(36, 44))]
+    reports = [S.expense(rng, ids, month, detailed=True) for _ in range(rng.randint(48, 56))]
     listing = Step("expenses_list", {"month": V.MONTHS[month - 1]},
                    _obs(rng, [{k: r[k] for k in ("id", "submitted_by", "merchant", "amount", "status")} for r in reports]))
     steps = [listing] + [Step("expenses_get", {"expense_id": r["id"]}, _obs(rng, r)) for r in reports]
@@ -237,6 +242,7 @@ def bulk_review(rng: random.Random, ids: S.Ids) -> Part:
         wrong_answer=f"I reviewed {len(reports) - 3} expenses; none look unusual.",
         wrong_fails={"reviewed"},
         needed=[r["id"] for r in reports],
+        wrong_needed=[r["id"] for r in reports[:-3]],
     )
 
 

@@ -3,6 +3,7 @@
 
 import dagster as dg
 
+from cowork_assets.curation.assets import TABLES as CURATION_TABLES
 from cowork_assets.ingest.batch import BATCH_TABLES
 from cowork_assets.metadata import md_table
 from cowork_assets.settings import CurateSettings
@@ -11,7 +12,7 @@ from cowork_assets.warehouse.duckdb_file import build_warehouse
 
 @dg.asset(
     group_name="warehouse",
-    deps=list(BATCH_TABLES),
+    deps=[*BATCH_TABLES, "evidence", *CURATION_TABLES],
     kinds={"duckdb"},
     automation_condition=dg.AutomationCondition.eager(),
     description="DuckDB database file with one view per Parquet table (sql/views.sql), rebuilt after each run. "
@@ -28,10 +29,3 @@ def warehouse(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg
             "skipped_views": len(skipped),
         }
     )
-
-
-warehouse_job = dg.define_asset_job(
-    "refresh_warehouse",
-    selection=dg.AssetSelection.assets(warehouse),
-    description="Rebuild the DuckDB file over all tables.",
-)

@@ -1,0 +1,116 @@
+"""Dagster wiring of the curation stage: curated messages, sample stats, the evidence audit, and its checks."""
+
+import dagster as dg
+import polars as pl
+
+from cowork_assets.curation.curate import CurationParams, curate_chunk
+from cowork_assets.curation.report import budget_report, strategy_report, truncation_report
+from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats
+from cowork_assets.ingest.schemas import arrow_schema
+from cowork_assets.metadata import as_metadata, column_schema
+from cowork_assets.partitions import batches
+from cowork_assets.settings import CurateSettings
+from cowork_assets.storage import ParquetSink, iter_trajectory_chunks, partition_file
+
+TABLES = {
+    "curated_messages": (CuratedMessages, "Every message after observation truncation and the sample budget, with "
+                         "its original and kept length and the kept spans: what a trainer would see."),
+    "sample_stats": (SampleStats, "Per trajectory: characters and tokens before and after curation, characters "
+                     "under each truncation strategy, and the budget's verdict (kept / trimmed / dropped) and reason."),
+    "evidence_audit": (EvidenceAudit, "Per evidence item: lost to truncation (under head, under evidence_aware, "
+                       "under the configured strategy) and lost to the budget."),
+    "evidence_rollup": (EvidenceRollup, "Per trajectory: evidence items, at-risk items, and how many were lost "
+                        "to truncation and to the budget."),
+}
+
+
+def params(settings: CurateSettings) -> CurationParams:
+    return CurationParams(
+        strategy=settings.truncation_strategy, allowance=settings.max_observation_chars,
+        context=settings.evidence_context_chars, char_budget=settings.char_budget,
+        token_budget=settings.token_budget, policy=settings.budget_policy,
+        encoding=settings.token_encoding, threads=settings.tokenizer_threads,
+    )
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(name, group_name="curation", description=description, kinds={"parquet", "polars"},
+                     deps=["messages", "trajectories", "evidence"],
+                     metadata={"dagster/column_schema": column_schema(model)})
+        for name, (model, description) in TABLES.items()
+    ],
+    partitions_def=batches,
+    can_subset=False,
+)
+def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
+    """Truncate observations, apply the budget, and audit which evidence each step removed."""
+    batch, root, p = context.partition_key, settings.data_path, params(settings)
+    trajectories = pl.read_parquet(partition_file(root, "trajectories", batch))
+    evidence = pl.read_parquet(partition_file(root, "evidence", batch))
+    sinks = {name: ParquetSink(partition_file(root, name, batch), arrow_schema(model))
+             for name, (model, _) in TABLES.items()}
+    try:
+        for messages in iter_trajectory_chunks(partition_file(root, "messages", batch)):
+            ids = messages["trajectory_id"].unique().to_list()
+            frames = curate_chunk(batch, trajectories.filter(pl.col("trajectory_id").is_in(ids)), messages,
+                                  evidence.filter(pl.col("trajectory_id").is_in(ids)), p)
+            for name, frame in frames.items():
+                sinks[name].write(frame)
+            context.log.info(f"{batch}: curated {sinks['sample_stats'].rows} trajectories")
+        for sink in sinks.values():
+            sink.commit()
+    except BaseException:
+        for sink in sinks.values():
+            sink.abort()
+        raise
+    context.log.info(f"{batch}: strategy={p.strategy} allowance={p.allowance} budget={p.char_budget} ({p.policy})")
+    for name, sink in sinks.items():
+        yield dg.MaterializeResult(asset_key=name, metadata={
+            "dagster/row_count": sink.rows, "path": dg.MetadataValue.path(str(sink.final)),
+            "truncation_strategy": p.strategy, "max_observation_chars": p.allowance,
+        })
+
+
+def _read(settings: CurateSettings, table: str, batch: str) -> pl.DataFrame:
+    return pl.read_parquet(partition_file(settings.data_path, table, batch))
+
+
+@dg.asset_check(
+    asset="evidence_audit", partitions_def=batches, additional_deps=["evidence_rollup", "curated_messages"],
+    description="ERROR when truncation under the configured strategy loses more than max_truncation_loss_rate of "
+    "the at-risk evidence of passing teacher trajectories (default: any). Lists up to 20 lost values.",
+)
+def evidence_lost_to_truncation(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
+    b = context.partition_key
+    passed, metadata = truncation_report(
+        _read(settings, "evidence_audit", b), _read(settings, "evidence_rollup", b),
+        _read(settings, "curated_messages", b), settings.max_truncation_loss_rate, params(settings))
+    return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=as_metadata(metadata))
+
+
+@dg.asset_check(
+    asset="sample_stats", partitions_def=batches, additional_deps=["evidence_audit"],
+    description="How many passing teacher samples the budget removes, per category, task and check type. ERROR "
+    "when a category keeps less than min_category_retention of its passing samples or a task loses all of them.",
+)
+def evidence_lost_to_budget(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
+    b = context.partition_key
+    passed, metadata = budget_report(_read(settings, "sample_stats", b), _read(settings, "evidence_audit", b),
+                                     settings.min_category_retention)
+    return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=as_metadata(metadata))
+
+
+@dg.asset_check(
+    asset="curated_messages", partitions_def=batches, additional_deps=["evidence_audit", "sample_stats"],
+    description="At the configured allowance: evidence items and trajectories lost under head versus "
+    "evidence_aware, and the characters each keeps — what the choice of strategy costs. Informational.",
+)
+def strategy_comparison(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
+    b = context.partition_key
+    metadata = strategy_report(_read(settings, "evidence_audit", b), _read(settings, "evidence_rollup", b),
+                               _read(settings, "sample_stats", b), params(settings))
+    return dg.AssetCheckResult(passed=True, metadata=as_metadata(metadata))
+
+
+curation_checks = [evidence_lost_to_truncation, evidence_lost_to_budget, strategy_comparison]

@@ -1,0 +1,159 @@
+"""Curate one chunk of trajectories: truncate, apply the budget, and audit the evidence.
+
+Both truncation strategies are computed every time, so the audit can say what the configured choice
+costs against the other; only the configured one is applied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from cowork_assets.curation.budget import Budget, trim
+from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats
+from cowork_assets.curation.truncate import STRATEGIES, cores, cut, survival
+from cowork_assets.evidence.locate import scan
+from cowork_assets.ingest.schemas import polars_schema
+from cowork_assets.tokens import count_tokens
+
+KEY = ["trajectory_id", "message_index"]
+SPAN_LEN = pl.element().struct.field("end") - pl.element().struct.field("start")
+
+
+@dataclass(frozen=True)
+class CurationParams:
+    strategy: str = "evidence_aware"
+    allowance: int = 1000
+    context: int = 60
+    char_budget: int = 40000
+    token_budget: int | None = None
+    policy: str = "trim"
+    encoding: str = "o200k_base"
+    threads: int = 2
+
+    @property
+    def budget(self) -> Budget:
+        return Budget(self.char_budget, self.token_budget, self.policy, self.context, self.encoding)
+
+
+def apply_cuts(messages: pl.DataFrame, cuts: pl.DataFrame, params: CurationParams) -> pl.DataFrame:
+    """Messages with the cuts applied; re-tokenizes only the messages that changed."""
+    length = pl.col("original").str.len_chars().fill_null(0)
+    out = (
+        messages.rename({"content": "original"})
+        .join(cuts, on=KEY, how="left", maintain_order="left")
+        .with_columns(
+            truncated=pl.col("new_content").is_not_null(),
+            content=pl.coalesce("new_content", "original"),
+            original_chars=length.cast(pl.Int64),
+            overflow_chars=pl.col("overflow_chars").fill_null(0),
+            kept_spans=pl.when(pl.col("new_content").is_null())
+            .then(pl.concat_list(pl.struct(start=pl.lit(0, pl.Int64), end=length.cast(pl.Int64))))
+            .otherwise("kept_spans"),
+            trimmed=pl.lit(False),
+        )
+        .with_columns(
+            kept_chars=pl.col("kept_spans").list.eval(SPAN_LEN).list.sum().cast(pl.Int64),
+            chars=pl.col("chars") - pl.col("original_chars") + pl.col("content").str.len_chars().fill_null(0),
+        )
+    )
+    changed = out["truncated"].arg_true()
+    if len(changed):
+        fresh = count_tokens(out["content"].gather(changed).to_list(), params.encoding, params.threads)
+        out = out.with_columns(tokens=out["tokens"].scatter(changed, pl.Series(fresh, dtype=pl.Int64)))
+    return out
+
+
+def curate_chunk(batch: str, trajectories: pl.DataFrame, messages: pl.DataFrame, evidence: pl.DataFrame,
+                 params: CurationParams) -> dict[str, pl.DataFrame]:
+    at_risk = evidence.filter(pl.col("status") == "at_risk").unique(["trajectory_id", "norm"], maintain_order=True)
+    _, occurrences = scan(at_risk, messages)
+    cuts = {s: cut(messages, at_risk, s, params.allowance, params.context) for s in STRATEGIES}
+    survives = {s: survival(occurrences, cuts[s]) for s in STRATEGIES}
+    curated = apply_cuts(messages, cuts[params.strategy], params)
+
+    # The budget.
+    totals = curated.group_by("trajectory_id", maintain_order=True).agg(
+        chars_after=pl.col("chars").sum(), tokens_after=pl.col("tokens").sum(),
+        truncated_messages=pl.col("truncated").sum().cast(pl.Int32), overflow_chars=pl.col("overflow_chars").sum())
+    over = pl.col("chars_after") > params.char_budget
+    if params.token_budget is not None:
+        over = over | (pl.col("tokens_after") > params.token_budget)
+    over_ids = totals.filter(over)["trajectory_id"].to_list()
+    if params.policy == "trim" and over_ids:
+        replaced, verdict = trim(curated, cores(at_risk), over_ids, params.budget)
+        curated = curated.update(replaced.with_columns(trimmed=pl.lit(True)), on=KEY)
+    else:
+        verdict = totals.filter(over).select(
+            "trajectory_id", "chars_after", "tokens_after", verdict=pl.lit("dropped"),
+            trimmed_messages=pl.lit(0, pl.Int32),
+            reason=pl.format("over budget: {} chars, {} tokens", "chars_after", "tokens_after"))
+    stats = _sample_stats(batch, trajectories, messages, cuts, totals, verdict)
+
+    # What the budget took: dropped samples lose everything; trimmed ones are re-checked.
+    final_cuts = curated.filter(pl.col("truncated") | pl.col("trimmed")).select(*KEY, "kept_spans")
+    survives["final"] = survival(occurrences, final_cuts)
+    audit = _audit(batch, evidence, survives, stats, params.strategy)
+    return {
+        "curated_messages": curated.with_columns(batch=pl.lit(batch)).select(polars_schema(CuratedMessages).names()),
+        "sample_stats": stats,
+        "evidence_audit": audit,
+        "evidence_rollup": _rollup(batch, audit, stats),
+    }
+
+
+def _sample_stats(batch, trajectories, messages, cuts, totals, verdict) -> pl.DataFrame:
+    def chars_under(strategy: str) -> pl.DataFrame:
+        saved = cuts[strategy].join(messages.select(*KEY, "content"), on=KEY).group_by("trajectory_id").agg(
+            saved=(pl.col("content").str.len_chars() - pl.col("new_content").str.len_chars()).sum())
+        return saved.rename({"saved": f"saved_{strategy}"})
+
+    stats = trajectories.select(
+        "trajectory_id", "task_id", "category", "teacher_role", "grade_passed",
+        chars_before="chars_total", tokens_before="tokens_total",
+    ).join(totals, on="trajectory_id", how="left", maintain_order="left")
+    for strategy in STRATEGIES:
+        stats = stats.join(chars_under(strategy), on="trajectory_id", how="left", maintain_order="left").with_columns(
+            (pl.col("chars_before") - pl.col(f"saved_{strategy}").fill_null(0)).alias(f"chars_{strategy}"))
+    stats = stats.with_columns(verdict=pl.lit("kept"), trimmed_messages=pl.lit(0, pl.Int32), reason=pl.lit(None, pl.String))
+    stats = stats.update(verdict, on="trajectory_id")
+    return stats.with_columns(batch=pl.lit(batch)).select(polars_schema(SampleStats).names())
+
+
+def _audit(batch, evidence, survives, stats, strategy) -> pl.DataFrame:
+    audit = evidence
+    for name, frame in survives.items():
+        audit = audit.join(frame.rename({"survives": f"survives_{name}"}), on=["trajectory_id", "norm"], how="left",
+                           maintain_order="left")
+    at_risk = pl.col("status") == "at_risk"
+    lost = {name: at_risk & ~pl.col(f"survives_{name}").fill_null(False) for name in survives}
+    dropped = stats.filter(pl.col("verdict") == "dropped").select("trajectory_id", dropped=pl.lit(True))
+    return (
+        audit.join(dropped, on="trajectory_id", how="left", maintain_order="left")
+        .with_columns(
+            lost_under_head=lost["head"], lost_under_evidence_aware=lost["evidence_aware"],
+            lost_to_truncation=lost[strategy],
+        )
+        .with_columns(lost_to_budget=pl.col("dropped").fill_null(False) | (lost["final"] & ~pl.col("lost_to_truncation")))
+        .with_columns(batch=pl.lit(batch))
+        .select(polars_schema(EvidenceAudit).names())
+    )
+
+
+def _rollup(batch, audit, stats) -> pl.DataFrame:
+    counts = audit.group_by("trajectory_id").agg(
+        items=pl.len().cast(pl.Int32),
+        at_risk=(pl.col("status") == "at_risk").sum().cast(pl.Int32),
+        **{c: pl.col(c).sum().cast(pl.Int32) for c in
+           ("lost_under_head", "lost_under_evidence_aware", "lost_to_truncation", "lost_to_budget")},
+    )
+    return (
+        stats.select("trajectory_id", "task_id", "category", "verdict",
+                     passing_teacher=(pl.col("teacher_role") == "teacher") & pl.col("grade_passed").fill_null(False))
+        .join(counts, on="trajectory_id", how="left", maintain_order="left")
+        .with_columns(pl.col(c).fill_null(0) for c in ("items", "at_risk", "lost_under_head",
+                                                       "lost_under_evidence_aware", "lost_to_truncation", "lost_to_budget"))
+        .with_columns(batch=pl.lit(batch))
+        .select(polars_schema(EvidenceRollup).names())
+    )

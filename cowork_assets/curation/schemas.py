@@ -1,0 +1,89 @@
+"""pandera models of the curation tables."""
+
+import pandera.polars as pa
+import polars as pl
+
+from cowork_assets.curation.truncate import SPAN
+from cowork_assets.ingest.schemas import TOOL_CALL
+
+VERDICTS = ["kept", "trimmed", "dropped"]
+
+
+class CuratedMessages(pa.DataFrameModel):
+    """One row per message after truncation and the budget: what a trainer would see."""
+
+    batch: str = pa.Field(description="raw batch folder (the partition)")
+    trajectory_id: str = pa.Field(description="trajectory the message belongs to")
+    message_index: pl.Int32 = pa.Field(ge=0, description="0-based position in the conversation")
+    role: str = pa.Field(description="system / user / assistant / tool")
+    content: str = pa.Field(nullable=True, description="curated text, with a marker in every cut")
+    tool_calls: pl.List(TOOL_CALL) = pa.Field(description="assistant calls, unchanged")
+    tool_call_id: str = pa.Field(nullable=True, description="for tool messages: the call answered")
+    name: str = pa.Field(nullable=True, description="for tool messages: the tool name")
+    original_chars: pl.Int64 = pa.Field(ge=0, description="content length before curation")
+    kept_chars: pl.Int64 = pa.Field(ge=0, description="characters of the original content kept")
+    kept_spans: pl.List(SPAN) = pa.Field(description="kept [start, end) ranges of the original content")
+    truncated: bool = pa.Field(description="cut by observation truncation")
+    trimmed: bool = pa.Field(description="cut further by the budget's trim policy")
+    overflow_chars: pl.Int64 = pa.Field(ge=0, description="kept beyond the allowance because evidence needed it")
+    chars: pl.Int64 = pa.Field(ge=0, description="curated content (with markers) plus tool-call text")
+    tokens: pl.Int64 = pa.Field(ge=0, description="tiktoken count of the same text")
+
+
+class SampleStats(pa.DataFrameModel):
+    """One row per trajectory: size before and after curation, and the budget's verdict."""
+
+    batch: str = pa.Field(description="raw batch folder (the partition)")
+    trajectory_id: str = pa.Field(unique=True, description="the sample")
+    task_id: str = pa.Field(description="its task")
+    category: str = pa.Field(description="task category")
+    teacher_role: str = pa.Field(description="teacher or student")
+    grade_passed: bool = pa.Field(nullable=True, description="recorded grader verdict")
+    chars_before: pl.Int64 = pa.Field(ge=0, description="characters before curation")
+    tokens_before: pl.Int64 = pa.Field(ge=0, description="tokens before curation")
+    chars_head: pl.Int64 = pa.Field(ge=0, description="characters after truncation under `head`")
+    chars_evidence_aware: pl.Int64 = pa.Field(ge=0, description="characters after truncation under `evidence_aware`")
+    chars_after: pl.Int64 = pa.Field(ge=0, description="characters after truncation and budget")
+    tokens_after: pl.Int64 = pa.Field(ge=0, description="tokens after truncation and budget")
+    truncated_messages: pl.Int32 = pa.Field(ge=0, description="observations cut by truncation")
+    trimmed_messages: pl.Int32 = pa.Field(ge=0, description="observations cut further by trim")
+    overflow_chars: pl.Int64 = pa.Field(ge=0, description="characters kept beyond the allowance for evidence")
+    verdict: str = pa.Field(isin=VERDICTS, description="kept / trimmed / dropped")
+    reason: str = pa.Field(nullable=True, description="why trimmed or dropped")
+
+
+class EvidenceAudit(pa.DataFrameModel):
+    """One row per evidence item: was it lost to truncation (under each strategy) or to the budget?"""
+
+    batch: str = pa.Field(description="raw batch folder (the partition)")
+    trajectory_id: str = pa.Field(description="trajectory the item belongs to")
+    check_id: str = pa.Field(description="check that depends on it, or 'grounding'")
+    check_type: str = pa.Field(description="type of that check")
+    source: str = pa.Field(description="explicit / derived / grounding")
+    value: str = pa.Field(description="the value")
+    status: str = pa.Field(description="given / at_risk / produced / unused")
+    found_at: pl.Int32 = pa.Field(nullable=True, description="message where it was first seen")
+    found_offset: pl.Int64 = pa.Field(nullable=True, description="character offset there")
+    found_message_chars: pl.Int64 = pa.Field(nullable=True, description="length of that message")
+    used_at: pl.Int32 = pa.Field(nullable=True, description="message where the agent first uses it")
+    lost_under_head: bool = pa.Field(description="no message before its use shows it after `head` truncation")
+    lost_under_evidence_aware: bool = pa.Field(description="same, after `evidence_aware` truncation")
+    lost_to_truncation: bool = pa.Field(description="lost under the configured strategy")
+    lost_to_budget: bool = pa.Field(description="sample dropped by the budget, or the value trimmed away")
+
+
+class EvidenceRollup(pa.DataFrameModel):
+    """One row per trajectory: its evidence items and how many were lost, and where."""
+
+    batch: str = pa.Field(description="raw batch folder (the partition)")
+    trajectory_id: str = pa.Field(unique=True, description="the sample")
+    task_id: str = pa.Field(description="its task")
+    category: str = pa.Field(description="task category")
+    passing_teacher: bool = pa.Field(description="a teacher demonstration whose recorded grade passed")
+    items: pl.Int32 = pa.Field(ge=0, description="evidence items")
+    at_risk: pl.Int32 = pa.Field(ge=0, description="items first seen in a tool observation")
+    lost_under_head: pl.Int32 = pa.Field(ge=0, description="items lost under `head`")
+    lost_under_evidence_aware: pl.Int32 = pa.Field(ge=0, description="items lost under `evidence_aware`")
+    lost_to_truncation: pl.Int32 = pa.Field(ge=0, description="items lost under the configured strategy")
+    lost_to_budget: pl.Int32 = pa.Field(ge=0, description="items lost to the budget")
+    verdict: str = pa.Field(description="the budget's verdict for the sample")

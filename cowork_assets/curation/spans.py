@@ -1,0 +1,84 @@
+"""Kept spans of a truncated observation, and how a truncated text is rendered.
+
+A span is a half-open [start, end) range of the original text. Every gap between kept spans is
+replaced by a visible marker that says how many characters were cut: `[...1234 chars cut...]`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+Span = tuple[int, int]
+MARKER = "[...{n} chars cut...]"
+MARKER_RE = re.compile(r"\[\.\.\.(\d+) chars cut\.\.\.\]")
+
+
+def marker(n: int) -> str:
+    return MARKER.format(n=n)
+
+
+def merge(spans: Iterable[Span]) -> list[Span]:
+    """Sorted, non-overlapping, non-adjacent spans covering the same characters."""
+    out: list[list[int]] = []
+    for start, end in sorted(s for s in spans if s[1] > s[0]):
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+        else:
+            out.append([start, end])
+    return [(s, e) for s, e in out]
+
+
+def total(spans: Sequence[Span]) -> int:
+    return sum(e - s for s, e in spans)
+
+
+def widen(cores: Sequence[Span], context: int, length: int) -> list[Span]:
+    return merge((max(0, s - context), min(length, e + context)) for s, e in cores)
+
+
+def intersect(a: Sequence[Span], b: Sequence[Span]) -> list[Span]:
+    return merge((max(s1, s2), min(e1, e2)) for s1, e1 in a for s2, e2 in b if min(e1, e2) > max(s1, s2))
+
+
+def covers(spans: Sequence[Span], start: int, end: int) -> bool:
+    return any(s <= start and end <= e for s, e in spans)
+
+
+def head_spans(length: int, allowance: int) -> list[Span]:
+    return [(0, min(length, allowance))]
+
+
+def evidence_spans(length: int, allowance: int, cores: Sequence[Span], context: int) -> tuple[list[Span], int]:
+    """Spend `allowance` on windows around the evidence first, then on the head.
+
+    Returns (spans, overflow): overflow > 0 only when the evidence alone needs more than the allowance,
+    in which case exactly the evidence is kept.
+    """
+    cores = merge((max(0, s), min(length, e)) for s, e in cores)
+    if total(cores) >= allowance:
+        return cores, total(cores) - allowance
+    lo, hi = 0, context  # widest context whose windows still fit (window size grows with context)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if total(widen(cores, mid, length)) <= allowance else (lo, mid - 1)
+    windows = widen(cores, lo, length)
+    head = allowance - total(windows)
+    spans = merge([(0, min(head, length)), *windows])
+    while total(spans) < min(allowance, length):  # the head overlapped a window: extend it by the slack
+        head += min(allowance, length) - total(spans)
+        spans = merge([(0, min(head, length)), *windows])
+    return spans, 0
+
+
+def render(text: str, spans: Sequence[Span]) -> str:
+    """The kept spans of `text` with a marker in every gap (including a cut tail)."""
+    pieces, pos = [], 0
+    for start, end in spans:
+        if start > pos:
+            pieces.append(marker(start - pos))
+        pieces.append(text[start:end])
+        pos = end
+    if pos < len(text):
+        pieces.append(marker(len(text) - pos))
+    return "".join(pieces)

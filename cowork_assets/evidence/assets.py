@@ -1,0 +1,58 @@
+"""Dagster wiring of the evidence stage."""
+
+from collections import Counter
+
+import dagster as dg
+import polars as pl
+
+from cowork_assets.evidence.build import build_evidence
+from cowork_assets.evidence.schemas import Evidence
+from cowork_assets.ingest.schemas import arrow_schema
+from cowork_assets.metadata import column_schema, counts_md, md_table
+from cowork_assets.partitions import batches
+from cowork_assets.settings import CurateSettings
+from cowork_assets.storage import ParquetSink, iter_trajectory_chunks, partition_file
+
+
+@dg.asset(
+    group_name="evidence",
+    partitions_def=batches,
+    deps=["trajectories", "messages", "tool_calls", "task_packages"],
+    kinds={"parquet", "polars"},
+    metadata={"dagster/column_schema": column_schema(Evidence)},
+    description="One row per evidence item: the values each trajectory's grader depends on (explicit, derived "
+    "from checks, or grounding ids in tool-call arguments), where the agent first uses each, and where it was "
+    "first seen: given (system/user), at_risk (a tool observation, with offset), produced, or unused.",
+)
+def evidence(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    batch, root = context.partition_key, settings.data_path
+    trajectories = pl.read_parquet(partition_file(root, "trajectories", batch), columns=["trajectory_id", "task_hash"])
+    packages = pl.read_parquet(partition_file(root, "task_packages", batch), columns=["task_hash", "checks", "tools"])
+    calls = pl.read_parquet(partition_file(root, "tool_calls", batch),
+                            columns=["trajectory_id", "message_index", "tool_name", "arguments"])
+    sink = ParquetSink(partition_file(root, "evidence", batch), arrow_schema(Evidence))
+    unknown: Counter = Counter()
+    statuses: Counter = Counter()
+    try:
+        for messages in iter_trajectory_chunks(partition_file(root, "messages", batch)):
+            ids = messages["trajectory_id"].unique().to_list()
+            chunk = trajectories.filter(pl.col("trajectory_id").is_in(ids))
+            frame, unk = build_evidence(
+                batch, chunk, packages.filter(pl.col("task_hash").is_in(chunk["task_hash"].unique().to_list())),
+                calls.filter(pl.col("trajectory_id").is_in(ids)), messages)
+            sink.write(frame)
+            unknown += unk
+            statuses += Counter(frame["status"].to_list())
+            context.log.info(f"{batch}: evidence for {sink.rows} items so far")
+        sink.commit()
+    except BaseException:
+        sink.abort()
+        raise
+    if unknown:
+        context.log.warning(f"{batch}: checks of unknown type kept but not used for evidence: {dict(unknown)}")
+    return dg.MaterializeResult(metadata={
+        "dagster/row_count": sink.rows,
+        "path": dg.MetadataValue.path(str(sink.final)),
+        "status": counts_md(statuses, "status", "items"),
+        "unknown_check_types": md_table(["type", "checks"], sorted(unknown.items())) if unknown else "none",
+    })

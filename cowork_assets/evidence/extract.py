@@ -1,0 +1,120 @@
+"""Evidence items per trajectory: from the task package's checks, and grounding from tool calls.
+
+Checks are parsed once per distinct task package (few); the per-call work — grounding tokens and
+`distinct_items` key values — is columnar over the tool_calls table.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import orjson
+import polars as pl
+
+from cowork_assets.evidence.values import (
+    IDENTIFIER_PATTERN,
+    grounding_filter,
+    leaves,
+    named_value,
+    normalise,
+    record_value,
+)
+
+KNOWN_CHECKS = ("tool_called", "tool_not_called", "keywords_present", "distinct_items", "state_equals")
+ITEM_SCHEMA = {
+    "trajectory_id": pl.String, "check_id": pl.String, "check_type": pl.String,
+    "source": pl.String, "value": pl.String, "norm": pl.String,
+}
+
+
+def enum_values(tools: list) -> frozenset[str]:
+    """Every `enum` choice in the tools' parameter schemas, normalised."""
+    found: set[str] = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            for v in node.get("enum") or []:
+                if isinstance(v, (str, int, float)) and not isinstance(v, bool):
+                    found.add(normalise(str(v)))
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(tools)
+    return frozenset(found)
+
+
+def package_items(checks_json: str, tools_json: str) -> tuple[list[dict], list[dict], Counter]:
+    """(value items, distinct_items specs {check_id, tool, key}, unknown check types) of one package."""
+    checks, tools = orjson.loads(checks_json), orjson.loads(tools_json)
+    enums = enum_values(tools)
+    items, specs, unknown = [], [], Counter()
+
+    def add(check: dict, source: str, value: str | None) -> None:
+        if value is not None:
+            items.append({"check_id": str(check.get("id")), "check_type": str(check.get("type")),
+                          "source": source, "value": value, "norm": normalise(value)})
+
+    for check in checks if isinstance(checks, list) else []:
+        if not isinstance(check, dict):
+            continue
+        kind = check.get("type")
+        for v in check.get("evidence") or [] if isinstance(check.get("evidence"), list) else []:
+            add(check, "explicit", named_value(v))
+        if kind == "tool_called":
+            for leaf in leaves(check.get("args") or {}):
+                add(check, "derived", record_value(leaf, enums))
+        elif kind == "keywords_present":
+            for kw in check.get("keywords") or []:
+                add(check, "derived", named_value(kw))
+        elif kind == "state_equals":
+            for leaf in leaves(check.get("value")):
+                add(check, "derived", record_value(leaf, enums))
+        elif kind == "distinct_items":
+            if isinstance(check.get("tool"), str) and isinstance(check.get("key"), str):
+                specs.append({"check_id": str(check.get("id")), "tool": check["tool"], "key": check["key"],
+                              "enums": enums})
+        elif kind not in KNOWN_CHECKS:
+            unknown[str(kind)] += 1
+    return items, specs, unknown
+
+
+def extract_items(trajectories: pl.DataFrame, packages: pl.DataFrame, tool_calls: pl.DataFrame) -> tuple[pl.DataFrame, Counter]:
+    """All evidence items of the given trajectories, one row per (trajectory, check, value)."""
+    rows, spec_rows, unknown = [], [], Counter()
+    for task_hash, checks, tools in packages.select("task_hash", "checks", "tools").iter_rows():
+        items, specs, unk = package_items(checks, tools)
+        rows += [{"task_hash": task_hash, **i} for i in items]
+        spec_rows += [{"task_hash": task_hash, **s} for s in specs]
+        unknown += unk
+    per_task = pl.DataFrame(rows, schema={"task_hash": pl.String, **{k: v for k, v in ITEM_SCHEMA.items() if k != "trajectory_id"}})
+    checked = trajectories.select("trajectory_id", "task_hash").join(per_task, on="task_hash").drop("task_hash")
+    frames = [checked.select(list(ITEM_SCHEMA))]
+    calls = tool_calls.join(trajectories.select("trajectory_id", "task_hash"), on="trajectory_id")
+    for spec in spec_rows:  # distinct_items: the key values the run created
+        created = calls.filter(pl.col("task_hash") == spec["task_hash"], pl.col("tool_name") == spec["tool"]).select(
+            "trajectory_id", value=pl.col("arguments").str.json_path_match(f"$['{spec['key']}']"))
+        kept = {v: record_value(v, spec["enums"]) for v in created["value"].drop_nulls().unique().to_list()}
+        frames.append(
+            created.filter(pl.col("value").replace_strict(kept, default=None).is_not_null()).select(
+                "trajectory_id", check_id=pl.lit(spec["check_id"]), check_type=pl.lit("distinct_items"),
+                source=pl.lit("derived"), value="value",
+                norm=pl.col("value").map_elements(normalise, return_dtype=pl.String))
+        )
+    grounding = (
+        tool_calls.select("trajectory_id", value=pl.col("arguments").str.extract_all(IDENTIFIER_PATTERN))
+        .explode("value")
+        .drop_nulls("value")
+        .with_columns(pl.col("value").str.strip_chars_end(".:/-_"))
+        .filter(grounding_filter(pl.col("value")))
+        .with_columns(check_id=pl.lit("grounding"), check_type=pl.lit("grounding"), source=pl.lit("grounding"),
+                      norm=pl.col("value").str.to_lowercase())
+        .select(list(ITEM_SCHEMA))
+    )
+    checked_all = pl.concat(frames).unique(["trajectory_id", "check_id", "norm"], keep="first", maintain_order=True)
+    grounding = grounding.unique(["trajectory_id", "norm"], keep="first", maintain_order=True).join(
+        checked_all.select("trajectory_id", "norm").unique(), on=["trajectory_id", "norm"], how="anti",
+        maintain_order="left")
+    return pl.concat([checked_all, grounding]).cast(ITEM_SCHEMA), unknown

@@ -1,0 +1,86 @@
+"""Locate evidence values: where the agent first uses each, and every earlier message showing it.
+
+A columnar pre-filter (literal containment in normalised text, over item x message pairs of the
+same trajectory) leaves few candidates; only those are checked exactly, with boundary-aware
+patterns, to get character offsets in the original text.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from cowork_assets.evidence.values import norm_text, pattern
+
+OCCURRENCE_SCHEMA = {
+    "trajectory_id": pl.String, "norm": pl.String, "message_index": pl.Int32, "role": pl.String,
+    "offset": pl.Int64, "length": pl.Int64, "message_chars": pl.Int64,
+}
+LOCATION_SCHEMA = {
+    "trajectory_id": pl.String, "norm": pl.String, "used_at": pl.Int32, "found_at": pl.Int32,
+    "found_role": pl.String, "found_offset": pl.Int64, "found_length": pl.Int64, "found_message_chars": pl.Int64,
+}
+
+
+def searchable(messages: pl.DataFrame) -> pl.DataFrame:
+    """Messages with the text a value can appear in: content, plus tool-call arguments for the assistant."""
+    args = pl.col("tool_calls").list.eval(pl.element().struct.field("arguments")).list.join("\n")
+    return messages.select(
+        "trajectory_id", "message_index", "role", "content",
+        text=pl.when(pl.col("role") == "assistant")
+        .then(pl.concat_str([pl.col("content").fill_null(""), args], separator="\n"))
+        .otherwise(pl.col("content").fill_null("")),
+    )
+
+
+def scan(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """For distinct (trajectory_id, norm) keys: (first use per key, every occurrence before that use)."""
+    candidates = (
+        keys.select("trajectory_id", "norm").unique()
+        .join(searchable(messages).with_columns(ntext=norm_text(pl.col("text"))), on="trajectory_id")
+        .filter(pl.col("ntext").str.contains(pl.col("norm"), literal=True))
+        .sort("trajectory_id", "norm", "message_index")
+    )
+    uses: dict[tuple[str, str], int] = {}
+    occurrences = []
+    for tid, norm, index, role, content, text in candidates.select(
+        "trajectory_id", "norm", "message_index", "role", "content", "text"
+    ).iter_rows():
+        key = (tid, norm)
+        if key in uses:
+            continue  # messages are in order: everything after the first use is irrelevant
+        if role == "assistant":
+            if pattern(norm).search(text):
+                uses[key] = index
+        elif content:
+            occurrences += [(tid, norm, index, role, m.start(), m.end() - m.start(), len(content))
+                            for m in pattern(norm).finditer(content)]
+    used = pl.DataFrame(
+        [(t, n, i) for (t, n), i in uses.items()], orient="row",
+        schema={"trajectory_id": pl.String, "norm": pl.String, "used_at": pl.Int32},
+    )
+    return used, pl.DataFrame(occurrences, schema=OCCURRENCE_SCHEMA, orient="row")
+
+
+def locate(items: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
+    """One row per distinct (trajectory_id, norm) of `items`: first use, and first location before it."""
+    keys = items.select("trajectory_id", "norm").unique(maintain_order=True)
+    used, occurrences = scan(keys, messages)
+    first = (
+        occurrences.group_by("trajectory_id", "norm")
+        .agg(pl.all().sort_by("message_index", "offset").first())
+        .rename({"message_index": "found_at", "role": "found_role", "offset": "found_offset",
+                 "length": "found_length", "message_chars": "found_message_chars"})
+    )
+    return (
+        keys.join(used, on=["trajectory_id", "norm"], how="left", maintain_order="left")
+        .join(first, on=["trajectory_id", "norm"], how="left", maintain_order="left")
+        .select(list(LOCATION_SCHEMA))
+    )
+
+
+STATUS = (
+    pl.when(pl.col("used_at").is_null()).then(pl.lit("unused"))
+    .when(pl.col("found_at").is_null()).then(pl.lit("produced"))
+    .when(pl.col("found_role") == "tool").then(pl.lit("at_risk"))
+    .otherwise(pl.lit("given"))
+)

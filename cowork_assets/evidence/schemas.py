@@ -1,0 +1,25 @@
+"""pandera model of the evidence table."""
+
+import pandera.polars as pa
+import polars as pl
+
+STATUSES = ["given", "at_risk", "produced", "unused"]
+
+
+class Evidence(pa.DataFrameModel):
+    """One row per evidence item: a value a grading check (or grounding) depends on, and where it was seen."""
+
+    batch: str = pa.Field(description="raw batch folder (the partition)")
+    trajectory_id: str = pa.Field(description="trajectory the item belongs to")
+    check_id: str = pa.Field(description="check that depends on the value, or 'grounding'")
+    check_type: str = pa.Field(description="type of that check (or 'grounding')")
+    source: str = pa.Field(isin=["explicit", "derived", "grounding"], description="how the item was found")
+    value: str = pa.Field(description="the value as the check (or the call) states it")
+    norm: str = pa.Field(description="normalised value used for matching")
+    used_at: pl.Int32 = pa.Field(nullable=True, description="assistant message that first uses it (null: never used)")
+    found_at: pl.Int32 = pa.Field(nullable=True, description="first earlier message that shows it (null: none)")
+    found_role: str = pa.Field(nullable=True, description="role of that message")
+    found_offset: pl.Int64 = pa.Field(nullable=True, ge=0, description="character offset in that message")
+    found_length: pl.Int64 = pa.Field(nullable=True, ge=1, description="characters of the match there")
+    found_message_chars: pl.Int64 = pa.Field(nullable=True, ge=0, description="length of that message")
+    status: str = pa.Field(isin=STATUSES, description="given / at_risk / produced / unused (README)")

@@ -1,0 +1,126 @@
+"""What counts as an evidence value, how values are normalised, and how they are matched in text.
+
+The rule (documented in the README, tested in tests/test_evidence_values.py):
+
+* Normalisation: case-folded; a number also matches with its thousands separators removed
+  (`1,234.50` matches `1234.50`).
+* Never evidence: booleans, nulls, empty strings, values under 3 characters, and numbers with fewer
+  than 3 digits (a quantity `1`, a count `10` matches by coincidence almost anywhere).
+* Values a check names *for the grader to look for* — explicit `evidence` lists and
+  `keywords_present` keywords — count with only those exclusions (`polyester` counts).
+* Values taken from structured data — `tool_called.args` leaves, `state_equals.value`,
+  `distinct_items` key values — count only when they look like a record rather than a choice: at
+  least 4 characters and containing a digit or one of `@ # / :` or a space (ids, codes, emails,
+  links, dates, amounts, titles), and not an `enum` value of the tool's parameter schema. So a cabin
+  class `economy`, a status `approved` or a flag `no` do not count; `#W6390527`, `2024-05-21`,
+  `ana@x.example` and `Draft the budget table` do.
+* Grounding values are identifier-like tokens in the assistant's tool-call arguments (the same
+  record-like rule, without phrases).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any
+
+import polars as pl
+
+MIN_CHARS = 3
+MIN_RECORD_CHARS = 4
+MIN_DIGITS = 3
+_NUMBER = re.compile(r"^[+-]?[\d,]*\.?\d+$")
+_RECORD_MARK = re.compile(r"[\d@#/:\s]")
+# Identifier-like tokens inside JSON argument text (polars regex: no look-arounds).
+IDENTIFIER_PATTERN = (
+    r"https?://[^\s\"'\\<>]+"
+    r"|[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
+    r"|#?[A-Za-z0-9][A-Za-z0-9_.:/-]*[0-9][A-Za-z0-9_.:/-]*"
+)
+
+
+def normalise(value: str) -> str:
+    """Case-folded; thousands separators dropped from numbers."""
+    text = value.strip().casefold()
+    return text.replace(",", "") if _NUMBER.match(text) else text
+
+
+def scalar_text(value: Any) -> str | None:
+    """The text form of a JSON scalar, or None for booleans, nulls and containers."""
+    if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
+        return None
+    return value if isinstance(value, str) else repr(value) if isinstance(value, float) else str(value)
+
+
+def leaves(value: Any) -> Iterator[Any]:
+    """Scalar leaves of a JSON value, depth first."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from leaves(v)
+    else:
+        yield value
+
+
+def _too_small(norm: str) -> bool:
+    if len(norm) < MIN_CHARS:
+        return True
+    return bool(_NUMBER.match(norm)) and sum(c.isdigit() for c in norm) < MIN_DIGITS
+
+
+def named_value(value: Any) -> str | None:
+    """A value a check names for the grader (keyword, explicit evidence): kept unless too small."""
+    text = scalar_text(value)
+    return text.strip() if text is not None and not _too_small(normalise(text)) else None
+
+
+def record_value(value: Any, enums: frozenset[str] = frozenset()) -> str | None:
+    """A value from structured data: kept only if it looks like a record, not a choice."""
+    text = scalar_text(value)
+    if text is None:
+        return None
+    norm = normalise(text)
+    if _too_small(norm) or norm in enums:
+        return None
+    if len(norm) < MIN_RECORD_CHARS or not _RECORD_MARK.search(norm):
+        return None
+    return text.strip()
+
+
+def grounding_filter(token: pl.Expr) -> pl.Expr:
+    """Polars form of the record rule for identifier tokens (which never contain spaces)."""
+    digits = token.str.count_matches(r"[0-9]")
+    numeric = token.str.contains(r"^[+-]?[0-9,]*\.?[0-9]+$")
+    return (token.str.len_chars() >= MIN_RECORD_CHARS) & (~numeric | (digits >= MIN_DIGITS))
+
+
+@lru_cache(maxsize=65536)
+def pattern(norm: str) -> re.Pattern:
+    """Case-insensitive, boundary-aware pattern for a normalised value; numbers allow separators."""
+    if _NUMBER.match(norm):
+        body = r",?".join(re.escape(c) if not c.isdigit() else c for c in norm)
+        body = body.replace(r",?\.,?", r"\.")
+    else:
+        body = re.escape(norm)
+    left = r"(?<![0-9a-z])" if norm[:1].isalnum() else ""
+    right = r"(?![0-9a-z])" if norm[-1:].isalnum() else ""
+    return re.compile(left + body + right, re.IGNORECASE)
+
+
+def find(text: str | None, norm: str) -> tuple[int, int] | None:
+    """(offset, length) of the first boundary-aware match of a normalised value in text."""
+    if not text:
+        return None
+    m = pattern(norm).search(text)
+    return (m.start(), m.end() - m.start()) if m else None
+
+
+def norm_text(expr: pl.Expr) -> pl.Expr:
+    """Polars: the text in the same normal form as values (for a cheap literal pre-filter)."""
+    lowered = expr.str.to_lowercase()
+    for _ in range(2):  # "1,234,567": each pass removes every other separator
+        lowered = lowered.str.replace_all(r"([0-9]),([0-9]{3})", "${1}${2}")
+    return lowered

@@ -1,0 +1,156 @@
+"""Curation: spans and markers, truncation strategies, the budget, and the evidence audit."""
+
+import json
+
+import polars as pl
+import pytest
+
+from cowork_assets.curation.curate import CurationParams, curate_chunk
+from cowork_assets.curation.spans import MARKER_RE, evidence_spans, merge, render, total
+from cowork_assets.evidence.build import build_evidence
+from cowork_assets.evidence.values import normalise
+from cowork_assets.storage import table_glob
+from cowork_assets.tokens import count_tokens
+from tests.helpers import call, flatten, result, trajectory
+
+
+def test_merge_sorts_and_joins_overlapping_and_adjacent_spans():
+    assert merge([(10, 20), (0, 5), (5, 8), (15, 30), (40, 40)]) == [(0, 8), (10, 30)]
+
+
+def test_marker_format_says_how_much_was_cut():
+    assert render("abcdefghij", [(0, 3), (6, 8)]) == "abc[...3 chars cut...]gh[...2 chars cut...]"
+    assert render("abcdefghij", [(2, 10)]) == "[...2 chars cut...]cdefghij"
+    assert [int(n) for n in MARKER_RE.findall(render("x" * 50, [(10, 20)]))] == [10, 30]
+
+
+@pytest.mark.parametrize("length, allowance, cores, context, spans, overflow", [
+    (3000, 1000, [(2500, 2510)], 60, [(0, 870), (2440, 2570)], 0),  # window first, the head gets the rest
+    (3000, 1000, [(100, 110)], 60, [(0, 1000)], 0),  # evidence inside the head: plain head
+    (3000, 1000, [(950, 1100)], 60, [(0, 730), (890, 1160)], 0),  # evidence straddling the cut
+    (3000, 20, [(100, 110), (2000, 2015)], 60, [(100, 110), (2000, 2015)], 5),  # evidence alone exceeds: overflow
+    (3000, 40, [(100, 110), (2000, 2010)], 60, [(95, 115), (1995, 2015)], 0),  # context shrinks to fit
+    (500, 1000, [(400, 410)], 60, [(0, 500)], 0),  # shorter than the allowance: all of it
+])
+def test_evidence_spans(length, allowance, cores, context, spans, overflow):
+    got, over = evidence_spans(length, allowance, cores, context)
+    assert (got, over) == (spans, overflow)
+    assert total(got) <= max(allowance, total(merge(cores))) or over
+
+
+def _curate(*trajs, **params):
+    f = flatten(*trajs)
+    ev, _ = build_evidence("b", f["trajectories"], f["task_packages"], f["tool_calls"], f["messages"])
+    return curate_chunk("b", f["trajectories"], f["messages"], ev, CurationParams(**params))
+
+
+def _sample(tid="t1", n_obs=1, obs_len=3000, target_at=2500):
+    """A trajectory whose needed id sits at `target_at` in each long observation."""
+    messages = [{"role": "user", "content": "Find the record and send it."}]
+    for i in range(n_obs):
+        body = "x" * (target_at - 1) + f" id_{i:05d}77 " + "y" * (obs_len - target_at - 11)  # id at target_at
+        messages += [call("lookup", {"q": "x"}, f"c{i}a"), result(body, f"c{i}a"),
+                     call("send", {"record": f"id_{i:05d}77"}, f"c{i}b"), result("ok", f"c{i}b")]
+    messages.append({"role": "assistant", "content": "Sent."})
+    return trajectory(messages, tid=tid)
+
+
+def test_head_keeps_the_first_n_characters_and_loses_evidence_beyond():
+    out = _curate(_sample(), strategy="head", allowance=1000)
+    obs = out["curated_messages"].filter(pl.col("role") == "tool", pl.col("truncated")).row(0, named=True)
+    assert obs["content"] == "x" * 1000 + "[...2000 chars cut...]"
+    assert (obs["original_chars"], obs["kept_chars"], obs["kept_spans"]) == (3000, 1000, [{"start": 0, "end": 1000}])
+    audit = out["evidence_audit"]
+    assert audit.select("value", "lost_under_head", "lost_under_evidence_aware", "lost_to_truncation").rows() == [
+        ("id_0000077", True, False, True)]
+
+
+def test_evidence_aware_keeps_a_window_around_the_evidence_within_the_allowance():
+    out = _curate(_sample(), allowance=1000, context=30)
+    obs = out["curated_messages"].filter(pl.col("role") == "tool", pl.col("truncated")).row(0, named=True)
+    assert obs["kept_chars"] == 1000 and obs["overflow_chars"] == 0
+    assert "id_0000077" in obs["content"] and len(MARKER_RE.findall(obs["content"])) == 2
+    assert obs["tokens"] == count_tokens([obs["content"]], "o200k_base")[0]
+    assert out["evidence_audit"]["lost_to_truncation"].to_list() == [False]
+    stats = out["sample_stats"].row(0, named=True)
+    assert stats["chars_head"] < stats["chars_before"] and stats["verdict"] == "kept"
+
+
+def test_drop_policy_drops_and_loses_every_item():
+    big = _sample(n_obs=8)  # 8 observations of ~1000 kept chars each
+    out = _curate(big, char_budget=5000, policy="drop")
+    stats = out["sample_stats"].row(0, named=True)
+    assert stats["verdict"] == "dropped" and stats["reason"].startswith("over budget:")
+    assert out["evidence_audit"]["lost_to_budget"].all() and not out["evidence_audit"]["lost_to_truncation"].any()
+
+
+def test_trim_policy_shortens_oldest_observations_to_their_evidence_and_keeps_it():
+    out = _curate(_sample(n_obs=8), char_budget=5000, policy="trim", context=20)
+    stats = out["sample_stats"].row(0, named=True)
+    curated = out["curated_messages"]
+    assert stats["verdict"] == "trimmed" and stats["chars_after"] <= 5000
+    assert stats["chars_after"] == curated["chars"].sum() and stats["tokens_after"] == curated["tokens"].sum()
+    trimmed = curated.filter(pl.col("trimmed")).sort("message_index")
+    assert trimmed.height == stats["trimmed_messages"] > 0
+    # the oldest observations were trimmed first, each down to its evidence window
+    tool_indexes = curated.filter(pl.col("role") == "tool", pl.col("truncated"))["message_index"].to_list()
+    assert trimmed["message_index"].to_list() == tool_indexes[: trimmed.height]
+    assert all(k == 10 + 2 * 20 for k in trimmed["kept_chars"])
+    assert not out["evidence_audit"]["lost_to_budget"].any()
+
+
+def test_trim_that_cannot_fit_drops_with_reason():
+    out = _curate(_sample(n_obs=8), char_budget=200, policy="trim")
+    stats = out["sample_stats"].row(0, named=True)
+    assert stats["verdict"] == "dropped" and "over budget after trimming 8 observation(s)" in stats["reason"]
+
+
+def test_token_budget_applies_too():
+    sample = _sample(n_obs=2)
+    assert _curate(sample, token_budget=100000)["sample_stats"]["verdict"].to_list() == ["kept"]
+    assert _curate(sample, token_budget=50, policy="drop")["sample_stats"]["reason"].to_list()[0].startswith("over budget")
+
+
+# The synthetic ground truth, through the whole pipeline (default settings: evidence_aware, trim).
+
+def _labels(raw, allowance=1000):
+    needed = [json.loads(l) for l in (raw / "needed_values.jsonl").read_text().splitlines()]
+    return {(n["trajectory_id"], normalise(n["value"])) for n in needed
+            if n["role"] == "tool" and n["offset"] + n["length"] > allowance}
+
+
+def test_every_value_beyond_the_allowance_is_lost_under_head_kept_under_evidence_aware(pipeline, default_raw):
+    settings, _, _ = pipeline
+    audit = pl.read_parquet(table_glob(settings.data_path, "evidence_audit"))
+    lost_head = set(audit.filter(pl.col("lost_under_head")).select("trajectory_id", pl.col("value").map_elements(
+        normalise, return_dtype=pl.String)).iter_rows())
+    assert lost_head == _labels(default_raw) and len(lost_head) > 300  # nothing unlabelled is reported lost
+    assert not audit["lost_under_evidence_aware"].any() and not audit["lost_to_truncation"].any()
+    assert not audit["lost_to_budget"].any()  # trim keeps evidence
+
+
+def test_over_budget_samples_are_trimmed_by_default(pipeline, labels):
+    settings, _, _ = pipeline
+    stats = pl.read_parquet(table_glob(settings.data_path, "sample_stats"))
+    over = {l["trajectory_id"] for l in labels if l["kind"] == "over_budget"}
+    assert set(stats.filter(pl.col("verdict") != "kept")["trajectory_id"]) == over and over
+    assert set(stats.filter(pl.col("verdict") == "trimmed")["trajectory_id"]) == over
+    assert (stats["chars_after"] <= settings.char_budget).all()
+
+
+def test_head_and_drop_fail_the_checks_with_named_values(default_raw, tmp_path, labels):
+    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_assets.settings import CurateSettings
+
+    batch = next(l["batch"] for l in labels if l["kind"] == "over_budget")
+    settings = CurateSettings(raw_root=str(default_raw), data_root=str(tmp_path / "d"), truncation_strategy="head",
+                              budget_policy="drop")
+    outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), only=[batch], echo=lambda _: None)
+    assert outcome.failed == {}
+    assert f"evidence_audit:evidence_lost_to_truncation [{batch}] (ERROR)" in outcome.failed_checks
+    details = outcome.check_details[f"evidence_audit:evidence_lost_to_truncation [{batch}] (ERROR)"]
+    lost = pl.read_parquet(table_glob(settings.data_path, "evidence_audit")).filter(pl.col("lost_to_truncation"))
+    assert lost.height and lost["value"][0] in details and "kept 0–1000" in details
+    stats = pl.read_parquet(table_glob(settings.data_path, "sample_stats"))
+    over = {l["trajectory_id"] for l in labels if l["kind"] == "over_budget" and l["batch"] == batch}
+    assert set(stats.filter(pl.col("verdict") == "dropped")["trajectory_id"]) == over

@@ -1,0 +1,136 @@
+"""Evidence: what counts, how it is matched, and where it is located."""
+
+import polars as pl
+import pytest
+
+from cowork_assets.evidence.build import build_evidence
+from cowork_assets.evidence.extract import package_items
+from cowork_assets.evidence.values import find, named_value, normalise, record_value
+from tests.helpers import call, flatten, result, trajectory
+
+
+@pytest.mark.parametrize("value, named, record", [
+    (1, None, None), ("1", None, None), ("10", None, None), (4, None, None),  # quantities, counts
+    (True, None, None), (None, None, None), ("", None, None), ("no", None, None),
+    ("economy", "economy", None), ("approved", "approved", None),  # a choice, not a record
+    ("polyester", "polyester", None),  # a grader keyword counts; the same word as an argument does not
+    ("250", "250", None), ("1,234.50", "1,234.50", "1,234.50"), (1093.34, "1093.34", "1093.34"),
+    ("#W6390527", "#W6390527", "#W6390527"), ("2024-05-21", "2024-05-21", "2024-05-21"),
+    ("ana.lopez@northwind.example", "ana.lopez@northwind.example", "ana.lopez@northwind.example"),
+    ("Draft the budget table", "Draft the budget table", "Draft the budget table"),
+])
+def test_what_counts_as_evidence(value, named, record):
+    assert named_value(value) == named
+    assert record_value(value) == record
+
+
+def test_enum_choices_of_the_tool_schema_do_not_count():
+    assert record_value("HAT-2024") == "HAT-2024"
+    assert record_value("HAT-2024", frozenset({"hat-2024"})) is None
+
+
+@pytest.mark.parametrize("text, value, expected", [
+    ("total $1,234.50 due", "1234.50", (7, 8)),
+    ("total 1234.50 due", "1,234.50", (6, 7)),
+    ("ids c_12345 and c_1234.", "c_1234", (16, 6)),  # not inside the longer id
+    ("ORDER #W6390527", "#w6390527", (6, 9)),  # case-folded
+    ("item 17453605304", "7453605304", None),  # a longer number is a different value
+    ("nothing here", "c_1", None),
+])
+def test_matching_is_normalised_and_boundary_aware(text, value, expected):
+    assert find(text, normalise(value)) == expected
+
+
+def test_items_from_every_check_type_and_unknown_types_are_reported():
+    checks = [
+        {"id": "sent", "type": "tool_called", "tool": "send", "args": {"to": {"id": "c_42001", "flag": True}, "n": 1}},
+        {"id": "kw", "type": "keywords_present", "keywords": ["Q3-report-final", "ok"], "evidence": ["TRK-99812"]},
+        {"id": "state", "type": "state_equals", "path": "x.status", "value": ["approved", "exp_55512"]},
+        {"id": "none", "type": "tool_not_called", "tool": "delete"},
+        {"id": "todos", "type": "distinct_items", "tool": "todos_create", "key": "title", "expected": 2},
+        {"id": "odd", "type": "vibes_match", "vibe": "good"},
+    ]
+    import orjson
+
+    items, specs, unknown = package_items(orjson.dumps(checks).decode(), "[]")
+    got = {(i["check_id"], i["source"], i["value"]) for i in items}
+    assert got == {("sent", "derived", "c_42001"), ("kw", "derived", "Q3-report-final"),
+                   ("kw", "explicit", "TRK-99812"), ("state", "derived", "exp_55512")}
+    assert [(s["check_id"], s["tool"], s["key"]) for s in specs] == [("todos", "todos_create", "title")]
+    assert unknown == {"vibes_match": 1}
+
+
+def _evidence(traj) -> pl.DataFrame:
+    f = flatten(traj)
+    return build_evidence("b", f["trajectories"], f["task_packages"], f["tool_calls"], f["messages"])[0]
+
+
+def test_location_and_status_of_each_kind_of_item():
+    listing = '[{"id": "c_11111", "name": "Ana Lopez"}, {"id": "c_22222", "name": "Ana Berg", "amount": "1234.50"}]'
+    traj = trajectory(
+        [
+            {"role": "system", "content": "You help. Reference REF-7781 if asked."},
+            {"role": "user", "content": "Text Ana Berg; ticket TCK-5521."},
+            call("contacts_search", {"query": "Ana"}, "c1"),
+            result(listing, "c1"),
+            call("send", {"contact_id": "c_22222", "ticket": "TCK-5521", "ref": "REF-7781", "code": "NEW-9001"}, "c2"),
+            result('{"ok": true, "echo": "c_22222"}', "c2"),
+            {"role": "assistant", "content": "Sent. The amount was $1,234.50."},
+        ],
+        checks=[
+            {"id": "sent", "type": "tool_called", "tool": "send", "args": {"contact_id": "c_22222"}},
+            {"id": "amount", "type": "keywords_present", "keywords": ["1,234.50"]},
+            {"id": "never", "type": "keywords_present", "keywords": ["UNUSED-4242"]},
+        ],
+    )
+    ev = _evidence(traj)
+    rows = {(r["check_id"], r["value"]): r for r in ev.iter_rows(named=True)}
+    assert set(rows) == {("sent", "c_22222"), ("amount", "1,234.50"), ("never", "UNUSED-4242"),
+                         ("grounding", "TCK-5521"), ("grounding", "REF-7781"), ("grounding", "NEW-9001")}
+    sent = rows[("sent", "c_22222")]
+    assert (sent["status"], sent["found_at"], sent["found_offset"], sent["used_at"]) == ("at_risk", 3, listing.index("c_22222"), 4)
+    assert sent["found_message_chars"] == len(listing) and sent["found_role"] == "tool"
+    amount = rows[("amount", "1,234.50")]
+    assert (amount["status"], amount["found_at"], amount["found_offset"], amount["used_at"]) == ("at_risk", 3, listing.index("1234.50"), 6)
+    assert rows[("grounding", "TCK-5521")]["status"] == "given" and rows[("grounding", "TCK-5521")]["found_role"] == "user"
+    assert rows[("grounding", "REF-7781")]["found_role"] == "system"
+    assert rows[("grounding", "NEW-9001")]["status"] == "produced"
+    assert rows[("never", "UNUSED-4242")]["status"] == "unused"
+
+
+def test_a_value_seen_only_after_its_use_was_produced():
+    traj = trajectory([
+        {"role": "user", "content": "go"},
+        call("create", {"name": "job-20931"}, "c1"),
+        result('{"id": "job-20931"}', "c1"),
+        {"role": "assistant", "content": "done"},
+    ])
+    ev = _evidence(traj)
+    assert ev.select("value", "status", "used_at", "found_at").rows() == [("job-20931", "produced", 1, None)]
+
+
+def test_distinct_items_key_values_come_from_the_runs_calls():
+    traj = trajectory(
+        [{"role": "user", "content": "Add: Draft the budget table; Review speaker notes"},
+         call("todos_create", {"title": "Draft the budget table"}, "c1"), result("{}", "c1"),
+         call("todos_create", {"title": "Review speaker notes"}, "c2"), result("{}", "c2"),
+         {"role": "assistant", "content": "Added."}],
+        checks=[{"id": "todos", "type": "distinct_items", "tool": "todos_create", "key": "title", "expected": 2}],
+    )
+    ev = _evidence(traj)
+    assert sorted(ev.select("check_id", "value", "status").rows()) == [
+        ("todos", "Draft the budget table", "given"), ("todos", "Review speaker notes", "given")]
+
+
+def test_synthetic_at_risk_items_equal_the_generator_labels(default_raw, pipeline):
+    """Independent ground truth: every needed value the generator placed in an observation, and nothing else."""
+    import json
+
+    from cowork_assets.storage import table_glob
+
+    settings, _, _ = pipeline
+    ev = pl.read_parquet(table_glob(settings.data_path, "evidence")).filter(pl.col("status") == "at_risk")
+    got = {(t, n): (f, o) for t, n, f, o in ev.select("trajectory_id", "norm", "found_at", "found_offset").unique().iter_rows()}
+    labels = [json.loads(l) for l in (default_raw / "needed_values.jsonl").read_text().splitlines()]
+    expected = {(l["trajectory_id"], normalise(l["value"])): (l["found_at"], l["offset"]) for l in labels if l["role"] == "tool"}
+    assert got == expected and len(expected) > 400
