@@ -78,7 +78,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_sql(args: argparse.Namespace) -> int:
     from cowork_assets.summary import format_rows
-    from cowork_assets.warehouse.duckdb_file import named_query, query_names, run_query
+    from cowork_assets.warehouse.duckdb_file import named_query, query_names, query_params, run_query
 
     if args.list:
         print("\n".join(query_names()))
@@ -89,11 +89,19 @@ def _cmd_sql(args: argparse.Namespace) -> int:
         sql = named_query(args.query) if args.query else args.statement
     except KeyError as exc:
         raise UsageError(exc.args[0]) from None
+    params = query_params(sql)
+    for pair in args.param:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise UsageError(f"--param expects NAME=VALUE, got {pair!r}")
+        if args.query and name not in params:
+            raise UsageError(f"query {args.query} takes no parameter {name!r}; it takes: {', '.join(params) or 'none'}")
+        params[name] = value
     db = Path(args.db) if args.db else Path(args.data_root) / "cowork.duckdb"
     import duckdb
 
     try:
-        columns, rows = run_query(db, sql)
+        columns, rows = run_query(db, sql, params)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     except duckdb.Error as exc:
@@ -126,6 +134,7 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("statement", nargs="?", help="SQL to run")
     q.add_argument("--query", help="name of a query in sql/queries/")
     q.add_argument("--list", action="store_true", help="list the named queries")
+    q.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="a query parameter ($NAME)")
     q.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"where the DuckDB file is [{DEFAULT_DATA_ROOT}]")
     q.add_argument("--db", help="path of the DuckDB file [<data-root>/cowork.duckdb]")
     q.set_defaults(func=_cmd_sql)

@@ -78,6 +78,21 @@ class CurateSettings(dg.ConfigurableResource):
         description="The budget check errors when a category keeps less than this share of its passing samples.",
     )
 
+    near_dup_threshold: float = Field(
+        default=0.9, gt=0.0, le=1.0,
+        description="Jaccard similarity (word 3-grams of assistant text and actions) at which two runs of a task "
+        "are near-duplicates.",
+    )
+    max_per_task: int = Field(default=4, ge=1, description="At most this many SFT samples per task (the best kept).")
+    lost_evidence_policy: Literal["drop", "flag"] = Field(
+        default="drop",
+        description="A passing sample that lost evidence to truncation: `drop` it from SFT, or `flag` it and keep it.",
+    )
+    max_duplicate_rate: float = Field(
+        default=0.2, ge=0.0, le=1.0,
+        description="The duplicate_rate check warns when more than this share of teacher runs are duplicates.",
+    )
+
     @property
     def raw_path(self) -> Path:
         return Path(self.raw_root).expanduser().resolve()

@@ -1,18 +1,26 @@
-"""Jobs: the per-batch pipeline (one partition per run) and the cross-batch refresh."""
+"""Jobs: everything per batch (one partition per run), then everything that looks across batches."""
 
 import dagster as dg
 
-PER_BATCH_GROUPS = ("staging", "evidence", "curation")
-CROSS_BATCH_GROUPS = ("warehouse",)
+from cowork_assets.curation.assets import curation
+from cowork_assets.evidence.assets import evidence
+from cowork_assets.ingest.assets import staging_tables
+from cowork_assets.selection.assets import dedup_clusters, dedup_signatures, exclusions
+from cowork_assets.validation.assets import structure_findings, task_findings
+from cowork_assets.warehouse.assets import warehouse
+
+PER_BATCH = [staging_tables, evidence, curation, structure_findings, dedup_signatures]
+CROSS_BATCH = [task_findings, dedup_clusters, exclusions, warehouse]
 
 process_batch = dg.define_asset_job(
     "process_batch",
-    selection=dg.AssetSelection.groups(*PER_BATCH_GROUPS),
-    description="Everything that is per batch: ingest -> evidence -> curation, for one batch partition.",
+    selection=dg.AssetSelection.assets(*PER_BATCH),
+    description="Everything per batch, for one batch partition: ingest -> evidence -> curation -> validation "
+    "-> dedup signatures.",
 )
 
 refresh_corpus = dg.define_asset_job(
     "refresh_corpus",
-    selection=dg.AssetSelection.groups(*CROSS_BATCH_GROUPS),
-    description="Everything that looks across batches (for now, the DuckDB warehouse file).",
+    selection=dg.AssetSelection.assets(*CROSS_BATCH),
+    description="Everything across batches: task findings, dedup clusters, exclusions, and the DuckDB warehouse.",
 )

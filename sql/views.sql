@@ -30,3 +30,16 @@ SELECT * FROM read_parquet('{tables}/evidence_audit/batch=*/data.parquet', union
 
 CREATE OR REPLACE VIEW evidence_rollup AS
 SELECT * FROM read_parquet('{tables}/evidence_rollup/batch=*/data.parquet', union_by_name = true);
+
+CREATE OR REPLACE VIEW structure_findings AS
+SELECT * FROM read_parquet('{tables}/structure_findings/batch=*/data.parquet', union_by_name = true);
+
+CREATE OR REPLACE VIEW dedup_signatures AS
+SELECT * FROM read_parquet('{tables}/dedup_signatures/batch=*/data.parquet', union_by_name = true);
+
+-- Cross-batch tables: one file each.
+CREATE OR REPLACE VIEW task_findings AS SELECT * FROM read_parquet('{tables}/task_findings/data.parquet');
+
+CREATE OR REPLACE VIEW dedup_clusters AS SELECT * FROM read_parquet('{tables}/dedup_clusters/data.parquet');
+
+CREATE OR REPLACE VIEW exclusions AS SELECT * FROM read_parquet('{tables}/exclusions/data.parquet');

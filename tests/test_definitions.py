@@ -14,12 +14,16 @@ def test_definitions_load_with_groups_checks_and_jobs():
     assert groups == {"raw_batches": "raw", "trajectories": "staging", "messages": "staging",
                       "tool_calls": "staging", "task_packages": "staging", "quarantine": "staging",
                       "evidence": "evidence", "curated_messages": "curation", "sample_stats": "curation",
-                      "evidence_audit": "curation", "evidence_rollup": "curation", "warehouse": "warehouse"}
+                      "evidence_audit": "curation", "evidence_rollup": "curation",
+                      "structure_findings": "validation", "task_findings": "validation",
+                      "dedup_signatures": "selection", "dedup_clusters": "selection", "exclusions": "selection",
+                      "warehouse": "warehouse"}
     assert all(graph.get(k).description for k in graph.get_all_asset_keys())
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
     assert ("trajectories", "records_accounted_for") in checks
     assert {("evidence_audit", "evidence_lost_to_truncation"), ("sample_stats", "evidence_lost_to_budget"),
-            ("curated_messages", "strategy_comparison")} <= checks
+            ("curated_messages", "strategy_comparison"), ("structure_findings", "samples_structurally_valid"),
+            ("task_findings", "tasks_consistent"), ("dedup_clusters", "duplicate_rate")} <= checks
     assert {a for a, n in checks if n == "matches_schema"} == {"trajectories", "messages", "tool_calls",
                                                               "task_packages", "quarantine"}
     assert {"process_batch", "refresh_corpus"} <= set(repo.job_names)
@@ -54,6 +58,10 @@ def test_every_staging_column_is_described_for_the_ui():
     from cowork_assets.curation.assets import TABLES
     from cowork_assets.evidence.schemas import Evidence
     from cowork_assets.ingest.schemas import MODELS
+    from cowork_assets.selection import schemas as selection
+    from cowork_assets.validation import schemas as validation
 
-    for table, model in {**MODELS, "evidence": Evidence, **{k: m for k, (m, _) in TABLES.items()}}.items():
+    others = [Evidence, validation.StructureFindings, validation.TaskFindings, selection.DedupSignatures,
+              selection.DedupClusters, selection.Exclusions]
+    for table, model in {**MODELS, **{k: m for k, (m, _) in TABLES.items()}, **{m.__name__: m for m in others}}.items():
         assert all(col.description for col in model.to_schema().columns.values()), table

@@ -37,6 +37,12 @@ def test_valid_record_with_object_arguments_unknown_check_type_and_extra_keys():
     assert text is not None and reason == ""
 
 
+def test_paired_surrogate_escapes_are_fine():
+    line = orjson.dumps(good()).replace(b'"hi"', b'"smile \\ud83d\\ude00"')
+    text, reason, _ = validate_line(line)
+    assert reason == "" and "\U0001F600" in orjson.loads(text)["messages"][0]["content"]
+
+
 def test_bom_is_tolerated():
     assert validate_line(b"\xef\xbb\xbf" + orjson.dumps(good()))[1] == ""
 
@@ -55,6 +61,8 @@ def test_bom_is_tolerated():
         (orjson.dumps(good(messages=[{"role": "robot", "content": "x"}])), "invalid_value", "messages.0.role"),
         (orjson.dumps(good(teacher={"model": "m", "role": "teacher", "run_id": 3})), "wrong_type", "teacher.run_id"),
         (orjson.dumps(good(grade={"score": "1.0", "passed": True})), "wrong_type", "grade.score"),
+        (orjson.dumps(good()).replace(b'"hi"', b'"a\\ud800b"'), "lone_surrogate", "\\ud800"),
+        (orjson.dumps(good()).replace(b'"hi"', b'"a\\udc00b"'), "lone_surrogate", "\\udc00"),
     ],
 )
 def test_bad_lines_get_a_specific_reason(line, reason, detail):

@@ -8,6 +8,7 @@ findings stages judge their content.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -77,11 +78,20 @@ class Trajectory(_Strict):
     grade: Grade | None = None
 
 
-def _reason(exc: ValidationError) -> tuple[str, str]:
+# A UTF-16 surrogate escape not part of a valid pair: decodes to text no tokenizer or Arrow accepts.
+_LONE_SURROGATE = re.compile(
+    r"(?<!\\)\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})(?<!\\)\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+def _reason(exc: ValidationError, text: str) -> tuple[str, str]:
     err = exc.errors(include_url=False)[0]
     loc = ".".join(str(p) for p in err["loc"]) or "<root>"
     kind = err["type"]
     if kind == "json_invalid":
+        if m := _LONE_SURROGATE.search(text):
+            return "lone_surrogate", f"unpaired surrogate escape {m.group(0)} at char {m.start()}"
         return "bad_json", err["msg"]
     if kind == "missing":
         return "missing_field", loc
@@ -102,7 +112,7 @@ def validate_line(data: bytes) -> tuple[str | None, str, str]:
     try:
         Trajectory.model_validate_json(text)
     except ValidationError as exc:
-        reason, detail = _reason(exc)
+        reason, detail = _reason(exc, text)
         return None, reason, detail
     return text, "", ""
 

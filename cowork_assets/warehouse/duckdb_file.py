@@ -59,12 +59,20 @@ def named_query(name: str) -> str:
     return (project_dir("sql") / "queries" / f"{name}.sql").read_text()
 
 
-def run_query(db_path: Path, sql: str) -> tuple[list[str], list[tuple]]:
+_PARAM = re.compile(r"^--\s*param:\s*(\w+)\s*=\s*(.*?)\s*$", re.MULTILINE)
+
+
+def query_params(sql: str) -> dict[str, str]:
+    """Parameters a named query declares, with defaults: lines `-- param: NAME = DEFAULT`."""
+    return dict(_PARAM.findall(sql))
+
+
+def run_query(db_path: Path, sql: str, params: dict[str, str] | None = None) -> tuple[list[str], list[tuple]]:
     if not db_path.is_file():
         raise FileNotFoundError(f"no DuckDB file at {db_path}; run `cowork-curate run` first")
     con = duckdb.connect(str(db_path), read_only=True)
     try:
-        cur = con.execute(sql)
+        cur = con.execute(sql, params) if params else con.execute(sql)
         return [d[0] for d in cur.description or []], cur.fetchall()
     finally:
         con.close()

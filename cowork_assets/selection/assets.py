@@ -1,0 +1,108 @@
+"""Dagster wiring of the selection stage: dedup signatures per batch, clusters and exclusions across batches."""
+
+import dagster as dg
+import polars as pl
+
+from cowork_assets.ingest.schemas import arrow_schema
+from cowork_assets.markdown import table
+from cowork_assets.metadata import as_metadata, column_schema
+from cowork_assets.partitions import batches
+from cowork_assets.selection.dedup import clusters
+from cowork_assets.selection.exclusions import exclusions as find_exclusions
+from cowork_assets.selection.schemas import DedupClusters, DedupSignatures, Exclusions
+from cowork_assets.selection.signatures import signatures
+from cowork_assets.settings import CurateSettings
+from cowork_assets.storage import ParquetSink, iter_trajectory_chunks, partition_file, table_glob, write_parquet_atomic
+
+
+@dg.asset(
+    group_name="selection", partitions_def=batches, deps=["curated_messages", "trajectories", "sample_stats"],
+    kinds={"parquet", "polars"}, metadata={"dagster/column_schema": column_schema(DedupSignatures)},
+    description="Per teacher run: content hash, shingle hashes and MinHash signature of the curated conversation, "
+    "so cross-batch deduplication never needs the text.",
+)
+def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    b, root = context.partition_key, settings.data_path
+    teachers = pl.read_parquet(partition_file(root, "trajectories", b), columns=[
+        "trajectory_id", "task_id", "teacher_role", "grade_score"]).filter(pl.col("teacher_role") == "teacher")
+    chars = pl.read_parquet(partition_file(root, "sample_stats", b), columns=["trajectory_id", "chars_after"])
+    info = teachers.join(chars, on="trajectory_id").select(
+        "trajectory_id", "task_id", score="grade_score", chars="chars_after")
+    sink = ParquetSink(partition_file(root, "dedup_signatures", b), arrow_schema(DedupSignatures))
+    try:
+        for messages in iter_trajectory_chunks(partition_file(root, "curated_messages", b)):
+            chunk = messages.filter(pl.col("trajectory_id").is_in(info["trajectory_id"].to_list()))
+            if chunk.height:
+                sink.write(signatures(chunk).join(info, on="trajectory_id").with_columns(batch=pl.lit(b)))
+        sink.commit()
+    except BaseException:
+        sink.abort()
+        raise
+    return dg.MaterializeResult(metadata={"dagster/row_count": sink.rows, "path": dg.MetadataValue.path(str(sink.final))})
+
+
+@dg.asset(
+    group_name="selection", deps=[dedup_signatures], kinds={"parquet", "polars"},
+    metadata={"dagster/column_schema": column_schema(DedupClusters)},
+    description="Duplicate clusters of teacher runs within each task, across all batches: exact (same normalised "
+    "content) and near (MinHash LSH candidates verified by exact Jaccard >= near_dup_threshold). The best member "
+    "(highest score, then fewest characters) is kept.",
+)
+def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    sigs = pl.scan_parquet(table_glob(settings.data_path, "dedup_signatures")).select(
+        "trajectory_id", "batch", "task_id", "content_hash", "shingles", "minhash", "score", "chars").collect()
+    found = clusters(sigs, settings.near_dup_threshold)
+    path = write_parquet_atomic(found, partition_file(settings.data_path, "dedup_clusters"), arrow_schema(DedupClusters))
+    removed = found.filter(~pl.col("kept")).height
+    return dg.MaterializeResult(metadata={
+        "dagster/row_count": found.height, "path": dg.MetadataValue.path(str(path)), "teacher_runs": sigs.height,
+        "clusters": found["cluster_id"].n_unique(), "duplicates_removed": removed,
+        "near_dup_threshold": settings.near_dup_threshold})
+
+
+@dg.asset_check(asset=dedup_clusters, description="Warns when more than max_duplicate_rate of teacher runs are "
+                "duplicates; lists the largest clusters.")
+def duplicate_rate(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
+    found = pl.read_parquet(partition_file(settings.data_path, "dedup_clusters"))
+    runs = pl.scan_parquet(table_glob(settings.data_path, "dedup_signatures")).select(pl.len()).collect().item()
+    removed = found.filter(~pl.col("kept"))
+    rate = removed.height / runs if runs else 0.0
+    largest = found.group_by("cluster_id", "task_id").agg(members=pl.len(), kinds=pl.col("kind").unique().sort().str.join(
+        ", ")).sort("members", "cluster_id", descending=[True, False]).head(20)
+    return dg.AssetCheckResult(passed=rate <= settings.max_duplicate_rate, severity=dg.AssetCheckSeverity.WARN,
+                               metadata=as_metadata({
+                                   "teacher_runs": runs, "duplicates_removed": removed.height,
+                                   "exact": removed.filter(pl.col("kind") == "exact").height,
+                                   "near": removed.filter(pl.col("kind") == "near").height,
+                                   "duplicate_rate": round(rate, 4), "max_duplicate_rate": settings.max_duplicate_rate,
+                                   "examples": table(["cluster", "task", "members", "kinds"], largest.rows())}))
+
+
+@dg.asset(
+    group_name="selection", kinds={"parquet", "polars"},
+    deps=["trajectories", "structure_findings", "task_findings", "evidence_rollup", "sample_stats", dedup_clusters],
+    metadata={"dagster/column_schema": column_schema(Exclusions)},
+    description="Why each trajectory is not in the SFT set: one row per (trajectory, stage, reason) — role, grade, "
+    "structure, task_consistency, evidence, budget, dedup, then the per-task cap. Query it with "
+    "`cowork-curate sql --query why_excluded --param trajectory_id=...`.",
+)
+def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    root = settings.data_path
+    read = lambda t, cols=None: pl.scan_parquet(table_glob(root, t)).select(cols or pl.all()).collect()  # noqa: E731
+    trajectories = read("trajectories", ["batch", "trajectory_id", "task_id", "teacher_role", "grade_passed", "grade_score"])
+    found = find_exclusions(
+        trajectories, read("structure_findings"), pl.read_parquet(partition_file(root, "task_findings")),
+        read("evidence_rollup", ["trajectory_id", "lost_to_truncation"]),
+        read("sample_stats", ["trajectory_id", "verdict", "reason", "chars_after"]),
+        pl.read_parquet(partition_file(root, "dedup_clusters")), settings.max_per_task, settings.lost_evidence_policy)
+    path = write_parquet_atomic(found, partition_file(root, "exclusions"), arrow_schema(Exclusions))
+    selected = trajectories.join(found.select("trajectory_id").unique(), on="trajectory_id", how="anti").height
+    first = found.group_by("trajectory_id", maintain_order=True).agg(pl.col("stage").first())
+    return dg.MaterializeResult(metadata=as_metadata({
+        "dagster/row_count": found.height, "path": dg.MetadataValue.path(str(path)),
+        "trajectories": trajectories.height, "selected_for_sft": selected,
+        "excluded_by_first_stage": table(["stage", "trajectories"], first.group_by("stage").len().sort("stage").rows()),
+    }))
+
+
+selection_checks = [duplicate_rate]

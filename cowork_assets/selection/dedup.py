@@ -1,0 +1,82 @@
+"""Cluster duplicates within a task: exact (equal content hash) and near (Jaccard >= threshold).
+
+LSH over MinHash signatures proposes candidate pairs (BANDS x ROWS; with 32 x 4 a pair at Jaccard
+0.9 becomes a candidate with probability 1 - 1e-15); every candidate is then verified with the
+exact Jaccard of the shingle sets, so the threshold is applied exactly. No all-pairs comparison,
+and everything is sorted by trajectory id, so the result does not depend on batch order.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from cowork_assets.selection.signatures import PERMUTATIONS
+
+BANDS = 32
+ROWS = PERMUTATIONS // BANDS
+CLUSTER_SCHEMA = {
+    "cluster_id": pl.String, "task_id": pl.String, "trajectory_id": pl.String, "batch": pl.String,
+    "kind": pl.String, "similarity": pl.Float64, "representative": pl.String, "kept": pl.Boolean,
+}
+
+
+def jaccard(a: list[int], b: list[int]) -> float:
+    sa, sb = set(a), set(b)
+    return len(sa & sb) / len(sa | sb) if sa or sb else 1.0
+
+
+def candidate_pairs(sigs: pl.DataFrame) -> pl.DataFrame:
+    """Pairs (left < right) sharing a task and an LSH band bucket, or an exact content hash."""
+    bands = sigs.select("task_id", "trajectory_id", "content_hash", band=pl.int_ranges(0, BANDS),
+                        bucket=pl.concat_list([pl.col("minhash").list.slice(i * ROWS, ROWS).hash(1) for i in range(BANDS)]))
+    keyed = pl.concat([
+        bands.explode("band", "bucket").select("task_id", "trajectory_id", key=pl.format("b{}:{}", "band", "bucket")),
+        sigs.select("task_id", "trajectory_id", key=pl.format("x:{}", "content_hash")),
+    ])
+    return (
+        keyed.join(keyed, on=["task_id", "key"], suffix="_r")
+        .filter(pl.col("trajectory_id") < pl.col("trajectory_id_r"))
+        .select("task_id", left="trajectory_id", right="trajectory_id_r")
+        .unique()
+        .sort("task_id", "left", "right")
+    )
+
+
+def clusters(sigs: pl.DataFrame, threshold: float) -> pl.DataFrame:
+    """One row per member of every duplicate cluster (clusters of one are not listed).
+
+    `sigs`: trajectory_id, batch, task_id, content_hash, shingles, score, chars. The representative kept
+    is the best member: highest score, then fewest characters, then smallest trajectory id.
+    """
+    sigs = sigs.sort("trajectory_id")
+    pairs = candidate_pairs(sigs)
+    shingles = dict(zip(sigs["trajectory_id"], sigs["shingles"].to_list()))
+    hashes = dict(zip(sigs["trajectory_id"], sigs["content_hash"]))
+    parent: dict[str, str] = {}
+
+    def root(x: str) -> str:
+        while parent.get(x, x) != x:
+            x = parent[x] = parent.get(parent[x], parent[x])
+        return x
+
+    for left, right in pairs.select("left", "right").iter_rows():
+        if hashes[left] == hashes[right] or jaccard(shingles[left], shingles[right]) >= threshold:
+            a, b = sorted((root(left), root(right)))
+            parent[b] = a
+    if not parent:
+        return pl.DataFrame(schema=CLUSTER_SCHEMA)
+    members = sigs.filter(pl.col("trajectory_id").is_in(list({*parent, *parent.values()}))).with_columns(
+        cluster_id=pl.col("trajectory_id").map_elements(root, return_dtype=pl.String))
+    best = members.sort(["score", "chars", "trajectory_id"], descending=[True, False, False], nulls_last=True).group_by(
+        "cluster_id", maintain_order=True).agg(representative=pl.col("trajectory_id").first())
+    out = members.join(best, on="cluster_id").with_columns(kept=pl.col("trajectory_id") == pl.col("representative"))
+    rows = []
+    for tid, rep in out.select("trajectory_id", "representative").iter_rows():
+        if tid == rep:
+            rows.append(("representative", 1.0))
+        elif hashes[tid] == hashes[rep]:
+            rows.append(("exact", 1.0))
+        else:
+            rows.append(("near", round(jaccard(shingles[tid], shingles[rep]), 4)))
+    kinds = pl.DataFrame(rows, schema={"kind": pl.String, "similarity": pl.Float64}, orient="row")
+    return pl.concat([out, kinds], how="horizontal").select(list(CLUSTER_SCHEMA)).sort("cluster_id", "trajectory_id")

@@ -1,0 +1,62 @@
+"""Why a trajectory is not in the SFT set: one row per (trajectory, stage, reason).
+
+Stages, in pipeline order: role, grade, structure, task_consistency, evidence, budget, dedup, cap.
+A trajectory gets a row for every stage that excludes it, so "why is X not in the dataset?" has the
+whole answer. The per-task cap applies last, to the trajectories no other stage excluded.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+SCHEMA = {"batch": pl.String, "trajectory_id": pl.String, "task_id": pl.String, "stage": pl.String,
+          "reason": pl.String, "detail": pl.String}
+STAGES = ("role", "grade", "structure", "task_consistency", "evidence", "budget", "dedup", "cap")
+
+
+def _rows(frame: pl.DataFrame, stage: str, reason: pl.Expr, detail: pl.Expr) -> pl.DataFrame:
+    return frame.select("batch", "trajectory_id", "task_id", stage=pl.lit(stage), reason=reason, detail=detail).cast(SCHEMA)
+
+
+def exclusions(trajectories: pl.DataFrame, structure: pl.DataFrame, task_findings: pl.DataFrame,
+               rollup: pl.DataFrame, stats: pl.DataFrame, clusters: pl.DataFrame, max_per_task: int,
+               lost_evidence_policy: str) -> pl.DataFrame:
+    """`trajectories`: batch, trajectory_id, task_id, teacher_role, grade_passed, grade_score."""
+    t = trajectories
+    key = ["batch", "trajectory_id", "task_id"]
+    errors = task_findings.filter(pl.col("severity") == "error")
+    task_level = t.join(errors.filter(pl.col("trajectory_id").is_null()).select("task_id", "kind", "detail"), on="task_id")
+    run_level = t.join(errors.filter(pl.col("trajectory_id").is_not_null()).select("trajectory_id", "kind", "detail"),
+                       on="trajectory_id")
+    structural = t.join(structure.filter(pl.col("severity") == "error").group_by("trajectory_id", "kind").agg(
+        pl.col("detail").first(), n=pl.len()), on="trajectory_id")
+    evidence = t.join(rollup.filter(pl.col("lost_to_truncation") > 0).select("trajectory_id", "lost_to_truncation"),
+                      on="trajectory_id")
+    dropped = t.join(stats.filter(pl.col("verdict") == "dropped").select("trajectory_id", "reason"), on="trajectory_id")
+    duplicates = t.join(clusters.filter(~pl.col("kept")).select("trajectory_id", "kind", "representative", "similarity"),
+                        on="trajectory_id")
+    frames = [
+        _rows(t.filter(pl.col("teacher_role") != "teacher"), "role", pl.lit("student rollout"),
+              pl.lit("student rollouts are RL data, not demonstrations")),
+        _rows(t.filter(pl.col("teacher_role") == "teacher", ~pl.col("grade_passed").fill_null(False)), "grade",
+              pl.lit("did not pass"), pl.format("recorded score {}", pl.col("grade_score").fill_null(float("nan")))),
+        _rows(structural, "structure", pl.col("kind"), pl.format("{} (x{})", "detail", "n")),
+        _rows(task_level, "task_consistency", pl.col("kind"), pl.col("detail")),
+        _rows(run_level, "task_consistency", pl.col("kind"), pl.col("detail")),
+        _rows(evidence, "evidence", pl.lit("lost evidence to truncation"),
+              pl.format("{} at-risk value(s) no longer shown before use", "lost_to_truncation"))
+        if lost_evidence_policy == "drop" else pl.DataFrame(schema=SCHEMA),
+        _rows(dropped, "budget", pl.lit("over budget"), pl.col("reason")),
+        _rows(duplicates, "dedup", pl.format("{} duplicate", "kind"),
+              pl.format("of {} (Jaccard {})", "representative", "similarity")),
+    ]
+    excluded = pl.concat(frames)
+    eligible = t.join(excluded.select("trajectory_id").unique(), on="trajectory_id", how="anti").join(
+        stats.select("trajectory_id", "chars_after"), on="trajectory_id", how="left")
+    ranked = eligible.sort(["grade_score", "chars_after", "trajectory_id"], descending=[True, False, False],
+                           nulls_last=True).with_columns(rank=pl.int_range(1, pl.len() + 1).over("task_id"))
+    frames.append(_rows(ranked.filter(pl.col("rank") > max_per_task), "cap", pl.lit("over the per-task cap"),
+                        pl.format("rank {} of the task's eligible runs; the cap is {}", "rank", pl.lit(max_per_task))))
+    order = {s: i for i, s in enumerate(STAGES)}
+    return pl.concat(frames).unique(maintain_order=True).sort(
+        "trajectory_id", pl.col("stage").replace_strict(order, return_dtype=pl.Int32), "reason")

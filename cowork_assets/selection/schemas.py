@@ -1,0 +1,43 @@
+"""pandera models of the selection tables."""
+
+import pandera.polars as pa
+import polars as pl
+
+from cowork_assets.selection.exclusions import STAGES
+
+
+class DedupSignatures(pa.DataFrameModel):
+    """One row per teacher trajectory: what deduplication needs, so it never re-reads raw text."""
+
+    batch: str = pa.Field(description="raw batch folder (the partition)")
+    trajectory_id: str = pa.Field(unique=True, description="the run")
+    task_id: str = pa.Field(description="its task: duplicates are only sought within a task")
+    content_hash: str = pa.Field(description="sha256 prefix of the normalised conversation")
+    shingles: pl.List(pl.UInt32) = pa.Field(description="hashes of word 3-grams of assistant text and actions")
+    minhash: pl.List(pl.UInt64) = pa.Field(description="128 MinHash values of the shingles")
+    score: float = pa.Field(nullable=True, description="recorded grader score (to pick the best)")
+    chars: pl.Int64 = pa.Field(ge=0, description="characters after curation (to pick the shortest)")
+
+
+class DedupClusters(pa.DataFrameModel):
+    """One row per member of a duplicate cluster; the best member is kept as its representative."""
+
+    cluster_id: str = pa.Field(description="the cluster (its smallest trajectory id)")
+    task_id: str = pa.Field(description="the task")
+    trajectory_id: str = pa.Field(unique=True, description="a member")
+    batch: str = pa.Field(description="that member's batch")
+    kind: str = pa.Field(isin=["representative", "exact", "near"], description="how it relates to the representative")
+    similarity: float = pa.Field(ge=0, le=1, description="Jaccard similarity to the representative")
+    representative: str = pa.Field(description="the member kept")
+    kept: bool = pa.Field(description="this member is the representative")
+
+
+class Exclusions(pa.DataFrameModel):
+    """One row per (trajectory, stage, reason) that keeps a trajectory out of the SFT set."""
+
+    batch: str = pa.Field(description="the trajectory's batch")
+    trajectory_id: str = pa.Field(description="the trajectory")
+    task_id: str = pa.Field(description="its task")
+    stage: str = pa.Field(isin=list(STAGES), description="role, grade, structure, task_consistency, evidence, budget, dedup, cap")
+    reason: str = pa.Field(description="short reason")
+    detail: str = pa.Field(nullable=True, description="the specifics")

@@ -1,0 +1,1 @@
+"""Stage — validation: broken samples (structure_findings) and broken task packages (task_findings)."""

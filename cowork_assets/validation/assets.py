@@ -1,0 +1,81 @@
+"""Dagster wiring of the validation stage: structure_findings per batch, task_findings across batches."""
+
+import dagster as dg
+import polars as pl
+
+from cowork_assets.markdown import table
+from cowork_assets.metadata import as_metadata, column_schema, counts_md
+from cowork_assets.partitions import batches
+from cowork_assets.settings import CurateSettings
+from cowork_assets.storage import partition_file, table_glob, write_parquet_atomic
+from cowork_assets.ingest.schemas import arrow_schema
+from cowork_assets.validation.schemas import StructureFindings, TaskFindings
+from cowork_assets.validation.structure import structure_findings as find_structure
+from cowork_assets.validation.tasks import task_findings as find_task_findings
+
+EXAMPLES = 20
+
+
+@dg.asset(
+    group_name="validation", partitions_def=batches, deps=["trajectories", "task_packages", "messages", "tool_calls"],
+    kinds={"parquet", "polars"}, metadata={"dagster/column_schema": column_schema(StructureFindings)},
+    description="Structural defects per sample: tool calls without a result and results without a call, arguments "
+    "that are not JSON or do not fit the tool schema, message order a chat template would reject, empty assistant "
+    "turns, control characters, text that does not survive a tokenizer round trip.",
+)
+def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    b, root = context.partition_key, settings.data_path
+    read = lambda t: pl.read_parquet(partition_file(root, t, b))  # noqa: E731
+    found = find_structure(b, read("trajectories"), read("task_packages"), read("messages"), read("tool_calls"),
+                           settings.token_encoding)
+    path = write_parquet_atomic(found, partition_file(root, "structure_findings", b), arrow_schema(StructureFindings))
+    return dg.MaterializeResult(metadata={"dagster/row_count": found.height, "path": dg.MetadataValue.path(str(path)),
+                                          "by_kind": counts_md(dict(found.group_by("kind").len().iter_rows()), "kind", "findings")})
+
+
+@dg.asset(
+    group_name="validation", deps=["task_packages", "trajectories", "tool_calls"], kinds={"parquet", "polars"},
+    metadata={"dagster/column_schema": column_schema(TaskFindings)},
+    description="Inconsistent task packages across all batches: calls and checks naming tools the interface does "
+    "not expose (closest one suggested), request counts that disagree with the grader, call-counting graders "
+    "(re-graded from the runs), ids no state or run contains, invalid tool schemas, unknown check types.",
+)
+def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    root = settings.data_path
+    scan = lambda t: pl.scan_parquet(table_glob(root, t))  # noqa: E731
+    found = find_task_findings(scan("task_packages"), scan("trajectories"), scan("tool_calls"))
+    path = write_parquet_atomic(found, partition_file(root, "task_findings"), arrow_schema(TaskFindings))
+    return dg.MaterializeResult(metadata={"dagster/row_count": found.height, "path": dg.MetadataValue.path(str(path)),
+                                          "by_kind": counts_md(dict(found.group_by("kind").len().iter_rows()), "kind", "findings")})
+
+
+@dg.asset_check(asset=structure_findings, partitions_def=batches, additional_deps=["trajectories"],
+                description="Warns when samples of the batch have structural errors (they are excluded from SFT).")
+def samples_structurally_valid(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
+    b, root = context.partition_key, settings.data_path
+    found = pl.read_parquet(partition_file(root, "structure_findings", b)).filter(pl.col("severity") == "error")
+    total = pl.scan_parquet(partition_file(root, "trajectories", b)).select(pl.len()).collect().item()
+    invalid = found["trajectory_id"].n_unique()
+    return dg.AssetCheckResult(passed=invalid == 0, severity=dg.AssetCheckSeverity.WARN, metadata=as_metadata({
+        "samples": total, "invalid_samples": invalid, "invalid_rate": round(invalid / total, 4) if total else 0.0,
+        "by_kind": table(["kind", "findings", "samples"], found.group_by("kind").agg(
+            pl.len(), pl.col("trajectory_id").n_unique()).sort("kind").rows()),
+        "examples": table(["trajectory", "message", "kind", "detail"], found.head(EXAMPLES).select(
+            "trajectory_id", "message_index", "kind", "detail").rows()),
+    }))
+
+
+@dg.asset_check(asset=task_findings, description="Warns when task packages have consistency errors "
+                "(those tasks are excluded from RL, their runs from SFT).")
+def tasks_consistent(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
+    found = pl.read_parquet(partition_file(settings.data_path, "task_findings")).filter(pl.col("severity") == "error")
+    return dg.AssetCheckResult(passed=found.is_empty(), severity=dg.AssetCheckSeverity.WARN, metadata=as_metadata({
+        "tasks_with_errors": found["task_id"].n_unique(),
+        "by_kind": table(["kind", "findings", "tasks"], found.group_by("kind").agg(
+            pl.len(), pl.col("task_id").n_unique()).sort("kind").rows()),
+        "examples": table(["task", "trajectory", "kind", "detail", "suggestion"], found.head(EXAMPLES).select(
+            "task_id", "trajectory_id", "kind", "detail", "suggestion").rows()),
+    }))
+
+
+validation_checks = [samples_structurally_valid, tasks_consistent]

@@ -1,0 +1,163 @@
+"""Inconsistent task packages, and runs whose recorded grade the package cannot justify.
+
+Package-level checks parse each distinct package once. Run-level checks are columnar over tool calls:
+calls to tools the package does not expose, and call-counting graders (a `distinct_items` check
+recorded as passed although the run created fewer distinct items than expected).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+import jsonschema
+import orjson
+import polars as pl
+
+from cowork_assets.evidence.extract import KNOWN_CHECKS
+from cowork_assets.evidence.values import leaves
+from cowork_assets.validation.schemas import TaskFindings
+
+NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+_COUNT = re.compile(r"\b(\d+|" + "|".join(NUMBER_WORDS) + r")\s+(?:new\s+|more\s+|separate\s+)?([a-z][a-z-]+)", re.I)
+# Ids a check can reference: a prefixed code with at least 3 digits (c_42001, #W6390527), or a long number.
+_ID = re.compile(r"^(?:#?[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*|\d{6,})$")
+SCHEMA = {name: pl.String for name in TaskFindings.to_schema().columns}
+_ERROR_OBSERVATION = re.compile(r'^\s*(error|\{\s*"error")', re.I)
+
+
+def _stem(word: str) -> str:
+    word = word.lower()
+    return word[:-1] if word.endswith("s") else word
+
+
+def _tool_noun(tool: str) -> str:
+    return _stem(tool.split("_")[0])
+
+
+def requested_counts(request: str) -> dict[str, set[int]]:
+    """Counts the request states, by noun stem: 'Add three todos' -> {'todo': {3}}."""
+    out: dict[str, set[int]] = {}
+    for number, noun in _COUNT.findall(request):
+        n = int(number) if number.isdigit() else NUMBER_WORDS[number.lower()]
+        out.setdefault(_stem(noun), set()).add(n)
+    return out
+
+
+def exposed(tools: list) -> dict[str, str]:
+    """Exposed tool name -> endpoint (or '')."""
+    return {t["name"]: t.get("endpoint") or "" for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)}
+
+
+# Verbs that name the same action, so `todos_add` suggests `todos_create` and `expenses_accept` `expenses_approve`.
+SYNONYMS = {"add": "create", "new": "create", "insert": "create", "make": "create", "accept": "approve",
+            "confirm": "approve", "remove": "delete", "del": "delete", "cancel": "delete", "fetch": "get",
+            "read": "get", "show": "get", "find": "search", "lookup": "search", "query": "search",
+            "email": "mail", "emails": "mail", "msg": "message", "text": "message", "events": "event"}
+
+
+def _tokens(name: str) -> set[str]:
+    return {SYNONYMS.get(t, t) for t in re.split(r"[_/\s.-]+", name.lower()) if t}
+
+
+def suggest(name: str, tools: dict[str, str]) -> str | None:
+    """The exposed tool most likely meant: shared name words (verbs by synonym), then string similarity."""
+    if not tools:
+        return None
+    want = _tokens(name)
+
+    def score(candidate: str) -> tuple[float, float]:
+        have = _tokens(candidate)
+        return len(want & have) / len(want | have), difflib.SequenceMatcher(None, name, candidate).ratio()
+
+    best = max(sorted(tools), key=score)
+    return f"use {best}" + (f" ({tools[best]})" if tools[best] else "")
+
+
+def package_findings(task_id: str, task_hash: str, request: str, tools_json: str, checks_json: str,
+                     state_json: str) -> list[dict]:
+    """Findings about one package alone (no runs needed)."""
+    tools, checks = orjson.loads(tools_json), orjson.loads(checks_json)
+    names, counts, state = exposed(tools), requested_counts(request), state_json.casefold()
+    out = []
+
+    def add(kind, detail, check_id=None, suggestion=None, severity="error"):
+        out.append({"task_id": task_id, "task_hash": task_hash, "trajectory_id": None, "batch": None,
+                    "check_id": check_id, "kind": kind, "severity": severity, "detail": detail, "suggestion": suggestion})
+
+    for tool in tools:
+        params = tool.get("parameters") if isinstance(tool, dict) else None
+        try:
+            jsonschema.validators.validator_for(params or {}).check_schema(params or {})
+        except (jsonschema.SchemaError, TypeError) as exc:
+            add("invalid_tool_schema", f"{tool.get('name')}: {str(exc).splitlines()[0][:200]}")
+    for check in checks if isinstance(checks, list) else []:
+        cid, kind, tool = str(check.get("id")), check.get("type"), check.get("tool")
+        if kind not in KNOWN_CHECKS:
+            add("unknown_check_type", f"check {cid} has unknown type {kind!r}; kept, not graded here", cid,
+                severity="warning")
+        if isinstance(tool, str) and tool not in names:
+            add("unexposed_tool_in_check", f"check {cid} ({kind}) names {tool}, which the tool interface does not expose",
+                cid, suggest(tool, names))
+        expected = check.get("expected") if kind == "distinct_items" else check.get("min_calls")
+        if isinstance(tool, str) and isinstance(expected, int) and not isinstance(expected, bool):
+            asked = counts.get(_tool_noun(tool), set())
+            if asked and expected not in asked:
+                add("count_mismatch", f"request asks for {' or '.join(map(str, sorted(asked)))} {_tool_noun(tool)}(s); "
+                    f"check {cid} expects {expected}", cid, f"set {'expected' if kind == 'distinct_items' else 'min_calls'} "
+                    f"to {min(asked)}")
+    return out
+
+
+def referenced_ids(checks_json: str) -> list[tuple[str, str]]:
+    """(check id, id value) for id-like values a check's arguments or expected value name."""
+    out = []
+    for check in orjson.loads(checks_json) or []:
+        if not isinstance(check, dict):
+            continue
+        for leaf in [*leaves(check.get("args") or {}), *leaves(check.get("value")), *(check.get("evidence") or [])]:
+            if isinstance(leaf, str) and _ID.match(leaf) and sum(c.isdigit() for c in leaf) >= 3:
+                out.append((str(check.get("id")), leaf))
+    return out
+
+
+def unexposed_calls(calls: pl.DataFrame, tools: pl.DataFrame) -> pl.DataFrame:
+    """One finding per (run, tool) called that its package does not expose."""
+    called = calls.select("trajectory_id", "batch", "task_id", "task_hash", "tool_name").unique(maintain_order=True)
+    missing = called.join(tools.select("task_hash", "tool_name"), on=["task_hash", "tool_name"], how="anti",
+                          maintain_order="left")
+    suggestions = {}
+    for task_hash, tool_name in missing.select("task_hash", "tool_name").unique().iter_rows():
+        names = dict(tools.filter(pl.col("task_hash") == task_hash).select("tool_name", "endpoint").iter_rows())
+        suggestions[(task_hash, tool_name)] = suggest(tool_name, names)
+    return missing.select(
+        "task_id", "task_hash", "trajectory_id", "batch", check_id=pl.lit(None, pl.String),
+        kind=pl.lit("unexposed_tool_call"), severity=pl.lit("error"),
+        detail=pl.format("calls {}, which the tool interface does not expose", "tool_name"),
+        suggestion=pl.struct("task_hash", "tool_name").map_elements(
+            lambda r: suggestions[(r["task_hash"], r["tool_name"])], return_dtype=pl.String),
+    )
+
+
+def call_counting(calls: pl.DataFrame, specs: pl.DataFrame, grades: pl.DataFrame) -> pl.DataFrame:
+    """Runs whose recorded grade passes a distinct_items check only by counting duplicate creations."""
+    frames = []
+    for task_hash, check_id, tool, key, expected in specs.select(
+            "task_hash", "check_id", "tool", "key", "expected").iter_rows():
+        made = calls.filter(pl.col("task_hash") == task_hash, pl.col("tool_name") == tool,
+                            pl.col("observation").is_not_null(),
+                            ~pl.col("observation").fill_null("").str.contains(_ERROR_OBSERVATION.pattern))
+        per_run = made.with_columns(item=pl.col("arguments").str.json_path_match(f"$['{key}']")
+                                    .str.strip_chars().str.to_lowercase()).group_by(
+            "trajectory_id", "batch", "task_id", "task_hash").agg(calls=pl.len(), distinct=pl.col("item").n_unique())
+        flagged = per_run.join(grades, on="trajectory_id").filter(
+            pl.col("grade_checks").str.json_path_match(f"$['{check_id}']") == "true",
+            pl.col("calls") >= expected, pl.col("distinct") < expected)
+        frames.append(flagged.select(
+            "task_id", "task_hash", "trajectory_id", "batch", check_id=pl.lit(check_id),
+            kind=pl.lit("call_counting_grader"), severity=pl.lit("error"),
+            detail=pl.format(f"grade passes {check_id} on {{}} successful {tool} calls but only {{}} distinct {key} "
+                             f"values (expected {expected})", "calls", "distinct"),
+            suggestion=pl.lit(f"re-grade {check_id}: count distinct {key} values, not calls")))
+    return pl.concat(frames) if frames else pl.DataFrame(schema=SCHEMA)

@@ -1,0 +1,29 @@
+"""pandera models of the findings tables."""
+
+import pandera.polars as pa
+import polars as pl
+
+
+class StructureFindings(pa.DataFrameModel):
+    """One row per structural defect of a sample: the kind that makes a chat template or a trainer fail."""
+
+    batch: str = pa.Field(description="raw batch folder (the partition)")
+    trajectory_id: str = pa.Field(description="the sample")
+    message_index: pl.Int32 = pa.Field(nullable=True, description="message concerned (null: the whole sample)")
+    kind: str = pa.Field(description="unanswered_call, orphan_result, invalid_arguments_json, ... (README)")
+    severity: str = pa.Field(isin=["error", "warning"], description="errors exclude the sample from SFT")
+    detail: str = pa.Field(description="what exactly is wrong")
+
+
+class TaskFindings(pa.DataFrameModel):
+    """One row per inconsistency of a task package, or of one run against its package."""
+
+    task_id: str = pa.Field(description="the task")
+    task_hash: str = pa.Field(description="the task package (content hash)")
+    trajectory_id: str = pa.Field(nullable=True, description="the run concerned (null: the package itself)")
+    batch: str = pa.Field(nullable=True, description="that run's batch")
+    check_id: str = pa.Field(nullable=True, description="the check concerned")
+    kind: str = pa.Field(description="unexposed_tool_call, unexposed_tool_in_check, count_mismatch, ... (README)")
+    severity: str = pa.Field(isin=["error", "warning"], description="tasks with errors are excluded from RL")
+    detail: str = pa.Field(description="what exactly is inconsistent")
+    suggestion: str = pa.Field(nullable=True, description="the likely fix, e.g. the closest exposed tool")

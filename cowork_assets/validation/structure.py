@@ -1,0 +1,150 @@
+"""Structural defects of samples, found columnar over messages and tool calls.
+
+Only the per-call argument checks (JSON validity, fit to the tool's parameter schema) and the
+tokenizer round trip (for the few texts that contain special-token strings) run in Python.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import jsonschema
+import orjson
+import polars as pl
+
+from cowork_assets.tokens import get_encoding
+from cowork_assets.validation.schemas import StructureFindings
+
+CONTROL = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]"
+SCHEMA = {"trajectory_id": pl.String, "message_index": pl.Int32, "kind": pl.String, "detail": pl.String}
+
+
+def _finding(frame: pl.DataFrame, kind: str, detail: pl.Expr, index: pl.Expr | None = None) -> pl.DataFrame:
+    return frame.select("trajectory_id", message_index=index if index is not None else pl.col("message_index"),
+                        kind=pl.lit(kind), detail=detail).cast(SCHEMA)
+
+
+def order_findings(messages: pl.DataFrame) -> list[pl.DataFrame]:
+    """Message order a chat template would reject, and empty assistant turns."""
+    m = messages.sort("trajectory_id", "message_index").with_columns(
+        calls=pl.col("tool_calls").list.len(),
+        prev_role=pl.col("role").shift(1).over("trajectory_id"),
+    ).with_columns(
+        # The assistant turn a tool message answers: the last assistant message before it.
+        owner=pl.when(pl.col("role") == "assistant").then(pl.col("message_index")).forward_fill().over("trajectory_id"),
+    )
+    owner_ids = m.filter(pl.col("calls") > 0).select(
+        "trajectory_id", owner="message_index", ids=pl.col("tool_calls").list.eval(pl.element().struct.field("id")))
+    tools = m.filter(pl.col("role") == "tool").join(owner_ids, on=["trajectory_id", "owner"], how="left")
+    misplaced = tools.filter(
+        ~pl.col("prev_role").is_in(["assistant", "tool"]) | pl.col("ids").is_null()
+        | ~pl.col("ids").list.contains(pl.col("tool_call_id").fill_null(""))
+    )
+    firsts = m.filter(pl.col("role") != "system").group_by("trajectory_id").agg(pl.all().first())
+    lasts = m.group_by("trajectory_id").agg(pl.all().last())
+    empty = m.filter(pl.col("role") == "assistant", pl.col("calls") == 0,
+                     pl.col("content").fill_null("").str.strip_chars() == "")
+    return [
+        _finding(misplaced, "tool_message_out_of_order", pl.format(
+            "tool message for call {} does not answer the assistant turn before it", pl.col("tool_call_id").fill_null("?"))),
+        _finding(firsts.filter(pl.col("role") != "user"), "does_not_start_with_user",
+                 pl.format("first non-system message is {}", "role")),
+        _finding(lasts.filter((pl.col("role") != "assistant") | (pl.col("calls") > 0)), "does_not_end_with_assistant",
+                 pl.format("conversation ends on a {} message{}", "role",
+                           pl.when(pl.col("calls") > 0).then(pl.lit(" with pending tool calls")).otherwise(pl.lit("")))),
+        _finding(empty, "empty_assistant_turn", pl.lit("assistant turn with no text and no tool calls")),
+    ]
+
+
+def call_findings(messages: pl.DataFrame, tool_calls: pl.DataFrame, tools: pl.DataFrame) -> list[pl.DataFrame]:
+    """Calls never answered, results with no call, and arguments that are not JSON or do not fit the schema."""
+    unanswered = tool_calls.filter(pl.col("observation_index").is_null())
+    results = messages.filter(pl.col("role") == "tool").select("trajectory_id", "message_index", "tool_call_id")
+    earlier_calls = tool_calls.select("trajectory_id", call_at="message_index", tool_call_id="call_id")
+    orphans = results.join(earlier_calls, on=["trajectory_id", "tool_call_id"], how="left").group_by(
+        "trajectory_id", "message_index", "tool_call_id").agg(
+        answered=(pl.col("call_at") < pl.col("message_index")).any()).filter(~pl.col("answered").fill_null(False))
+    rows = []
+    calls = tool_calls.join(tools, on=["trajectory_id", "tool_name"], how="left")
+    for tid, index, name, args, params in calls.select(
+            "trajectory_id", "message_index", "tool_name", "arguments", "parameters").iter_rows():
+        try:
+            value = orjson.loads(args)
+        except orjson.JSONDecodeError as exc:
+            rows.append((tid, index, "invalid_arguments_json", f"{name}: {exc}"))
+            continue
+        if params is not None and (problem := _schema_problem(params, args)):
+            rows.append((tid, index, "arguments_schema_mismatch", f"{name}: {problem}"))
+    return [
+        _finding(unanswered, "unanswered_call", pl.format("call {} ({}) has no tool result", "call_id", "tool_name")),
+        _finding(orphans, "orphan_result", pl.format("tool result for {} answers no earlier call",
+                                                     pl.col("tool_call_id").fill_null("(no id)"))),
+        pl.DataFrame(rows, schema=SCHEMA, orient="row"),
+    ]
+
+
+@lru_cache(maxsize=4096)
+def _validator(params: str):
+    schema = orjson.loads(params)
+    try:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+    except (jsonschema.SchemaError, TypeError):
+        return None  # an invalid schema is a task finding, not a sample one
+    return cls(schema)
+
+
+def _schema_problem(params: str, args: str) -> str | None:
+    validator = _validator(params)
+    if validator is None:
+        return None
+    error = next(iter(validator.iter_errors(orjson.loads(args))), None)
+    return None if error is None else f"{'/'.join(map(str, error.absolute_path)) or '<arguments>'}: {error.message}"
+
+
+def text_findings(messages: pl.DataFrame, encoding: str) -> list[pl.DataFrame]:
+    """Control characters, and text the tokenizer will not encode and decode back unchanged."""
+    enc = get_encoding(encoding)
+    text = pl.col("content").fill_null("")
+    control = messages.filter(text.str.contains(CONTROL))
+    special = messages.filter(text.str.contains_any(sorted(enc.special_tokens_set)))
+    failing = []
+    for tid, index, content in special.select("trajectory_id", "message_index", "content").iter_rows():
+        try:
+            ok = enc.decode(enc.encode(content)) == content
+            why = "does not decode back unchanged"
+        except ValueError as exc:  # tiktoken refuses special-token text by default, as trainers do
+            ok, why = False, str(exc).splitlines()[0][:160]
+        if not ok:
+            failing.append((tid, index, "tokenizer_round_trip", why))
+    return [
+        _finding(control, "control_characters", pl.lit("text holds ASCII control characters")),
+        pl.DataFrame(failing, schema=SCHEMA, orient="row"),
+    ]
+
+
+def tools_per_trajectory(trajectories: pl.DataFrame, packages: pl.DataFrame) -> pl.DataFrame:
+    """(trajectory_id, tool_name, parameters JSON) for every exposed tool of each trajectory's package."""
+    rows = []
+    for task_hash, tools in packages.select("task_hash", "tools").iter_rows():
+        for tool in orjson.loads(tools):
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                rows.append((task_hash, tool["name"], orjson.dumps(tool.get("parameters") or {}).decode()))
+    per_task = pl.DataFrame(rows, schema={"task_hash": pl.String, "tool_name": pl.String, "parameters": pl.String},
+                            orient="row").unique(["task_hash", "tool_name"], keep="first", maintain_order=True)
+    return trajectories.select("trajectory_id", "task_hash").join(per_task, on="task_hash").drop("task_hash")
+
+
+def structure_findings(batch: str, trajectories: pl.DataFrame, packages: pl.DataFrame, messages: pl.DataFrame,
+                       tool_calls: pl.DataFrame, encoding: str) -> pl.DataFrame:
+    frames = [
+        *order_findings(messages),
+        *call_findings(messages, tool_calls, tools_per_trajectory(trajectories, packages)),
+        *text_findings(messages, encoding),
+    ]
+    return (
+        pl.concat(frames)
+        .with_columns(batch=pl.lit(batch), severity=pl.lit("error"))
+        .sort("trajectory_id", "message_index", "kind", nulls_last=True)
+        .select(list(StructureFindings.to_schema().columns))
+    )
