@@ -20,7 +20,9 @@ from cowork_assets.validation.schemas import TaskFindings
 
 NUMBER_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve".split())}
-_COUNT = re.compile(r"\b(\d+|" + "|".join(NUMBER_WORDS) + r")\s+(?:new\s+|more\s+|separate\s+)?([a-z][a-z-]+)", re.I)
+# A count is a number word or a bare integer — not part of a time, date or amount ("10:30", "2026-12-05").
+_COUNT = re.compile(r"(?<![\d:./-])\b(\d+|" + "|".join(NUMBER_WORDS)
+                    + r")\s+(?:new\s+|more\s+|separate\s+)?([a-z][a-z-]+)", re.I)
 # Ids a check can reference: a prefixed code with at least 3 digits (c_42001, #W6390527), or a long number.
 _ID = re.compile(r"^(?:#?[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*|\d{6,})$")
 SCHEMA = {name: pl.String for name in TaskFindings.to_schema().columns}

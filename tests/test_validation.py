@@ -1,0 +1,115 @@
+"""Structure findings on hand-made samples, task findings against the generator's labels."""
+
+import orjson
+import polars as pl
+import pytest
+
+from cowork_assets.storage import partition_file, table_glob
+from cowork_assets.synthetic.services import TOOLS, UNEXPOSED
+from cowork_assets.validation.consistency import package_findings, requested_counts, suggest
+from cowork_assets.validation.structure import structure_findings
+from cowork_assets.validation.tasks import task_findings
+from tests.helpers import call, flatten, result, trajectory
+
+TOOL = [{"name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}]
+
+
+def _kinds(traj) -> list[tuple]:
+    f = flatten(traj)
+    found = structure_findings("b", f["trajectories"], f["task_packages"], f["messages"], f["tool_calls"], "o200k_base")
+    return found.select("kind", "message_index").rows()
+
+
+USER = {"role": "user", "content": "look it up"}
+DONE = {"role": "assistant", "content": "done"}
+
+
+def test_a_clean_sample_has_no_findings():
+    assert _kinds(trajectory([USER, call("lookup", {"q": "x"}), result("ok"), DONE], tools=TOOL)) == []
+
+
+@pytest.mark.parametrize("messages, expected", [
+    ([USER, call("lookup", {"q": "x"}), DONE], [("unanswered_call", 1)]),
+    ([USER, result("ok", "c9"), DONE], [("orphan_result", 1), ("tool_message_out_of_order", 1)]),
+    ([USER, call("lookup", {"q": "x"}, "c1"), result("ok", "c2"), DONE],
+     [("unanswered_call", 1), ("orphan_result", 2), ("tool_message_out_of_order", 2)]),
+    ([USER, {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{q: x"}}]}, result("ok"), DONE],
+     [("invalid_arguments_json", 1)]),
+    ([USER, call("lookup", {"q": 7}), result("ok"), DONE], [("arguments_schema_mismatch", 1)]),
+    ([USER, call("lookup", {"q": "x"}), USER, result("ok"), DONE], [("tool_message_out_of_order", 3)]),
+    ([{"role": "assistant", "content": "hello"}, USER, DONE], [("does_not_start_with_user", 0)]),
+    ([USER, call("lookup", {"q": "x"}), result("ok")], [("does_not_end_with_assistant", 2)]),
+    ([USER, {"role": "assistant", "content": "  "}, DONE], [("empty_assistant_turn", 1)]),
+    ([USER, {"role": "assistant", "content": "bell\x07 here"}], [("control_characters", 1)]),
+    ([USER, {"role": "assistant", "content": "the end <|endoftext|> more"}], [("tokenizer_round_trip", 1)]),
+])
+def test_each_structural_defect_is_found(messages, expected):
+    assert sorted(_kinds(trajectory(messages, tools=TOOL))) == sorted(expected)
+
+
+def test_default_data_has_no_structural_findings(pipeline):
+    settings, _, _ = pipeline
+    assert pl.read_parquet(table_glob(settings.data_path, "structure_findings")).height == 0
+
+
+@pytest.mark.parametrize("request_text, counts", [
+    ("Add three todos for the launch: a; b; c.", {"todo": {3}}),
+    ("Add 2 todos. Then: add 4 more todos", {"todo": {2, 4}}),
+    ("Schedule a meeting at 10:30 on 2026-12-05.", {}),
+])
+def test_counts_in_requests(request_text, counts):
+    assert requested_counts(request_text) == counts
+
+
+@pytest.mark.parametrize("fake, real", [(fake, real) for real, (fake, _) in UNEXPOSED.items()])
+def test_the_closest_exposed_tool_is_suggested(fake, real):
+    tools = {t["name"]: t["endpoint"] for service in TOOLS.values() for t in service}
+    assert suggest(fake, tools) == f"use {real} ({tools[real]})"
+
+
+def _package(checks, tools=TOOL, request="r", state="{}"):
+    return package_findings("task", "h", request, orjson.dumps(tools).decode(), orjson.dumps(checks).decode(), state)
+
+
+def test_package_level_findings():
+    bad_schema = [{"name": "lookup", "parameters": {"type": "objekt"}}]
+    assert [f["kind"] for f in _package([], tools=bad_schema)] == ["invalid_tool_schema"]
+    unknown = _package([{"id": "v", "type": "vibes_match"}])
+    assert [(f["kind"], f["severity"]) for f in unknown] == [("unknown_check_type", "warning")]
+    assert _package([{"id": "c", "type": "tool_called", "tool": "lookup", "min_calls": 3}],
+                    request="Run three lookups.") == []
+    mismatch = _package([{"id": "c", "type": "tool_called", "tool": "lookup", "min_calls": 2}],
+                        request="Run three lookups.")
+    assert [(f["kind"], f["check_id"], f["suggestion"]) for f in mismatch] == [("count_mismatch", "c", "set min_calls to 3")]
+
+
+def test_unknown_references_are_ids_no_state_or_run_contains(tmp_path):
+    from tests.helpers import flatten
+
+    checks = [{"id": "a", "type": "tool_called", "tool": "lookup", "args": {"q": "ord_55501"}},
+              {"id": "b", "type": "tool_called", "tool": "lookup", "args": {"q": "ord_55502"}},
+              {"id": "c", "type": "tool_called", "tool": "lookup", "args": {"q": "ord_55503"}}]
+    traj = trajectory([USER, call("lookup", {"q": "x"}), result('[{"id": "ord_55502"}]'), DONE], checks=checks, tools=TOOL)
+    traj["task"]["initial_state"] = {"orders": [{"id": "ord_55501"}]}
+    f = flatten(traj)
+    found = task_findings(f["task_packages"].lazy(), f["trajectories"].lazy(), f["tool_calls"].lazy())
+    assert found.select("kind", "check_id").rows() == [("unknown_reference", "c")]
+
+
+def test_task_findings_match_the_generator_labels_exactly(pipeline, labels):
+    settings, _, _ = pipeline
+    found = pl.read_parquet(partition_file(settings.data_path, "task_findings"))
+    assert set(found["kind"]) == {"unexposed_tool_call", "unexposed_tool_in_check", "count_mismatch",
+                                  "call_counting_grader"}  # nothing else is flagged
+    by = lambda kind: found.filter(pl.col("kind") == kind)  # noqa: E731
+    unexposed = [l for l in labels if l["kind"] == "unexposed_endpoint"]
+    assert sorted(by("unexposed_tool_call").select("trajectory_id", "detail").rows()) == sorted(
+        (l["trajectory_id"], f"calls {l['called']}, which the tool interface does not expose") for l in unexposed)
+    assert set(by("unexposed_tool_call")["suggestion"]) == {f"use {l['exposed']} ({l['exposed_endpoint']})" for l in unexposed}
+    assert set(by("unexposed_tool_in_check")["task_id"]) == {l["task_id"] for l in unexposed}
+    mismatches = {(l["task_id"], l["check_id"]) for l in labels if l["kind"] == "count_mismatch"}
+    assert sorted(by("count_mismatch").select("task_id", "check_id").rows()) == sorted(mismatches)
+    dup = [l for l in labels if l["kind"] == "duplicate_creations"]
+    assert sorted(by("call_counting_grader").select("trajectory_id", "check_id").rows()) == sorted(
+        (l["trajectory_id"], l["check_id"]) for l in dup) and dup
