@@ -43,6 +43,7 @@ def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings
 
 @dg.asset(
     group_name="selection", deps=[dedup_signatures], kinds={"parquet", "polars"},
+    automation_condition=dg.AutomationCondition.eager(),
     metadata={"dagster/column_schema": column_schema(DedupClusters)},
     description="Duplicate clusters of teacher runs within each task, across all batches: exact (same normalised "
     "content) and near (MinHash LSH candidates verified by exact Jaccard >= near_dup_threshold). The best member "
@@ -80,6 +81,7 @@ def duplicate_rate(context: dg.AssetCheckExecutionContext, settings: CurateSetti
 
 @dg.asset(
     group_name="selection", kinds={"parquet", "polars"},
+    automation_condition=dg.AutomationCondition.eager(),
     deps=["trajectories", "structure_findings", "task_findings", "evidence_rollup", "sample_stats", dedup_clusters],
     metadata={"dagster/column_schema": column_schema(Exclusions)},
     description="Why each trajectory is not in the SFT set: one row per (trajectory, stage, reason) — role, grade, "

@@ -35,6 +35,7 @@ def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettin
 
 @dg.asset(
     group_name="validation", deps=["task_packages", "trajectories", "tool_calls"], kinds={"parquet", "polars"},
+    automation_condition=dg.AutomationCondition.eager(),
     metadata={"dagster/column_schema": column_schema(TaskFindings)},
     description="Inconsistent task packages across all batches: calls and checks naming tools the interface does "
     "not expose (closest one suggested), request counts that disagree with the grader, call-counting graders "
