@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from cowork_assets.runner import RunOutcome
 from cowork_assets.settings import CurateSettings
@@ -33,11 +35,21 @@ def print_summary(settings: CurateSettings, outcome: RunOutcome) -> None:
         columns, rows = run_query(db, "SELECT reason, count(*) AS n_records FROM quarantine GROUP BY reason ORDER BY 2 DESC, 1")
         total = sum(r[1] for r in rows)
         print(f"\nquarantined raw records: {total}" + (("\n" + format_rows(columns, rows)) if rows else ""))
+        _, [(teachers, selected)] = run_query(db, (
+            "SELECT count(*) FILTER (WHERE teacher_role = 'teacher'), count(*) FILTER (WHERE teacher_role = 'teacher' "
+            "AND trajectory_id NOT IN (SELECT trajectory_id FROM exclusions)) FROM trajectories"))
+        print(f"\nselected for SFT: {selected} of {teachers} teacher runs (why not: --query exclusions_by_stage)")
     for where, error in outcome.failed.items():
         print(f"\nFAILED {where}: {error}")
     for name in outcome.failed_checks:
+        details = outcome.check_details.get(name, "").splitlines()
+        if name.endswith("(WARN)"):  # headline numbers only; the examples are in the UI and the tables
+            details = [line for line in details if not line.startswith("|")][:4]
         print(f"\nFAILED CHECK {name}")
-        print("  " + outcome.check_details.get(name, "").replace("\n", "\n  "))
+        print("  " + "\n  ".join(details))
     print(f"\noutputs: Parquet tables in {settings.data_path / 'tables'}/<table>/batch=<batch>/")
-    print(f"         DuckDB views in {db}  (try: cowork-curate sql --data-root {settings.data_path} --query quarantine_reasons)")
+    cli = Path(sys.executable).parent / "cowork-curate"
+    cli = cli if cli.exists() else "cowork-curate"
+    print(f"         DuckDB views in {db}")
+    print(f"query:   {cli} sql --data-root {settings.data_path} --query why_excluded   (--list for all)")
     print("UI:      make ui  (then open http://127.0.0.1:3000)")
