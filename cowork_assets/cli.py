@@ -110,6 +110,21 @@ def _cmd_sql(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    from cowork_assets.datasets.export import llamafactory, openai_jsonl
+
+    split = None if args.split == "all" else args.split
+    try:
+        if args.format == "openai":
+            n = openai_jsonl(Path(args.data_root), Path(args.out), split)
+        else:
+            n = llamafactory(Path(args.data_root), Path(args.out), split)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"exported {n} samples ({args.split}) of the current SFT dataset to {args.out} as {args.format}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cowork-curate", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -138,6 +153,14 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"where the DuckDB file is [{DEFAULT_DATA_ROOT}]")
     q.add_argument("--db", help="path of the DuckDB file [<data-root>/cowork.duckdb]")
     q.set_defaults(func=_cmd_sql)
+
+    e = sub.add_parser("export", help="export the current published SFT dataset to another trainer's format")
+    e.add_argument("--format", required=True, choices=["openai", "llamafactory"],
+                   help="openai: fine-tuning JSONL (--out FILE); llamafactory: ShareGPT + dataset_info.json (--out DIR)")
+    e.add_argument("--out", required=True, help="output file (openai) or folder (llamafactory)")
+    e.add_argument("--split", default="train", choices=["train", "validation", "all"], help="which split [train]")
+    e.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"where the datasets are published [{DEFAULT_DATA_ROOT}]")
+    e.set_defaults(func=_cmd_export)
     return p
 
 

@@ -105,7 +105,7 @@ def _collect_failed_checks(outcome: RunOutcome, result, batch: str | None) -> No
         name = f"{e.asset_key.to_user_string()}:{e.check_name}{where} ({e.severity.value})"
         outcome.failed_checks.append(name)
         lines = [f"{k}: {v.value}" for k, v in e.metadata.items() if isinstance(v.value, (int, float, str)) and "\n" not in str(v.value)]
-        lines += [str(v.value) for k, v in e.metadata.items() if k == "examples"]
+        lines += [str(v.value) for k, v in e.metadata.items() if k in ("examples", "failures")]
         outcome.check_details[name] = "\n".join(lines)
 
 

@@ -93,6 +93,20 @@ class CurateSettings(dg.ConfigurableResource):
         description="The duplicate_rate check warns when more than this share of teacher runs are duplicates.",
     )
 
+    validation_fraction: float = Field(
+        default=0.1, ge=0.0, le=1.0, description="Share of tasks (not samples) whose data goes to the validation split.",
+    )
+    rl_rollout_role: Literal["student", "teacher", "all"] = Field(
+        default="student", description="Which trajectories rl_rollouts processes: student rollouts, teacher runs, or all.",
+    )
+    rl_group_by: Literal["group_id", "task"] = Field(
+        default="group_id", description="Group rollouts by their group_id (falling back to the task), or by task.",
+    )
+    rl_advantage_epsilon: float = Field(default=1e-6, gt=0.0, description="eps in (r - mean) / (std + eps).")
+    rl_std: Literal["sample", "population"] = Field(
+        default="sample", description="Standard deviation used for group normalisation (sample: n - 1, as verl).",
+    )
+
     @property
     def raw_path(self) -> Path:
         return Path(self.raw_root).expanduser().resolve()

@@ -37,7 +37,7 @@ def print_summary(settings: CurateSettings, outcome: RunOutcome) -> None:
         print(f"\nquarantined raw records: {total}" + (("\n" + format_rows(columns, rows)) if rows else ""))
         _, [(teachers, selected)] = run_query(db, (
             "SELECT count(*) FILTER (WHERE teacher_role = 'teacher'), count(*) FILTER (WHERE teacher_role = 'teacher' "
-            "AND trajectory_id NOT IN (SELECT trajectory_id FROM exclusions)) FROM trajectories"))
+            "AND trajectory_id NOT IN (SELECT trajectory_id FROM exclusions WHERE dataset = 'sft')) FROM trajectories"))
         print(f"\nselected for SFT: {selected} of {teachers} teacher runs (why not: --query exclusions_by_stage)")
     for where, error in outcome.failed.items():
         print(f"\nFAILED {where}: {error}")

@@ -3,6 +3,7 @@
 import dagster as dg
 
 from cowork_assets.curation.assets import curation_checks
+from cowork_assets.datasets.assets import dataset_checks
 from cowork_assets.ingest.assets import raw_batches, records_accounted_for, schema_checks
 from cowork_assets.selection.assets import selection_checks
 from cowork_assets.settings import settings_from_env
@@ -16,7 +17,8 @@ CORPUS_JOB = refresh_corpus.name
 
 defs = dg.Definitions(
     assets=[raw_batches, *PER_BATCH, *CROSS_BATCH],
-    asset_checks=[records_accounted_for, *schema_checks, *curation_checks, *validation_checks, *selection_checks],
+    asset_checks=[records_accounted_for, *schema_checks, *curation_checks, *validation_checks, *selection_checks,
+                  *dataset_checks],
     jobs=[process_batch, refresh_corpus],
     sensors=[new_batch_sensor],
     resources={"settings": settings_from_env()},

@@ -3,6 +3,7 @@
 import dagster as dg
 
 from cowork_assets.curation.assets import curation
+from cowork_assets.datasets.assets import dataset_assets
 from cowork_assets.evidence.assets import evidence
 from cowork_assets.ingest.assets import staging_tables
 from cowork_assets.selection.assets import dedup_clusters, dedup_signatures, exclusions
@@ -10,7 +11,7 @@ from cowork_assets.validation.assets import structure_findings, task_findings
 from cowork_assets.warehouse.assets import warehouse
 
 PER_BATCH = [staging_tables, evidence, curation, structure_findings, dedup_signatures]
-CROSS_BATCH = [task_findings, dedup_clusters, exclusions, warehouse]
+CROSS_BATCH = [task_findings, dedup_clusters, exclusions, *dataset_assets, warehouse]
 
 process_batch = dg.define_asset_job(
     "process_batch",
@@ -22,5 +23,6 @@ process_batch = dg.define_asset_job(
 refresh_corpus = dg.define_asset_job(
     "refresh_corpus",
     selection=dg.AssetSelection.assets(*CROSS_BATCH),
-    description="Everything across batches: task findings, dedup clusters, exclusions, and the DuckDB warehouse.",
+    description="Everything across batches: task findings, dedup clusters, exclusions, the gated datasets and "
+    "their publication, and the DuckDB warehouse.",
 )

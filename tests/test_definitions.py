@@ -17,13 +17,18 @@ def test_definitions_load_with_groups_checks_and_jobs():
                       "evidence_audit": "curation", "evidence_rollup": "curation",
                       "structure_findings": "validation", "task_findings": "validation",
                       "dedup_signatures": "selection", "dedup_clusters": "selection", "exclusions": "selection",
+                      **{name: "datasets" for name in ("sft_candidate", "rl_tasks_candidate", "rl_rollouts_candidate",
+                                                       "sft_dataset", "rl_tasks", "rl_rollouts", "dataset_card")},
                       "warehouse": "warehouse"}
     assert all(graph.get(k).description for k in graph.get_all_asset_keys())
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
     assert ("trajectories", "records_accounted_for") in checks
     assert {("evidence_audit", "evidence_lost_to_truncation"), ("sample_stats", "evidence_lost_to_budget"),
             ("curated_messages", "strategy_comparison"), ("structure_findings", "samples_structurally_valid"),
-            ("task_findings", "tasks_consistent"), ("dedup_clusters", "duplicate_rate")} <= checks
+            ("task_findings", "tasks_consistent"), ("dedup_clusters", "duplicate_rate"),
+            ("sft_candidate", "quality_gate"), ("rl_tasks_candidate", "quality_gate"),
+            ("rl_rollouts_candidate", "quality_gate")} <= checks
+    assert all(graph.get_check_spec(k).blocking for k in graph.asset_check_keys if k.name == "quality_gate")
     assert {a for a, n in checks if n == "matches_schema"} == {"trajectories", "messages", "tool_calls",
                                                               "task_packages", "quarantine"}
     assert {"process_batch", "refresh_corpus"} <= set(repo.job_names)
@@ -56,12 +61,13 @@ def test_sensor_skips_cleanly_without_a_raw_root(tmp_path):
 
 def test_every_staging_column_is_described_for_the_ui():
     from cowork_assets.curation.assets import TABLES
+    from cowork_assets.datasets.schemas import MODELS as DATASETS
     from cowork_assets.evidence.schemas import Evidence
     from cowork_assets.ingest.schemas import MODELS
     from cowork_assets.selection import schemas as selection
     from cowork_assets.validation import schemas as validation
 
     others = [Evidence, validation.StructureFindings, validation.TaskFindings, selection.DedupSignatures,
-              selection.DedupClusters, selection.Exclusions]
+              selection.DedupClusters, selection.Exclusions, *DATASETS.values()]
     for table, model in {**MODELS, **{k: m for k, (m, _) in TABLES.items()}, **{m.__name__: m for m in others}}.items():
         assert all(col.description for col in model.to_schema().columns.values()), table

@@ -102,7 +102,7 @@ def _frames(n_runs=4):
 def test_the_per_task_cap_keeps_the_best():
     found = exclusions(**_frames(), max_per_task=2, lost_evidence_policy="drop")
     # r1 (score 1, 100 chars) and r3 (score 1, 200 chars) are best; r0 (300 chars) and r2 (score 0.9) are capped
-    assert found.select("trajectory_id", "stage").rows() == [("r0", "cap"), ("r2", "cap")]
+    assert found.select("dataset", "trajectory_id", "stage").rows() == [("sft", "r0", "cap"), ("sft", "r2", "cap")]
 
 
 def test_every_reason_is_recorded_and_lost_evidence_can_be_kept_and_flagged():
@@ -113,16 +113,17 @@ def test_every_reason_is_recorded_and_lost_evidence_can_be_kept_and_flagged():
     f["task_findings"] = pl.DataFrame({"task_id": ["task"], "trajectory_id": ["r2"], "kind": ["call_counting_grader"],
                                        "severity": ["error"], "detail": ["grade counts calls"]})
     found = exclusions(**f, max_per_task=4, lost_evidence_policy="drop")
-    assert found.select("trajectory_id", "stage", "reason").rows() == [
-        ("r0", "evidence", "lost evidence to truncation"), ("r1", "budget", "over budget"),
-        ("r2", "task_consistency", "call_counting_grader")]
+    assert found.select("dataset", "trajectory_id", "stage", "reason").rows() == [
+        ("sft", "r0", "evidence", "lost evidence to truncation"), ("sft", "r1", "budget", "over budget"),
+        ("sft", "r2", "task_consistency", "call_counting_grader"),
+        ("rl_tasks", None, "task_consistency", "call_counting_grader")]
     flagged = exclusions(**f, max_per_task=4, lost_evidence_policy="flag")
     assert "r0" not in flagged["trajectory_id"].to_list()
 
 
 def test_every_teacher_run_not_selected_is_explained(pipeline):
     settings, _, _ = pipeline
-    found = pl.read_parquet(partition_file(settings.data_path, "exclusions"))
+    found = pl.read_parquet(partition_file(settings.data_path, "exclusions")).filter(pl.col("dataset") == "sft")
     t = pl.read_parquet(table_glob(settings.data_path, "trajectories"))
     assert set(found.filter(pl.col("stage") == "role")["trajectory_id"]) == set(
         t.filter(pl.col("teacher_role") == "student")["trajectory_id"])

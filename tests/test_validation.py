@@ -40,6 +40,7 @@ def test_a_clean_sample_has_no_findings():
     ([USER, call("lookup", {"q": "x"}), USER, result("ok"), DONE], [("tool_message_out_of_order", 3)]),
     ([{"role": "assistant", "content": "hello"}, USER, DONE], [("does_not_start_with_user", 0)]),
     ([USER, call("lookup", {"q": "x"}), result("ok")], [("does_not_end_with_assistant", 2)]),
+    ([USER, DONE, {"role": "user", "content": "###STOP###"}], [("ends_on_user_turn", 2)]),
     ([USER, {"role": "assistant", "content": "  "}, DONE], [("empty_assistant_turn", 1)]),
     ([USER, {"role": "assistant", "content": "bell\x07 here"}], [("control_characters", 1)]),
     ([USER, {"role": "assistant", "content": "the end <|endoftext|> more"}], [("tokenizer_round_trip", 1)]),

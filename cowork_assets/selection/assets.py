@@ -98,11 +98,13 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
         read("sample_stats", ["trajectory_id", "verdict", "reason", "chars_after"]),
         pl.read_parquet(partition_file(root, "dedup_clusters")), settings.max_per_task, settings.lost_evidence_policy)
     path = write_parquet_atomic(found, partition_file(root, "exclusions"), arrow_schema(Exclusions))
-    selected = trajectories.join(found.select("trajectory_id").unique(), on="trajectory_id", how="anti").height
-    first = found.group_by("trajectory_id", maintain_order=True).agg(pl.col("stage").first())
+    sft = found.filter(pl.col("dataset") == "sft")
+    selected = trajectories.join(sft.select("trajectory_id").unique(), on="trajectory_id", how="anti").height
+    first = sft.group_by("trajectory_id", maintain_order=True).agg(pl.col("stage").first())
     return dg.MaterializeResult(metadata=as_metadata({
         "dagster/row_count": found.height, "path": dg.MetadataValue.path(str(path)),
         "trajectories": trajectories.height, "selected_for_sft": selected,
+        "tasks_excluded_from_rl": found.filter(pl.col("dataset") == "rl_tasks")["task_id"].n_unique(),
         "excluded_by_first_stage": table(["stage", "trajectories"], first.group_by("stage").len().sort("stage").rows()),
     }))
 

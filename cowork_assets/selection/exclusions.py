@@ -1,4 +1,5 @@
-"""Why a trajectory is not in the SFT set: one row per (trajectory, stage, reason).
+"""Why a trajectory is not in the SFT set (one row per trajectory, stage and reason), and why a task is
+not in the RL dataset (`dataset` = rl_tasks, one row per task and kind of consistency error).
 
 Stages, in pipeline order: role, grade, structure, task_consistency, evidence, budget, dedup, cap.
 A trajectory gets a row for every stage that excludes it, so "why is X not in the dataset?" has the
@@ -9,13 +10,23 @@ from __future__ import annotations
 
 import polars as pl
 
-SCHEMA = {"batch": pl.String, "trajectory_id": pl.String, "task_id": pl.String, "stage": pl.String,
-          "reason": pl.String, "detail": pl.String}
+SCHEMA = {"dataset": pl.String, "batch": pl.String, "trajectory_id": pl.String, "task_id": pl.String,
+          "stage": pl.String, "reason": pl.String, "detail": pl.String}
 STAGES = ("role", "grade", "structure", "task_consistency", "evidence", "budget", "dedup", "cap")
 
 
 def _rows(frame: pl.DataFrame, stage: str, reason: pl.Expr, detail: pl.Expr) -> pl.DataFrame:
-    return frame.select("batch", "trajectory_id", "task_id", stage=pl.lit(stage), reason=reason, detail=detail).cast(SCHEMA)
+    return frame.select(dataset=pl.lit("sft"), batch="batch", trajectory_id="trajectory_id", task_id="task_id",
+                        stage=pl.lit(stage), reason=reason, detail=detail).cast(SCHEMA)
+
+
+def rl_task_exclusions(task_findings: pl.DataFrame) -> pl.DataFrame:
+    """Tasks left out of the RL dataset: every task with an error finding (or no checks to reward), once per kind."""
+    errors = task_findings.filter((pl.col("severity") == "error") | (pl.col("kind") == "no_checks"))
+    return errors.group_by("task_id", "kind", maintain_order=True).agg(pl.col("detail").first(), n=pl.len()).select(
+        dataset=pl.lit("rl_tasks"), batch=pl.lit(None, pl.String), trajectory_id=pl.lit(None, pl.String),
+        task_id="task_id", stage=pl.lit("task_consistency"), reason="kind",
+        detail=pl.format("{} (x{})", "detail", "n")).cast(SCHEMA).sort("task_id", "reason")
 
 
 def exclusions(trajectories: pl.DataFrame, structure: pl.DataFrame, task_findings: pl.DataFrame,
@@ -58,5 +69,6 @@ def exclusions(trajectories: pl.DataFrame, structure: pl.DataFrame, task_finding
     frames.append(_rows(ranked.filter(pl.col("rank") > max_per_task), "cap", pl.lit("over the per-task cap"),
                         pl.format("rank {} of the task's eligible runs; the cap is {}", "rank", pl.lit(max_per_task))))
     order = {s: i for i, s in enumerate(STAGES)}
-    return pl.concat(frames).unique(maintain_order=True).sort(
+    sft = pl.concat(frames).unique(maintain_order=True).sort(
         "trajectory_id", pl.col("stage").replace_strict(order, return_dtype=pl.Int32), "reason")
+    return pl.concat([sft, rl_task_exclusions(task_findings)])

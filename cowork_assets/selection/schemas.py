@@ -33,10 +33,11 @@ class DedupClusters(pa.DataFrameModel):
 
 
 class Exclusions(pa.DataFrameModel):
-    """One row per (trajectory, stage, reason) that keeps a trajectory out of the SFT set."""
+    """One row per (trajectory, stage, reason) that keeps a trajectory out of SFT, or a task out of RL."""
 
-    batch: str = pa.Field(description="the trajectory's batch")
-    trajectory_id: str = pa.Field(description="the trajectory")
+    dataset: str = pa.Field(isin=["sft", "rl_tasks"], description="the dataset the row keeps it out of")
+    batch: str = pa.Field(nullable=True, description="the trajectory's batch (null for RL task rows)")
+    trajectory_id: str = pa.Field(nullable=True, description="the trajectory (null for RL task rows)")
     task_id: str = pa.Field(description="its task")
     stage: str = pa.Field(isin=list(STAGES), description="role, grade, structure, task_consistency, evidence, budget, dedup, cap")
     reason: str = pa.Field(description="short reason")

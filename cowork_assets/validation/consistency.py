@@ -94,6 +94,9 @@ def package_findings(task_id: str, task_hash: str, request: str, tools_json: str
             jsonschema.validators.validator_for(params or {}).check_schema(params or {})
         except (jsonschema.SchemaError, TypeError) as exc:
             add("invalid_tool_schema", f"{tool.get('name')}: {str(exc).splitlines()[0][:200]}")
+    if not checks:
+        add("no_checks", "the task has no grading checks: nothing to verify or reward", severity="warning",
+            suggestion="add checks, or leave the task out of RL (it is)")
     for check in checks if isinstance(checks, list) else []:
         cid, kind, tool = str(check.get("id")), check.get("type"), check.get("tool")
         if kind not in KNOWN_CHECKS:

@@ -16,12 +16,15 @@ from cowork_assets.tokens import get_encoding
 from cowork_assets.validation.schemas import StructureFindings
 
 CONTROL = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]"
-SCHEMA = {"trajectory_id": pl.String, "message_index": pl.Int32, "kind": pl.String, "detail": pl.String}
+SCHEMA = {"trajectory_id": pl.String, "message_index": pl.Int32, "kind": pl.String, "severity": pl.String,
+          "detail": pl.String}
+# Not fatal: the SFT sample simply ends at the last assistant turn (e.g. a simulated user's "###STOP###").
+WARNINGS = {"ends_on_user_turn"}
 
 
-def _finding(frame: pl.DataFrame, kind: str, detail: pl.Expr, index: pl.Expr | None = None) -> pl.DataFrame:
-    return frame.select("trajectory_id", message_index=index if index is not None else pl.col("message_index"),
-                        kind=pl.lit(kind), detail=detail).cast(SCHEMA)
+def _finding(frame: pl.DataFrame, kind: str, detail: pl.Expr) -> pl.DataFrame:
+    return frame.select("trajectory_id", "message_index", kind=pl.lit(kind),
+                        severity=pl.lit("warning" if kind in WARNINGS else "error"), detail=detail).cast(SCHEMA)
 
 
 def order_findings(messages: pl.DataFrame) -> list[pl.DataFrame]:
@@ -49,9 +52,11 @@ def order_findings(messages: pl.DataFrame) -> list[pl.DataFrame]:
             "tool message for call {} does not answer the assistant turn before it", pl.col("tool_call_id").fill_null("?"))),
         _finding(firsts.filter(pl.col("role") != "user"), "does_not_start_with_user",
                  pl.format("first non-system message is {}", "role")),
-        _finding(lasts.filter((pl.col("role") != "assistant") | (pl.col("calls") > 0)), "does_not_end_with_assistant",
-                 pl.format("conversation ends on a {} message{}", "role",
-                           pl.when(pl.col("calls") > 0).then(pl.lit(" with pending tool calls")).otherwise(pl.lit("")))),
+        _finding(lasts.filter(~pl.col("role").is_in(["assistant", "user"]) | (pl.col("calls") > 0)),
+                 "does_not_end_with_assistant", pl.format("conversation ends on a {} message{}", "role", pl.when(
+                     pl.col("calls") > 0).then(pl.lit(" with pending tool calls")).otherwise(pl.lit("")))),
+        _finding(lasts.filter(pl.col("role") == "user"), "ends_on_user_turn",
+                 pl.lit("a user turn follows the last answer; the SFT sample ends at the last assistant turn")),
         _finding(empty, "empty_assistant_turn", pl.lit("assistant turn with no text and no tool calls")),
     ]
 
@@ -71,10 +76,10 @@ def call_findings(messages: pl.DataFrame, tool_calls: pl.DataFrame, tools: pl.Da
         try:
             value = orjson.loads(args)
         except orjson.JSONDecodeError as exc:
-            rows.append((tid, index, "invalid_arguments_json", f"{name}: {exc}"))
+            rows.append((tid, index, "invalid_arguments_json", "error", f"{name}: {exc}"))
             continue
         if params is not None and (problem := _schema_problem(params, args)):
-            rows.append((tid, index, "arguments_schema_mismatch", f"{name}: {problem}"))
+            rows.append((tid, index, "arguments_schema_mismatch", "error", f"{name}: {problem}"))
     return [
         _finding(unanswered, "unanswered_call", pl.format("call {} ({}) has no tool result", "call_id", "tool_name")),
         _finding(orphans, "orphan_result", pl.format("tool result for {} answers no earlier call",
@@ -116,7 +121,7 @@ def text_findings(messages: pl.DataFrame, encoding: str) -> list[pl.DataFrame]:
         except ValueError as exc:  # tiktoken refuses special-token text by default, as trainers do
             ok, why = False, str(exc).splitlines()[0][:160]
         if not ok:
-            failing.append((tid, index, "tokenizer_round_trip", why))
+            failing.append((tid, index, "tokenizer_round_trip", "error", why))
     return [
         _finding(control, "control_characters", pl.lit("text holds ASCII control characters")),
         pl.DataFrame(failing, schema=SCHEMA, orient="row"),
@@ -144,7 +149,7 @@ def structure_findings(batch: str, trajectories: pl.DataFrame, packages: pl.Data
     ]
     return (
         pl.concat(frames)
-        .with_columns(batch=pl.lit(batch), severity=pl.lit("error"))
+        .with_columns(batch=pl.lit(batch))
         .sort("trajectory_id", "message_index", "kind", nulls_last=True)
         .select(list(StructureFindings.to_schema().columns))
     )

@@ -1,3 +1,3 @@
--- How many trajectories each stage keeps out of the SFT set (a trajectory can count at several stages).
-SELECT stage, reason, count(DISTINCT trajectory_id) AS trajectories
-FROM exclusions GROUP BY stage, reason ORDER BY trajectories DESC, stage, reason;
+-- How many trajectories (SFT) or tasks (RL) each stage keeps out (one can count at several stages).
+SELECT dataset, stage, reason, count(DISTINCT coalesce(trajectory_id, task_id)) AS excluded
+FROM exclusions GROUP BY dataset, stage, reason ORDER BY dataset DESC, excluded DESC, stage, reason;

@@ -1,0 +1,170 @@
+"""Dagster wiring of the datasets stage.
+
+Each dataset is built as a staged candidate, checked by a *blocking* gate (pandera model + Great
+Expectations suite), and only then published as a new version by its own asset. A failed gate stops
+that dataset's publication (the previous version stays current) and says why in the UI.
+"""
+
+import dagster as dg
+import orjson
+import polars as pl
+
+from cowork_assets.datasets import publish as pub
+from cowork_assets.datasets.card import build_card, render_markdown, svg
+from cowork_assets.datasets.gates import run_gate
+from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks
+from cowork_assets.datasets.schemas import MODELS
+from cowork_assets.datasets.sft import build_sft
+from cowork_assets.datasets.stages import card_inputs
+from cowork_assets.ingest.schemas import arrow_schema
+from cowork_assets.markdown import table
+from cowork_assets.metadata import as_metadata, column_schema
+from cowork_assets.settings import CurateSettings
+from cowork_assets.storage import partition_file, table_glob
+
+SPLITS = ("train", "validation")
+
+
+def _scan(settings: CurateSettings, table_name: str) -> pl.LazyFrame:
+    return pl.scan_parquet(table_glob(settings.data_path, table_name))
+
+
+def _excluded(settings: CurateSettings, dataset: str) -> pl.DataFrame:
+    return pl.read_parquet(partition_file(settings.data_path, "exclusions")).filter(pl.col("dataset") == dataset)
+
+
+def _stage(settings: CurateSettings, name: str, files: dict[str, pl.DataFrame]) -> dg.MaterializeResult:
+    schema = arrow_schema(MODELS[name])
+    path = pub.stage(settings.data_path, name, files, {f: schema for f in files})
+    return dg.MaterializeResult(metadata={"staged": dg.MetadataValue.path(str(path)),
+                                          **{f"{f}_rows": frame.height for f, frame in files.items()}})
+
+
+@dg.asset(group_name="datasets", deps=["exclusions", "curated_messages", "sample_stats", "task_packages"],
+          kinds={"parquet", "polars"}, metadata={"dagster/column_schema": column_schema(MODELS["sft_dataset"])},
+          description="Candidate SFT dataset (staged, not yet published): selected runs as messages + tools with "
+          "metadata and lineage, split by task into train and validation.")
+def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    excluded = _excluded(settings, "sft").select("trajectory_id").unique()
+    selected = _scan(settings, "trajectories").filter(pl.col("teacher_role") == "teacher").collect().join(
+        excluded, on="trajectory_id", how="anti")
+    ids = selected["trajectory_id"].to_list()
+    curated = _scan(settings, "curated_messages").filter(pl.col("trajectory_id").is_in(ids)).collect()
+    stats = _scan(settings, "sample_stats").filter(pl.col("trajectory_id").is_in(ids)).collect()
+    packages = _scan(settings, "task_packages").select("task_hash", "tools").collect()
+    rows = build_sft(selected, curated, stats, packages, settings.validation_fraction,
+                     settings.truncation_strategy, settings.max_observation_chars)
+    context.log.info(f"SFT candidate: {rows.height} samples from {rows['task_id'].n_unique()} tasks")
+    return _stage(settings, "sft_dataset", {s: rows.filter(pl.col("split") == s) for s in SPLITS})
+
+
+@dg.asset(group_name="datasets", deps=["exclusions", "task_packages", "trajectories", "messages"],
+          kinds={"parquet", "polars"}, metadata={"dagster/column_schema": column_schema(MODELS["rl_tasks"])},
+          description="Candidate verl-style RL task rows (staged): one per validated, deduplicated task package; "
+          "tasks with consistency errors are left out and recorded in exclusions.")
+def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    excluded = _excluded(settings, "rl_tasks").select("task_id").unique()
+    packages = (_scan(settings, "task_packages").collect()
+                .sort(["task_id", "n_trajectories", "task_hash"], descending=[False, True, False])
+                .unique("task_id", keep="first", maintain_order=True).join(excluded, on="task_id", how="anti"))
+    firsts = _scan(settings, "trajectories").select("trajectory_id", "task_id").collect()
+    systems = (_scan(settings, "messages").filter(pl.col("message_index") == 0, pl.col("role") == "system")
+               .select("trajectory_id", system="content").collect().join(firsts, on="trajectory_id")
+               .sort("trajectory_id").unique("task_id", keep="first").select("task_id", "system"))
+    rates = _scan(settings, "trajectories").filter(pl.col("teacher_role") == "teacher").group_by("task_id").agg(
+        pass_rate=pl.col("grade_passed").cast(pl.Float64).mean()).collect()
+    rows = build_rl_tasks(packages, systems, rates, settings.validation_fraction)
+    split = rows["extra_info"].struct.field("split")
+    return _stage(settings, "rl_tasks", {s: rows.filter(split == s) for s in SPLITS})
+
+
+@dg.asset(group_name="datasets", deps=["trajectories", "messages", "task_packages"], kinds={"parquet", "polars"},
+          metadata={"dagster/column_schema": column_schema(MODELS["rl_rollouts"])},
+          description="Candidate processed rollout rewards (staged): per rollout the raw score, per-check rewards, "
+          "GRPO and GDPO group-normalised advantages, zero-variance groups, and the turn each check was met.")
+def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    runs = _scan(settings, "trajectories")
+    if settings.rl_rollout_role != "all":
+        runs = runs.filter(pl.col("teacher_role") == settings.rl_rollout_role)
+    runs = runs.collect()
+    messages = _scan(settings, "messages").filter(pl.col("trajectory_id").is_in(runs["trajectory_id"].to_list())).select(
+        "trajectory_id", "message_index", "role", "content", "tool_calls").collect()
+    packages = _scan(settings, "task_packages").select("task_hash", "checks").collect()
+    rows = build_rl_rollouts(runs, messages, packages, settings.rl_group_by, settings.rl_advantage_epsilon,
+                             settings.rl_std == "sample")
+    return _stage(settings, "rl_rollouts", {"rollouts": rows})
+
+
+def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
+    @dg.asset_check(asset=asset, name="quality_gate", blocking=True,
+                    description=f"Blocking: the {dataset} candidate must pass its pandera model and "
+                    f"expectations/{dataset}.json, or it is not published.")
+    def _check(context: dg.AssetCheckExecutionContext, settings: CurateSettings) -> dg.AssetCheckResult:
+        folder = pub.candidate(settings.data_path, dataset)
+        frame = pl.concat([pl.read_parquet(p) for p in sorted(folder.glob("*.parquet"))])
+        passed, failures = run_gate(dataset, frame, {"char_budget": settings.char_budget})
+        return dg.AssetCheckResult(passed=passed, metadata=as_metadata({
+            "candidate": str(folder), "rows": frame.height, "failed_expectations": len(failures),
+            "failures": table(["expectation", "column", "unexpected", "examples"],
+                              [tuple(f.values()) for f in failures]) if failures else "none"}))
+
+    return _check
+
+
+def _publish_asset(dataset: str, source: dg.AssetsDefinition, description: str) -> dg.AssetsDefinition:
+    @dg.asset(name=dataset, group_name="datasets", deps=[source], kinds={"parquet"},
+              metadata={"dagster/column_schema": column_schema(MODELS[dataset])}, description=description)
+    def _asset(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+        staged = pub.candidate(settings.data_path, dataset)
+        frames = {p.stem: pl.read_parquet(p) for p in sorted(staged.glob("*.parquet"))}
+        inputs = card_inputs(settings, dataset, frames)
+        cards = {}
+
+        def card_files(version: str, previous: str | None) -> dict[str, str]:
+            cards["card"] = build_card(dataset, version, previous, {k: v.height for k, v in frames.items()}, **inputs)
+            return {"card.json": orjson.dumps(cards["card"], option=orjson.OPT_INDENT_2).decode(),
+                    "card.md": render_markdown(cards["card"]),
+                    "lengths.svg": svg(cards["card"]["length_histogram"], f"{dataset}: characters per sample")}
+
+        publication = pub.publish(settings.data_path, dataset, card_files)
+        card = orjson.loads((publication.path / "card.json").read_bytes())
+        context.log.info(f"{dataset}: {'published' if publication.new else 'unchanged, still'} {publication.version}")
+        return dg.MaterializeResult(metadata={
+            "version": publication.version, "previous_version": publication.previous or "none",
+            "path": dg.MetadataValue.path(str(publication.path)),
+            "current": dg.MetadataValue.path(str(publication.path.parent / "current")),
+            "card": dg.MetadataValue.md(render_markdown(card)),
+            **{f"{k}_rows": v.height for k, v in frames.items()}})
+
+    return _asset
+
+
+sft_dataset = _publish_asset("sft_dataset", sft_candidate, "The published SFT dataset: the current version under "
+                             "<data_root>/published/sft_dataset/current/{train,validation}.parquet, with its card.")
+rl_tasks = _publish_asset("rl_tasks", rl_tasks_candidate, "The published verl-style RL task dataset: "
+                          "<data_root>/published/rl_tasks/current/{train,validation}.parquet, with its card.")
+rl_rollouts = _publish_asset("rl_rollouts", rl_rollouts_candidate, "The published rollout rewards: "
+                             "<data_root>/published/rl_rollouts/current/rollouts.parquet, with its card.")
+
+dataset_assets = [sft_candidate, rl_tasks_candidate, rl_rollouts_candidate, sft_dataset, rl_tasks, rl_rollouts]
+dataset_checks = [_gate("sft_dataset", sft_candidate), _gate("rl_tasks", rl_tasks_candidate),
+                  _gate("rl_rollouts", rl_rollouts_candidate)]
+
+
+@dg.asset(group_name="datasets", deps=[sft_dataset, rl_tasks, rl_rollouts], kinds={"json"},
+          description="The combined card of the current publications: <data_root>/published/CARD.md and CARD.json, "
+          "naming each dataset's current and previous version (each version folder also holds its own card).")
+def dataset_card(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    cards = {name: orjson.loads((pub.current_path(settings.data_path, name) / "card.json").read_bytes())
+             for name in MODELS}
+    root = settings.data_path / "published"
+    text = "\n\n".join(render_markdown(card).replace("](lengths.svg)", f"]({name}/current/lengths.svg)")
+                       for name, card in cards.items())
+    pub.write_text(root / "CARD.json", orjson.dumps(cards, option=orjson.OPT_INDENT_2).decode())
+    pub.write_text(root / "CARD.md", text)
+    return dg.MaterializeResult(metadata={
+        "card": dg.MetadataValue.md(text), "path": dg.MetadataValue.path(str(root / "CARD.md")),
+        **{f"{name}_version": card["version"] for name, card in cards.items()}})
+
+
+dataset_assets.append(dataset_card)

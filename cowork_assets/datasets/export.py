@@ -1,0 +1,81 @@
+"""Exports of the published SFT dataset to other trainers' formats.
+
+* OpenAI fine-tuning JSONL: one `{"messages": [...], "tools": [...]}` object per line.
+* LLaMA-Factory ShareGPT: a JSON list of `{"conversations", "system", "tools"}` plus the
+  `dataset_info.json` entry that registers it. Roles map to human / gpt / function_call /
+  observation; an assistant turn that calls tools becomes one function_call (its text is dropped, as
+  that format has no place for it), and consecutive tool results become one observation.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import polars as pl
+
+from cowork_assets.datasets.publish import current_path
+
+
+def _rows(data_root: Path, split: str | None) -> pl.DataFrame:
+    folder = current_path(data_root, "sft_dataset")
+    files = [folder / f"{s}.parquet" for s in ([split] if split else ["train", "validation"])]
+    return pl.concat([pl.read_parquet(f) for f in files if f.exists()])
+
+
+def _openai_message(m: dict) -> dict:
+    out = {"role": m["role"], "content": m["content"]}
+    if m["tool_calls"]:
+        out["tool_calls"] = m["tool_calls"]
+    if m["role"] == "tool":
+        out["tool_call_id"] = m["tool_call_id"]
+    return out
+
+
+def openai_jsonl(data_root: Path, out: Path, split: str | None = "train") -> int:
+    rows = _rows(data_root, split)
+    tmp = out.with_name(f".{out.name}.tmp")
+    with open(tmp, "wb") as fh:
+        for messages, tools in rows.select("messages", "tools").iter_rows():
+            fh.write(orjson.dumps({"messages": [_openai_message(m) for m in messages],
+                                   "tools": orjson.loads(tools)}) + b"\n")
+    os.replace(tmp, out)
+    return rows.height
+
+
+def sharegpt(messages: list[dict]) -> tuple[str, list[dict]]:
+    system, turns = "", []
+    for m in messages:
+        if m["role"] == "system":
+            system = m["content"] or ""
+        elif m["role"] == "user":
+            turns.append({"from": "human", "value": m["content"] or ""})
+        elif m["role"] == "assistant" and m["tool_calls"]:
+            calls = [{"name": c["function"]["name"], "arguments": orjson.loads(c["function"]["arguments"])}
+                     for c in m["tool_calls"]]
+            turns.append({"from": "function_call", "value": orjson.dumps(calls[0] if len(calls) == 1 else calls).decode()})
+        elif m["role"] == "assistant":
+            turns.append({"from": "gpt", "value": m["content"] or ""})
+        elif turns and turns[-1]["from"] == "observation":
+            turns[-1]["value"] += "\n" + (m["content"] or "")
+        else:
+            turns.append({"from": "observation", "value": m["content"] or ""})
+    return system, turns
+
+
+def llamafactory(data_root: Path, out_dir: Path, split: str | None = "train", name: str = "cowork_sft") -> int:
+    rows = _rows(data_root, split)
+    records = []
+    for messages, tools in rows.select("messages", "tools").iter_rows():
+        system, turns = sharegpt(messages)
+        records.append({"conversations": turns, "system": system,
+                        "tools": orjson.dumps([t["function"] for t in orjson.loads(tools)]).decode()})
+    out_dir.mkdir(parents=True, exist_ok=True)
+    info = {name: {"file_name": f"{name}.json", "formatting": "sharegpt",
+                   "columns": {"messages": "conversations", "system": "system", "tools": "tools"}}}
+    for file_name, payload in ((f"{name}.json", records), ("dataset_info.json", info)):
+        tmp = out_dir / f".{file_name}.tmp"
+        tmp.write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2))
+        os.replace(tmp, out_dir / file_name)
+    return rows.height

@@ -1,0 +1,161 @@
+"""RL data: verl-style task rows from validated task packages, and group-relative rollout rewards.
+
+Rollout rewards per group (group_id, or task): the raw score; per-check rewards; the GRPO advantage
+(r - mean) / (std + eps) of the scores; the GDPO advantage (each check normalised within the group,
+then summed with its weight); zero-variance groups marked as carrying no signal; and for each check
+the assistant turn at which the run first satisfied it (for turn-level credit). std is the sample
+standard deviation (n - 1), as in verl's GRPO; a group of one has std 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+import orjson
+import polars as pl
+
+from cowork_assets.datasets.split import split_expr
+from cowork_assets.evidence.values import normalise
+
+CHECK = pl.Struct({"check_id": pl.String, "type": pl.String, "weight": pl.Float64, "reward": pl.Float64,
+                   "normalized": pl.Float64, "first_turn": pl.Int32})
+
+
+def tools_kwargs(tools_json: str, state_json: str) -> str:
+    """Per tool, the slice of initial state it needs: the state entry named after the tool's service."""
+    state = orjson.loads(state_json) or {}
+    out = {}
+    for t in orjson.loads(tools_json):
+        if isinstance(t, dict) and isinstance(t.get("name"), str):
+            service = t["name"].split("_")[0]
+            out[t["name"]] = {"create_kwargs": {service: state[service]} if service in state else {}}
+    return orjson.dumps(out).decode()
+
+
+def build_rl_tasks(packages: pl.DataFrame, systems: pl.DataFrame, pass_rates: pl.DataFrame,
+                   validation_fraction: float, data_source: str = "cowork") -> pl.DataFrame:
+    """`packages`: the task packages to publish (one per task); `systems`: task_id -> system prompt."""
+    p = packages.join(systems, on="task_id", how="left").join(pass_rates, on="task_id", how="left")
+    kwargs = [tools_kwargs(t, s) for t, s in zip(p["tools"], p["initial_state"])]
+    p = p.with_columns(tools_kwargs=pl.Series(kwargs, dtype=pl.String)).sort("task_id").with_row_index("index")
+    return p.select(
+        data_source=pl.lit(data_source),
+        prompt=pl.concat_list(
+            pl.struct(role=pl.lit("system"), content=pl.col("system").fill_null("")),
+            pl.struct(role=pl.lit("user"), content=pl.col("request"))),
+        ability=pl.col("category"),
+        reward_model=pl.struct(style=pl.lit("rule"), ground_truth=pl.col("checks")),
+        extra_info=pl.struct(
+            split=split_expr(pl.col("task_id"), validation_fraction), index=pl.col("index").cast(pl.Int64),
+            task_id="task_id", need_tools_kwargs=pl.lit(True), tools_kwargs="tools_kwargs",
+            interaction_kwargs=pl.struct(name=pl.lit("cowork_checks"), task_id="task_id", query="request"),
+            teacher_pass_rate=pl.col("pass_rate"), difficulty=1 - pl.col("pass_rate"),
+        ),
+    )
+
+
+def first_turns(checks: list[dict], messages: list[dict]) -> dict[str, int | None]:
+    """The 1-based assistant turn at which each check is first satisfied (None: never, or not decidable)."""
+    out: dict[str, int | None] = {}
+    turn, created, calls_seen = 0, {}, {}
+    seen: dict[str, int | None] = {c["id"]: None for c in checks}
+    for m in messages:
+        if m["role"] != "assistant":
+            continue
+        turn += 1
+        text = normalise(m.get("content") or "")
+        for call in m.get("tool_calls") or []:
+            name = call["name"]
+            try:
+                args = orjson.loads(call["arguments"])
+            except orjson.JSONDecodeError:
+                args = {}
+            calls_seen[name] = calls_seen.get(name, 0) + 1
+            for c in checks:
+                if c.get("type") == "distinct_items" and c.get("tool") == name and isinstance(args, dict):
+                    created.setdefault(c["id"], set()).add(normalise(str(args.get(c.get("key"), ""))))
+                if (c.get("type") == "tool_called" and c.get("tool") == name and seen[c["id"]] is None
+                        and _args_match(c.get("args") or {}, args)
+                        and calls_seen[name] >= int(c.get("min_calls") or 1)):
+                    seen[c["id"]] = turn
+        for c in checks:
+            if seen[c["id"]] is not None:
+                continue
+            if c.get("type") == "keywords_present" and all(normalise(str(k)) in text for k in c.get("keywords") or []):
+                seen[c["id"]] = turn
+            if c.get("type") == "distinct_items" and len(created.get(c["id"], ())) >= int(c.get("expected") or 0):
+                seen[c["id"]] = turn
+    for c in checks:  # tool_not_called holds from the first turn unless the tool was called
+        if c.get("type") == "tool_not_called":
+            seen[c["id"]] = None if calls_seen.get(c.get("tool")) else (1 if turn else None)
+        out[c["id"]] = seen[c["id"]]
+    return out
+
+
+def _args_match(expected, actual) -> bool:
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(k in actual and _args_match(v, actual[k]) for k, v in expected.items())
+    if isinstance(expected, list):
+        return isinstance(actual, list) and len(expected) == len(actual) and all(map(_args_match, expected, actual))
+    return normalise(str(expected)) == normalise(str(actual))
+
+
+def _std(values: list[float], sample: bool) -> float:
+    n = len(values)
+    if n < 2:
+        return 0.0
+    mean = sum(values) / n
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1 if sample else n))
+
+
+def group_rewards(runs: list[dict], eps: float, sample_std: bool = True) -> list[dict]:
+    """Advantages for one group. Each run: {score, checks: [{check_id, type, weight, reward, first_turn}]}."""
+    scores = [r["score"] for r in runs]
+    mean, std = sum(scores) / len(scores), _std(scores, sample_std)
+    check_ids = [c["check_id"] for c in runs[0]["checks"]]
+    stats = {}
+    for cid in check_ids:
+        values = [next(c["reward"] for c in r["checks"] if c["check_id"] == cid) for r in runs]
+        stats[cid] = (sum(values) / len(values), _std(values, sample_std))
+    out = []
+    for r in runs:
+        checks = []
+        for c in r["checks"]:
+            m, s = stats[c["check_id"]]
+            checks.append({**c, "normalized": (c["reward"] - m) / (s + eps) if s > 0 else 0.0})
+        out.append({
+            **r, "checks": checks, "group_size": len(runs), "group_mean": mean, "group_std": std,
+            "zero_variance": std == 0.0,
+            "grpo_advantage": (r["score"] - mean) / (std + eps) if std > 0 else 0.0,
+            "gdpo_advantage": sum(c["weight"] * c["normalized"] for c in checks),
+        })
+    return out
+
+
+def build_rl_rollouts(runs: pl.DataFrame, messages: pl.DataFrame, packages: pl.DataFrame, group_by: str,
+                      eps: float, sample_std: bool) -> pl.DataFrame:
+    """`runs`: trajectories rows of the rollouts (grade_score, grade_checks, group_id, task_hash)."""
+    checks_of = {h: [c for c in orjson.loads(c_json) if isinstance(c, dict)]
+                 for h, c_json in packages.select("task_hash", "checks").unique("task_hash").iter_rows()}
+    convo = messages.sort("trajectory_id", "message_index").group_by("trajectory_id", maintain_order=True).agg(
+        messages=pl.struct("role", "content", "tool_calls"))
+    rows = runs.join(convo, on="trajectory_id", how="left", maintain_order="left").with_columns(
+        group=pl.col("group_id").fill_null(pl.col("task_id")) if group_by == "group_id" else pl.col("task_id"))
+    groups: dict[str, list[dict]] = {}
+    for r in rows.iter_rows(named=True):
+        checks = checks_of.get(r["task_hash"], [])
+        passed = orjson.loads(r["grade_checks"]) if r["grade_checks"] else {}
+        turns = first_turns(checks, r["messages"] or [])
+        groups.setdefault(r["group"], []).append({
+            "trajectory_id": r["trajectory_id"], "task_id": r["task_id"], "group": r["group"], "batch": r["batch"],
+            "score": float(r["grade_score"] or 0.0),
+            "checks": [{"check_id": str(c.get("id")), "type": str(c.get("type")), "weight": float(c.get("weight", 1.0)),
+                        "reward": 1.0 if passed.get(str(c.get("id"))) else 0.0, "first_turn": turns.get(c.get("id"))}
+                       for c in checks],
+        })
+    out = [row for key in sorted(groups) for row in group_rewards(groups[key], eps, sample_std)]
+    return pl.DataFrame(out, schema={
+        "trajectory_id": pl.String, "task_id": pl.String, "group": pl.String, "batch": pl.String, "score": pl.Float64,
+        "checks": pl.List(CHECK), "group_size": pl.Int64, "group_mean": pl.Float64, "group_std": pl.Float64,
+        "zero_variance": pl.Boolean, "grpo_advantage": pl.Float64, "gdpo_advantage": pl.Float64,
+    }).rename({"group": "group_id"}).sort("group_id", "trajectory_id")

@@ -1,0 +1,66 @@
+"""pandera models of the published datasets (the gates also run a Great Expectations suite each)."""
+
+import pandera.polars as pa
+import polars as pl
+
+from cowork_assets.datasets.rl import CHECK
+from cowork_assets.datasets.sft import MESSAGE
+
+SPLITS = ["train", "validation"]
+
+
+class SftDataset(pa.DataFrameModel):
+    """One row per SFT sample: `messages` + `tools`, metadata, and lineage to the raw line."""
+
+    sample_id: str = pa.Field(unique=True, description="stable id of the sample (its trajectory id)")
+    messages: pl.List(MESSAGE) = pa.Field(description="role, content, tool_calls (id, type, function{name, arguments}), tool_call_id, name")
+    tools: str = pa.Field(description="JSON list of OpenAI function schemas")
+    task_id: str = pa.Field(description="task (splits are by task)")
+    category: str = pa.Field(description="task category")
+    teacher: str = pa.Field(description="teacher model")
+    score: float = pa.Field(nullable=True, description="recorded grader score")
+    chars: pl.Int64 = pa.Field(ge=0, description="characters of the curated sample")
+    tokens: pl.Int64 = pa.Field(ge=0, description="tiktoken tokens of the curated sample")
+    curation: str = pa.Field(description="what truncation and trim did")
+    split: str = pa.Field(isin=SPLITS, description="train or validation")
+    batch: str = pa.Field(description="lineage: raw batch")
+    raw_file: str = pa.Field(description="lineage: raw file")
+    raw_record: pl.Int64 = pa.Field(ge=1, description="lineage: 1-based line (or list position)")
+    trajectory_id: str = pa.Field(description="lineage: trajectory id")
+
+
+class RlTasks(pa.DataFrameModel):
+    """verl-style RL rows: one per validated task package."""
+
+    data_source: str = pa.Field(description="dataset name for verl's reward routing")
+    prompt: pl.List(pl.Struct({"role": pl.String, "content": pl.String})) = pa.Field(description="system + user request")
+    ability: str = pa.Field(description="task category")
+    reward_model: pl.Struct({"style": pl.String, "ground_truth": pl.String}) = pa.Field(
+        description="style 'rule'; ground_truth: the checks as JSON")
+    extra_info: pl.Struct({
+        "split": pl.String, "index": pl.Int64, "task_id": pl.String, "need_tools_kwargs": pl.Boolean,
+        "tools_kwargs": pl.String,
+        "interaction_kwargs": pl.Struct({"name": pl.String, "task_id": pl.String, "query": pl.String}),
+        "teacher_pass_rate": pl.Float64, "difficulty": pl.Float64,
+    }) = pa.Field(description="split, index, task_id, tools_kwargs (JSON: per tool create_kwargs), interaction_kwargs, "
+                  "teacher pass rate and difficulty")
+
+
+class RlRollouts(pa.DataFrameModel):
+    """One row per rollout: raw score, per-check rewards, group-normalised advantages."""
+
+    trajectory_id: str = pa.Field(unique=True, description="the rollout")
+    task_id: str = pa.Field(description="its task")
+    group_id: str = pa.Field(description="group for group-relative normalisation")
+    batch: str = pa.Field(description="lineage: raw batch")
+    score: float = pa.Field(ge=0, le=1, description="recorded grader score")
+    checks: pl.List(CHECK) = pa.Field(description="per check: weight, reward, normalised reward, first turn satisfied")
+    group_size: pl.Int64 = pa.Field(ge=1, description="rollouts in the group")
+    group_mean: float = pa.Field(description="mean score of the group")
+    group_std: float = pa.Field(ge=0, description="sample std of the group's scores")
+    zero_variance: bool = pa.Field(description="all rollouts of the group scored the same: no learning signal")
+    grpo_advantage: float = pa.Field(description="(score - mean) / (std + eps); 0 for zero-variance groups")
+    gdpo_advantage: float = pa.Field(description="sum of weighted per-check group-normalised rewards")
+
+
+MODELS = {"sft_dataset": SftDataset, "rl_tasks": RlTasks, "rl_rollouts": RlRollouts}

@@ -1,0 +1,74 @@
+"""The SFT dataset: selected runs as `messages` + `tools`, the shape TRL's SFTTrainer and verl's
+multi-turn SFT dataset read, with metadata and lineage columns.
+
+`tools` is a JSON string (a list of OpenAI function schemas) and tool-call `arguments` are JSON strings:
+Arrow would otherwise unify the different parameter schemas of different tools into one sparse struct.
+"""
+
+from __future__ import annotations
+
+import orjson
+import polars as pl
+
+from cowork_assets.datasets.split import split_expr
+
+FUNCTION_CALL = pl.Struct({"id": pl.String, "type": pl.String,
+                           "function": pl.Struct({"name": pl.String, "arguments": pl.String})})
+MESSAGE = pl.Struct({"role": pl.String, "content": pl.String, "tool_calls": pl.List(FUNCTION_CALL),
+                     "tool_call_id": pl.String, "name": pl.String})
+
+
+def openai_tools(tools_json: str) -> str:
+    """A package's tool list as OpenAI function schemas (JSON string)."""
+    out = []
+    for t in orjson.loads(tools_json):
+        if isinstance(t, dict) and isinstance(t.get("name"), str):
+            out.append({"type": "function", "function": {
+                "name": t["name"], "description": t.get("description") or "",
+                "parameters": t.get("parameters") or {"type": "object", "properties": {}}}})
+    return orjson.dumps(out).decode()
+
+
+def chat_messages(curated: pl.DataFrame) -> pl.DataFrame:
+    """trajectory_id, messages (list of MESSAGE) from curated message rows, in conversation order.
+
+    The sample ends at the last assistant turn: a trailing user turn (a simulated user's "###STOP###")
+    teaches nothing and would end the sample on a turn the model does not produce.
+    """
+    e = pl.element()
+    last_answer = pl.col("message_index").filter(pl.col("role") == "assistant").max().over("trajectory_id")
+    return (
+        curated.filter(pl.col("message_index") <= last_answer)
+        .sort("trajectory_id", "message_index")
+        .with_columns(tool_calls=pl.col("tool_calls").list.eval(pl.struct(
+            id=e.struct.field("id"), type=e.struct.field("type"),
+            function=pl.struct(name=e.struct.field("name"), arguments=e.struct.field("arguments")))))
+        .group_by("trajectory_id", maintain_order=True)
+        .agg(messages=pl.struct("role", "content", "tool_calls", "tool_call_id", "name"))
+        .with_columns(pl.col("messages").cast(pl.List(MESSAGE)))
+    )
+
+
+def build_sft(selected: pl.DataFrame, curated: pl.DataFrame, stats: pl.DataFrame, packages: pl.DataFrame,
+              validation_fraction: float, strategy: str, allowance: int) -> pl.DataFrame:
+    """`selected`: the trajectories rows of the runs that passed selection."""
+    tools = pl.DataFrame({"task_hash": packages["task_hash"],
+                          "tools": [openai_tools(t) for t in packages["tools"]]}).unique("task_hash", keep="first")
+    return (
+        selected.join(chat_messages(curated), on="trajectory_id", maintain_order="left")
+        .join(tools, on="task_hash", how="left", maintain_order="left")
+        .join(stats.select("trajectory_id", "chars_after", "tokens_after", "truncated_messages", "trimmed_messages",
+                           "overflow_chars", "verdict"), on="trajectory_id", how="left", maintain_order="left")
+        .select(
+            pl.col("trajectory_id").alias("sample_id"),
+            "messages", "tools", "task_id", "category",
+            teacher="teacher_model", score="grade_score",
+            chars="chars_after", tokens="tokens_after",
+            curation=pl.format("truncation={}@{}; {} observation(s) truncated, {} trimmed, {} chars of evidence overflow",
+                               pl.lit(strategy), pl.lit(allowance), "truncated_messages", "trimmed_messages",
+                               "overflow_chars"),
+            split=split_expr(pl.col("task_id"), validation_fraction),
+            batch="batch", raw_file="raw_file", raw_record="raw_record", trajectory_id="trajectory_id",
+        )
+        .sort("split", "task_id", "sample_id")
+    )

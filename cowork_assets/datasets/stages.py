@@ -1,0 +1,78 @@
+"""What a dataset card reports about the pipeline: the funnel from raw records to published rows, the
+reasons for every removal, and how much at-risk evidence each truncation strategy kept."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from cowork_assets.selection.exclusions import STAGES
+from cowork_assets.settings import CurateSettings
+from cowork_assets.storage import partition_file, table_glob
+
+PATH_SETTINGS = ("raw_root", "data_root", "warehouse_file")
+
+
+def _scan(settings: CurateSettings, name: str) -> pl.LazyFrame:
+    return pl.scan_parquet(table_glob(settings.data_path, name))
+
+
+def _count(frame: pl.LazyFrame) -> int:
+    return frame.select(pl.len()).collect().item()
+
+
+EXCLUSION_SET = {"sft_dataset": "sft", "rl_tasks": "rl_tasks"}
+
+
+def funnel(settings: CurateSettings, dataset: str, published: int) -> list[tuple[str, int]]:
+    exclusions = pl.read_parquet(partition_file(settings.data_path, "exclusions")).filter(
+        pl.col("dataset") == EXCLUSION_SET.get(dataset, ""))
+    parsed = _count(_scan(settings, "trajectories"))
+    if dataset == "rl_tasks":
+        tasks = _scan(settings, "task_packages").select("task_id").unique().collect().height
+        bad = exclusions["task_id"].n_unique()
+        return [("task packages (distinct tasks)", tasks), ("consistent", tasks - bad), ("published", published)]
+    if dataset == "rl_rollouts":
+        return [("parsed trajectories", parsed), ("published rollouts", published)]
+    steps = [("raw records", parsed + _count(_scan(settings, "quarantine"))), ("parsed", parsed)]
+    gone: set[str] = set()
+    for stage in STAGES:
+        gone |= set(exclusions.filter(pl.col("stage") == stage)["trajectory_id"].to_list())
+        steps.append((f"after {stage}", parsed - len(gone)))
+    return steps + [("published", published)]
+
+
+def reasons(settings: CurateSettings, dataset: str) -> list[tuple]:
+    exclusions = pl.read_parquet(partition_file(settings.data_path, "exclusions")).filter(pl.col("dataset") == dataset)
+    return (exclusions.group_by("stage", "reason").agg(n=pl.coalesce("trajectory_id", "task_id").n_unique())
+            .sort("n", "stage", "reason", descending=[True, False, False]).rows())
+
+
+def retention(settings: CurateSettings) -> dict:
+    passing = _scan(settings, "evidence_rollup").filter(pl.col("passing_teacher")).select("trajectory_id")
+    audit = _scan(settings, "evidence_audit").filter(pl.col("status") == "at_risk").join(passing, on="trajectory_id")
+    counts = audit.select(pl.len().alias("n"), *[(~pl.col(c)).sum().alias(c) for c in
+                                                 ("lost_to_truncation", "lost_under_head", "lost_under_evidence_aware")]).collect()
+    n = counts["n"][0]
+    out = {}
+    for label, column in ((f"configured ({settings.truncation_strategy})", "lost_to_truncation"),
+                          ("head", "lost_under_head"), ("evidence_aware", "lost_under_evidence_aware")):
+        kept = int(counts[column][0])
+        out[label] = {"retained": kept, "at_risk": n, "share": kept / n if n else 1.0}
+    return out
+
+
+def card_inputs(settings: CurateSettings, dataset: str, frames: dict[str, pl.DataFrame]) -> dict:
+    rows = sum(f.height for f in frames.values())
+    if dataset == "sft_dataset":
+        lengths = [int(v) for f in frames.values() for v in f["chars"].to_list()]
+    elif dataset == "rl_tasks":
+        lengths = [len(p[-1]["content"]) for f in frames.values() for p in f["prompt"].to_list()]
+    else:
+        lengths = []
+    return {
+        "funnel": funnel(settings, dataset, rows),
+        "reasons": reasons(settings, EXCLUSION_SET[dataset]) if dataset in EXCLUSION_SET else [],
+        "retention": retention(settings) if dataset == "sft_dataset" else {},
+        "lengths": lengths,
+        "settings": {k: v for k, v in settings.model_dump().items() if k not in PATH_SETTINGS},
+    }

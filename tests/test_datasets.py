@@ -1,0 +1,216 @@
+"""Published datasets: trainer shape, exact round trips, RL rewards, blocking gates, versions, exports."""
+
+import json
+import math
+
+import orjson
+import polars as pl
+import pytest
+
+from cowork_assets.datasets import publish as pub
+from cowork_assets.datasets.rl import first_turns, group_rewards
+from cowork_assets.storage import partition_file, table_glob
+
+
+def _published(settings, dataset):
+    folder = settings.data_path / "published" / dataset / "current"
+    return pl.concat([pl.read_parquet(p) for p in sorted(folder.glob("*.parquet"))])
+
+
+def test_sft_rows_round_trip_to_the_curated_messages_of_their_source(pipeline):
+    settings, _, _ = pipeline
+    sft = _published(settings, "sft_dataset")
+    curated = pl.read_parquet(table_glob(settings.data_path, "curated_messages"))
+    assert sft.height > 100
+    for row in sft.iter_rows(named=True):
+        source = curated.filter(pl.col("trajectory_id") == row["trajectory_id"]).sort("message_index")
+        expected = [{"role": m["role"], "content": m["content"], "tool_call_id": m["tool_call_id"], "name": m["name"],
+                     "tool_calls": [{"id": c["id"], "type": c["type"],
+                                     "function": {"name": c["name"], "arguments": c["arguments"]}}
+                                    for c in m["tool_calls"]]} for m in source.iter_rows(named=True)]
+        assert row["messages"] == expected  # every message, tool-call arguments included
+        assert row["raw_file"] and row["raw_record"] >= 1 and row["sample_id"] == row["trajectory_id"]
+
+
+def test_sft_selection_is_exactly_the_unexcluded_teacher_runs(pipeline):
+    settings, _, _ = pipeline
+    sft = _published(settings, "sft_dataset")
+    excluded = pl.read_parquet(partition_file(settings.data_path, "exclusions")).filter(pl.col("dataset") == "sft")
+    teachers = pl.read_parquet(table_glob(settings.data_path, "trajectories")).filter(pl.col("teacher_role") == "teacher")
+    assert set(sft["sample_id"]) == set(teachers["trajectory_id"]) - set(excluded["trajectory_id"])
+
+
+def test_splits_are_disjoint_by_task_and_agree_across_datasets(pipeline):
+    settings, _, _ = pipeline
+    sft = _published(settings, "sft_dataset")
+    rl = _published(settings, "rl_tasks")
+    assert set(sft["split"]) == {"train", "validation"}
+    assert sft.group_by("task_id").agg(pl.col("split").n_unique())["split"].max() == 1
+    rl_split = dict(zip(rl["extra_info"].struct.field("task_id"), rl["extra_info"].struct.field("split")))
+    both = [(t, s) for t, s in sft.select("task_id", "split").unique().iter_rows() if t in rl_split]
+    assert both and all(rl_split[t] == s for t, s in both)
+
+
+def test_rl_tasks_have_exactly_the_documented_keys_and_types(pipeline, labels):
+    settings, _, _ = pipeline
+    rl = _published(settings, "rl_tasks")
+    assert dict(rl.schema) == {
+        "data_source": pl.String,
+        "prompt": pl.List(pl.Struct({"role": pl.String, "content": pl.String})),
+        "ability": pl.String,
+        "reward_model": pl.Struct({"style": pl.String, "ground_truth": pl.String}),
+        "extra_info": pl.Struct({"split": pl.String, "index": pl.Int64, "task_id": pl.String,
+                                 "need_tools_kwargs": pl.Boolean, "tools_kwargs": pl.String,
+                                 "interaction_kwargs": pl.Struct({"name": pl.String, "task_id": pl.String,
+                                                                  "query": pl.String}),
+                                 "teacher_pass_rate": pl.Float64, "difficulty": pl.Float64}),
+    }
+    row = rl.row(0, named=True)
+    assert [m["role"] for m in row["prompt"]] == ["system", "user"] and row["reward_model"]["style"] == "rule"
+    assert isinstance(json.loads(row["reward_model"]["ground_truth"]), list)
+    for name, spec in json.loads(row["extra_info"]["tools_kwargs"]).items():
+        assert set(spec) == {"create_kwargs"}
+    inconsistent = {l["task_id"] for l in labels if l["kind"] in ("unexposed_endpoint", "count_mismatch",
+                                                                   "duplicate_creations")}
+    assert not inconsistent & set(rl["extra_info"].struct.field("task_id"))  # left out, and recorded:
+    excluded = pl.read_parquet(partition_file(settings.data_path, "exclusions")).filter(pl.col("dataset") == "rl_tasks")
+    assert set(excluded["task_id"]) == inconsistent
+
+
+def test_grpo_and_gdpo_equal_hand_computed_values():
+    runs = [{"score": s, "checks": [{"check_id": "a", "type": "t", "weight": 1.0, "reward": a, "first_turn": None},
+                                    {"check_id": "b", "type": "t", "weight": 2.0, "reward": b, "first_turn": None}]}
+            for s, a, b in [(1.0, 1.0, 1.0), (0.5, 1.0, 0.0), (0.0, 0.0, 0.0)]]
+    out = group_rewards(runs, eps=1e-6)
+    # scores 1, .5, 0: mean .5, sample std .5 -> (1 - .5)/(.5 + 1e-6) etc.
+    assert [r["grpo_advantage"] for r in out] == pytest.approx([0.5 / 0.500001, 0.0, -0.5 / 0.500001])
+    # check a: 1, 1, 0 -> mean 2/3, std sqrt(1/3); check b: 1, 0, 0 -> mean 1/3, std sqrt(1/3)
+    sa = sb = math.sqrt(1 / 3)
+    expected = [1 * (1 - 2 / 3) / (sa + 1e-6) + 2 * (1 - 1 / 3) / (sb + 1e-6),
+                1 * (1 - 2 / 3) / (sa + 1e-6) + 2 * (0 - 1 / 3) / (sb + 1e-6),
+                1 * (0 - 2 / 3) / (sa + 1e-6) + 2 * (0 - 1 / 3) / (sb + 1e-6)]
+    assert [r["gdpo_advantage"] for r in out] == pytest.approx(expected)
+    assert not out[0]["zero_variance"] and out[0]["group_std"] == pytest.approx(0.5)
+    flat = group_rewards([{**runs[0]}, {**runs[0]}], eps=1e-6)
+    assert [(r["zero_variance"], r["grpo_advantage"], r["gdpo_advantage"]) for r in flat] == [(True, 0.0, 0.0)] * 2
+    population = group_rewards(runs, eps=1e-6, sample_std=False)
+    assert population[0]["group_std"] == pytest.approx(math.sqrt(1 / 6))
+
+
+def test_turn_at_which_each_check_is_first_satisfied():
+    def call(name, args):
+        return {"name": name, "arguments": json.dumps(args)}
+
+    messages = [
+        {"role": "user", "content": "go", "tool_calls": []},
+        {"role": "assistant", "content": "looking", "tool_calls": [call("search", {"q": "x"})]},
+        {"role": "tool", "content": "r", "tool_calls": []},
+        {"role": "assistant", "content": None, "tool_calls": [call("create", {"title": "A"}), call("create", {"title": "A"})]},
+        {"role": "assistant", "content": None, "tool_calls": [call("send", {"to": "c_1", "n": 2}), call("create", {"title": "B"})]},
+        {"role": "assistant", "content": "Sent the Q3-REPORT link.", "tool_calls": []},
+    ]
+    checks = [{"id": "sent", "type": "tool_called", "tool": "send", "args": {"to": "c_1"}},
+              {"id": "wrong", "type": "tool_called", "tool": "send", "args": {"to": "c_2"}},
+              {"id": "items", "type": "distinct_items", "tool": "create", "key": "title", "expected": 2},
+              {"id": "kw", "type": "keywords_present", "keywords": ["q3-report"]},
+              {"id": "never_delete", "type": "tool_not_called", "tool": "delete"},
+              {"id": "no_search", "type": "tool_not_called", "tool": "search"},
+              {"id": "twice", "type": "tool_called", "tool": "create", "min_calls": 3},
+              {"id": "state", "type": "state_equals", "path": "x", "value": 1}]
+    assert first_turns(checks, messages) == {"sent": 3, "wrong": None, "items": 3, "kw": 4, "never_delete": 1,
+                                             "no_search": None, "twice": 3, "state": None}
+
+
+def test_rollouts_cover_the_student_groups(pipeline):
+    settings, _, _ = pipeline
+    rollouts = _published(settings, "rl_rollouts")
+    students = pl.read_parquet(table_glob(settings.data_path, "trajectories")).filter(pl.col("teacher_role") == "student")
+    assert set(rollouts["trajectory_id"]) == set(students["trajectory_id"])
+    sizes = rollouts.group_by("group_id").agg(pl.len(), pl.col("group_size").first())
+    assert (sizes["len"] == sizes["group_size"]).all()
+    assert rollouts.group_by("group_id").agg(pl.col("grpo_advantage").sum())["grpo_advantage"].abs().max() < 1e-9
+
+
+def test_the_card_reports_stages_reasons_retention_and_settings(pipeline):
+    settings, _, _ = pipeline
+    card = json.loads((settings.data_path / "published" / "sft_dataset" / "current" / "card.json").read_text())
+    sft = _published(settings, "sft_dataset")
+    funnel = {f["stage"]: f["remaining"] for f in card["funnel"]}
+    assert funnel["parsed"] == 300 and funnel["published"] == sft.height == funnel["after cap"]
+    assert {r["stage"] for r in card["drop_reasons"]} >= {"role", "grade", "task_consistency", "dedup"}
+    assert card["evidence_retention"]["head"]["share"] < card["evidence_retention"]["evidence_aware"]["share"] == 1.0
+    assert sum(b["count"] for b in card["length_histogram"]) == sft.height
+    assert card["settings"]["truncation_strategy"] == "evidence_aware" and len(card["settings_hash"]) == 16
+    assert card["code_version"].startswith("0.1.0") and card["previous_version"] is None
+    folder = settings.data_path / "published" / "sft_dataset" / "current"
+    assert "lengths.svg" in (folder / "card.md").read_text() and (folder / "lengths.svg").read_text().startswith("<svg")
+    assert (settings.data_path / "published" / "CARD.md").exists()
+
+
+def test_published_parquet_loads_with_hugging_face_datasets(pipeline):
+    import datasets
+
+    settings, _, _ = pipeline
+    folder = settings.data_path / "published" / "sft_dataset" / "current"
+    ds = datasets.load_dataset("parquet", data_files={"train": str(folder / "train.parquet")}, split="train")
+    message = ds.features["messages"].feature
+    assert message["role"] == datasets.Value("string") and message["content"] == datasets.Value("string")
+    assert message["tool_calls"].feature["function"]["arguments"] == datasets.Value("string")
+    assert ds.features["tools"] == datasets.Value("string") and ds.features["raw_record"] == datasets.Value("int64")
+    assert ds.num_rows == pl.read_parquet(folder / "train.parquet").height
+    rl = datasets.load_dataset("parquet", data_files=str(settings.data_path / "published" / "rl_tasks" / "current" /
+                                                         "train.parquet"), split="train")
+    assert set(rl.features) == {"data_source", "prompt", "ability", "reward_model", "extra_info"}
+
+
+def test_exports(pipeline, tmp_path):
+    from cowork_assets.cli import main
+
+    settings, _, _ = pipeline
+    root = str(settings.data_path)
+    assert main(["export", "--format", "openai", "--out", str(tmp_path / "sft.jsonl"), "--data-root", root]) == 0
+    lines = [json.loads(l) for l in (tmp_path / "sft.jsonl").read_text().splitlines()]
+    train = pl.read_parquet(settings.data_path / "published" / "sft_dataset" / "current" / "train.parquet")
+    assert len(lines) == train.height and {"messages", "tools"} == set(lines[0])
+    assert lines[0]["tools"][0]["type"] == "function" and lines[0]["messages"][-1]["role"] == "assistant"
+    assert main(["export", "--format", "llamafactory", "--out", str(tmp_path / "lf"), "--data-root", root,
+                 "--split", "all"]) == 0
+    info = json.loads((tmp_path / "lf" / "dataset_info.json").read_text())
+    assert info["cowork_sft"]["formatting"] == "sharegpt"
+    records = json.loads((tmp_path / "lf" / "cowork_sft.json").read_text())
+    for r in records:
+        roles = [t["from"] for t in r["conversations"]]
+        assert all(a in ("human", "observation") for a in roles[0::2]) and all(
+            b in ("gpt", "function_call") for b in roles[1::2]), roles
+
+
+def test_a_broken_dataset_fails_its_gate_and_is_not_published(default_raw, tmp_path, monkeypatch):
+    from cowork_assets.datasets import assets as dataset_assets
+    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_assets.settings import CurateSettings
+
+    settings = CurateSettings(raw_root=str(default_raw), data_root=str(tmp_path / "d"))
+    instance = ensure_instance(tmp_path / "home")
+    first = materialize_all(settings, instance, echo=lambda _: None)
+    assert first.failed == {}
+    good = pub.current(settings.data_path, "sft_dataset")
+    real = dataset_assets.build_sft
+    monkeypatch.setattr(dataset_assets, "build_sft", lambda *a, **k: (lambda rows: pl.concat([rows, rows.head(1)]))(
+        real(*a, **k)))  # a duplicated sample id
+    second = materialize_all(settings, instance, echo=lambda _: None)
+    assert "sft_candidate:quality_gate (ERROR)" in second.failed_checks
+    assert "sample_id" in second.check_details["sft_candidate:quality_gate (ERROR)"]
+    assert pub.current(settings.data_path, "sft_dataset") == good  # still the previous, good version
+    assert pub.current(settings.data_path, "rl_tasks") is not None  # other datasets are unaffected
+    monkeypatch.setattr(dataset_assets, "build_sft", real)
+    # a settings change publishes a new version; the previous stays readable and is named in the card
+    changed = settings.model_copy(update={"validation_fraction": 0.3})
+    assert materialize_all(changed, instance, echo=lambda _: None).failed == {}
+    new = pub.current(settings.data_path, "sft_dataset")
+    assert new != good and new.startswith("v0002-")
+    card = json.loads((settings.data_path / "published" / "sft_dataset" / new / "card.json").read_text())
+    assert card["previous_version"] == good
+    assert (settings.data_path / "published" / "sft_dataset" / good / "train.parquet").exists()
+    # the same content again re-points to the existing version instead of copying it
+    assert materialize_all(changed, instance, echo=lambda _: None).failed == {}
+    assert pub.current(settings.data_path, "sft_dataset") == new
