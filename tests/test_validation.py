@@ -75,7 +75,9 @@ def _package(checks, tools=TOOL, request="r", state="{}"):
 
 def test_package_level_findings():
     bad_schema = [{"name": "lookup", "parameters": {"type": "objekt"}}]
-    assert [f["kind"] for f in _package([], tools=bad_schema)] == ["invalid_tool_schema"]
+    keyword = [{"id": "k", "type": "keywords_present", "keywords": ["done"]}]
+    assert [f["kind"] for f in _package(keyword, tools=bad_schema)] == ["invalid_tool_schema"]
+    assert [(f["kind"], f["severity"]) for f in _package([])] == [("no_checks", "warning")]
     unknown = _package([{"id": "v", "type": "vibes_match"}])
     assert [(f["kind"], f["severity"]) for f in unknown] == [("unknown_check_type", "warning")]
     assert _package([{"id": "c", "type": "tool_called", "tool": "lookup", "min_calls": 3}],
