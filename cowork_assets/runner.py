@@ -59,7 +59,7 @@ def materialize_all(
     echo: Callable[[str], None] = print,
 ) -> RunOutcome:
     """Register batches and materialize every asset for them. Failures are reported, not raised."""
-    from dagster_project.definitions import BATCH_JOB, CORPUS_JOB, defs
+    from dagster_project.definitions import BATCH_JOB, CORPUS_JOBS, defs
 
     found = discover_batches(settings.raw_path)
     if only:
@@ -86,13 +86,12 @@ def materialize_all(
         if not result.success:
             outcome.failed[batch] = _first_error(result)
         _collect_failed_checks(outcome, result, batch)
-    result = defs.resolve_job_def(CORPUS_JOB).execute_in_process(
-        run_config=config, instance=instance, raise_on_error=False
-    )
-    echo(f"cross-batch assets: {'ok' if result.success else 'FAILED'}")
-    if not result.success:
-        outcome.failed[CORPUS_JOB] = _first_error(result)
-    _collect_failed_checks(outcome, result, None)
+    for job in CORPUS_JOBS:
+        result = defs.resolve_job_def(job).execute_in_process(run_config=config, instance=instance, raise_on_error=False)
+        echo(f"{job}: {'ok' if result.success else 'FAILED'}")
+        if not result.success:
+            outcome.failed[job] = _first_error(result)
+        _collect_failed_checks(outcome, result, None)
     outcome.seconds = time.monotonic() - started
     return outcome
 

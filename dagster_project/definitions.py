@@ -8,18 +8,19 @@ from cowork_assets.ingest.assets import raw_batches, records_accounted_for, sche
 from cowork_assets.selection.assets import selection_checks
 from cowork_assets.settings import settings_from_env
 from cowork_assets.validation.assets import validation_checks
-from dagster_project.jobs import CROSS_BATCH, PER_BATCH, process_batch, refresh_corpus
+from dagster_project.jobs import CROSS_BATCH, PER_BATCH, WAREHOUSE, process_batch, refresh_corpus, refresh_warehouse
 from dagster_project.sensors import new_batch_sensor
 
-# Jobs the CLI runs in order: every per-batch asset for each batch, then the cross-batch ones.
+# Jobs the CLI runs in order: every per-batch asset for each batch, then the cross-batch ones, then the
+# warehouse (even when a cross-batch step failed).
 BATCH_JOB = process_batch.name
-CORPUS_JOB = refresh_corpus.name
+CORPUS_JOBS = (refresh_corpus.name, refresh_warehouse.name)
 
 defs = dg.Definitions(
-    assets=[raw_batches, *PER_BATCH, *CROSS_BATCH],
+    assets=[raw_batches, *PER_BATCH, *CROSS_BATCH, *WAREHOUSE],
     asset_checks=[records_accounted_for, *schema_checks, *curation_checks, *validation_checks, *selection_checks,
                   *dataset_checks],
-    jobs=[process_batch, refresh_corpus],
+    jobs=[process_batch, refresh_corpus, refresh_warehouse],
     sensors=[new_batch_sensor],
     resources={"settings": settings_from_env()},
 )

@@ -11,7 +11,8 @@ from cowork_assets.validation.assets import structure_findings, task_findings
 from cowork_assets.warehouse.assets import warehouse
 
 PER_BATCH = [staging_tables, evidence, curation, structure_findings, dedup_signatures]
-CROSS_BATCH = [task_findings, dedup_clusters, exclusions, *dataset_assets, warehouse]
+CROSS_BATCH = [task_findings, dedup_clusters, exclusions, *dataset_assets]
+WAREHOUSE = [warehouse]
 
 process_batch = dg.define_asset_job(
     "process_batch",
@@ -24,5 +25,11 @@ refresh_corpus = dg.define_asset_job(
     "refresh_corpus",
     selection=dg.AssetSelection.assets(*CROSS_BATCH),
     description="Everything across batches: task findings, dedup clusters, exclusions, the gated datasets and "
-    "their publication, and the DuckDB warehouse.",
+    "their publication.",
+)
+
+refresh_warehouse = dg.define_asset_job(
+    "refresh_warehouse",
+    selection=dg.AssetSelection.assets(*WAREHOUSE),
+    description="Rebuild the DuckDB file; a run of its own, so a failed gate upstream never leaves stale views.",
 )

@@ -43,3 +43,10 @@ CREATE OR REPLACE VIEW task_findings AS SELECT * FROM read_parquet('{tables}/tas
 CREATE OR REPLACE VIEW dedup_clusters AS SELECT * FROM read_parquet('{tables}/dedup_clusters/data.parquet');
 
 CREATE OR REPLACE VIEW exclusions AS SELECT * FROM read_parquet('{tables}/exclusions/data.parquet');
+
+-- The current published datasets (through each dataset's `current` symlink).
+CREATE OR REPLACE VIEW sft_dataset AS SELECT * FROM read_parquet('{published}/sft_dataset/current/*.parquet');
+
+CREATE OR REPLACE VIEW rl_tasks AS SELECT * FROM read_parquet('{published}/rl_tasks/current/*.parquet');
+
+CREATE OR REPLACE VIEW rl_rollouts AS SELECT * FROM read_parquet('{published}/rl_rollouts/current/*.parquet');

@@ -31,7 +31,7 @@ def test_definitions_load_with_groups_checks_and_jobs():
     assert all(graph.get_check_spec(k).blocking for k in graph.asset_check_keys if k.name == "quality_gate")
     assert {a for a, n in checks if n == "matches_schema"} == {"trajectories", "messages", "tool_calls",
                                                               "task_packages", "quarantine"}
-    assert {"process_batch", "refresh_corpus"} <= set(repo.job_names)
+    assert {"process_batch", "refresh_corpus", "refresh_warehouse"} <= set(repo.job_names)
     assert {s.name for s in repo.sensor_defs} == {"new_batch_sensor", "default_automation_condition_sensor"}
     assert graph.get(dg.AssetKey("trajectories")).partitions_def.name == "batches"
 

@@ -40,7 +40,7 @@ def test_views_return_the_parquet_row_counts(pipeline):
 def test_named_queries_run(pipeline, manifest):
     settings, _, _ = pipeline
     assert {"rows_per_table", "quarantine_reasons", "longest_observations", "lost_evidence",
-            "strategy_cost"} <= set(query_names())
+            "strategy_cost", "why_excluded", "exclusions_by_stage", "samples_per_split"} <= set(query_names())
     for name in query_names():
         sql = named_query(name)
         columns, rows = run_query(settings.warehouse_path, sql, query_params(sql))
@@ -48,6 +48,14 @@ def test_named_queries_run(pipeline, manifest):
     _, rows = run_query(settings.warehouse_path, named_query("quarantine_reasons"))
     expected = {(b, r): n for b, v in manifest["batches"].items() for r, n in v["quarantined"].items()}
     assert {(b, r): n for b, r, n, _ in rows} == expected
+
+
+def test_published_datasets_are_queryable_per_split_and_category(pipeline):
+    settings, _, _ = pipeline
+    _, rows = run_query(settings.warehouse_path, named_query("samples_per_split"))
+    sft = pl.read_parquet(settings.data_path / "published" / "sft_dataset" / "current" / "*.parquet")
+    assert sum(n for d, _, _, n in rows if d == "sft_dataset") == sft.height
+    assert {(d, s) for d, s, _, _ in rows} == {(d, s) for d in ("sft_dataset", "rl_tasks") for s in ("train", "validation")}
 
 
 def test_rerun_is_idempotent(pipeline):

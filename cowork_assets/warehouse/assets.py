@@ -13,7 +13,7 @@ from cowork_assets.warehouse.duckdb_file import build_warehouse
 @dg.asset(
     group_name="warehouse",
     deps=[*BATCH_TABLES, "evidence", *CURATION_TABLES, "structure_findings", "dedup_signatures", "task_findings",
-          "dedup_clusters", "exclusions"],
+          "dedup_clusters", "exclusions", "dataset_card"],
     kinds={"duckdb"},
     automation_condition=dg.AutomationCondition.eager(),
     description="DuckDB database file with one view per Parquet table (sql/views.sql), rebuilt after each run. "

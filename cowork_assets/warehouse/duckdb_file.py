@@ -22,12 +22,13 @@ def view_statements(data_root: Path) -> list[tuple[str, str]]:
     """(view name, SQL) for each statement of sql/views.sql, with the tables folder filled in."""
     text = (project_dir("sql") / "views.sql").read_text()
     tables = str((data_root / "tables").resolve()).replace("'", "''")
+    published = str((data_root / "published").resolve()).replace("'", "''")
     out = []
     for statement in text.split(";"):
         body = "\n".join(line for line in statement.splitlines() if not line.strip().startswith("--")).strip()
         if body:
             name = _VIEW.search(body)
-            out.append((name.group(1) if name else "?", body.replace("{tables}", tables)))
+            out.append((name.group(1) if name else "?", body.replace("{tables}", tables).replace("{published}", published)))
     return out
 
 
