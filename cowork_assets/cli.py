@@ -68,7 +68,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     instance = ensure_instance(home)
     print(f"materializing {raw} -> {settings.data_path} (Dagster instance: {home})")
     try:
-        outcome = materialize_all(settings, instance, only=args.batch)
+        outcome = materialize_all(settings, instance, only=args.batch, force=args.force)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     print_summary(settings, outcome)
@@ -142,6 +142,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"output folder [{DEFAULT_DATA_ROOT}]")
     r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a setting")
     r.add_argument("--batch", action="append", default=[], help="only this batch (repeatable)")
+    r.add_argument("--force", action="store_true",
+                   help="reprocess batches even if already done with the same files, settings and code")
     r.add_argument("--dagster-home", help="Dagster instance folder [$DAGSTER_HOME or ./.dagster_home]")
     r.set_defaults(func=_cmd_run)
 

@@ -15,6 +15,7 @@ import dagster as dg
 
 from cowork_assets.ingest.raw_files import discover_batches
 from cowork_assets.partitions import batches as batches_partitions
+from cowork_assets.resume import is_done, mark_done, sweep_stale_temporaries
 from cowork_assets.settings import CurateSettings
 
 INSTANCE_YAML = """\
@@ -39,6 +40,7 @@ def ensure_instance(home: Path) -> dg.DagsterInstance:
 @dataclass
 class RunOutcome:
     batches: list[str]
+    skipped: list[str] = field(default_factory=list)  # batches already up to date
     failed: dict[str, str] = field(default_factory=dict)  # job/batch -> error
     failed_checks: list[str] = field(default_factory=list)  # "asset:check [batch] (severity)"
     check_details: dict[str, str] = field(default_factory=dict)  # failed check -> its counts and examples
@@ -57,8 +59,11 @@ def materialize_all(
     instance: dg.DagsterInstance,
     only: Sequence[str] = (),
     echo: Callable[[str], None] = print,
+    force: bool = False,
 ) -> RunOutcome:
-    """Register batches and materialize every asset for them. Failures are reported, not raised."""
+    """Register batches and materialize every asset for them. Failures are reported, not raised.
+
+    Batches already processed with the same raw files, settings and code are skipped unless `force`."""
     from dagster_project.definitions import BATCH_JOB, CORPUS_JOBS, defs
 
     found = discover_batches(settings.raw_path)
@@ -74,17 +79,25 @@ def materialize_all(
 
     outcome = RunOutcome(found)
     started = time.monotonic()
+    if swept := sweep_stale_temporaries(settings.data_path):
+        echo(f"removed {swept} temporary file(s) left by an interrupted run")
     config = _run_config(settings)
     batch_job = defs.resolve_job_def(BATCH_JOB)
     for i, batch in enumerate(found, 1):
+        if not force and is_done(settings, batch):
+            echo(f"[{i}/{len(found)}] batch {batch}: up to date (use --force to redo)")
+            outcome.skipped.append(batch)
+            continue
         t0 = time.monotonic()
         result = batch_job.execute_in_process(
             run_config=config, instance=instance, partition_key=batch, raise_on_error=False
         )
+        if result.success:
+            mark_done(settings, batch)  # durable before it is reported
+        else:
+            outcome.failed[batch] = _first_error(result)
         status = "ok" if result.success else "FAILED"
         echo(f"[{i}/{len(found)}] batch {batch}: {status} ({time.monotonic() - t0:.1f}s)")
-        if not result.success:
-            outcome.failed[batch] = _first_error(result)
         _collect_failed_checks(outcome, result, batch)
     for job in CORPUS_JOBS:
         result = defs.resolve_job_def(job).execute_in_process(run_config=config, instance=instance, raise_on_error=False)

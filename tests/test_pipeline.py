@@ -63,9 +63,11 @@ def test_rerun_is_idempotent(pipeline):
 
     settings, instance, _ = pipeline
     before = {t: pl.read_parquet(table_glob(settings.data_path, t)) for t in BATCH_TABLES}
-    outcome = materialize_all(settings, instance, only=[sorted(before["trajectories"]["batch"].unique())[0]],
-                              echo=lambda _: None)
-    assert outcome.failed == {}
+    first = sorted(before["trajectories"]["batch"].unique())[0]
+    skipped = materialize_all(settings, instance, only=[first], echo=lambda _: None)
+    assert skipped.skipped == [first] and skipped.failed == {}  # already done: not redone
+    outcome = materialize_all(settings, instance, only=[first], echo=lambda _: None, force=True)
+    assert outcome.failed == {} and outcome.skipped == []
     for table, frame in before.items():
         assert pl.read_parquet(table_glob(settings.data_path, table)).equals(frame), table
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from cowork_assets.curation.spans import MARKER, evidence_spans, render
+from cowork_assets.curation.spans import MARKER, MARKER_RE, evidence_spans, render
 
 SPAN = pl.Struct({"start": pl.Int64, "end": pl.Int64})
 CUT_SCHEMA = {
@@ -28,7 +28,9 @@ def cut(messages: pl.DataFrame, at_risk: pl.DataFrame, strategy: str, allowance:
     """One row per truncated observation: kept spans, overflow beyond the allowance, and new text."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown truncation strategy {strategy!r}; use one of {STRATEGIES}")
-    long = messages.filter(pl.col("role") == "tool", pl.col("content").str.len_chars() > allowance).select(
+    # Markers do not count against the allowance, so curating curated text changes nothing.
+    shown = pl.col("content").str.replace_all(MARKER_RE.pattern, "").str.len_chars()
+    long = messages.filter(pl.col("role") == "tool", shown > allowance).select(
         "trajectory_id", "message_index", "content", length=pl.col("content").str.len_chars())
     before, after = MARKER.split("{n}")
     head = long.with_columns(
