@@ -88,13 +88,14 @@ def _frames(n_runs=4):
     empty = lambda schema: pl.DataFrame(schema=schema)  # noqa: E731
     return dict(
         trajectories=t,
-        structure=empty({"trajectory_id": pl.String, "kind": pl.String, "severity": pl.String, "detail": pl.String}),
-        task_findings=empty({"task_id": pl.String, "trajectory_id": pl.String, "kind": pl.String,
+        structure=empty({"batch": pl.String, "trajectory_id": pl.String, "kind": pl.String, "severity": pl.String,
+                         "detail": pl.String}),
+        task_findings=empty({"task_id": pl.String, "trajectory_id": pl.String, "batch": pl.String, "kind": pl.String,
                              "severity": pl.String, "detail": pl.String}),
-        rollup=pl.DataFrame({"trajectory_id": t["trajectory_id"], "lost_to_truncation": [0] * n_runs}),
-        stats=pl.DataFrame({"trajectory_id": t["trajectory_id"], "verdict": "kept", "reason": None,
+        rollup=pl.DataFrame({"batch": "b", "trajectory_id": t["trajectory_id"], "lost_to_truncation": [0] * n_runs}),
+        stats=pl.DataFrame({"batch": "b", "trajectory_id": t["trajectory_id"], "verdict": "kept", "reason": None,
                             "chars_after": [300, 100, 50, 200][:n_runs]}),
-        clusters=empty({"trajectory_id": pl.String, "kind": pl.String, "representative": pl.String,
+        clusters=empty({"batch": pl.String, "trajectory_id": pl.String, "kind": pl.String, "representative": pl.String,
                         "similarity": pl.Float64, "kept": pl.Boolean}),
     )
 
@@ -110,8 +111,9 @@ def test_every_reason_is_recorded_and_lost_evidence_can_be_kept_and_flagged():
     f["rollup"] = f["rollup"].with_columns(lost_to_truncation=pl.Series([1, 0, 0, 0]))
     f["stats"] = f["stats"].with_columns(verdict=pl.Series(["kept", "dropped", "kept", "kept"]),
                                          reason=pl.Series([None, "over budget: 50000 chars", None, None]))
-    f["task_findings"] = pl.DataFrame({"task_id": ["task"], "trajectory_id": ["r2"], "kind": ["call_counting_grader"],
-                                       "severity": ["error"], "detail": ["grade counts calls"]})
+    f["task_findings"] = pl.DataFrame({"task_id": ["task"], "trajectory_id": ["r2"], "batch": ["b"],
+                                       "kind": ["call_counting_grader"], "severity": ["error"],
+                                       "detail": ["grade counts calls"]})
     found = exclusions(**f, max_per_task=4, lost_evidence_policy="drop")
     assert found.select("dataset", "trajectory_id", "stage", "reason").rows() == [
         ("sft", "r0", "evidence", "lost evidence to truncation"), ("sft", "r1", "budget", "over budget"),
@@ -119,6 +121,14 @@ def test_every_reason_is_recorded_and_lost_evidence_can_be_kept_and_flagged():
         ("rl_tasks", None, "task_consistency", "call_counting_grader")]
     flagged = exclusions(**f, max_per_task=4, lost_evidence_policy="flag")
     assert "r0" not in flagged["trajectory_id"].to_list()
+
+
+def test_a_trajectory_id_repeated_in_another_batch_is_kept_once():
+    f = _frames(2)
+    f["trajectories"] = pl.concat([f["trajectories"], f["trajectories"].head(1).with_columns(batch=pl.lit("a"))])
+    found = exclusions(**f, max_per_task=4, lost_evidence_policy="drop")
+    assert found.select("batch", "trajectory_id", "stage", "reason", "detail").rows() == [
+        ("b", "r0", "dedup", "duplicate trajectory id", "the same id is in batch a (kept there)")]
 
 
 def test_every_teacher_run_not_selected_is_explained(pipeline):

@@ -45,9 +45,10 @@ def _stage(settings: CurateSettings, name: str, files: dict[str, pl.DataFrame]) 
           description="Candidate SFT dataset (staged, not yet published): selected runs as messages + tools with "
           "metadata and lineage, split by task into train and validation.")
 def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    excluded = _excluded(settings, "sft").select("trajectory_id").unique()
+    run = ["batch", "trajectory_id"]
+    excluded = _excluded(settings, "sft").select(run).unique()
     selected = _scan(settings, "trajectories").filter(pl.col("teacher_role") == "teacher").collect().join(
-        excluded, on="trajectory_id", how="anti")
+        excluded, on=run, how="anti")
     ids = selected["trajectory_id"].to_list()
     curated = _scan(settings, "curated_messages").filter(pl.col("trajectory_id").is_in(ids)).collect()
     stats = _scan(settings, "sample_stats").filter(pl.col("trajectory_id").is_in(ids)).collect()
@@ -86,8 +87,9 @@ def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSet
     runs = _scan(settings, "trajectories")
     if settings.rl_rollout_role != "all":
         runs = runs.filter(pl.col("teacher_role") == settings.rl_rollout_role)
-    runs = runs.collect()
-    messages = _scan(settings, "messages").filter(pl.col("trajectory_id").is_in(runs["trajectory_id"].to_list())).select(
+    runs = runs.collect().sort("batch").unique("trajectory_id", keep="first", maintain_order=True)  # ids recur: first
+    messages = _scan(settings, "messages").join(runs.lazy().select("batch", "trajectory_id"),
+                                                on=["batch", "trajectory_id"]).select(
         "trajectory_id", "message_index", "role", "content", "tool_calls").collect()
     packages = _scan(settings, "task_packages").select("task_hash", "checks").collect()
     rows = build_rl_rollouts(runs, messages, packages, settings.rl_group_by, settings.rl_advantage_epsilon,

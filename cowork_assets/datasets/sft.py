@@ -30,20 +30,20 @@ def openai_tools(tools_json: str) -> str:
 
 
 def chat_messages(curated: pl.DataFrame) -> pl.DataFrame:
-    """trajectory_id, messages (list of MESSAGE) from curated message rows, in conversation order.
+    """batch, trajectory_id, messages (list of MESSAGE) from curated message rows, in conversation order.
 
     The sample ends at the last assistant turn: a trailing user turn (a simulated user's "###STOP###")
     teaches nothing and would end the sample on a turn the model does not produce.
     """
     e = pl.element()
-    last_answer = pl.col("message_index").filter(pl.col("role") == "assistant").max().over("trajectory_id")
+    last_answer = pl.col("message_index").filter(pl.col("role") == "assistant").max().over("batch", "trajectory_id")
     return (
         curated.filter(pl.col("message_index") <= last_answer)
-        .sort("trajectory_id", "message_index")
+        .sort("batch", "trajectory_id", "message_index")
         .with_columns(tool_calls=pl.col("tool_calls").list.eval(pl.struct(
             id=e.struct.field("id"), type=e.struct.field("type"),
             function=pl.struct(name=e.struct.field("name"), arguments=e.struct.field("arguments")))))
-        .group_by("trajectory_id", maintain_order=True)
+        .group_by("batch", "trajectory_id", maintain_order=True)
         .agg(messages=pl.struct("role", "content", "tool_calls", "tool_call_id", "name"))
         .with_columns(pl.col("messages").cast(pl.List(MESSAGE)))
     )
@@ -55,10 +55,11 @@ def build_sft(selected: pl.DataFrame, curated: pl.DataFrame, stats: pl.DataFrame
     tools = pl.DataFrame({"task_hash": packages["task_hash"],
                           "tools": [openai_tools(t) for t in packages["tools"]]}).unique("task_hash", keep="first")
     return (
-        selected.join(chat_messages(curated), on="trajectory_id", maintain_order="left")
+        selected.join(chat_messages(curated), on=["batch", "trajectory_id"], maintain_order="left")
         .join(tools, on="task_hash", how="left", maintain_order="left")
-        .join(stats.select("trajectory_id", "chars_after", "tokens_after", "truncated_messages", "trimmed_messages",
-                           "overflow_chars", "verdict"), on="trajectory_id", how="left", maintain_order="left")
+        .join(stats.select("batch", "trajectory_id", "chars_after", "tokens_after", "truncated_messages",
+                           "trimmed_messages", "overflow_chars", "verdict"),
+              on=["batch", "trajectory_id"], how="left", maintain_order="left")
         .select(
             pl.col("trajectory_id").alias("sample_id"),
             "messages", "tools", "task_id", "category",

@@ -1,8 +1,7 @@
 """Locate evidence values: where the agent first uses each, and every earlier message showing it.
 
-A columnar pre-filter (literal containment in normalised text, over item x message pairs of the
-same trajectory) leaves few candidates; only those are checked exactly, with boundary-aware
-patterns, to get character offsets in the original text.
+A columnar index join (see `candidates`) leaves few candidate messages per value; only those are
+checked exactly, with boundary-aware patterns, to get character offsets in the original text.
 """
 
 from __future__ import annotations
@@ -32,17 +31,47 @@ def searchable(messages: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def scan(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """For distinct (trajectory_id, norm) keys: (first use per key, every occurrence before that use)."""
-    candidates = (
-        keys.select("trajectory_id", "norm").unique()
-        .join(searchable(messages).with_columns(ntext=norm_text(pl.col("text"))), on="trajectory_id")
+# Matching is on ASCII alphanumeric boundaries, so wherever a value occurs, each maximal alphanumeric
+# run of the value is also a whole run ("token") of the text. Joining on the value's longest run finds
+# every candidate message in time linear in the text, however many values and messages a trajectory has.
+RUN = r"[0-9a-z]+"
+
+
+def _anchor(norm: pl.Expr) -> pl.Expr:
+    runs = norm.str.extract_all(RUN)
+    return runs.list.eval(pl.element().sort_by(pl.element().str.len_chars(), descending=True)).list.first()
+
+
+def candidates(keys: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
+    """(trajectory_id, norm, message_index, role, content, text) pairs worth checking exactly."""
+    keys = keys.select("trajectory_id", "norm").unique().with_columns(anchor=_anchor(pl.col("norm")))
+    texts = searchable(messages).with_columns(ntext=norm_text(pl.col("text")))
+    tokens = texts.select("trajectory_id", "message_index", anchor=pl.col("ntext").str.extract_all(RUN).list.unique())
+    anchored = (
+        tokens.lazy().explode("anchor")
+        .join(keys.lazy().filter(pl.col("anchor").is_not_null()), on=["trajectory_id", "anchor"])
+        .select("trajectory_id", "norm", "message_index").collect()
+    )
+    # Values with no ASCII alphanumeric run (rare): plain containment over that trajectory's messages.
+    unanchored = (
+        keys.filter(pl.col("anchor").is_null()).join(texts, on="trajectory_id")
         .filter(pl.col("ntext").str.contains(pl.col("norm"), literal=True))
+        .select("trajectory_id", "norm", "message_index")
+    )
+    return (
+        pl.concat([anchored, unanchored]).unique()
+        .join(texts.select("trajectory_id", "message_index", "role", "content", "text"),
+              on=["trajectory_id", "message_index"])
         .sort("trajectory_id", "norm", "message_index")
     )
+
+
+def scan(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """For distinct (trajectory_id, norm) keys: (first use per key, every occurrence before that use)."""
+    candidates_ = candidates(keys, messages)
     uses: dict[tuple[str, str], int] = {}
     occurrences = []
-    for tid, norm, index, role, content, text in candidates.select(
+    for tid, norm, index, role, content, text in candidates_.select(
         "trajectory_id", "norm", "message_index", "role", "content", "text"
     ).iter_rows():
         key = (tid, norm)

@@ -92,6 +92,8 @@ def _reason(exc: ValidationError, text: str) -> tuple[str, str]:
     if kind == "json_invalid":
         if m := _LONE_SURROGATE.search(text):
             return "lone_surrogate", f"unpaired surrogate escape {m.group(0)} at char {m.start()}"
+        if "recursion limit" in err["msg"]:
+            return "too_deeply_nested", err["msg"]
         return "bad_json", err["msg"]
     if kind == "missing":
         return "missing_field", loc

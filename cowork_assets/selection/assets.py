@@ -50,8 +50,10 @@ def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings
     "(highest score, then fewest characters) is kept.",
 )
 def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    sigs = pl.scan_parquet(table_glob(settings.data_path, "dedup_signatures")).select(
-        "trajectory_id", "batch", "task_id", "content_hash", "shingles", "minhash", "score", "chars").collect()
+    sigs = (pl.scan_parquet(table_glob(settings.data_path, "dedup_signatures"))
+            .select("trajectory_id", "batch", "task_id", "content_hash", "shingles", "minhash", "score", "chars")
+            .sort("batch").unique("trajectory_id", keep="first")  # a repeated id is excluded as such, not clustered
+            .collect())
     found = clusters(sigs, settings.near_dup_threshold)
     path = write_parquet_atomic(found, partition_file(settings.data_path, "dedup_clusters"), arrow_schema(DedupClusters))
     removed = found.filter(~pl.col("kept")).height
@@ -94,12 +96,13 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
     trajectories = read("trajectories", ["batch", "trajectory_id", "task_id", "teacher_role", "grade_passed", "grade_score"])
     found = find_exclusions(
         trajectories, read("structure_findings"), pl.read_parquet(partition_file(root, "task_findings")),
-        read("evidence_rollup", ["trajectory_id", "lost_to_truncation"]),
-        read("sample_stats", ["trajectory_id", "verdict", "reason", "chars_after"]),
+        read("evidence_rollup", ["batch", "trajectory_id", "lost_to_truncation"]),
+        read("sample_stats", ["batch", "trajectory_id", "verdict", "reason", "chars_after"]),
         pl.read_parquet(partition_file(root, "dedup_clusters")), settings.max_per_task, settings.lost_evidence_policy)
     path = write_parquet_atomic(found, partition_file(root, "exclusions"), arrow_schema(Exclusions))
     sft = found.filter(pl.col("dataset") == "sft")
-    selected = trajectories.join(sft.select("trajectory_id").unique(), on="trajectory_id", how="anti").height
+    selected = trajectories.join(sft.select("batch", "trajectory_id").unique(), on=["batch", "trajectory_id"],
+                                 how="anti").height
     first = sft.group_by("trajectory_id", maintain_order=True).agg(pl.col("stage").first())
     return dg.MaterializeResult(metadata=as_metadata({
         "dagster/row_count": found.height, "path": dg.MetadataValue.path(str(path)),

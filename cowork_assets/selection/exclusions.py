@@ -34,18 +34,17 @@ def exclusions(trajectories: pl.DataFrame, structure: pl.DataFrame, task_finding
                lost_evidence_policy: str) -> pl.DataFrame:
     """`trajectories`: batch, trajectory_id, task_id, teacher_role, grade_passed, grade_score."""
     t = trajectories
-    key = ["batch", "trajectory_id", "task_id"]
+    run = ["batch", "trajectory_id"]  # a trajectory id may (wrongly) recur in another batch
     errors = task_findings.filter(pl.col("severity") == "error")
     task_level = t.join(errors.filter(pl.col("trajectory_id").is_null()).select("task_id", "kind", "detail"), on="task_id")
-    run_level = t.join(errors.filter(pl.col("trajectory_id").is_not_null()).select("trajectory_id", "kind", "detail"),
-                       on="trajectory_id")
-    structural = t.join(structure.filter(pl.col("severity") == "error").group_by("trajectory_id", "kind").agg(
-        pl.col("detail").first(), n=pl.len()), on="trajectory_id")
-    evidence = t.join(rollup.filter(pl.col("lost_to_truncation") > 0).select("trajectory_id", "lost_to_truncation"),
-                      on="trajectory_id")
-    dropped = t.join(stats.filter(pl.col("verdict") == "dropped").select("trajectory_id", "reason"), on="trajectory_id")
-    duplicates = t.join(clusters.filter(~pl.col("kept")).select("trajectory_id", "kind", "representative", "similarity"),
-                        on="trajectory_id")
+    run_level = t.join(errors.filter(pl.col("trajectory_id").is_not_null()).select(*run, "kind", "detail"), on=run)
+    structural = t.join(structure.filter(pl.col("severity") == "error").group_by(*run, "kind").agg(
+        pl.col("detail").first(), n=pl.len()), on=run)
+    evidence = t.join(rollup.filter(pl.col("lost_to_truncation") > 0).select(*run, "lost_to_truncation"), on=run)
+    dropped = t.join(stats.filter(pl.col("verdict") == "dropped").select(*run, "reason"), on=run)
+    duplicates = t.join(clusters.filter(~pl.col("kept")).select(*run, "kind", "representative", "similarity"), on=run)
+    first_batch = pl.col("batch").min().over("trajectory_id")
+    repeated = t.with_columns(kept_in=first_batch).filter(pl.col("batch") != pl.col("kept_in"))
     frames = [
         _rows(t.filter(pl.col("teacher_role") != "teacher"), "role", pl.lit("student rollout"),
               pl.lit("student rollouts are RL data, not demonstrations")),
@@ -60,15 +59,17 @@ def exclusions(trajectories: pl.DataFrame, structure: pl.DataFrame, task_finding
         _rows(dropped, "budget", pl.lit("over budget"), pl.col("reason")),
         _rows(duplicates, "dedup", pl.format("{} duplicate", "kind"),
               pl.format("of {} (Jaccard {})", "representative", "similarity")),
+        _rows(repeated, "dedup", pl.lit("duplicate trajectory id"),
+              pl.format("the same id is in batch {} (kept there)", "kept_in")),
     ]
     excluded = pl.concat(frames)
-    eligible = t.join(excluded.select("trajectory_id").unique(), on="trajectory_id", how="anti").join(
-        stats.select("trajectory_id", "chars_after"), on="trajectory_id", how="left")
+    eligible = t.join(excluded.select(run).unique(), on=run, how="anti").join(
+        stats.select(*run, "chars_after"), on=run, how="left")
     ranked = eligible.sort(["grade_score", "chars_after", "trajectory_id"], descending=[True, False, False],
                            nulls_last=True).with_columns(rank=pl.int_range(1, pl.len() + 1).over("task_id"))
     frames.append(_rows(ranked.filter(pl.col("rank") > max_per_task), "cap", pl.lit("over the per-task cap"),
                         pl.format("rank {} of the task's eligible runs; the cap is {}", "rank", pl.lit(max_per_task))))
     order = {s: i for i, s in enumerate(STAGES)}
     sft = pl.concat(frames).unique(maintain_order=True).sort(
-        "trajectory_id", pl.col("stage").replace_strict(order, return_dtype=pl.Int32), "reason")
+        "trajectory_id", "batch", pl.col("stage").replace_strict(order, return_dtype=pl.Int32), "reason")
     return pl.concat([sft, rl_task_exclusions(task_findings)])
