@@ -13,7 +13,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from cowork_assets.ingest.raw_files import discover_batches
+from cowork_assets.ingest.raw_files import discover_batches, skipped_folders
 from cowork_assets.partitions import batches as batches_partitions
 from cowork_assets.resume import is_done, mark_done, sweep_stale_temporaries
 from cowork_assets.settings import CurateSettings
@@ -67,6 +67,8 @@ def materialize_all(
     from dagster_project.definitions import BATCH_JOB, CORPUS_JOBS, defs
 
     found = discover_batches(settings.raw_path)
+    for name, why in skipped_folders(settings.raw_path):
+        echo(f"skipped folder {name!r}: {why}")
     if only:
         missing = sorted(set(only) - set(found))
         if missing:

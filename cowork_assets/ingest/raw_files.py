@@ -42,6 +42,12 @@ def discover_batches(raw_root: Path) -> list[str]:
     )
 
 
+def skipped_folders(raw_root: Path) -> list[tuple[str, str]]:
+    """Folders under the raw root that are not batches, and why (shown to the user, never silent)."""
+    return sorted((p.name, why) for p in raw_root.iterdir() if p.is_dir() and (why := batch_name_problem(p.name))
+                  and not p.name.startswith((".", "_")))
+
+
 def batch_files(raw_root: Path, batch: str) -> tuple[list[Path], list[str]]:
     """(raw files to read, sorted by name; names of other files that were ignored and why)."""
     folder = raw_root / batch

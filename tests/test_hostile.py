@@ -1,0 +1,108 @@
+"""The hostile-input corpus (tests/hostile/corpus, one batch folder per case) and generated extremes:
+every case ends in a defined outcome, and the per-batch accounting balances."""
+
+import shutil
+from pathlib import Path
+
+import orjson
+import polars as pl
+import pytest
+
+from cowork_assets.ingest.batch import ingest_batch
+from cowork_assets.ingest.raw_files import discover_batches, skipped_folders
+from cowork_assets.storage import partition_file, table_glob
+from tests.helpers import call, result, trajectory
+
+CORPUS = Path(__file__).parent / "hostile" / "corpus"
+
+# batch -> (parsed, blank lines, [(file, record, reason)], ignored files)
+EXPECTED = {
+    "bom": (2, 0, [], []),
+    "crlf": (3, 0, [], []),
+    "blank-and-empty": (2, 5, [], []),
+    "truncated-gzip": (1, 0, [("a.jsonl.gz", 2, "truncated_gzip")], []),
+    "corrupt-gzip": (1, 0, [("a.jsonl.gz", 2, "corrupt_gzip")], []),
+    "not-gzip": (0, 0, [("a.jsonl.gz", 1, "corrupt_gzip")], []),
+    "invalid-utf8": (1, 0, [("a.jsonl", 2, "invalid_utf8")], []),
+    "lone-surrogate": (1, 0, [("a.jsonl", 1, "lone_surrogate")], []),
+    "deep-nesting": (1, 0, [("a.jsonl", 1, "too_deeply_nested")], []),
+    "wrong-types": (1, 0, [("a.jsonl", r, "wrong_type") for r in (1, 2, 3, 4)], []),
+    "unknown-role": (1, 0, [("a.jsonl", 1, "invalid_value")], []),
+    "duplicate-ids": (2, 0, [("a.jsonl", 2, "duplicate_trajectory_id"), ("b.jsonl", 1, "duplicate_trajectory_id")], []),
+    "orphan-result": (1, 0, [], []),
+    "bad-json-mid-file": (2, 0, [("a.jsonl", 2, "bad_json"), ("a.jsonl", 3, "bad_json")], []),
+    "not-json-files": (1, 0, [], ["data.csv: not *.jsonl, *.jsonl.gz or *.json",
+                                  "notes.txt: not *.jsonl, *.jsonl.gz or *.json",
+                                  "other.json: JSON that is neither tau-bench results nor tool definitions"]),
+    "symlink-outside": (1, 0, [], ["link.jsonl: resolves outside the raw root"]),
+    "name with spaces": (1, 0, [], []),
+    "ünïcødé-batch": (1, 0, [], []),
+}
+
+
+def test_batch_discovery_names_what_it_skips():
+    assert set(discover_batches(CORPUS)) == set(EXPECTED)
+    assert [name for name, _ in skipped_folders(CORPUS)] == ["bad...name"]
+
+
+@pytest.mark.parametrize("batch", sorted(EXPECTED))
+def test_each_hostile_case_has_a_defined_outcome(batch, tmp_path):
+    parsed, blank, quarantined, ignored = EXPECTED[batch]
+    report = ingest_batch(CORPUS, batch, tmp_path)
+    q = pl.read_parquet(partition_file(tmp_path, "quarantine", batch))
+    got = sorted((f.split("/", 1)[1], r, reason) for f, r, reason in q.select("raw_file", "raw_record", "reason").rows())
+    assert (report.parsed, report.blank_lines, got, report.ignored_files) == (parsed, blank, sorted(quarantined), ignored)
+    assert report.balanced and report.raw_records == parsed + len(quarantined)
+    assert (q["detail"].str.len_chars() > 0).all() and (q["excerpt"].str.len_chars() <= 200).all()
+
+
+def test_the_whole_corpus_runs_through_the_pipeline(tmp_path):
+    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_assets.settings import CurateSettings
+
+    raw = tmp_path / "raw"
+    shutil.copytree(CORPUS, raw, symlinks=True)
+    shutil.copy(CORPUS.parent / "outside.jsonl", tmp_path / "outside.jsonl")
+    settings = CurateSettings(raw_root=str(raw), data_root=str(tmp_path / "data"))
+    messages = []
+    outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), echo=messages.append)
+    assert outcome.failed == {} and sorted(outcome.batches) == sorted(EXPECTED)
+    assert any("skipped folder 'bad...name'" in m for m in messages)
+    findings = pl.read_parquet(table_glob(settings.data_path, "structure_findings"))
+    assert ("orphan_result" in findings.filter(pl.col("trajectory_id") == "orphan-1")["kind"].to_list())
+    sft = pl.read_parquet(settings.data_path / "published" / "sft_dataset" / "current" / "*.parquet")
+    excluded = pl.read_parquet(partition_file(settings.data_path, "exclusions"))
+    parsed = pl.read_parquet(table_glob(settings.data_path, "trajectories"))
+    explained = set(excluded.filter(pl.col("dataset") == "sft").select("batch", "trajectory_id").rows())
+    published = set(sft.select("batch", "trajectory_id").rows())
+    assert sft["sample_id"].is_unique().all() and not published & explained
+    assert published | explained == set(parsed.select("batch", "trajectory_id").rows())  # every run accounted for
+    assert set(excluded.filter(pl.col("trajectory_id") == "orphan-1", pl.col("stage") == "structure")["reason"]) == {
+        "orphan_result", "unanswered_call", "tool_message_out_of_order"}
+
+
+def test_a_50_mb_observation_and_10_000_tool_calls(tmp_path):
+    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_assets.settings import CurateSettings
+
+    record = '{"id": "r_%06d", "note": "a plain sentence about an order and its items", "amount": "%d.50"}'
+    big = "[" + ",".join(record % (i, i % 9000 + 1000) for i in range(540_000)) + "]"
+    assert len(big) > 50_000_000
+    one = trajectory([{"role": "user", "content": "Send order r_479999."}, call("lookup", {"q": "all"}), result(big),
+                      call("send", {"id": "r_530001"}, "c2"), result("ok", "c2"), {"role": "assistant", "content": "sent"}],
+                     tid="huge-observation")
+    steps = [{"role": "user", "content": "go"}]
+    for i in range(10_000):
+        steps += [call("step", {"i": i, "ref": f"s_{i:05d}"}, f"k{i}"), result(f'{{"next": "s_{i + 1:05d}"}}', f"k{i}")]
+    many = trajectory(steps + [{"role": "assistant", "content": "done"}], tid="many-calls")
+    (tmp_path / "raw" / "big").mkdir(parents=True)
+    (tmp_path / "raw" / "big" / "a.jsonl").write_bytes(orjson.dumps(one) + b"\n" + orjson.dumps(many) + b"\n")
+    settings = CurateSettings(raw_root=str(tmp_path / "raw"), data_root=str(tmp_path / "data"))
+    outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lambda _: None)
+    assert outcome.failed == {}
+    curated = pl.read_parquet(partition_file(settings.data_path, "curated_messages", "big"))
+    huge = curated.filter(pl.col("trajectory_id") == "huge-observation", pl.col("role") == "tool").row(0, named=True)
+    assert huge["original_chars"] == len(big) and huge["kept_chars"] == 1000 and "r_530001" in huge["content"]
+    stats = pl.read_parquet(partition_file(settings.data_path, "sample_stats", "big"))
+    assert dict(stats.select("trajectory_id", "verdict").rows()) == {"huge-observation": "kept", "many-calls": "dropped"}
+    assert pl.read_parquet(partition_file(settings.data_path, "messages", "big")).height == 6 + 20_002
