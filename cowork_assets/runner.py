@@ -14,6 +14,7 @@ from pathlib import Path
 import dagster as dg
 
 from cowork_assets.ingest.raw_files import discover_batches, skipped_folders
+from cowork_assets.locks import file_lock
 from cowork_assets.partitions import batches as batches_partitions
 from cowork_assets.resume import is_done, mark_done, sweep_stale_temporaries
 from cowork_assets.settings import CurateSettings
@@ -30,11 +31,16 @@ run_monitoring:
 
 
 def ensure_instance(home: Path) -> dg.DagsterInstance:
+    """The instance at `home`, created if needed. Creation is serialised: two processes creating the SQLite
+    schema at once would corrupt it."""
     home.mkdir(parents=True, exist_ok=True)
-    config = home / "dagster.yaml"
-    if not config.exists():
-        config.write_text(INSTANCE_YAML)
-    return dg.DagsterInstance.from_config(str(home))
+    with file_lock(home / ".create.lock"):
+        config = home / "dagster.yaml"
+        if not config.exists():
+            config.write_text(INSTANCE_YAML)
+        instance = dg.DagsterInstance.from_config(str(home))
+        instance.get_dynamic_partitions(batches_partitions.name)  # creates the storage now, under the lock
+    return instance
 
 
 @dataclass
@@ -101,12 +107,16 @@ def materialize_all(
         status = "ok" if result.success else "FAILED"
         echo(f"[{i}/{len(found)}] batch {batch}: {status} ({time.monotonic() - t0:.1f}s)")
         _collect_failed_checks(outcome, result, batch)
-    for job in CORPUS_JOBS:
-        result = defs.resolve_job_def(job).execute_in_process(run_config=config, instance=instance, raise_on_error=False)
-        echo(f"{job}: {'ok' if result.success else 'FAILED'}")
-        if not result.success:
-            outcome.failed[job] = _first_error(result)
-        _collect_failed_checks(outcome, result, None)
+    # Batches run in parallel across processes; the cross-batch steps of two runs take turns.
+    with file_lock(settings.data_path / ".cross-batch.lock",
+                   waiting=lambda: echo("waiting for another run's cross-batch step to finish")):
+        for job in CORPUS_JOBS:
+            result = defs.resolve_job_def(job).execute_in_process(
+                run_config=config, instance=instance, raise_on_error=False)
+            echo(f"{job}: {'ok' if result.success else 'FAILED'}")
+            if not result.success:
+                outcome.failed[job] = _first_error(result)
+            _collect_failed_checks(outcome, result, None)
     outcome.seconds = time.monotonic() - started
     return outcome
 

@@ -105,6 +105,8 @@ def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
         folder = pub.candidate(settings.data_path, dataset)
         frame = pl.concat([pl.read_parquet(p) for p in sorted(folder.glob("*.parquet"))])
         passed, failures = run_gate(dataset, frame, {"char_budget": settings.char_budget})
+        if passed:
+            pub.mark_gated(folder)
         return dg.AssetCheckResult(passed=passed, metadata=as_metadata({
             "candidate": str(folder), "rows": frame.height, "failed_expectations": len(failures),
             "failures": table(["expectation", "column", "unexpected", "examples"],

@@ -73,6 +73,14 @@ def stage(data_root: Path, dataset: str, files: dict[str, pl.DataFrame], schemas
     return final
 
 
+GATE_PASSED = "GATE_PASSED"
+
+
+def mark_gated(folder: Path) -> None:
+    """Record that this candidate passed its quality gate; only such candidates can be published."""
+    write_text(folder / GATE_PASSED, "passed\n")
+
+
 def candidate(data_root: Path, dataset: str) -> Path:
     root = data_root / "staging" / dataset
     pointer = root / "CANDIDATE"
@@ -98,6 +106,8 @@ def publish(data_root: Path, dataset: str,
     """Publish the staged candidate as the current version. `extra_files(version, previous)` returns text
     files (such as the card) written into the version before it becomes visible."""
     staged = candidate(data_root, dataset)
+    if not (staged / GATE_PASSED).exists():
+        raise RuntimeError(f"{dataset} candidate {staged.name} has not passed its quality gate; not publishing it")
     root = data_root / "published" / dataset
     root.mkdir(parents=True, exist_ok=True)
     previous = current(data_root, dataset)
@@ -108,6 +118,7 @@ def publish(data_root: Path, dataset: str,
         version = f"v{len(existing) + 1:04d}-{staged.name}"
         for name, text in (extra_files(version, previous) if extra_files else {}).items():
             (staged / name).write_text(text)
+        (staged / GATE_PASSED).unlink()
         os.replace(staged, root / version)
     link = root / f".current.{uuid.uuid4().hex[:8]}"
     link.symlink_to(version)

@@ -1,0 +1,106 @@
+"""Property-based tests: readers never raise and always balance; truncation respects its bound and
+writes well-formed markers; curating curated data changes nothing."""
+
+import gzip
+
+import orjson
+import polars as pl
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cowork_assets.curation.curate import CurationParams, curate_chunk
+from cowork_assets.curation.spans import MARKER_RE, evidence_spans, merge, render, total
+from cowork_assets.evidence.build import build_evidence
+from cowork_assets.ingest.batch import ingest_batch
+from cowork_assets.ingest.raw_files import iter_raw_lines
+from tests.helpers import call, flatten, result, trajectory
+
+SLOW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+VALID = orjson.dumps(trajectory([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]))
+lines = st.one_of(
+    st.just(VALID),
+    st.binary(max_size=200),
+    st.builds(lambda cut: VALID[:cut], st.integers(0, len(VALID))),
+    st.builds(lambda i, b: VALID[:i] + bytes([b]) + VALID[i + 1:], st.integers(0, len(VALID) - 1), st.integers(0, 255)),
+    st.sampled_from([b"", b"   ", b"\xef\xbb\xbf" + VALID, b"[]", b"null", b'"\\ud800"', b"{" * 3000]),
+)
+
+
+@SLOW
+@given(st.lists(lines, max_size=12), st.sampled_from([b"\n", b"\r\n"]), st.booleans(), st.integers(0, 100))
+def test_reading_never_raises_and_every_record_is_accounted_for(tmp_path_factory, records, sep, gz, cut_percent):
+    root = tmp_path_factory.mktemp("prop")
+    (root / "raw" / "b").mkdir(parents=True)
+    data = sep.join(records)
+    if gz:
+        data = gzip.compress(data, mtime=0)
+        data = data[: max(1, len(data) * cut_percent // 100)] if cut_percent < 100 else data
+    (root / "raw" / "b" / ("a.jsonl.gz" if gz else "a.jsonl")).write_bytes(data)
+    list(iter_raw_lines(root / "raw" / "b" / ("a.jsonl.gz" if gz else "a.jsonl")))
+    report = ingest_batch(root / "raw", "b", root / "out", chunk_records=3)
+    assert report.balanced and report.parsed + report.quarantined == report.raw_records
+
+
+spans_input = st.integers(1, 5000).flatmap(lambda n: st.tuples(
+    st.just(n), st.integers(1, 1500),
+    st.lists(st.tuples(st.integers(0, n - 1), st.integers(1, 40)).map(lambda c: (c[0], min(n, c[0] + c[1]))), max_size=6),
+    st.integers(0, 100)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(spans_input)
+def test_truncation_stays_within_its_bound_and_keeps_every_evidence_span(args):
+    length, allowance, cores, context = args
+    spans, overflow = evidence_spans(length, allowance, cores, context)
+    assert spans == merge(spans) and all(0 <= s < e <= length for s, e in spans)
+    assert all(any(s <= a and b <= e for s, e in spans) for a, b in cores)  # evidence kept
+    if overflow:
+        assert spans == merge(cores) and overflow == total(spans) - allowance
+    else:
+        assert total(spans) == min(allowance, length)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=1, max_size=400), st.data())
+def test_markers_are_well_formed_and_account_for_every_cut_character(text, data):
+    cuts = data.draw(st.lists(st.tuples(st.integers(0, len(text)), st.integers(0, len(text))), max_size=5))
+    spans = merge((min(a, b), max(a, b)) for a, b in cuts)
+    rendered = render(text, spans)
+    cut = sum(int(n) for n in MARKER_RE.findall(rendered))
+    assert cut == len(text) - total(spans)
+    assert MARKER_RE.sub("", rendered) == "".join(text[s:e] for s, e in spans)
+
+
+def _sample(positions: list[int], length: int) -> dict:
+    body = list("x" * length)
+    messages = [{"role": "user", "content": "go"}, call("lookup", {"q": "all"}, "c0")]
+    for i, p in enumerate(sorted(set(positions))):
+        token = f" id_{i:04d} "
+        body[p:p + len(token)] = token
+    messages.append(result("".join(body)[:length], "c0"))
+    for i in range(len(set(positions))):
+        messages += [call("send", {"id": f"id_{i:04d}"}, f"s{i}"), result("ok", f"s{i}")]
+    messages.append({"role": "assistant", "content": "done"})
+    return trajectory(messages)
+
+
+def _curate(frames, params):
+    ev, _ = build_evidence("b", frames["trajectories"], frames["task_packages"], frames["tool_calls"], frames["messages"])
+    return curate_chunk("b", frames["trajectories"], frames["messages"], ev, params)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 5900), min_size=0, max_size=5), st.integers(1200, 6000),
+       st.sampled_from(["head", "evidence_aware"]), st.sampled_from([2000, 40000]))
+def test_curating_curated_data_changes_nothing(positions, length, strategy, budget):
+    frames = flatten(_sample([p for p in positions if p < length - 12], length))
+    params = CurationParams(strategy=strategy, char_budget=budget)
+    once = _curate(frames, params)
+    again_input = dict(frames, messages=once["curated_messages"].select(frames["messages"].columns))
+    twice = _curate(again_input, params)
+    first, second = once["curated_messages"], twice["curated_messages"]
+    assert first["content"].to_list() == second["content"].to_list()
+    assert not second["truncated"].any() and not second["trimmed"].any()
+    tool = first.filter(pl.col("role") == "tool")
+    assert (tool["kept_chars"] <= 1000 + tool["overflow_chars"]).all()
