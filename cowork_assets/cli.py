@@ -125,6 +125,26 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_trace(args: argparse.Namespace) -> int:
+    from cowork_assets.warehouse.duckdb_file import named_query, run_query
+
+    db = Path(args.db) if args.db else Path(args.data_root) / "cowork.duckdb"
+    try:
+        _, rows = run_query(db, named_query("trace"), {"trajectory_id": args.id})
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    if not rows:
+        raise UsageError(f"no trajectory or sample {args.id!r} (ids are case-sensitive; quarantined records have no "
+                         "id: see --query quarantine_reasons)")
+    current = None
+    for trajectory_id, _, stage, detail in rows:
+        if trajectory_id != current:
+            print(("\n" if current else "") + trajectory_id)
+            current = trajectory_id
+        print(f"  {stage:<10} {detail}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cowork-curate", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -155,6 +175,12 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"where the DuckDB file is [{DEFAULT_DATA_ROOT}]")
     q.add_argument("--db", help="path of the DuckDB file [<data-root>/cowork.duckdb]")
     q.set_defaults(func=_cmd_sql)
+
+    t = sub.add_parser("trace", help="the chain of a sample: raw line, curation, findings, exclusion or publication")
+    t.add_argument("id", help="sample or trajectory id (a LIKE pattern such as ops-00042% traces several)")
+    t.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"where the DuckDB file is [{DEFAULT_DATA_ROOT}]")
+    t.add_argument("--db", help="path of the DuckDB file [<data-root>/cowork.duckdb]")
+    t.set_defaults(func=_cmd_trace)
 
     e = sub.add_parser("export", help="export the current published SFT dataset to another trainer's format")
     e.add_argument("--format", required=True, choices=["openai", "llamafactory"],

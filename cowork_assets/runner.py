@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +29,9 @@ nux:
   enabled: false
 run_monitoring:
   enabled: false
+# Backfills and sensor runs from the UI: at most this many runs at once (batches are partitions).
+run_queue:
+  max_concurrent_runs: 2
 """
 
 
@@ -70,7 +75,7 @@ def materialize_all(
     """Register batches and materialize every asset for them. Failures are reported, not raised.
 
     Batches already processed with the same raw files, settings and code are skipped unless `force`."""
-    from dagster_project.definitions import BATCH_JOB, CORPUS_JOBS, defs
+    from dagster_project.definitions import CORPUS_JOBS, defs
 
     found = discover_batches(settings.raw_path)
     for name, why in skipped_folders(settings.raw_path):
@@ -90,23 +95,31 @@ def materialize_all(
     if swept := sweep_stale_temporaries(settings.data_path):
         echo(f"removed {swept} temporary file(s) left by an interrupted run")
     config = _run_config(settings)
-    batch_job = defs.resolve_job_def(BATCH_JOB)
-    for i, batch in enumerate(found, 1):
+    todo = []
+    for batch in found:
         if not force and is_done(settings, batch):
-            echo(f"[{i}/{len(found)}] batch {batch}: up to date (use --force to redo)")
+            echo(f"batch {batch}: up to date (use --force to redo)")
             outcome.skipped.append(batch)
-            continue
-        t0 = time.monotonic()
-        result = batch_job.execute_in_process(
-            run_config=config, instance=instance, partition_key=batch, raise_on_error=False
-        )
-        if result.success:
-            mark_done(settings, batch)  # durable before it is reported
         else:
-            outcome.failed[batch] = _first_error(result)
-        status = "ok" if result.success else "FAILED"
-        echo(f"[{i}/{len(found)}] batch {batch}: {status} ({time.monotonic() - t0:.1f}s)")
-        _collect_failed_checks(outcome, result, batch)
+            todo.append(batch)
+    workers = min(settings.max_concurrent, len(todo))
+    if workers > 1:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+        results = pool.map(_process_batch, [instance.root_directory] * len(todo), [config] * len(todo), todo)
+    else:
+        pool, results = None, (_process_batch(instance.root_directory, config, b, instance) for b in todo)
+    try:
+        for i, (batch, ok, error, failed_checks, details, seconds) in enumerate(results, 1):
+            if ok:
+                mark_done(settings, batch)  # durable before it is reported
+            else:
+                outcome.failed[batch] = error
+            outcome.failed_checks += failed_checks
+            outcome.check_details |= details
+            echo(f"[{i}/{len(todo)}] batch {batch}: {'ok' if ok else 'FAILED'} ({seconds:.1f}s)")
+    finally:
+        if pool:
+            pool.shutdown(cancel_futures=True)
     # Batches run in parallel across processes; the cross-batch steps of two runs take turns.
     with file_lock(settings.data_path / ".cross-batch.lock",
                    waiting=lambda: echo("waiting for another run's cross-batch step to finish")):
@@ -119,6 +132,20 @@ def materialize_all(
             _collect_failed_checks(outcome, result, None)
     outcome.seconds = time.monotonic() - started
     return outcome
+
+
+def _process_batch(home: str, config: dict, batch: str, instance: dg.DagsterInstance | None = None):
+    """Run the per-batch job for one batch (in a worker process when batches run in parallel)."""
+    from dagster_project.definitions import BATCH_JOB, defs
+
+    t0 = time.monotonic()
+    instance = instance or dg.DagsterInstance.from_config(home)
+    result = defs.resolve_job_def(BATCH_JOB).execute_in_process(
+        run_config=config, instance=instance, partition_key=batch, raise_on_error=False)
+    checks = RunOutcome([])
+    _collect_failed_checks(checks, result, batch)
+    error = None if result.success else _first_error(result)
+    return batch, result.success, error, checks.failed_checks, checks.check_details, time.monotonic() - t0
 
 
 def _collect_failed_checks(outcome: RunOutcome, result, batch: str | None) -> None:

@@ -38,6 +38,14 @@ class CurateSettings(dg.ConfigurableResource):
         description="tiktoken encoding for token counts (bundled: o200k_base, cl100k_base).",
     )
     tokenizer_threads: int = Field(default=2, ge=1, description="Threads for tiktoken batch encoding.")
+    refresh_cron: str = Field(
+        default="0 3 * * *",
+        description="When the daily_refresh schedule runs the cross-batch refresh (cron; COWORK_REFRESH_CRON for "
+        "`dagster dev`). The schedule is off until switched on in the UI.",
+    )
+    max_concurrent: int = Field(
+        default=2, ge=1, description="Batches processed at once by `cowork-curate run` (one process each).",
+    )
     read_chunk_records: int = Field(
         default=2000,
         ge=1,
@@ -121,10 +129,11 @@ class CurateSettings(dg.ConfigurableResource):
 
 
 def settings_from_env() -> CurateSettings:
-    """Settings for code locations (`dagster dev`): roots from COWORK_RAW_ROOT / COWORK_DATA_ROOT."""
+    """Settings for code locations (`dagster dev`): COWORK_RAW_ROOT, COWORK_DATA_ROOT, COWORK_REFRESH_CRON."""
     return CurateSettings(
         raw_root=str(Path(os.environ.get("COWORK_RAW_ROOT", DEFAULT_RAW_ROOT)).resolve()),
         data_root=str(Path(os.environ.get("COWORK_DATA_ROOT", DEFAULT_DATA_ROOT)).resolve()),
+        **({"refresh_cron": os.environ["COWORK_REFRESH_CRON"]} if "COWORK_REFRESH_CRON" in os.environ else {}),
     )
 
 

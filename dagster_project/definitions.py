@@ -9,7 +9,10 @@ from cowork_assets.selection.assets import selection_checks
 from cowork_assets.settings import settings_from_env
 from cowork_assets.validation.assets import validation_checks
 from dagster_project.jobs import CROSS_BATCH, PER_BATCH, WAREHOUSE, process_batch, refresh_corpus, refresh_warehouse
+from dagster_project.schedules import daily_refresh
 from dagster_project.sensors import new_batch_sensor
+
+SETTINGS = settings_from_env()
 
 # Jobs the CLI runs in order: every per-batch asset for each batch, then the cross-batch ones, then the
 # warehouse (even when a cross-batch step failed).
@@ -22,5 +25,6 @@ defs = dg.Definitions(
                   *dataset_checks],
     jobs=[process_batch, refresh_corpus, refresh_warehouse],
     sensors=[new_batch_sensor],
-    resources={"settings": settings_from_env()},
+    schedules=[daily_refresh(SETTINGS.refresh_cron)],
+    resources={"settings": SETTINGS},
 )

@@ -50,3 +50,8 @@ CREATE OR REPLACE VIEW sft_dataset AS SELECT * FROM read_parquet('{published}/sf
 CREATE OR REPLACE VIEW rl_tasks AS SELECT * FROM read_parquet('{published}/rl_tasks/current/*.parquet');
 
 CREATE OR REPLACE VIEW rl_rollouts AS SELECT * FROM read_parquet('{published}/rl_rollouts/current/*.parquet');
+
+-- Which version of each dataset is current.
+CREATE OR REPLACE VIEW publications AS
+SELECT regexp_extract(filename, '/published/([^/]+)/CURRENT$', 1) AS dataset, trim(content) AS version
+FROM read_text('{published}/*/CURRENT');

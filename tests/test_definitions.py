@@ -71,3 +71,18 @@ def test_every_staging_column_is_described_for_the_ui():
               selection.DedupClusters, selection.Exclusions, *DATASETS.values()]
     for table, model in {**MODELS, **{k: m for k, (m, _) in TABLES.items()}, **{m.__name__: m for m in others}}.items():
         assert all(col.description for col in model.to_schema().columns.values()), table
+
+
+def test_the_daily_refresh_schedule_is_off_by_default_and_its_cron_is_a_setting(monkeypatch):
+    import importlib
+
+    import dagster_project.definitions as definitions
+
+    schedule = definitions.defs.get_repository_def().get_schedule_def("daily_refresh")
+    assert schedule.cron_schedule == "0 3 * * *" and schedule.job_name == "refresh_corpus"
+    assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED
+    monkeypatch.setenv("COWORK_REFRESH_CRON", "*/30 * * * *")
+    reloaded = importlib.reload(definitions)
+    assert reloaded.defs.get_repository_def().get_schedule_def("daily_refresh").cron_schedule == "*/30 * * * *"
+    monkeypatch.delenv("COWORK_REFRESH_CRON")
+    importlib.reload(definitions)

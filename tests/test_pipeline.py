@@ -120,3 +120,20 @@ def test_raw_batches_are_observed_with_their_size(pipeline, manifest):
     records = instance.fetch_observations(dg.AssetKey("raw_batches"), limit=10).records
     got = {r.partition_key: r.asset_observation.metadata["raw_records"].value for r in records}
     assert got == {b: v["records"] for b, v in manifest["batches"].items()}
+
+
+def test_trace_explains_a_published_and_an_excluded_sample(pipeline, labels, capsys):
+    settings, _, _ = pipeline
+    db = str(settings.warehouse_path)
+    sft = pl.read_parquet(settings.data_path / "published" / "sft_dataset" / "current" / "*.parquet")
+    sample = sft.row(0, named=True)
+    assert main(["trace", sample["sample_id"], "--db", db]) == 0
+    out = capsys.readouterr().out
+    version = (settings.data_path / "published" / "sft_dataset" / "CURRENT").read_text().strip()
+    assert f"{sample['raw_file']}:{sample['raw_record']}" in out
+    assert f"published  sft_dataset {version} ({sample['split']} split)" in out
+    copy = next(l for l in labels if l["kind"] == "near_duplicate")
+    assert main(["trace", copy["trajectory_id"], "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert f"excluded   dedup: near duplicate - of {copy['duplicate_of']}" in out and "published" not in out
+    assert main(["trace", "no-such-id", "--db", db]) == 2
