@@ -92,6 +92,10 @@ class CurateSettings(dg.ConfigurableResource):
         "are near-duplicates.",
     )
     max_per_task: int = Field(default=4, ge=1, description="At most this many SFT samples per task (the best kept).")
+    accept_ungraded: bool = Field(
+        default=False,
+        description="Treat teacher runs without a grade (OpenAI chat or ATIF input) as passing demonstrations for SFT.",
+    )
     lost_evidence_policy: Literal["drop", "flag"] = Field(
         default="drop",
         description="A passing sample that lost evidence to truncation: `drop` it from SFT, or `flag` it and keep it.",

@@ -98,7 +98,8 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
         trajectories, read("structure_findings"), pl.read_parquet(partition_file(root, "task_findings")),
         read("evidence_rollup", ["batch", "trajectory_id", "lost_to_truncation"]),
         read("sample_stats", ["batch", "trajectory_id", "verdict", "reason", "chars_after"]),
-        pl.read_parquet(partition_file(root, "dedup_clusters")), settings.max_per_task, settings.lost_evidence_policy)
+        pl.read_parquet(partition_file(root, "dedup_clusters")), settings.max_per_task, settings.lost_evidence_policy,
+        settings.accept_ungraded)
     path = write_parquet_atomic(found, partition_file(root, "exclusions"), arrow_schema(Exclusions))
     sft = found.filter(pl.col("dataset") == "sft")
     selected = trajectories.join(sft.select("batch", "trajectory_id").unique(), on=["batch", "trajectory_id"],

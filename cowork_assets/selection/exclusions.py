@@ -31,7 +31,7 @@ def rl_task_exclusions(task_findings: pl.DataFrame) -> pl.DataFrame:
 
 def exclusions(trajectories: pl.DataFrame, structure: pl.DataFrame, task_findings: pl.DataFrame,
                rollup: pl.DataFrame, stats: pl.DataFrame, clusters: pl.DataFrame, max_per_task: int,
-               lost_evidence_policy: str) -> pl.DataFrame:
+               lost_evidence_policy: str, accept_ungraded: bool = False) -> pl.DataFrame:
     """`trajectories`: batch, trajectory_id, task_id, teacher_role, grade_passed, grade_score."""
     t = trajectories
     run = ["batch", "trajectory_id"]  # a trajectory id may (wrongly) recur in another batch
@@ -48,8 +48,10 @@ def exclusions(trajectories: pl.DataFrame, structure: pl.DataFrame, task_finding
     frames = [
         _rows(t.filter(pl.col("teacher_role") != "teacher"), "role", pl.lit("student rollout"),
               pl.lit("student rollouts are RL data, not demonstrations")),
-        _rows(t.filter(pl.col("teacher_role") == "teacher", ~pl.col("grade_passed").fill_null(False)), "grade",
-              pl.lit("did not pass"), pl.format("recorded score {}", pl.col("grade_score").fill_null(float("nan")))),
+        _rows(t.filter(pl.col("teacher_role") == "teacher", ~pl.col("grade_passed").fill_null(accept_ungraded)), "grade",
+              pl.when(pl.col("grade_passed").is_null()).then(pl.lit("not graded")).otherwise(pl.lit("did not pass")),
+              pl.when(pl.col("grade_passed").is_null()).then(pl.lit("no grade recorded (see accept_ungraded)"))
+              .otherwise(pl.format("recorded score {}", "grade_score"))),
         _rows(structural, "structure", pl.col("kind"), pl.format("{} (x{})", "detail", "n")),
         _rows(task_level, "task_consistency", pl.col("kind"), pl.col("detail")),
         _rows(run_level, "task_consistency", pl.col("kind"), pl.col("detail")),
