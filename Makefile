@@ -13,7 +13,10 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 
-.PHONY: setup run test ui data clean
+SIZE ?= 20000
+BATCHES ?= 4
+
+.PHONY: setup run test ui data bench clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -36,6 +39,9 @@ run: setup data
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+bench: setup
+	$(BIN)/cowork-curate bench --size $(SIZE) --batches $(BATCHES) --out bench
 
 ui: setup
 	@$(BIN)/python -c "from cowork_assets.runner import ensure_instance; ensure_instance(__import__('pathlib').Path('$(DAGSTER_HOME)'))"

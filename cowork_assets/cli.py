@@ -145,6 +145,17 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from cowork_assets.bench import bench, report
+
+    if args.size < 1 or args.batches < 1:
+        raise UsageError("--size and --batches must be positive")
+    figures = bench(args.size, args.batches, Path(args.out))
+    print("\n" + report(figures))
+    print(f"\nfigures written to {Path(args.out) / f'bench-{args.size}.json'}")
+    return 1 if figures["failed"] else 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cowork-curate", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -181,6 +192,12 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"where the DuckDB file is [{DEFAULT_DATA_ROOT}]")
     t.add_argument("--db", help="path of the DuckDB file [<data-root>/cowork.duckdb]")
     t.set_defaults(func=_cmd_trace)
+
+    b = sub.add_parser("bench", help="generate a corpus, run the whole pipeline on it, print throughput and memory")
+    b.add_argument("--size", type=int, default=20000, help="trajectories [20000]")
+    b.add_argument("--batches", type=int, default=4, help="batches [4]")
+    b.add_argument("--out", default="bench", help="folder for the corpus, outputs and bench-<size>.json [bench]")
+    b.set_defaults(func=_cmd_bench)
 
     e = sub.add_parser("export", help="export the current published SFT dataset to another trainer's format")
     e.add_argument("--format", required=True, choices=["openai", "llamafactory"],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from functools import lru_cache
 
 import jsonschema
 import orjson
@@ -90,10 +91,8 @@ def package_findings(task_id: str, task_hash: str, request: str, tools_json: str
 
     for tool in tools:
         params = tool.get("parameters") if isinstance(tool, dict) else None
-        try:
-            jsonschema.validators.validator_for(params or {}).check_schema(params or {})
-        except (jsonschema.SchemaError, TypeError) as exc:
-            add("invalid_tool_schema", f"{tool.get('name')}: {str(exc).splitlines()[0][:200]}")
+        if problem := schema_problem(orjson.dumps(params or {}).decode()):
+            add("invalid_tool_schema", f"{tool.get('name')}: {problem}")
     if not checks:
         add("no_checks", "the task has no grading checks: nothing to verify or reward", severity="warning",
             suggestion="add checks, or leave the task out of RL (it is)")
@@ -113,6 +112,17 @@ def package_findings(task_id: str, task_hash: str, request: str, tools_json: str
                     f"check {cid} expects {expected}", cid, f"set {'expected' if kind == 'distinct_items' else 'min_calls'} "
                     f"to {min(asked)}")
     return out
+
+
+@lru_cache(maxsize=65536)
+def schema_problem(schema_json: str) -> str | None:
+    """Why a tool's parameter schema is not valid JSON Schema (cached: the same tools recur across tasks)."""
+    schema = orjson.loads(schema_json)
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except (jsonschema.SchemaError, TypeError) as exc:
+        return str(exc).splitlines()[0][:200]
+    return None
 
 
 def referenced_ids(checks_json: str) -> list[tuple[str, str]]:
@@ -146,23 +156,30 @@ def unexposed_calls(calls: pl.DataFrame, tools: pl.DataFrame) -> pl.DataFrame:
 
 
 def call_counting(calls: pl.DataFrame, specs: pl.DataFrame, grades: pl.DataFrame) -> pl.DataFrame:
-    """Runs whose recorded grade passes a distinct_items check only by counting duplicate creations."""
-    frames = []
-    for task_hash, check_id, tool, key, expected in specs.select(
-            "task_hash", "check_id", "tool", "key", "expected").iter_rows():
-        made = calls.filter(pl.col("task_hash") == task_hash, pl.col("tool_name") == tool,
-                            pl.col("observation").is_not_null(),
-                            ~pl.col("observation").fill_null("").str.contains(_ERROR_OBSERVATION.pattern))
-        per_run = made.with_columns(item=pl.col("arguments").str.json_path_match(f"$['{key}']")
-                                    .str.strip_chars().str.to_lowercase()).group_by(
-            "trajectory_id", "batch", "task_id", "task_hash").agg(calls=pl.len(), distinct=pl.col("item").n_unique())
-        flagged = per_run.join(grades, on="trajectory_id").filter(
-            pl.col("grade_checks").str.json_path_match(f"$['{check_id}']") == "true",
-            pl.col("calls") >= expected, pl.col("distinct") < expected)
-        frames.append(flagged.select(
-            "task_id", "task_hash", "trajectory_id", "batch", check_id=pl.lit(check_id),
-            kind=pl.lit("call_counting_grader"), severity=pl.lit("error"),
-            detail=pl.format(f"grade passes {check_id} on {{}} successful {tool} calls but only {{}} distinct {key} "
-                             f"values (expected {expected})", "calls", "distinct"),
-            suggestion=pl.lit(f"re-grade {check_id}: count distinct {key} values, not calls")))
-    return pl.concat(frames) if frames else pl.DataFrame(schema=SCHEMA)
+    """Runs whose recorded grade passes a distinct_items check only by counting duplicate creations.
+
+    One join per distinct key name (few), not one pass over all calls per check.
+    """
+    made = calls.filter(pl.col("observation").is_not_null(),
+                        ~pl.col("observation").fill_null("").str.contains(_ERROR_OBSERVATION.pattern))
+    per_run = []
+    for key in specs["key"].unique().sort().to_list():
+        joined = specs.filter(pl.col("key") == key).join(
+            made, left_on=["task_hash", "tool"], right_on=["task_hash", "tool_name"])
+        per_run.append(joined.with_columns(
+            item=pl.col("arguments").str.json_path_match(f"$['{key}']").str.strip_chars().str.to_lowercase()
+        ).group_by("trajectory_id", "batch", "task_id", "task_hash", "check_id", "tool", "key", "expected").agg(
+            calls=pl.len(), distinct=pl.col("item").n_unique()))
+    if not per_run:
+        return pl.DataFrame(schema=SCHEMA)
+    # Only runs with duplicates that reach the expected count need their recorded grade read (few).
+    suspects = pl.concat(per_run).filter(pl.col("calls") >= pl.col("expected"), pl.col("distinct") < pl.col("expected"))
+    suspects = suspects.join(grades, on="trajectory_id", how="left").filter(pl.struct("grade_checks", "check_id").map_elements(
+        lambda r: bool((orjson.loads(r["grade_checks"]) if r["grade_checks"] else {}).get(r["check_id"])),
+        return_dtype=pl.Boolean))
+    return suspects.sort("task_id", "trajectory_id", "check_id").select(
+        "task_id", "task_hash", "trajectory_id", "batch", "check_id",
+        kind=pl.lit("call_counting_grader"), severity=pl.lit("error"),
+        detail=pl.format("grade passes {} on {} successful {} calls but only {} distinct {} values (expected {})",
+                         "check_id", "calls", "tool", "distinct", "key", "expected"),
+        suggestion=pl.format("re-grade {}: count distinct {} values, not calls", "check_id", "key"))

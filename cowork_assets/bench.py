@@ -1,0 +1,139 @@
+"""`cowork-curate bench` / `make bench`: run the whole pipeline on a synthetic corpus and measure it.
+
+Prints and writes (bench.json) the wall time per asset and in total, trajectories/s, MB/s of raw
+input, the peak resident memory of the whole run (this process and every worker, sampled from
+/proc), and the floor measured on the same machine: reading the raw files plus tiktoken-encoding
+the text of the published SFT samples with the same number of threads.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import orjson
+import polars as pl
+
+
+def _tree_rss_mb(root_pid: int) -> float:
+    """Resident memory of a process and all its descendants, from /proc."""
+    children: dict[int, list[int]] = defaultdict(list)
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            children[int(fields[1])].append(int(entry))
+            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    total, stack = 0, [root_pid]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack += children.get(pid, [])
+    return total / 2**20
+
+
+class PeakMemory:
+    def __init__(self, interval: float = 0.2):
+        self.peak, self._stop, self.interval = 0.0, threading.Event(), interval
+
+    def __enter__(self):
+        def sample():
+            while not self._stop.is_set():
+                self.peak = max(self.peak, _tree_rss_mb(os.getpid()))
+                self._stop.wait(self.interval)
+
+        self._thread = threading.Thread(target=sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def floor_seconds(raw_root: Path, data_root: Path, encoding: str, threads: int) -> dict:
+    """The work no pipeline can avoid: read the raw files, tokenize the published SFT text."""
+    from cowork_assets.ingest.formats import scan_batch
+    from cowork_assets.ingest.raw_files import discover_batches
+    from cowork_assets.tokens import get_encoding
+
+    started = time.monotonic()
+    for batch in discover_batches(raw_root):
+        sources = scan_batch(raw_root, batch)
+        for path in sources.files:
+            for _ in sources.records(path):
+                pass
+    read = time.monotonic() - started
+    sft = pl.read_parquet(data_root / "published" / "sft_dataset" / "current" / "*.parquet", columns=["messages"])
+    texts = [m["content"] or "" for messages in sft["messages"].to_list() for m in messages]
+    enc = get_encoding(encoding)
+    started = time.monotonic()
+    enc.encode_ordinary_batch(texts, num_threads=threads)
+    return {"read_seconds": round(read, 2), "tokenize_seconds": round(time.monotonic() - started, 2),
+            "seconds": round(read + time.monotonic() - started, 2), "sft_messages": len(texts)}
+
+
+def per_asset_seconds(instance, since: float) -> dict[str, float]:
+    seconds: dict[str, float] = defaultdict(float)
+    for record in instance.get_run_records():
+        if record.create_timestamp.timestamp() < since:
+            continue
+        for step in instance.get_run_step_stats(record.dagster_run.run_id):
+            if step.start_time and step.end_time:
+                seconds[step.step_key] += step.end_time - step.start_time
+    return dict(sorted(seconds.items(), key=lambda kv: -kv[1]))
+
+
+def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
+    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_assets.settings import CurateSettings
+    from cowork_assets.synthetic.generate import generate
+
+    raw = out / f"raw-{size}"
+    if not (raw / "manifest.json").exists():
+        print(f"generating {size} trajectories in {batches} batches ...")
+        generate(raw, size, batches, seed)
+    data, home = out / f"data-{size}", out / f"home-{size}"
+    for folder in (data, home):
+        if folder.exists():
+            import shutil
+
+            shutil.rmtree(folder)
+    settings = CurateSettings(raw_root=str(raw), data_root=str(data))
+    raw_mb = sum(p.stat().st_size for p in raw.rglob("*.jsonl*")) / 1e6
+    instance = ensure_instance(home)
+    since = time.time()
+    with PeakMemory() as memory:
+        started = time.monotonic()
+        outcome = materialize_all(settings, instance, echo=print)
+        wall = time.monotonic() - started
+    floor = floor_seconds(raw, data, settings.token_encoding, settings.tokenizer_threads)
+    figures = {
+        "trajectories": size, "batches": batches, "raw_mb": round(raw_mb, 1), "wall_seconds": round(wall, 1),
+        "trajectories_per_second": round(size / wall, 1), "mb_per_second": round(raw_mb / wall, 2),
+        "peak_rss_mb": round(memory.peak), "floor": floor, "wall_over_floor": round(wall / floor["seconds"], 2),
+        "max_concurrent": settings.max_concurrent, "failed": outcome.failed,
+        "per_asset_seconds": {k: round(v, 1) for k, v in per_asset_seconds(instance, since).items()},
+    }
+    (out / f"bench-{size}.json").write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))
+    return figures
+
+
+def report(figures: dict) -> str:
+    lines = [f"{figures['trajectories']} trajectories in {figures['batches']} batches ({figures['raw_mb']} MB raw)",
+             f"  wall            {figures['wall_seconds']} s  ({figures['trajectories_per_second']} traj/s, "
+             f"{figures['mb_per_second']} MB/s)",
+             f"  peak memory     {figures['peak_rss_mb']} MB (all processes)",
+             f"  floor           {figures['floor']['seconds']} s (read {figures['floor']['read_seconds']} s + tokenize "
+             f"SFT text {figures['floor']['tokenize_seconds']} s); wall / floor = {figures['wall_over_floor']}",
+             "  time per asset (summed over runs):"]
+    lines += [f"    {k:<40} {v:>8.1f} s" for k, v in figures["per_asset_seconds"].items()]
+    return "\n".join(lines)
