@@ -14,17 +14,15 @@ from pathlib import Path
 import orjson
 
 from cowork_assets.settings import CurateSettings
-
-PATH_SETTINGS = ("raw_root", "data_root", "warehouse_file")
-
+from cowork_assets.storage import write_text_atomic
 
 def fingerprint(settings: CurateSettings, batch: str) -> str:
     from cowork_assets.datasets.card import code_version
 
     folder = settings.raw_path / batch
     files = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file())
-    config = {k: v for k, v in settings.model_dump().items() if k not in PATH_SETTINGS}
-    payload = orjson.dumps({"files": files, "settings": config, "code": code_version()}, option=orjson.OPT_SORT_KEYS)
+    payload = orjson.dumps({"files": files, "settings": settings.content(), "code": code_version()},
+                           option=orjson.OPT_SORT_KEYS)
     return hashlib.sha256(payload).hexdigest()
 
 
@@ -39,10 +37,7 @@ def is_done(settings: CurateSettings, batch: str) -> bool:
 
 def mark_done(settings: CurateSettings, batch: str) -> None:
     marker = _marker(settings, batch)
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    tmp = marker.with_name(f".{marker.name}.tmp")
-    tmp.write_bytes(orjson.dumps({"batch": batch, "fingerprint": fingerprint(settings, batch)}))
-    os.replace(tmp, marker)
+    write_text_atomic(marker, orjson.dumps({"batch": batch, "fingerprint": fingerprint(settings, batch)}).decode())
 
 
 def sweep_stale_temporaries(data_root: Path) -> int:

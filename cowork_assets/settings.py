@@ -119,6 +119,10 @@ class CurateSettings(dg.ConfigurableResource):
         default="sample", description="Standard deviation used for group normalisation (sample: n - 1, as verl).",
     )
 
+    def content(self) -> dict:
+        """The settings that shape outputs (where files live is not one of them)."""
+        return {k: v for k, v in self.model_dump().items() if k not in ("raw_root", "data_root", "warehouse_file")}
+
     @property
     def raw_path(self) -> Path:
         return Path(self.raw_root).expanduser().resolve()

@@ -76,6 +76,16 @@ class ParquetSink:
         self._tmp.unlink(missing_ok=True)
 
 
+def scan_table(data_root: Path, table: str, partitioned: bool = True) -> pl.LazyFrame:
+    return pl.scan_parquet(table_glob(data_root, table, partitioned))
+
+
+def write_text_atomic(final: Path, text: str) -> Path:
+    with atomic_path(final) as tmp:
+        tmp.write_text(text)
+    return final
+
+
 def write_parquet_atomic(frame: pl.DataFrame, final: Path, schema: pa.Schema | None = None) -> Path:
     with atomic_path(final) as tmp:
         table = frame.to_arrow()

@@ -3,7 +3,6 @@
 import json
 import math
 
-import orjson
 import polars as pl
 import pytest
 

@@ -1,7 +1,6 @@
 """Ingesting batches: exact counts, exact quarantine, faithful tables, bounded chunks, atomic writes."""
 
 import json
-from collections import Counter
 
 import orjson
 import polars as pl

@@ -20,13 +20,9 @@ from cowork_assets.ingest.schemas import arrow_schema
 from cowork_assets.markdown import table
 from cowork_assets.metadata import as_metadata, column_schema
 from cowork_assets.settings import CurateSettings
-from cowork_assets.storage import partition_file, table_glob
+from cowork_assets.storage import partition_file, scan_table, write_text_atomic
 
 SPLITS = ("train", "validation")
-
-
-def _scan(settings: CurateSettings, table_name: str) -> pl.LazyFrame:
-    return pl.scan_parquet(table_glob(settings.data_path, table_name))
 
 
 def _excluded(settings: CurateSettings, dataset: str) -> pl.DataFrame:
@@ -47,12 +43,12 @@ def _stage(settings: CurateSettings, name: str, files: dict[str, pl.DataFrame]) 
 def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     run = ["batch", "trajectory_id"]
     excluded = _excluded(settings, "sft").select(run).unique()
-    selected = _scan(settings, "trajectories").filter(pl.col("teacher_role") == "teacher").collect().join(
+    selected = scan_table(settings.data_path, "trajectories").filter(pl.col("teacher_role") == "teacher").collect().join(
         excluded, on=run, how="anti")
     ids = selected["trajectory_id"].to_list()
-    curated = _scan(settings, "curated_messages").filter(pl.col("trajectory_id").is_in(ids)).collect()
-    stats = _scan(settings, "sample_stats").filter(pl.col("trajectory_id").is_in(ids)).collect()
-    packages = _scan(settings, "task_packages").select("task_hash", "tools").collect()
+    curated = scan_table(settings.data_path, "curated_messages").filter(pl.col("trajectory_id").is_in(ids)).collect()
+    stats = scan_table(settings.data_path, "sample_stats").filter(pl.col("trajectory_id").is_in(ids)).collect()
+    packages = scan_table(settings.data_path, "task_packages").select("task_hash", "tools").collect()
     rows = build_sft(selected, curated, stats, packages, settings.validation_fraction,
                      settings.truncation_strategy, settings.max_observation_chars)
     context.log.info(f"SFT candidate: {rows.height} samples from {rows['task_id'].n_unique()} tasks")
@@ -65,14 +61,14 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
           "tasks with consistency errors are left out and recorded in exclusions.")
 def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     excluded = _excluded(settings, "rl_tasks").select("task_id").unique()
-    packages = (_scan(settings, "task_packages").collect()
+    packages = (scan_table(settings.data_path, "task_packages").collect()
                 .sort(["task_id", "n_trajectories", "task_hash"], descending=[False, True, False])
                 .unique("task_id", keep="first", maintain_order=True).join(excluded, on="task_id", how="anti"))
-    firsts = _scan(settings, "trajectories").select("trajectory_id", "task_id").collect()
-    systems = (_scan(settings, "messages").filter(pl.col("message_index") == 0, pl.col("role") == "system")
+    firsts = scan_table(settings.data_path, "trajectories").select("trajectory_id", "task_id").collect()
+    systems = (scan_table(settings.data_path, "messages").filter(pl.col("message_index") == 0, pl.col("role") == "system")
                .select("trajectory_id", system="content").collect().join(firsts, on="trajectory_id")
                .sort("trajectory_id").unique("task_id", keep="first").select("task_id", "system"))
-    rates = _scan(settings, "trajectories").filter(pl.col("teacher_role") == "teacher").group_by("task_id").agg(
+    rates = scan_table(settings.data_path, "trajectories").filter(pl.col("teacher_role") == "teacher").group_by("task_id").agg(
         pass_rate=pl.col("grade_passed").cast(pl.Float64).mean()).collect()
     rows = build_rl_tasks(packages, systems, rates, settings.validation_fraction)
     split = rows["extra_info"].struct.field("split")
@@ -84,14 +80,14 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
           description="Candidate processed rollout rewards (staged): per rollout the raw score, per-check rewards, "
           "GRPO and GDPO group-normalised advantages, zero-variance groups, and the turn each check was met.")
 def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    runs = _scan(settings, "trajectories")
+    runs = scan_table(settings.data_path, "trajectories")
     if settings.rl_rollout_role != "all":
         runs = runs.filter(pl.col("teacher_role") == settings.rl_rollout_role)
     runs = runs.collect().sort("batch").unique("trajectory_id", keep="first", maintain_order=True)  # ids recur: first
-    messages = _scan(settings, "messages").join(runs.lazy().select("batch", "trajectory_id"),
+    messages = scan_table(settings.data_path, "messages").join(runs.lazy().select("batch", "trajectory_id"),
                                                 on=["batch", "trajectory_id"]).select(
         "trajectory_id", "message_index", "role", "content", "tool_calls").collect()
-    packages = _scan(settings, "task_packages").select("task_hash", "checks").collect()
+    packages = scan_table(settings.data_path, "task_packages").select("task_hash", "checks").collect()
     rows = build_rl_rollouts(runs, messages, packages, settings.rl_group_by, settings.rl_advantage_epsilon,
                              settings.rl_std == "sample")
     return _stage(settings, "rl_rollouts", {"rollouts": rows})
@@ -164,8 +160,8 @@ def dataset_card(context: dg.AssetExecutionContext, settings: CurateSettings) ->
     root = settings.data_path / "published"
     text = "\n\n".join(render_markdown(card).replace("](lengths.svg)", f"]({name}/current/lengths.svg)")
                        for name, card in cards.items())
-    pub.write_text(root / "CARD.json", orjson.dumps(cards, option=orjson.OPT_INDENT_2).decode())
-    pub.write_text(root / "CARD.md", text)
+    write_text_atomic(root / "CARD.json", orjson.dumps(cards, option=orjson.OPT_INDENT_2).decode())
+    write_text_atomic(root / "CARD.md", text)
     return dg.MaterializeResult(metadata={
         "card": dg.MetadataValue.md(text), "path": dg.MetadataValue.path(str(root / "CARD.md")),
         **{f"{name}_version": card["version"] for name, card in cards.items()}})

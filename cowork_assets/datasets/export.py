@@ -9,13 +9,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import orjson
 import polars as pl
 
 from cowork_assets.datasets.publish import current_path
+from cowork_assets.storage import atomic_path, write_text_atomic
 
 
 def _rows(data_root: Path, split: str | None) -> pl.DataFrame:
@@ -35,12 +35,10 @@ def _openai_message(m: dict) -> dict:
 
 def openai_jsonl(data_root: Path, out: Path, split: str | None = "train") -> int:
     rows = _rows(data_root, split)
-    tmp = out.with_name(f".{out.name}.tmp")
-    with open(tmp, "wb") as fh:
+    with atomic_path(out) as tmp, open(tmp, "wb") as fh:
         for messages, tools in rows.select("messages", "tools").iter_rows():
             fh.write(orjson.dumps({"messages": [_openai_message(m) for m in messages],
                                    "tools": orjson.loads(tools)}) + b"\n")
-    os.replace(tmp, out)
     return rows.height
 
 
@@ -75,7 +73,5 @@ def llamafactory(data_root: Path, out_dir: Path, split: str | None = "train", na
     info = {name: {"file_name": f"{name}.json", "formatting": "sharegpt",
                    "columns": {"messages": "conversations", "system": "system", "tools": "tools"}}}
     for file_name, payload in ((f"{name}.json", records), ("dataset_info.json", info)):
-        tmp = out_dir / f".{file_name}.tmp"
-        tmp.write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2))
-        os.replace(tmp, out_dir / file_name)
+        write_text_atomic(out_dir / file_name, orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
     return rows.height

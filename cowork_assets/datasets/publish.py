@@ -22,6 +22,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cowork_assets.storage import write_text_atomic
+
 
 @dataclass(frozen=True)
 class Publication:
@@ -30,12 +32,6 @@ class Publication:
     previous: str | None
     path: Path
     new: bool
-
-
-def write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def portable(t: pa.DataType) -> pa.DataType:
@@ -69,7 +65,7 @@ def stage(data_root: Path, dataset: str, files: dict[str, pl.DataFrame], schemas
             os.replace(tmp, final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    write_text(root / "CANDIDATE", final.name)
+    write_text_atomic(root / "CANDIDATE", final.name)
     return final
 
 
@@ -78,7 +74,7 @@ GATE_PASSED = "GATE_PASSED"
 
 def mark_gated(folder: Path) -> None:
     """Record that this candidate passed its quality gate; only such candidates can be published."""
-    write_text(folder / GATE_PASSED, "passed\n")
+    write_text_atomic(folder / GATE_PASSED, "passed\n")
 
 
 def candidate(data_root: Path, dataset: str) -> Path:
@@ -123,5 +119,5 @@ def publish(data_root: Path, dataset: str,
     link = root / f".current.{uuid.uuid4().hex[:8]}"
     link.symlink_to(version)
     os.replace(link, root / "current")
-    write_text(root / "CURRENT", version)
+    write_text_atomic(root / "CURRENT", version)
     return Publication(dataset, version, previous if previous != version else None, root / version, new)

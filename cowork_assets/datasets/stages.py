@@ -7,14 +7,7 @@ import polars as pl
 
 from cowork_assets.selection.exclusions import STAGES
 from cowork_assets.settings import CurateSettings
-from cowork_assets.storage import partition_file, table_glob
-
-PATH_SETTINGS = ("raw_root", "data_root", "warehouse_file")
-
-
-def _scan(settings: CurateSettings, name: str) -> pl.LazyFrame:
-    return pl.scan_parquet(table_glob(settings.data_path, name))
-
+from cowork_assets.storage import partition_file, scan_table
 
 def _count(frame: pl.LazyFrame) -> int:
     return frame.select(pl.len()).collect().item()
@@ -26,14 +19,14 @@ EXCLUSION_SET = {"sft_dataset": "sft", "rl_tasks": "rl_tasks"}
 def funnel(settings: CurateSettings, dataset: str, published: int) -> list[tuple[str, int]]:
     exclusions = pl.read_parquet(partition_file(settings.data_path, "exclusions")).filter(
         pl.col("dataset") == EXCLUSION_SET.get(dataset, ""))
-    parsed = _count(_scan(settings, "trajectories"))
+    parsed = _count(scan_table(settings.data_path, "trajectories"))
     if dataset == "rl_tasks":
-        tasks = _scan(settings, "task_packages").select("task_id").unique().collect().height
+        tasks = scan_table(settings.data_path, "task_packages").select("task_id").unique().collect().height
         bad = exclusions["task_id"].n_unique()
         return [("task packages (distinct tasks)", tasks), ("consistent", tasks - bad), ("published", published)]
     if dataset == "rl_rollouts":
         return [("parsed trajectories", parsed), ("published rollouts", published)]
-    steps = [("raw records", parsed + _count(_scan(settings, "quarantine"))), ("parsed", parsed)]
+    steps = [("raw records", parsed + _count(scan_table(settings.data_path, "quarantine"))), ("parsed", parsed)]
     gone: set[str] = set()
     for stage in STAGES:
         gone |= set(exclusions.filter(pl.col("stage") == stage)["trajectory_id"].to_list())
@@ -48,8 +41,8 @@ def reasons(settings: CurateSettings, dataset: str) -> list[tuple]:
 
 
 def retention(settings: CurateSettings) -> dict:
-    passing = _scan(settings, "evidence_rollup").filter(pl.col("passing_teacher")).select("trajectory_id")
-    audit = _scan(settings, "evidence_audit").filter(pl.col("status") == "at_risk").join(passing, on="trajectory_id")
+    passing = scan_table(settings.data_path, "evidence_rollup").filter(pl.col("passing_teacher")).select("trajectory_id")
+    audit = scan_table(settings.data_path, "evidence_audit").filter(pl.col("status") == "at_risk").join(passing, on="trajectory_id")
     counts = audit.select(pl.len().alias("n"), *[(~pl.col(c)).sum().alias(c) for c in
                                                  ("lost_to_truncation", "lost_under_head", "lost_under_evidence_aware")]).collect()
     n = counts["n"][0]
@@ -74,5 +67,5 @@ def card_inputs(settings: CurateSettings, dataset: str, frames: dict[str, pl.Dat
         "reasons": reasons(settings, EXCLUSION_SET[dataset]) if dataset in EXCLUSION_SET else [],
         "retention": retention(settings) if dataset == "sft_dataset" else {},
         "lengths": lengths,
-        "settings": {k: v for k, v in settings.model_dump().items() if k not in PATH_SETTINGS},
+        "settings": settings.content(),
     }

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import re
+
+import orjson
 from dataclasses import dataclass
 
 from cowork_assets.synthetic import services as S
@@ -90,8 +92,6 @@ def render(rng: random.Random, task: Task, fail_parts: set[int], user: str) -> t
 
 def _args(rng: random.Random, args: dict):
     # Both encodings occur in the wild: OpenAI's JSON string, and a plain object.
-    import orjson
-
     return orjson.dumps(args).decode() if rng.random() < 0.8 else dict(args)
 
 

@@ -82,7 +82,7 @@ def package_findings(task_id: str, task_hash: str, request: str, tools_json: str
                      state_json: str) -> list[dict]:
     """Findings about one package alone (no runs needed)."""
     tools, checks = orjson.loads(tools_json), orjson.loads(checks_json)
-    names, counts, state = exposed(tools), requested_counts(request), state_json.casefold()
+    names, counts = exposed(tools), requested_counts(request)
     out = []
 
     def add(kind, detail, check_id=None, suggestion=None, severity="error"):

@@ -74,7 +74,7 @@ def call_findings(messages: pl.DataFrame, tool_calls: pl.DataFrame, tools: pl.Da
     for tid, index, name, args, params in calls.select(
             "trajectory_id", "message_index", "tool_name", "arguments", "parameters").iter_rows():
         try:
-            value = orjson.loads(args)
+            orjson.loads(args)
         except orjson.JSONDecodeError as exc:
             rows.append((tid, index, "invalid_arguments_json", "error", f"{name}: {exc}"))
             continue
