@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from cowork_assets.settings import DEFAULT_DATA_ROOT, DEFAULT_RAW_ROOT
+from cowork_assets.storage import normalize_root
 
 
 class UsageError(Exception):
@@ -52,7 +53,7 @@ def _settings(args: argparse.Namespace):
         if name in overrides:
             raise UsageError(f"use --{name.replace('_', '-')} instead of --set {name}=...")
     return CurateSettings(
-        raw_root=str(Path(args.raw_root).resolve()), data_root=str(Path(args.data_root).resolve()), **overrides
+        raw_root=str(Path(args.raw_root).resolve()), data_root=normalize_root(args.data_root), **overrides
     )
 
 
@@ -66,7 +67,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     home = Path(args.dagster_home or os.environ.get("DAGSTER_HOME") or ".dagster_home").resolve()
     instance = ensure_instance(home)
-    print(f"materializing {raw} -> {settings.data_path} (Dagster instance: {home})")
+    print(f"materializing {raw} -> {settings.root} (Dagster instance: {home})")
     try:
         outcome = materialize_all(settings, instance, only=args.batch, force=args.force)
     except FileNotFoundError as exc:
@@ -74,6 +75,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print_summary(settings, outcome)
     errors = [c for c in outcome.failed_checks if c.endswith("(ERROR)")]
     return 1 if outcome.failed or errors else 0
+
+
+def _db(args: argparse.Namespace) -> Path:
+    from cowork_assets.settings import local_root
+
+    return Path(args.db) if args.db else local_root(args.data_root) / "cowork.duckdb"
 
 
 def _cmd_sql(args: argparse.Namespace) -> int:
@@ -97,11 +104,10 @@ def _cmd_sql(args: argparse.Namespace) -> int:
         if args.query and name not in params:
             raise UsageError(f"query {args.query} takes no parameter {name!r}; it takes: {', '.join(params) or 'none'}")
         params[name] = value
-    db = Path(args.db) if args.db else Path(args.data_root) / "cowork.duckdb"
     import duckdb
 
     try:
-        columns, rows = run_query(db, sql, params)
+        columns, rows = run_query(_db(args), sql, params, normalize_root(args.data_root))
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     except duckdb.Error as exc:
@@ -116,9 +122,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
     split = None if args.split == "all" else args.split
     try:
         if args.format == "openai":
-            n = openai_jsonl(Path(args.data_root), Path(args.out), split)
+            n = openai_jsonl(normalize_root(args.data_root), Path(args.out), split)
         else:
-            n = llamafactory(Path(args.data_root), Path(args.out), split)
+            n = llamafactory(normalize_root(args.data_root), Path(args.out), split)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     print(f"exported {n} samples ({args.split}) of the current SFT dataset to {args.out} as {args.format}")
@@ -128,9 +134,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
 def _cmd_trace(args: argparse.Namespace) -> int:
     from cowork_assets.warehouse.duckdb_file import named_query, run_query
 
-    db = Path(args.db) if args.db else Path(args.data_root) / "cowork.duckdb"
     try:
-        _, rows = run_query(db, named_query("trace"), {"trajectory_id": args.id})
+        _, rows = run_query(_db(args), named_query("trace"), {"trajectory_id": args.id}, normalize_root(args.data_root))
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     if not rows:
@@ -170,7 +175,8 @@ def parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="materialize every asset for every batch through Dagster (headless)")
     r.add_argument("--raw-root", default=DEFAULT_RAW_ROOT, help=f"folder of batch folders [{DEFAULT_RAW_ROOT}]")
-    r.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"output folder [{DEFAULT_DATA_ROOT}]")
+    r.add_argument("--data-root", default=DEFAULT_DATA_ROOT,
+                   help=f"output folder or object-store URI (s3://bucket/prefix) [{DEFAULT_DATA_ROOT}]")
     r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a setting")
     r.add_argument("--batch", action="append", default=[], help="only this batch (repeatable)")
     r.add_argument("--force", action="store_true",

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 
 from cowork_assets.settings import CurateSettings
-from cowork_assets.storage import write_text_atomic
+from cowork_assets.storage import exists, join, read_bytes, write_text_atomic
 
 def fingerprint(settings: CurateSettings, batch: str) -> str:
     from cowork_assets.datasets.card import code_version
@@ -26,13 +26,13 @@ def fingerprint(settings: CurateSettings, batch: str) -> str:
     return hashlib.sha256(payload).hexdigest()
 
 
-def _marker(settings: CurateSettings, batch: str) -> Path:
-    return settings.data_path / "state" / "batches" / f"{hashlib.sha256(batch.encode()).hexdigest()[:16]}.json"
+def _marker(settings: CurateSettings, batch: str) -> str:
+    return join(settings.root, "state", "batches", f"{hashlib.sha256(batch.encode()).hexdigest()[:16]}.json")
 
 
 def is_done(settings: CurateSettings, batch: str) -> bool:
     marker = _marker(settings, batch)
-    return marker.exists() and orjson.loads(marker.read_bytes()).get("fingerprint") == fingerprint(settings, batch)
+    return exists(marker) and orjson.loads(read_bytes(marker)).get("fingerprint") == fingerprint(settings, batch)
 
 
 def mark_done(settings: CurateSettings, batch: str) -> None:

@@ -29,9 +29,14 @@ nux:
   enabled: false
 run_monitoring:
   enabled: false
-# Backfills and sensor runs from the UI: at most this many runs at once (batches are partitions).
+# Backfills and sensor runs from the UI: at most this many runs at once (batches are partitions),
+# and one cross-batch run at a time.
 run_queue:
   max_concurrent_runs: 2
+  tag_concurrency_limits:
+    - key: cowork/stage
+      value: cross-batch
+      limit: 1
 """
 
 
@@ -92,7 +97,7 @@ def materialize_all(
 
     outcome = RunOutcome(found)
     started = time.monotonic()
-    if swept := sweep_stale_temporaries(settings.data_path):
+    if swept := sweep_stale_temporaries(settings.local_root):
         echo(f"removed {swept} temporary file(s) left by an interrupted run")
     config = _run_config(settings)
     todo = []
@@ -121,7 +126,7 @@ def materialize_all(
         if pool:
             pool.shutdown(cancel_futures=True)
     # Batches run in parallel across processes; the cross-batch steps of two runs take turns.
-    with file_lock(settings.data_path / ".cross-batch.lock",
+    with file_lock(settings.local_root / ".cross-batch.lock",
                    waiting=lambda: echo("waiting for another run's cross-batch step to finish")):
         for job in CORPUS_JOBS:
             result = defs.resolve_job_def(job).execute_in_process(

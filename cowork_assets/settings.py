@@ -8,11 +8,14 @@ plain values down.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 import dagster as dg
 from pydantic import Field, TypeAdapter, ValidationError
+
+from cowork_assets.storage import is_remote, normalize_root
 
 DEFAULT_RAW_ROOT = "data/raw"
 DEFAULT_DATA_ROOT = "data/curated"
@@ -27,11 +30,13 @@ class CurateSettings(dg.ConfigurableResource):
     )
     data_root: str = Field(
         default=DEFAULT_DATA_ROOT,
-        description="Where Parquet tables (tables/<name>/batch=<batch>/) and the DuckDB file go.",
+        description="Where Parquet tables (tables/<name>/batch=<batch>/) and publications go: a local folder "
+        "or an object-store URI such as s3://bucket/prefix (credentials from the AWS environment).",
     )
     warehouse_file: str = Field(
         default="cowork.duckdb",
-        description="DuckDB database file with a view per table, relative to data_root.",
+        description="DuckDB database file with a view per table, relative to the local root (data_root, "
+        "or COWORK_WORK_DIR when data_root is an object store).",
     )
     token_encoding: str = Field(
         default="o200k_base",
@@ -128,19 +133,33 @@ class CurateSettings(dg.ConfigurableResource):
         return Path(self.raw_root).expanduser().resolve()
 
     @property
-    def data_path(self) -> Path:
-        return Path(self.data_root).expanduser().resolve()
+    def root(self) -> str:
+        """The data root: an absolute local path or an object-store URI."""
+        return normalize_root(self.data_root)
+
+    @property
+    def local_root(self) -> Path:
+        return local_root(self.data_root)
 
     @property
     def warehouse_path(self) -> Path:
-        return self.data_path / self.warehouse_file
+        return self.local_root / self.warehouse_file
+
+
+def local_root(data_root: str) -> Path:
+    """Local folder for what must be a local file (the DuckDB file, locks): the data root itself, or for
+    an object-store root a folder under COWORK_WORK_DIR (default ~/.cache/cowork-curate) named after it."""
+    if not is_remote(data_root):
+        return Path(normalize_root(data_root))
+    base = Path(os.environ.get("COWORK_WORK_DIR", "~/.cache/cowork-curate")).expanduser().resolve()
+    return base / re.sub(r"[^A-Za-z0-9._-]+", "_", normalize_root(data_root))
 
 
 def settings_from_env() -> CurateSettings:
     """Settings for code locations (`dagster dev`): COWORK_RAW_ROOT, COWORK_DATA_ROOT, COWORK_REFRESH_CRON."""
     return CurateSettings(
         raw_root=str(Path(os.environ.get("COWORK_RAW_ROOT", DEFAULT_RAW_ROOT)).resolve()),
-        data_root=str(Path(os.environ.get("COWORK_DATA_ROOT", DEFAULT_DATA_ROOT)).resolve()),
+        data_root=normalize_root(os.environ.get("COWORK_DATA_ROOT", DEFAULT_DATA_ROOT)),
         **({"refresh_cron": os.environ["COWORK_REFRESH_CRON"]} if "COWORK_REFRESH_CRON" in os.environ else {}),
     )
 

@@ -1,52 +1,148 @@
-"""Where tables live on disk, and atomic Parquet writes.
+"""Where tables live, on local disk or in an object store, and atomic writes.
 
-Layout: <data_root>/tables/<table>/batch=<batch>/data.parquet for per-batch tables and
-<data_root>/tables/<table>/data.parquet for cross-batch ones. A write goes to a temporary file in
-the same folder and is renamed into place, so a reader or a crash only ever sees a whole file.
+The data root is a local folder or an object-store URI (`s3://bucket/prefix`). Locations are strings
+(absolute paths locally, URIs remotely), which polars, pyarrow and DuckDB all read; object-store
+credentials and endpoint come from the standard AWS environment (`AWS_ENDPOINT_URL`, ...).
+
+Layout: <root>/tables/<table>/batch=<batch>/data.parquet for per-batch tables and
+<root>/tables/<table>/data.parquet for cross-batch ones. Every write goes to a local temporary file
+first; it is then renamed into place (local disk) or uploaded in one go (an object store shows an
+object only once its upload completes), so a reader or a crash only ever sees a whole file.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import tempfile
 import uuid
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 FILE_NAME = "data.parquet"
+_LOCAL = pafs.LocalFileSystem()
 
 
-def table_dir(data_root: Path, table: str) -> Path:
-    return data_root / "tables" / table
+def is_remote(location: str | Path) -> bool:
+    return "://" in str(location)
 
 
-def partition_file(data_root: Path, table: str, batch: str | None = None) -> Path:
-    base = table_dir(data_root, table)
-    return (base / f"batch={batch}" if batch is not None else base) / FILE_NAME
+def normalize_root(root: str | Path) -> str:
+    """An absolute local path, or the URI without a trailing slash."""
+    return str(root).rstrip("/") if is_remote(root) else str(Path(root).expanduser().resolve())
 
 
-def table_glob(data_root: Path, table: str, partitioned: bool = True) -> str:
-    return str(table_dir(data_root, table) / ("batch=*/" if partitioned else "") / FILE_NAME)
+def join(location: str | Path, *parts: str) -> str:
+    return "/".join([str(location).rstrip("/"), *parts])
 
 
-def _tmp_path(final: Path) -> Path:
-    return final.with_name(f".{final.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+@functools.cache
+def _remote_filesystem(scheme_and_bucket: str) -> pafs.FileSystem:
+    return pafs.FileSystem.from_uri(scheme_and_bucket)[0]
 
 
-@contextmanager
-def atomic_path(final: Path) -> Iterator[Path]:
-    """Yield a temporary path beside `final`; rename it into place only if the block succeeds."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp_path(final)
-    try:
-        yield tmp
+def filesystem(location: str | Path) -> tuple[pafs.FileSystem, str]:
+    """(pyarrow filesystem, path within it) for a location."""
+    location = str(location)
+    if not is_remote(location):
+        return _LOCAL, location
+    scheme, rest = location.split("://", 1)
+    return _remote_filesystem(f"{scheme}://{rest.split('/', 1)[0]}"), rest
+
+
+def exists(location: str | Path) -> bool:
+    fs, path = filesystem(location)
+    return fs.get_file_info(path).type != pafs.FileType.NotFound
+
+
+def read_bytes(location: str | Path) -> bytes:
+    fs, path = filesystem(location)
+    with fs.open_input_stream(path) as fh:
+        return fh.read()
+
+
+def read_text(location: str | Path) -> str:
+    return read_bytes(location).decode()
+
+
+def list_names(location: str | Path, directories: bool = False) -> list[str]:
+    """Sorted names of the files (or folders) directly in a folder; empty when it does not exist."""
+    fs, path = filesystem(location)
+    wanted = pafs.FileType.Directory if directories else pafs.FileType.File
+    infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    return sorted(i.base_name for i in infos if i.type == wanted)
+
+
+def delete(location: str | Path) -> None:
+    """Delete a file or a folder tree; nothing if absent."""
+    fs, path = filesystem(location)
+    kind = fs.get_file_info(path).type
+    if kind == pafs.FileType.Directory:
+        fs.delete_dir(path)
+    elif kind == pafs.FileType.File:
+        fs.delete_file(path)
+
+
+def move_folder(source: str, target: str) -> None:
+    """Rename a folder (atomic on local disk); copy then delete in an object store, which has no folders."""
+    if not is_remote(source):
+        os.replace(source, target)
+        return
+    fs, src = filesystem(source)
+    pafs.copy_files(src, filesystem(target)[1], source_filesystem=fs, destination_filesystem=fs)
+    fs.delete_dir(src)
+
+
+def table_dir(root: str | Path, table: str) -> str:
+    return join(root, "tables", table)
+
+
+def partition_file(root: str | Path, table: str, batch: str | None = None) -> str:
+    base = table_dir(root, table)
+    return join(base, f"batch={batch}", FILE_NAME) if batch is not None else join(base, FILE_NAME)
+
+
+def table_glob(root: str | Path, table: str, partitioned: bool = True) -> str:
+    return join(table_dir(root, table), *(["batch=*"] if partitioned else []), FILE_NAME)
+
+
+def scan_table(root: str | Path, table: str, partitioned: bool = True) -> pl.LazyFrame:
+    return pl.scan_parquet(table_glob(root, table, partitioned))
+
+
+def _scratch(final: str) -> Path:
+    """A local temporary file for `final`: beside it on local disk (so the rename is atomic), else in /tmp."""
+    name = f".{final.rsplit('/', 1)[-1]}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    if is_remote(final):
+        return Path(tempfile.gettempdir()) / name
+    Path(final).parent.mkdir(parents=True, exist_ok=True)
+    return Path(final).with_name(name)
+
+
+def _place(tmp: Path, final: str) -> None:
+    """Make a complete temporary file the file at `final`."""
+    if is_remote(final):
+        fs, path = filesystem(final)
+        pafs.copy_files(str(tmp), path, source_filesystem=_LOCAL, destination_filesystem=fs)
+    else:
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, final)
+
+
+@contextmanager
+def atomic_path(final: str | Path) -> Iterator[Path]:
+    """Yield a local temporary path; it becomes `final` only if the block succeeds."""
+    tmp = _scratch(str(final))
+    try:
+        yield tmp
+        _place(tmp, str(final))
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -54,10 +150,9 @@ def atomic_path(final: Path) -> Iterator[Path]:
 class ParquetSink:
     """Streams polars frames into one Parquet file with a fixed schema; atomic on commit."""
 
-    def __init__(self, final: Path, schema: pa.Schema):
+    def __init__(self, final: str, schema: pa.Schema):
         self.final, self.schema, self.rows = final, schema, 0
-        final.parent.mkdir(parents=True, exist_ok=True)
-        self._tmp = _tmp_path(final)
+        self._tmp = _scratch(final)
         self._writer = pq.ParquetWriter(self._tmp, schema, compression="zstd")
 
     def write(self, frame: pl.DataFrame) -> None:
@@ -65,28 +160,27 @@ class ParquetSink:
             self._writer.write_table(frame.to_arrow().select(self.schema.names).cast(self.schema))
             self.rows += frame.height
 
+    def close(self) -> Path:
+        """Finish the file; it is complete at the returned (local, temporary) path."""
+        if self._writer.is_open:
+            self._writer.close()
+        return self._tmp
+
     def commit(self) -> None:
-        self._writer.close()
-        with open(self._tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(self._tmp, self.final)
+        _place(self.close(), self.final)
 
     def abort(self) -> None:
-        self._writer.close()
+        self.close()
         self._tmp.unlink(missing_ok=True)
 
 
-def scan_table(data_root: Path, table: str, partitioned: bool = True) -> pl.LazyFrame:
-    return pl.scan_parquet(table_glob(data_root, table, partitioned))
-
-
-def write_text_atomic(final: Path, text: str) -> Path:
+def write_text_atomic(final: str | Path, text: str) -> str:
     with atomic_path(final) as tmp:
         tmp.write_text(text)
-    return final
+    return str(final)
 
 
-def write_parquet_atomic(frame: pl.DataFrame, final: Path, schema: pa.Schema | None = None) -> Path:
+def write_parquet_atomic(frame: pl.DataFrame, final: str, schema: pa.Schema | None = None) -> str:
     with atomic_path(final) as tmp:
         table = frame.to_arrow()
         if schema is not None:
@@ -95,22 +189,24 @@ def write_parquet_atomic(frame: pl.DataFrame, final: Path, schema: pa.Schema | N
     return final
 
 
-def iter_trajectory_chunks(path: Path, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
+def iter_trajectory_chunks(location: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
     """Row groups of a per-trajectory table, re-cut so no trajectory is split across two chunks.
 
     Tables are written in trajectory order, so rows of one trajectory are contiguous; a trajectory
     that straddles a row-group boundary is carried into the next chunk.
     """
-    parquet = pq.ParquetFile(path)
-    carry: pl.DataFrame | None = None
-    for i in range(parquet.num_row_groups):
-        frame = pl.from_arrow(parquet.read_row_group(i, columns=columns))
-        if carry is not None:
-            frame = pl.concat([carry, frame])
-        ids = frame["trajectory_id"]
-        start = frame.height - (ids.reverse() != ids[-1]).arg_max() if (ids != ids[-1]).any() else 0
-        carry = frame.slice(start)
-        if start:
-            yield frame.slice(0, start)
-    if carry is not None and carry.height:
-        yield carry
+    fs, path = filesystem(location)
+    with fs.open_input_file(path) as source:
+        parquet = pq.ParquetFile(source)
+        carry: pl.DataFrame | None = None
+        for i in range(parquet.num_row_groups):
+            frame = pl.from_arrow(parquet.read_row_group(i, columns=columns))
+            if carry is not None:
+                frame = pl.concat([carry, frame])
+            ids = frame["trajectory_id"]
+            start = frame.height - (ids.reverse() != ids[-1]).arg_max() if (ids != ids[-1]).any() else 0
+            carry = frame.slice(start)
+            if start:
+                yield frame.slice(0, start)
+        if carry is not None and carry.height:
+            yield carry

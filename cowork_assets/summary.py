@@ -47,9 +47,9 @@ def print_summary(settings: CurateSettings, outcome: RunOutcome) -> None:
             details = [line for line in details if not line.startswith("|")][:4]
         print(f"\nFAILED CHECK {name}")
         print("  " + "\n  ".join(details))
-    print(f"\noutputs: Parquet tables in {settings.data_path / 'tables'}/<table>/batch=<batch>/")
+    print(f"\noutputs: Parquet tables in {settings.root}/tables/<table>/batch=<batch>/")
     cli = Path(sys.executable).parent / "cowork-curate"
     cli = cli if cli.exists() else "cowork-curate"
     print(f"         DuckDB views in {db}")
-    print(f"query:   {cli} sql --data-root {settings.data_path} --query why_excluded   (--list for all)")
+    print(f"query:   {cli} sql --data-root {settings.root} --query why_excluded   (--list for all)")
     print("UI:      make ui  (then open http://127.0.0.1:3000)")

@@ -1,5 +1,6 @@
--- One view per Parquet table, over all batches. `{tables}` is replaced with the absolute path of
--- <data_root>/tables when the DuckDB file is built. Every table carries its own `batch` column.
+-- One view per Parquet table, over all batches. `{tables}` and `{published}` are replaced with
+-- <data_root>/tables and <data_root>/published (absolute paths, or s3:// URIs) when the DuckDB file
+-- is built. Every table carries its own `batch` column.
 
 CREATE OR REPLACE VIEW trajectories AS
 SELECT * FROM read_parquet('{tables}/trajectories/batch=*/data.parquet', union_by_name = true);
@@ -44,12 +45,12 @@ CREATE OR REPLACE VIEW dedup_clusters AS SELECT * FROM read_parquet('{tables}/de
 
 CREATE OR REPLACE VIEW exclusions AS SELECT * FROM read_parquet('{tables}/exclusions/data.parquet');
 
--- The current published datasets (through each dataset's `current` symlink).
-CREATE OR REPLACE VIEW sft_dataset AS SELECT * FROM read_parquet('{published}/sft_dataset/current/*.parquet');
+-- The current published datasets: {current:NAME} is the version folder CURRENT names when the file is built.
+CREATE OR REPLACE VIEW sft_dataset AS SELECT * FROM read_parquet('{current:sft_dataset}/*.parquet');
 
-CREATE OR REPLACE VIEW rl_tasks AS SELECT * FROM read_parquet('{published}/rl_tasks/current/*.parquet');
+CREATE OR REPLACE VIEW rl_tasks AS SELECT * FROM read_parquet('{current:rl_tasks}/*.parquet');
 
-CREATE OR REPLACE VIEW rl_rollouts AS SELECT * FROM read_parquet('{published}/rl_rollouts/current/*.parquet');
+CREATE OR REPLACE VIEW rl_rollouts AS SELECT * FROM read_parquet('{current:rl_rollouts}/*.parquet');
 
 -- Which version of each dataset is current.
 CREATE OR REPLACE VIEW publications AS

@@ -96,11 +96,11 @@ def test_chat_data_has_grounding_evidence_only_and_reaches_sft_when_ungraded_run
     instance = ensure_instance(tmp_path / "home")
     strict = CurateSettings(raw_root=str(tmp_path / "raw"), data_root=str(tmp_path / "strict"))
     assert materialize_all(strict, instance, echo=lambda _: None).failed == {}
-    evidence = pl.read_parquet(table_glob(strict.data_path, "evidence"))
+    evidence = pl.read_parquet(table_glob(strict.local_root, "evidence"))
     assert set(evidence["source"]) == {"grounding"} and set(evidence["status"]) == {"given"}
-    reasons = pl.read_parquet(partition_file(strict.data_path, "exclusions")).filter(pl.col("stage") == "grade")
+    reasons = pl.read_parquet(partition_file(strict.local_root, "exclusions")).filter(pl.col("stage") == "grade")
     assert set(reasons["reason"]) == {"not graded"} and reasons.height == 4
     lenient = strict.model_copy(update={"data_root": str(tmp_path / "lenient"), "accept_ungraded": True})
     assert materialize_all(lenient, instance, echo=lambda _: None).failed == {}
-    sft = pl.read_parquet(lenient.data_path / "published" / "sft_dataset" / "current" / "*.parquet")
+    sft = pl.read_parquet(lenient.local_root / "published" / "sft_dataset" / "current" / "*.parquet")
     assert set(sft["sample_id"]) == {"a:1", "a:2", "a:3", "sess-1"}

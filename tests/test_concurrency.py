@@ -39,7 +39,7 @@ def test_the_duckdb_file_is_rebuilt_while_a_reader_has_it_open(pipeline):
     reader = duckdb.connect(str(settings.warehouse_path), read_only=True)
     try:
         before = reader.execute("SELECT count(*) FROM trajectories").fetchone()[0]
-        rows, skipped = build_warehouse(settings.data_path, settings.warehouse_path)  # no lock error
+        rows, skipped = build_warehouse(settings.root, settings.warehouse_path)  # no lock error
         assert rows["trajectories"] == before and not skipped
         assert reader.execute("SELECT count(*) FROM trajectories").fetchone()[0] == before  # old file still readable
         fresh = duckdb.connect(str(settings.warehouse_path), read_only=True)

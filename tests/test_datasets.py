@@ -12,14 +12,14 @@ from cowork_assets.storage import partition_file, table_glob
 
 
 def _published(settings, dataset):
-    folder = settings.data_path / "published" / dataset / "current"
+    folder = settings.local_root / "published" / dataset / "current"
     return pl.concat([pl.read_parquet(p) for p in sorted(folder.glob("*.parquet"))])
 
 
 def test_sft_rows_round_trip_to_the_curated_messages_of_their_source(pipeline):
     settings, _, _ = pipeline
     sft = _published(settings, "sft_dataset")
-    curated = pl.read_parquet(table_glob(settings.data_path, "curated_messages"))
+    curated = pl.read_parquet(table_glob(settings.root, "curated_messages"))
     assert sft.height > 100
     for row in sft.iter_rows(named=True):
         source = curated.filter(pl.col("trajectory_id") == row["trajectory_id"]).sort("message_index")
@@ -34,8 +34,8 @@ def test_sft_rows_round_trip_to_the_curated_messages_of_their_source(pipeline):
 def test_sft_selection_is_exactly_the_unexcluded_teacher_runs(pipeline):
     settings, _, _ = pipeline
     sft = _published(settings, "sft_dataset")
-    excluded = pl.read_parquet(partition_file(settings.data_path, "exclusions")).filter(pl.col("dataset") == "sft")
-    teachers = pl.read_parquet(table_glob(settings.data_path, "trajectories")).filter(pl.col("teacher_role") == "teacher")
+    excluded = pl.read_parquet(partition_file(settings.root, "exclusions")).filter(pl.col("dataset") == "sft")
+    teachers = pl.read_parquet(table_glob(settings.root, "trajectories")).filter(pl.col("teacher_role") == "teacher")
     assert set(sft["sample_id"]) == set(teachers["trajectory_id"]) - set(excluded["trajectory_id"])
 
 
@@ -72,7 +72,7 @@ def test_rl_tasks_have_exactly_the_documented_keys_and_types(pipeline, labels):
     inconsistent = {l["task_id"] for l in labels if l["kind"] in ("unexposed_endpoint", "count_mismatch",
                                                                    "duplicate_creations")}
     assert not inconsistent & set(rl["extra_info"].struct.field("task_id"))  # left out, and recorded:
-    excluded = pl.read_parquet(partition_file(settings.data_path, "exclusions")).filter(pl.col("dataset") == "rl_tasks")
+    excluded = pl.read_parquet(partition_file(settings.root, "exclusions")).filter(pl.col("dataset") == "rl_tasks")
     assert set(excluded["task_id"]) == inconsistent
 
 
@@ -123,7 +123,7 @@ def test_turn_at_which_each_check_is_first_satisfied():
 def test_rollouts_cover_the_student_groups(pipeline):
     settings, _, _ = pipeline
     rollouts = _published(settings, "rl_rollouts")
-    students = pl.read_parquet(table_glob(settings.data_path, "trajectories")).filter(pl.col("teacher_role") == "student")
+    students = pl.read_parquet(table_glob(settings.root, "trajectories")).filter(pl.col("teacher_role") == "student")
     assert set(rollouts["trajectory_id"]) == set(students["trajectory_id"])
     sizes = rollouts.group_by("group_id").agg(pl.len(), pl.col("group_size").first())
     assert (sizes["len"] == sizes["group_size"]).all()
@@ -132,7 +132,7 @@ def test_rollouts_cover_the_student_groups(pipeline):
 
 def test_the_card_reports_stages_reasons_retention_and_settings(pipeline):
     settings, _, _ = pipeline
-    card = json.loads((settings.data_path / "published" / "sft_dataset" / "current" / "card.json").read_text())
+    card = json.loads((settings.local_root / "published" / "sft_dataset" / "current" / "card.json").read_text())
     sft = _published(settings, "sft_dataset")
     funnel = {f["stage"]: f["remaining"] for f in card["funnel"]}
     assert funnel["parsed"] == 300 and funnel["published"] == sft.height == funnel["after cap"]
@@ -141,23 +141,23 @@ def test_the_card_reports_stages_reasons_retention_and_settings(pipeline):
     assert sum(b["count"] for b in card["length_histogram"]) == sft.height
     assert card["settings"]["truncation_strategy"] == "evidence_aware" and len(card["settings_hash"]) == 16
     assert card["code_version"].startswith("0.1.0") and card["previous_version"] is None
-    folder = settings.data_path / "published" / "sft_dataset" / "current"
+    folder = settings.local_root / "published" / "sft_dataset" / "current"
     assert "lengths.svg" in (folder / "card.md").read_text() and (folder / "lengths.svg").read_text().startswith("<svg")
-    assert (settings.data_path / "published" / "CARD.md").exists()
+    assert (settings.local_root / "published" / "CARD.md").exists()
 
 
 def test_published_parquet_loads_with_hugging_face_datasets(pipeline):
     import datasets
 
     settings, _, _ = pipeline
-    folder = settings.data_path / "published" / "sft_dataset" / "current"
+    folder = settings.local_root / "published" / "sft_dataset" / "current"
     ds = datasets.load_dataset("parquet", data_files={"train": str(folder / "train.parquet")}, split="train")
     message = ds.features["messages"].feature
     assert message["role"] == datasets.Value("string") and message["content"] == datasets.Value("string")
     assert message["tool_calls"].feature["function"]["arguments"] == datasets.Value("string")
     assert ds.features["tools"] == datasets.Value("string") and ds.features["raw_record"] == datasets.Value("int64")
     assert ds.num_rows == pl.read_parquet(folder / "train.parquet").height
-    rl = datasets.load_dataset("parquet", data_files=str(settings.data_path / "published" / "rl_tasks" / "current" /
+    rl = datasets.load_dataset("parquet", data_files=str(settings.local_root / "published" / "rl_tasks" / "current" /
                                                          "train.parquet"), split="train")
     assert set(rl.features) == {"data_source", "prompt", "ability", "reward_model", "extra_info"}
 
@@ -166,10 +166,10 @@ def test_exports(pipeline, tmp_path):
     from cowork_assets.cli import main
 
     settings, _, _ = pipeline
-    root = str(settings.data_path)
+    root = str(settings.root)
     assert main(["export", "--format", "openai", "--out", str(tmp_path / "sft.jsonl"), "--data-root", root]) == 0
     lines = [json.loads(l) for l in (tmp_path / "sft.jsonl").read_text().splitlines()]
-    train = pl.read_parquet(settings.data_path / "published" / "sft_dataset" / "current" / "train.parquet")
+    train = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "train.parquet")
     assert len(lines) == train.height and {"messages", "tools"} == set(lines[0])
     assert lines[0]["tools"][0]["type"] == "function" and lines[0]["messages"][-1]["role"] == "assistant"
     assert main(["export", "--format", "llamafactory", "--out", str(tmp_path / "lf"), "--data-root", root,
@@ -192,24 +192,24 @@ def test_a_broken_dataset_fails_its_gate_and_is_not_published(default_raw, tmp_p
     instance = ensure_instance(tmp_path / "home")
     first = materialize_all(settings, instance, echo=lambda _: None)
     assert first.failed == {}
-    good = pub.current(settings.data_path, "sft_dataset")
+    good = pub.current(settings.root, "sft_dataset")
     real = dataset_assets.build_sft
     monkeypatch.setattr(dataset_assets, "build_sft", lambda *a, **k: (lambda rows: pl.concat([rows, rows.head(1)]))(
         real(*a, **k)))  # a duplicated sample id
     second = materialize_all(settings, instance, echo=lambda _: None)
     assert "sft_candidate:quality_gate (ERROR)" in second.failed_checks
     assert "sample_id" in second.check_details["sft_candidate:quality_gate (ERROR)"]
-    assert pub.current(settings.data_path, "sft_dataset") == good  # still the previous, good version
-    assert pub.current(settings.data_path, "rl_tasks") is not None  # other datasets are unaffected
+    assert pub.current(settings.root, "sft_dataset") == good  # still the previous, good version
+    assert pub.current(settings.root, "rl_tasks") is not None  # other datasets are unaffected
     monkeypatch.setattr(dataset_assets, "build_sft", real)
     # a settings change publishes a new version; the previous stays readable and is named in the card
     changed = settings.model_copy(update={"validation_fraction": 0.3})
     assert materialize_all(changed, instance, echo=lambda _: None).failed == {}
-    new = pub.current(settings.data_path, "sft_dataset")
+    new = pub.current(settings.root, "sft_dataset")
     assert new != good and new.startswith("v0002-")
-    card = json.loads((settings.data_path / "published" / "sft_dataset" / new / "card.json").read_text())
+    card = json.loads((settings.local_root / "published" / "sft_dataset" / new / "card.json").read_text())
     assert card["previous_version"] == good
-    assert (settings.data_path / "published" / "sft_dataset" / good / "train.parquet").exists()
+    assert (settings.local_root / "published" / "sft_dataset" / good / "train.parquet").exists()
     # the same content again re-points to the existing version instead of copying it
     assert materialize_all(changed, instance, echo=lambda _: None).failed == {}
-    assert pub.current(settings.data_path, "sft_dataset") == new
+    assert pub.current(settings.root, "sft_dataset") == new

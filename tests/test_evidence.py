@@ -129,7 +129,7 @@ def test_synthetic_at_risk_items_equal_the_generator_labels(default_raw, pipelin
     from cowork_assets.storage import table_glob
 
     settings, _, _ = pipeline
-    ev = pl.read_parquet(table_glob(settings.data_path, "evidence")).filter(pl.col("status") == "at_risk")
+    ev = pl.read_parquet(table_glob(settings.root, "evidence")).filter(pl.col("status") == "at_risk")
     got = {(t, n): (f, o) for t, n, f, o in ev.select("trajectory_id", "norm", "found_at", "found_offset").unique().iter_rows()}
     labels = [json.loads(l) for l in (default_raw / "needed_values.jsonl").read_text().splitlines()]
     expected = {(l["trajectory_id"], normalise(l["value"])): (l["found_at"], l["offset"]) for l in labels if l["role"] == "tool"}

@@ -68,11 +68,11 @@ def test_the_whole_corpus_runs_through_the_pipeline(tmp_path):
     outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), echo=messages.append)
     assert outcome.failed == {} and sorted(outcome.batches) == sorted(EXPECTED)
     assert any("skipped folder 'bad...name'" in m for m in messages)
-    findings = pl.read_parquet(table_glob(settings.data_path, "structure_findings"))
+    findings = pl.read_parquet(table_glob(settings.root, "structure_findings"))
     assert ("orphan_result" in findings.filter(pl.col("trajectory_id") == "orphan-1")["kind"].to_list())
-    sft = pl.read_parquet(settings.data_path / "published" / "sft_dataset" / "current" / "*.parquet")
-    excluded = pl.read_parquet(partition_file(settings.data_path, "exclusions"))
-    parsed = pl.read_parquet(table_glob(settings.data_path, "trajectories"))
+    sft = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "*.parquet")
+    excluded = pl.read_parquet(partition_file(settings.root, "exclusions"))
+    parsed = pl.read_parquet(table_glob(settings.root, "trajectories"))
     explained = set(excluded.filter(pl.col("dataset") == "sft").select("batch", "trajectory_id").rows())
     published = set(sft.select("batch", "trajectory_id").rows())
     assert sft["sample_id"].is_unique().all() and not published & explained
@@ -100,9 +100,9 @@ def test_a_50_mb_observation_and_10_000_tool_calls(tmp_path):
     settings = CurateSettings(raw_root=str(tmp_path / "raw"), data_root=str(tmp_path / "data"))
     outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lambda _: None)
     assert outcome.failed == {}
-    curated = pl.read_parquet(partition_file(settings.data_path, "curated_messages", "big"))
+    curated = pl.read_parquet(partition_file(settings.root, "curated_messages", "big"))
     huge = curated.filter(pl.col("trajectory_id") == "huge-observation", pl.col("role") == "tool").row(0, named=True)
     assert huge["original_chars"] == len(big) and huge["kept_chars"] == 1000 and "r_530001" in huge["content"]
-    stats = pl.read_parquet(partition_file(settings.data_path, "sample_stats", "big"))
+    stats = pl.read_parquet(partition_file(settings.root, "sample_stats", "big"))
     assert dict(stats.select("trajectory_id", "verdict").rows()) == {"huge-observation": "kept", "many-calls": "dropped"}
-    assert pl.read_parquet(partition_file(settings.data_path, "messages", "big")).height == 6 + 20_002
+    assert pl.read_parquet(partition_file(settings.root, "messages", "big")).height == 6 + 20_002

@@ -1,5 +1,6 @@
 """Ingesting batches: exact counts, exact quarantine, faithful tables, bounded chunks, atomic writes."""
 
+from pathlib import Path
 import json
 
 import orjson
@@ -138,7 +139,7 @@ def test_reading_is_chunked(default_raw, tmp_path, monkeypatch):
 def test_a_crash_mid_batch_keeps_the_previous_output(default_raw, tmp_path, monkeypatch):
     batch = discover_batches(default_raw)[0]
     ingest_batch(default_raw, batch, tmp_path, chunk_records=10)
-    before = {t: partition_file(tmp_path, t, batch).read_bytes() for t in BATCH_TABLES}
+    before = {t: Path(partition_file(tmp_path, t, batch)).read_bytes() for t in BATCH_TABLES}
     calls = []
 
     def explode(*a, **k):
@@ -151,7 +152,7 @@ def test_a_crash_mid_batch_keeps_the_previous_output(default_raw, tmp_path, monk
     monkeypatch.setattr(tables, "flatten_chunk", explode)
     with pytest.raises(RuntimeError):
         ingest_batch(default_raw, batch, tmp_path, chunk_records=10)
-    assert {t: partition_file(tmp_path, t, batch).read_bytes() for t in BATCH_TABLES} == before
+    assert {t: Path(partition_file(tmp_path, t, batch)).read_bytes() for t in BATCH_TABLES} == before
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
 
 

@@ -30,7 +30,7 @@ def test_views_return_the_parquet_row_counts(pipeline):
 
     settings, _, _ = pipeline
     for table in (*BATCH_TABLES, "evidence", *TABLES):
-        files = sorted(__import__("glob").glob(table_glob(settings.data_path, table)))
+        files = sorted(__import__("glob").glob(table_glob(settings.root, table)))
         assert len(files) == 3
         parquet_rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
         _, rows = run_query(settings.warehouse_path, f"SELECT count(*) FROM {table}")
@@ -53,7 +53,7 @@ def test_named_queries_run(pipeline, manifest):
 def test_published_datasets_are_queryable_per_split_and_category(pipeline):
     settings, _, _ = pipeline
     _, rows = run_query(settings.warehouse_path, named_query("samples_per_split"))
-    sft = pl.read_parquet(settings.data_path / "published" / "sft_dataset" / "current" / "*.parquet")
+    sft = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "*.parquet")
     assert sum(n for d, _, _, n in rows if d == "sft_dataset") == sft.height
     assert {(d, s) for d, s, _, _ in rows} == {(d, s) for d in ("sft_dataset", "rl_tasks") for s in ("train", "validation")}
 
@@ -62,14 +62,14 @@ def test_rerun_is_idempotent(pipeline):
     from cowork_assets.runner import materialize_all
 
     settings, instance, _ = pipeline
-    before = {t: pl.read_parquet(table_glob(settings.data_path, t)) for t in BATCH_TABLES}
+    before = {t: pl.read_parquet(table_glob(settings.root, t)) for t in BATCH_TABLES}
     first = sorted(before["trajectories"]["batch"].unique())[0]
     skipped = materialize_all(settings, instance, only=[first], echo=lambda _: None)
     assert skipped.skipped == [first] and skipped.failed == {}  # already done: not redone
     outcome = materialize_all(settings, instance, only=[first], echo=lambda _: None, force=True)
     assert outcome.failed == {} and outcome.skipped == []
     for table, frame in before.items():
-        assert pl.read_parquet(table_glob(settings.data_path, table)).equals(frame), table
+        assert pl.read_parquet(table_glob(settings.root, table)).equals(frame), table
 
 
 def test_cli_run_and_sql(default_raw, manifest, tmp_path, capsys, monkeypatch):
@@ -125,11 +125,11 @@ def test_raw_batches_are_observed_with_their_size(pipeline, manifest):
 def test_trace_explains_a_published_and_an_excluded_sample(pipeline, labels, capsys):
     settings, _, _ = pipeline
     db = str(settings.warehouse_path)
-    sft = pl.read_parquet(settings.data_path / "published" / "sft_dataset" / "current" / "*.parquet")
+    sft = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "*.parquet")
     sample = sft.row(0, named=True)
     assert main(["trace", sample["sample_id"], "--db", db]) == 0
     out = capsys.readouterr().out
-    version = (settings.data_path / "published" / "sft_dataset" / "CURRENT").read_text().strip()
+    version = (settings.local_root / "published" / "sft_dataset" / "CURRENT").read_text().strip()
     assert f"{sample['raw_file']}:{sample['raw_record']}" in out
     assert f"published  sft_dataset {version} ({sample['split']} split)" in out
     copy = next(l for l in labels if l["kind"] == "near_duplicate")

@@ -63,7 +63,7 @@ def test_clusters_do_not_depend_on_input_order():
 
 def test_dedup_clusters_match_the_generator_labels_exactly(pipeline, labels):
     settings, _, _ = pipeline
-    found = pl.read_parquet(partition_file(settings.data_path, "dedup_clusters"))
+    found = pl.read_parquet(partition_file(settings.root, "dedup_clusters"))
     dropped = found.filter(~pl.col("kept"))
     expected = sorted((l["trajectory_id"], l["duplicate_of"], l["kind"].split("_")[0])
                       for l in labels if l["kind"] in ("exact_duplicate", "near_duplicate"))
@@ -74,8 +74,8 @@ def test_dedup_clusters_match_the_generator_labels_exactly(pipeline, labels):
 
 def test_signatures_are_deterministic_across_runs(pipeline, tmp_path):
     settings, _, _ = pipeline
-    sigs = pl.read_parquet(table_glob(settings.data_path, "dedup_signatures")).sort("trajectory_id")
-    messages = pl.read_parquet(table_glob(settings.data_path, "curated_messages")).filter(
+    sigs = pl.read_parquet(table_glob(settings.root, "dedup_signatures")).sort("trajectory_id")
+    messages = pl.read_parquet(table_glob(settings.root, "curated_messages")).filter(
         pl.col("trajectory_id").is_in(sigs["trajectory_id"].to_list()))
     again = signatures(messages.sample(fraction=1.0, shuffle=True, seed=1)).sort("trajectory_id")
     assert again.select("trajectory_id", "content_hash", "shingles", "minhash").equals(
@@ -133,8 +133,8 @@ def test_a_trajectory_id_repeated_in_another_batch_is_kept_once():
 
 def test_every_teacher_run_not_selected_is_explained(pipeline):
     settings, _, _ = pipeline
-    found = pl.read_parquet(partition_file(settings.data_path, "exclusions")).filter(pl.col("dataset") == "sft")
-    t = pl.read_parquet(table_glob(settings.data_path, "trajectories"))
+    found = pl.read_parquet(partition_file(settings.root, "exclusions")).filter(pl.col("dataset") == "sft")
+    t = pl.read_parquet(table_glob(settings.root, "trajectories"))
     assert set(found.filter(pl.col("stage") == "role")["trajectory_id"]) == set(
         t.filter(pl.col("teacher_role") == "student")["trajectory_id"])
     assert set(found.filter(pl.col("stage") == "grade")["trajectory_id"]) == set(

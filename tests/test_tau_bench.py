@@ -110,14 +110,14 @@ def tau_run(tmp_path_factory):
 def test_real_runs_all_parse(tau_run):
     settings, outcome = tau_run["head"]
     assert outcome.failed == {}
-    t = pl.read_parquet(table_glob(settings.data_path, "trajectories"))
+    t = pl.read_parquet(table_glob(settings.root, "trajectories"))
     assert t.height == 315 and t.filter(pl.col("grade_passed")).height == 86 + 84
 
 
 def test_head_loses_exactly_these_values_in_successful_retail_runs_and_fails_the_check(tau_run):
     settings, outcome = tau_run["head"]
-    audit = pl.read_parquet(table_glob(settings.data_path, "evidence_audit"))
-    rollup = pl.read_parquet(table_glob(settings.data_path, "evidence_rollup"))
+    audit = pl.read_parquet(table_glob(settings.root, "evidence_audit"))
+    rollup = pl.read_parquet(table_glob(settings.root, "evidence_rollup"))
     lost = audit.join(rollup.select("trajectory_id", "passing_teacher"), on="trajectory_id").filter(
         pl.col("lost_to_truncation"), pl.col("passing_teacher"), pl.col("trajectory_id").str.starts_with("madhavkanda"))
     got = {(int(t.split(":")[1]), c, v) for t, c, v in lost.select("trajectory_id", "check_id", "value").iter_rows()}
@@ -129,9 +129,9 @@ def test_head_loses_exactly_these_values_in_successful_retail_runs_and_fails_the
 def test_evidence_aware_loses_none_at_a_similar_character_count(tau_run):
     settings, outcome = tau_run["evidence_aware"]
     assert not [c for c in outcome.failed_checks if c.endswith("(ERROR)")]
-    audit = pl.read_parquet(table_glob(settings.data_path, "evidence_audit"))
+    audit = pl.read_parquet(table_glob(settings.root, "evidence_audit"))
     assert audit.filter(pl.col("status") == "at_risk").height > 1000
     assert not audit["lost_to_truncation"].any()
-    stats = pl.read_parquet(table_glob(settings.data_path, "sample_stats"))
+    stats = pl.read_parquet(table_glob(settings.root, "sample_stats"))
     head, aware = stats["chars_head"].sum(), stats["chars_evidence_aware"].sum()
     assert head <= aware <= head * 1.01

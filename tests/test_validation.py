@@ -51,7 +51,7 @@ def test_each_structural_defect_is_found(messages, expected):
 
 def test_default_data_has_no_structural_findings(pipeline):
     settings, _, _ = pipeline
-    assert pl.read_parquet(table_glob(settings.data_path, "structure_findings")).height == 0
+    assert pl.read_parquet(table_glob(settings.root, "structure_findings")).height == 0
 
 
 @pytest.mark.parametrize("request_text, counts", [
@@ -102,7 +102,7 @@ def test_unknown_references_are_ids_no_state_or_run_contains(tmp_path):
 
 def test_task_findings_match_the_generator_labels_exactly(pipeline, labels):
     settings, _, _ = pipeline
-    found = pl.read_parquet(partition_file(settings.data_path, "task_findings"))
+    found = pl.read_parquet(partition_file(settings.root, "task_findings"))
     assert set(found["kind"]) == {"unexposed_tool_call", "unexposed_tool_in_check", "count_mismatch",
                                   "call_counting_grader"}  # nothing else is flagged
     by = lambda kind: found.filter(pl.col("kind") == kind)  # noqa: E731

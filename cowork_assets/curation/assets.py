@@ -45,7 +45,7 @@ def params(settings: CurateSettings) -> CurationParams:
 )
 def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
     """Truncate observations, apply the budget, and audit which evidence each step removed."""
-    batch, root, p = context.partition_key, settings.data_path, params(settings)
+    batch, root, p = context.partition_key, settings.root, params(settings)
     trajectories = pl.read_parquet(partition_file(root, "trajectories", batch))
     evidence = pl.read_parquet(partition_file(root, "evidence", batch))
     sinks = {name: ParquetSink(partition_file(root, name, batch), arrow_schema(model))
@@ -73,7 +73,7 @@ def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
 
 
 def _read(settings: CurateSettings, table: str, batch: str) -> pl.DataFrame:
-    return pl.read_parquet(partition_file(settings.data_path, table, batch))
+    return pl.read_parquet(partition_file(settings.root, table, batch))
 
 
 @dg.asset_check(

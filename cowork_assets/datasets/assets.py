@@ -20,18 +20,18 @@ from cowork_assets.ingest.schemas import arrow_schema
 from cowork_assets.markdown import table
 from cowork_assets.metadata import as_metadata, column_schema
 from cowork_assets.settings import CurateSettings
-from cowork_assets.storage import partition_file, scan_table, write_text_atomic
+from cowork_assets.storage import join, partition_file, read_bytes, scan_table, write_text_atomic
 
 SPLITS = ("train", "validation")
 
 
 def _excluded(settings: CurateSettings, dataset: str) -> pl.DataFrame:
-    return pl.read_parquet(partition_file(settings.data_path, "exclusions")).filter(pl.col("dataset") == dataset)
+    return pl.read_parquet(partition_file(settings.root, "exclusions")).filter(pl.col("dataset") == dataset)
 
 
 def _stage(settings: CurateSettings, name: str, files: dict[str, pl.DataFrame]) -> dg.MaterializeResult:
     schema = arrow_schema(MODELS[name])
-    path = pub.stage(settings.data_path, name, files, {f: schema for f in files})
+    path = pub.stage(settings.root, name, files, {f: schema for f in files})
     return dg.MaterializeResult(metadata={"staged": dg.MetadataValue.path(str(path)),
                                           **{f"{f}_rows": frame.height for f, frame in files.items()}})
 
@@ -43,12 +43,12 @@ def _stage(settings: CurateSettings, name: str, files: dict[str, pl.DataFrame]) 
 def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     run = ["batch", "trajectory_id"]
     excluded = _excluded(settings, "sft").select(run).unique()
-    selected = scan_table(settings.data_path, "trajectories").filter(pl.col("teacher_role") == "teacher").collect().join(
+    selected = scan_table(settings.root, "trajectories").filter(pl.col("teacher_role") == "teacher").collect().join(
         excluded, on=run, how="anti")
     ids = selected["trajectory_id"].to_list()
-    curated = scan_table(settings.data_path, "curated_messages").filter(pl.col("trajectory_id").is_in(ids)).collect()
-    stats = scan_table(settings.data_path, "sample_stats").filter(pl.col("trajectory_id").is_in(ids)).collect()
-    packages = scan_table(settings.data_path, "task_packages").select("task_hash", "tools").collect()
+    curated = scan_table(settings.root, "curated_messages").filter(pl.col("trajectory_id").is_in(ids)).collect()
+    stats = scan_table(settings.root, "sample_stats").filter(pl.col("trajectory_id").is_in(ids)).collect()
+    packages = scan_table(settings.root, "task_packages").select("task_hash", "tools").collect()
     rows = build_sft(selected, curated, stats, packages, settings.validation_fraction,
                      settings.truncation_strategy, settings.max_observation_chars)
     context.log.info(f"SFT candidate: {rows.height} samples from {rows['task_id'].n_unique()} tasks")
@@ -61,14 +61,14 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
           "tasks with consistency errors are left out and recorded in exclusions.")
 def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     excluded = _excluded(settings, "rl_tasks").select("task_id").unique()
-    packages = (scan_table(settings.data_path, "task_packages").collect()
+    packages = (scan_table(settings.root, "task_packages").collect()
                 .sort(["task_id", "n_trajectories", "task_hash"], descending=[False, True, False])
                 .unique("task_id", keep="first", maintain_order=True).join(excluded, on="task_id", how="anti"))
-    firsts = scan_table(settings.data_path, "trajectories").select("trajectory_id", "task_id").collect()
-    systems = (scan_table(settings.data_path, "messages").filter(pl.col("message_index") == 0, pl.col("role") == "system")
+    firsts = scan_table(settings.root, "trajectories").select("trajectory_id", "task_id").collect()
+    systems = (scan_table(settings.root, "messages").filter(pl.col("message_index") == 0, pl.col("role") == "system")
                .select("trajectory_id", system="content").collect().join(firsts, on="trajectory_id")
                .sort("trajectory_id").unique("task_id", keep="first").select("task_id", "system"))
-    rates = scan_table(settings.data_path, "trajectories").filter(pl.col("teacher_role") == "teacher").group_by("task_id").agg(
+    rates = scan_table(settings.root, "trajectories").filter(pl.col("teacher_role") == "teacher").group_by("task_id").agg(
         pass_rate=pl.col("grade_passed").cast(pl.Float64).mean()).collect()
     rows = build_rl_tasks(packages, systems, rates, settings.validation_fraction)
     split = rows["extra_info"].struct.field("split")
@@ -80,14 +80,14 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
           description="Candidate processed rollout rewards (staged): per rollout the raw score, per-check rewards, "
           "GRPO and GDPO group-normalised advantages, zero-variance groups, and the turn each check was met.")
 def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    runs = scan_table(settings.data_path, "trajectories")
+    runs = scan_table(settings.root, "trajectories")
     if settings.rl_rollout_role != "all":
         runs = runs.filter(pl.col("teacher_role") == settings.rl_rollout_role)
     runs = runs.collect().sort("batch").unique("trajectory_id", keep="first", maintain_order=True)  # ids recur: first
-    messages = scan_table(settings.data_path, "messages").join(runs.lazy().select("batch", "trajectory_id"),
+    messages = scan_table(settings.root, "messages").join(runs.lazy().select("batch", "trajectory_id"),
                                                 on=["batch", "trajectory_id"]).select(
         "trajectory_id", "message_index", "role", "content", "tool_calls").collect()
-    packages = scan_table(settings.data_path, "task_packages").select("task_hash", "checks").collect()
+    packages = scan_table(settings.root, "task_packages").select("task_hash", "checks").collect()
     rows = build_rl_rollouts(runs, messages, packages, settings.rl_group_by, settings.rl_advantage_epsilon,
                              settings.rl_std == "sample")
     return _stage(settings, "rl_rollouts", {"rollouts": rows})
@@ -98,8 +98,8 @@ def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
                     description=f"Blocking: the {dataset} candidate must pass its pandera model and "
                     f"expectations/{dataset}.json, or it is not published.")
     def _check(context: dg.AssetCheckExecutionContext, settings: CurateSettings) -> dg.AssetCheckResult:
-        folder = pub.candidate(settings.data_path, dataset)
-        frame = pl.concat([pl.read_parquet(p) for p in sorted(folder.glob("*.parquet"))])
+        folder = pub.candidate(settings.root, dataset)
+        frame = pl.concat([pl.read_parquet(p) for p in pub.parquet_files(folder)])
         passed, failures = run_gate(dataset, frame, {"char_budget": settings.char_budget})
         if passed:
             pub.mark_gated(folder)
@@ -115,8 +115,8 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition, description: str) 
     @dg.asset(name=dataset, group_name="datasets", deps=[source], kinds={"parquet"},
               metadata={"dagster/column_schema": column_schema(MODELS[dataset])}, description=description)
     def _asset(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-        staged = pub.candidate(settings.data_path, dataset)
-        frames = {p.stem: pl.read_parquet(p) for p in sorted(staged.glob("*.parquet"))}
+        staged = pub.candidate(settings.root, dataset)
+        frames = {p.rsplit("/", 1)[-1].removesuffix(".parquet"): pl.read_parquet(p) for p in pub.parquet_files(staged)}
         inputs = card_inputs(settings, dataset, frames)
         cards = {}
 
@@ -126,13 +126,13 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition, description: str) 
                     "card.md": render_markdown(cards["card"]),
                     "lengths.svg": svg(cards["card"]["length_histogram"], f"{dataset}: characters per sample")}
 
-        publication = pub.publish(settings.data_path, dataset, card_files)
-        card = orjson.loads((publication.path / "card.json").read_bytes())
+        publication = pub.publish(settings.root, dataset, card_files)
+        card = orjson.loads(read_bytes(join(publication.path, "card.json")))
         context.log.info(f"{dataset}: {'published' if publication.new else 'unchanged, still'} {publication.version}")
         return dg.MaterializeResult(metadata={
             "version": publication.version, "previous_version": publication.previous or "none",
             "path": dg.MetadataValue.path(str(publication.path)),
-            "current": dg.MetadataValue.path(str(publication.path.parent / "current")),
+            "current": dg.MetadataValue.path(join(settings.root, "published", dataset, "CURRENT")),
             "card": dg.MetadataValue.md(render_markdown(card)),
             **{f"{k}_rows": v.height for k, v in frames.items()}})
 
@@ -155,15 +155,15 @@ dataset_checks = [_gate("sft_dataset", sft_candidate), _gate("rl_tasks", rl_task
           description="The combined card of the current publications: <data_root>/published/CARD.md and CARD.json, "
           "naming each dataset's current and previous version (each version folder also holds its own card).")
 def dataset_card(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    cards = {name: orjson.loads((pub.current_path(settings.data_path, name) / "card.json").read_bytes())
+    cards = {name: orjson.loads(read_bytes(join(pub.current_path(settings.root, name), "card.json")))
              for name in MODELS}
-    root = settings.data_path / "published"
+    root = join(settings.root, "published")
     text = "\n\n".join(render_markdown(card).replace("](lengths.svg)", f"]({name}/current/lengths.svg)")
                        for name, card in cards.items())
-    write_text_atomic(root / "CARD.json", orjson.dumps(cards, option=orjson.OPT_INDENT_2).decode())
-    write_text_atomic(root / "CARD.md", text)
+    write_text_atomic(join(root, "CARD.json"), orjson.dumps(cards, option=orjson.OPT_INDENT_2).decode())
+    write_text_atomic(join(root, "CARD.md"), text)
     return dg.MaterializeResult(metadata={
-        "card": dg.MetadataValue.md(text), "path": dg.MetadataValue.path(str(root / "CARD.md")),
+        "card": dg.MetadataValue.md(text), "path": dg.MetadataValue.path(join(root, "CARD.md")),
         **{f"{name}_version": card["version"] for name, card in cards.items()}})
 
 

@@ -15,13 +15,13 @@ import orjson
 import polars as pl
 
 from cowork_assets.datasets.publish import current_path
-from cowork_assets.storage import atomic_path, write_text_atomic
+from cowork_assets.storage import atomic_path, exists, join, write_text_atomic
 
 
-def _rows(data_root: Path, split: str | None) -> pl.DataFrame:
+def _rows(data_root: str, split: str | None) -> pl.DataFrame:
     folder = current_path(data_root, "sft_dataset")
-    files = [folder / f"{s}.parquet" for s in ([split] if split else ["train", "validation"])]
-    return pl.concat([pl.read_parquet(f) for f in files if f.exists()])
+    files = [join(folder, f"{s}.parquet") for s in ([split] if split else ["train", "validation"])]
+    return pl.concat([pl.read_parquet(f) for f in files if exists(f)])
 
 
 def _openai_message(m: dict) -> dict:
@@ -33,7 +33,7 @@ def _openai_message(m: dict) -> dict:
     return out
 
 
-def openai_jsonl(data_root: Path, out: Path, split: str | None = "train") -> int:
+def openai_jsonl(data_root: str, out: Path, split: str | None = "train") -> int:
     rows = _rows(data_root, split)
     with atomic_path(out) as tmp, open(tmp, "wb") as fh:
         for messages, tools in rows.select("messages", "tools").iter_rows():
@@ -62,7 +62,7 @@ def sharegpt(messages: list[dict]) -> tuple[str, list[dict]]:
     return system, turns
 
 
-def llamafactory(data_root: Path, out_dir: Path, split: str | None = "train", name: str = "cowork_sft") -> int:
+def llamafactory(data_root: str, out_dir: Path, split: str | None = "train", name: str = "cowork_sft") -> int:
     rows = _rows(data_root, split)
     records = []
     for messages, tools in rows.select("messages", "tools").iter_rows():

@@ -1,18 +1,18 @@
 """Staging and atomic, versioned publication of a dataset.
 
-A candidate is written to `<data_root>/staging/<dataset>/<digest>/` (a temporary folder renamed into
-place) and named in `staging/<dataset>/CANDIDATE`. Publishing renames the candidate folder to
+A candidate is written to `<data_root>/staging/<dataset>/<digest>/` and named in
+`staging/<dataset>/CANDIDATE`. Publishing moves the candidate folder to
 `<data_root>/published/<dataset>/v0007-<digest>/`, then switches `published/<dataset>/CURRENT` (a
-file) and `published/<dataset>/current` (a symlink) to it, each with an atomic rename. A trainer
-reading `current/` sees the old version or the new one, never a mix; old versions stay readable.
-Publishing content identical to an existing version re-points to that version instead of copying.
+one-line file, written atomically) to it, and on local disk also the `current` symlink. A trainer
+reading the current version sees the old one or the new one, never a mix; old versions stay
+readable. Publishing content identical to an existing version re-points to that version.
+The same code publishes into an object store: a version is visible only once CURRENT names it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +22,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cowork_assets.storage import write_text_atomic
+from cowork_assets.storage import (atomic_path, delete, exists, is_remote, join, list_names, move_folder, read_text,
+                                   write_text_atomic)
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class Publication:
     dataset: str
     version: str
     previous: str | None
-    path: Path
+    path: str
     new: bool
 
 
@@ -45,79 +46,84 @@ def portable(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def stage(data_root: Path, dataset: str, files: dict[str, pl.DataFrame], schemas: dict[str, pa.Schema]) -> Path:
+def stage(data_root: str, dataset: str, files: dict[str, pl.DataFrame], schemas: dict[str, pa.Schema]) -> str:
     """Write a candidate's Parquet files; returns its folder (named by the content digest)."""
-    root = data_root / "staging" / dataset
-    tmp = root / f".tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir(parents=True)
-    try:
-        digest = hashlib.sha256()
-        for name in sorted(files):
-            path = tmp / f"{name}.parquet"
-            schema = pa.schema([pa.field(f.name, portable(f.type), f.nullable) for f in schemas[name]])
-            table = files[name].to_arrow().select(schema.names).cast(schema)
-            pq.write_table(table, path, compression="zstd")
-            digest.update(name.encode() + path.read_bytes())
-        final = root / digest.hexdigest()[:12]
-        if final.exists():
-            shutil.rmtree(tmp)
-        else:
-            os.replace(tmp, final)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    write_text_atomic(root / "CANDIDATE", final.name)
+    root = join(data_root, "staging", dataset)
+    tables = {}
+    for name in sorted(files):
+        schema = pa.schema([pa.field(f.name, portable(f.type), f.nullable) for f in schemas[name]])
+        tables[name] = files[name].to_arrow().select(schema.names).cast(schema)
+    digest = hashlib.sha256()
+    for name, table in tables.items():
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="zstd")
+        tables[name] = sink.getvalue()
+        digest.update(name.encode() + tables[name].to_pybytes())
+    final = join(root, digest.hexdigest()[:12])
+    # Files are placed one by one; the folder counts as staged only once CANDIDATE names it.
+    for name, data in tables.items():
+        if not exists(join(final, f"{name}.parquet")):
+            with atomic_path(join(final, f"{name}.parquet")) as tmp:
+                tmp.write_bytes(data.to_pybytes())
+    write_text_atomic(join(root, "CANDIDATE"), final.rsplit("/", 1)[-1])
     return final
 
 
 GATE_PASSED = "GATE_PASSED"
 
 
-def mark_gated(folder: Path) -> None:
+def mark_gated(folder: str) -> None:
     """Record that this candidate passed its quality gate; only such candidates can be published."""
-    write_text_atomic(folder / GATE_PASSED, "passed\n")
+    write_text_atomic(join(folder, GATE_PASSED), "passed\n")
 
 
-def candidate(data_root: Path, dataset: str) -> Path:
-    root = data_root / "staging" / dataset
-    pointer = root / "CANDIDATE"
-    if not pointer.exists():
+def candidate(data_root: str, dataset: str) -> str:
+    pointer = join(data_root, "staging", dataset, "CANDIDATE")
+    if not exists(pointer):
         raise FileNotFoundError(f"no staged candidate for {dataset}")
-    return root / pointer.read_text().strip()
+    return join(data_root, "staging", dataset, read_text(pointer).strip())
 
 
-def current(data_root: Path, dataset: str) -> str | None:
-    pointer = data_root / "published" / dataset / "CURRENT"
-    return pointer.read_text().strip() if pointer.exists() else None
+def current(data_root: str, dataset: str) -> str | None:
+    pointer = join(data_root, "published", dataset, "CURRENT")
+    return read_text(pointer).strip() if exists(pointer) else None
 
 
-def current_path(data_root: Path, dataset: str) -> Path:
+def current_path(data_root: str, dataset: str) -> str:
     version = current(data_root, dataset)
     if version is None:
         raise FileNotFoundError(f"{dataset} has not been published under {data_root}")
-    return data_root / "published" / dataset / version
+    return join(data_root, "published", dataset, version)
 
 
-def publish(data_root: Path, dataset: str,
+def parquet_files(folder: str) -> list[str]:
+    return [join(folder, name) for name in list_names(folder) if name.endswith(".parquet")]
+
+
+def publish(data_root: str, dataset: str,
             extra_files: Callable[[str, str | None], dict[str, str]] | None = None) -> Publication:
     """Publish the staged candidate as the current version. `extra_files(version, previous)` returns text
     files (such as the card) written into the version before it becomes visible."""
     staged = candidate(data_root, dataset)
-    if not (staged / GATE_PASSED).exists():
-        raise RuntimeError(f"{dataset} candidate {staged.name} has not passed its quality gate; not publishing it")
-    root = data_root / "published" / dataset
-    root.mkdir(parents=True, exist_ok=True)
+    digest = staged.rsplit("/", 1)[-1]
+    if not exists(join(staged, GATE_PASSED)):
+        raise RuntimeError(f"{dataset} candidate {digest} has not passed its quality gate; not publishing it")
+    root = join(data_root, "published", dataset)
     previous = current(data_root, dataset)
-    existing = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name.startswith("v"))
-    version = next((v for v in existing if v.endswith(staged.name)), None)
+    existing = [v for v in list_names(root, directories=True) if v.startswith("v")]
+    version = next((v for v in existing if v.endswith(digest)), None)
     new = version is None
     if new:
-        version = f"v{len(existing) + 1:04d}-{staged.name}"
+        version = f"v{len(existing) + 1:04d}-{digest}"
         for name, text in (extra_files(version, previous) if extra_files else {}).items():
-            (staged / name).write_text(text)
-        (staged / GATE_PASSED).unlink()
-        os.replace(staged, root / version)
-    link = root / f".current.{uuid.uuid4().hex[:8]}"
-    link.symlink_to(version)
-    os.replace(link, root / "current")
-    write_text_atomic(root / "CURRENT", version)
-    return Publication(dataset, version, previous if previous != version else None, root / version, new)
+            write_text_atomic(join(staged, name), text)
+        delete(join(staged, GATE_PASSED))
+        if not is_remote(root):
+            Path(root).mkdir(parents=True, exist_ok=True)
+        move_folder(staged, join(root, version))
+    if not is_remote(root):  # a `current` symlink for local readers; object stores have only CURRENT
+        link = Path(root) / f".current.{uuid.uuid4().hex[:8]}"
+        link.symlink_to(version)
+        os.replace(link, Path(root) / "current")
+    write_text_atomic(join(root, "CURRENT"), version)
+    return Publication(dataset, version, previous if previous != version else None, join(root, version), new)

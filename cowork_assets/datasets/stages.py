@@ -17,16 +17,16 @@ EXCLUSION_SET = {"sft_dataset": "sft", "rl_tasks": "rl_tasks"}
 
 
 def funnel(settings: CurateSettings, dataset: str, published: int) -> list[tuple[str, int]]:
-    exclusions = pl.read_parquet(partition_file(settings.data_path, "exclusions")).filter(
+    exclusions = pl.read_parquet(partition_file(settings.root, "exclusions")).filter(
         pl.col("dataset") == EXCLUSION_SET.get(dataset, ""))
-    parsed = _count(scan_table(settings.data_path, "trajectories"))
+    parsed = _count(scan_table(settings.root, "trajectories"))
     if dataset == "rl_tasks":
-        tasks = scan_table(settings.data_path, "task_packages").select("task_id").unique().collect().height
+        tasks = scan_table(settings.root, "task_packages").select("task_id").unique().collect().height
         bad = exclusions["task_id"].n_unique()
         return [("task packages (distinct tasks)", tasks), ("consistent", tasks - bad), ("published", published)]
     if dataset == "rl_rollouts":
         return [("parsed trajectories", parsed), ("published rollouts", published)]
-    steps = [("raw records", parsed + _count(scan_table(settings.data_path, "quarantine"))), ("parsed", parsed)]
+    steps = [("raw records", parsed + _count(scan_table(settings.root, "quarantine"))), ("parsed", parsed)]
     gone: set[str] = set()
     for stage in STAGES:
         gone |= set(exclusions.filter(pl.col("stage") == stage)["trajectory_id"].to_list())
@@ -35,14 +35,14 @@ def funnel(settings: CurateSettings, dataset: str, published: int) -> list[tuple
 
 
 def reasons(settings: CurateSettings, dataset: str) -> list[tuple]:
-    exclusions = pl.read_parquet(partition_file(settings.data_path, "exclusions")).filter(pl.col("dataset") == dataset)
+    exclusions = pl.read_parquet(partition_file(settings.root, "exclusions")).filter(pl.col("dataset") == dataset)
     return (exclusions.group_by("stage", "reason").agg(n=pl.coalesce("trajectory_id", "task_id").n_unique())
             .sort("n", "stage", "reason", descending=[True, False, False]).rows())
 
 
 def retention(settings: CurateSettings) -> dict:
-    passing = scan_table(settings.data_path, "evidence_rollup").filter(pl.col("passing_teacher")).select("trajectory_id")
-    audit = scan_table(settings.data_path, "evidence_audit").filter(pl.col("status") == "at_risk").join(passing, on="trajectory_id")
+    passing = scan_table(settings.root, "evidence_rollup").filter(pl.col("passing_teacher")).select("trajectory_id")
+    audit = scan_table(settings.root, "evidence_audit").filter(pl.col("status") == "at_risk").join(passing, on="trajectory_id")
     counts = audit.select(pl.len().alias("n"), *[(~pl.col(c)).sum().alias(c) for c in
                                                  ("lost_to_truncation", "lost_under_head", "lost_under_evidence_aware")]).collect()
     n = counts["n"][0]

@@ -25,7 +25,7 @@ from cowork_assets.storage import ParquetSink, iter_trajectory_chunks, partition
     "first seen: given (system/user), at_risk (a tool observation, with offset), produced, or unused.",
 )
 def evidence(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    batch, root = context.partition_key, settings.data_path
+    batch, root = context.partition_key, settings.root
     trajectories = pl.read_parquet(partition_file(root, "trajectories", batch), columns=["trajectory_id", "task_hash"])
     packages = pl.read_parquet(partition_file(root, "task_packages", batch), columns=["task_hash", "checks", "tools"])
     calls = pl.read_parquet(partition_file(root, "tool_calls", batch),

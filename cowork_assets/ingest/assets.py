@@ -58,7 +58,7 @@ def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
     report = ingest_batch(
         settings.raw_path,
         batch,
-        settings.data_path,
+        settings.root,
         encoding=settings.token_encoding,
         chunk_records=settings.read_chunk_records,
         threads=settings.tokenizer_threads,
@@ -82,7 +82,7 @@ def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
     for name in BATCH_TABLES:
         meta = {
             "dagster/row_count": report.rows[name],
-            "path": dg.MetadataValue.path(str(partition_file(settings.data_path, name, batch))),
+            "path": dg.MetadataValue.path(str(partition_file(settings.root, name, batch))),
         }
         if name in ("trajectories", "quarantine"):
             meta |= {
@@ -121,8 +121,8 @@ def _rows(path) -> int:
 def records_accounted_for(context: dg.AssetCheckExecutionContext, settings: CurateSettings) -> dg.AssetCheckResult:
     batch = context.partition_key
     raw = count_raw_records(settings, batch)
-    parsed = _rows(partition_file(settings.data_path, "trajectories", batch))
-    quarantined = _rows(partition_file(settings.data_path, "quarantine", batch))
+    parsed = _rows(partition_file(settings.root, "trajectories", batch))
+    quarantined = _rows(partition_file(settings.root, "quarantine", batch))
     return dg.AssetCheckResult(
         passed=raw == parsed + quarantined,
         metadata={"raw_records": raw, "parsed": parsed, "quarantined": quarantined,
@@ -140,7 +140,7 @@ def _schema_check(table: str) -> dg.AssetChecksDefinition:
         description=f"The {table} partition validates against its pandera model ({model.__name__}).",
     )
     def _check(context: dg.AssetCheckExecutionContext, settings: CurateSettings) -> dg.AssetCheckResult:
-        frame = pl.read_parquet(partition_file(settings.data_path, table, context.partition_key))
+        frame = pl.read_parquet(partition_file(settings.root, table, context.partition_key))
         try:
             model.validate(frame, lazy=True)
         except pandera.errors.SchemaErrors as exc:

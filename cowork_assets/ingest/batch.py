@@ -44,7 +44,7 @@ class IngestReport:
 class _Writer:
     """Accumulates a batch's rows and streams them into one ParquetSink per table."""
 
-    def __init__(self, data_root: Path, batch: str, encoding: str, threads: int):
+    def __init__(self, data_root: str, batch: str, encoding: str, threads: int):
         self.batch, self.encoding, self.threads = batch, encoding, threads
         self.sinks = {
             name: ParquetSink(partition_file(data_root, name, batch), schemas.arrow_schema(model))
@@ -54,9 +54,8 @@ class _Writer:
         # Task packages are written once, when first seen; only their counts stay in memory.
         self.packages_final = partition_file(data_root, "task_packages", batch)
         full = schemas.arrow_schema(schemas.TaskPackages)
-        self.packages_seen = ParquetSink(
-            self.packages_final.with_name(".first-seen.parquet"),
-            pa.schema([f for f in full if f.name not in _COUNT_NAMES]),
+        self.packages_seen = ParquetSink(  # a local scratch file, joined with the counts at the end
+            self.packages_final, pa.schema([f for f in full if f.name not in _COUNT_NAMES])
         )
         self.package_counts: dict[str, list] = {}  # task_hash -> [n_trajectories, first_trajectory_id]
         self.texts: list[str] = []
@@ -128,7 +127,7 @@ class _Writer:
             self.package_counts.setdefault(task_hash, [0, first])[0] += n
 
     def finish(self) -> dict[str, int]:
-        self.packages_seen.commit()
+        seen = self.packages_seen.close()
         counts = pl.DataFrame(
             [(h, n, first) for h, (n, first) in self.package_counts.items()],
             schema={"task_hash": pl.String, _COUNT_NAMES[0]: pl.Int32, _COUNT_NAMES[1]: pl.String},
@@ -136,12 +135,12 @@ class _Writer:
         )
         with atomic_path(self.packages_final) as tmp:
             (
-                pl.scan_parquet(self.packages_seen.final)
+                pl.scan_parquet(seen)
                 .join(counts.lazy(), on="task_hash", how="left", maintain_order="left")
                 .select(schemas.polars_schema(schemas.TaskPackages).names())
                 .sink_parquet(tmp, compression="zstd")
             )
-        self.packages_seen.final.unlink()
+        self.packages_seen.abort()
         for sink in self.sinks.values():
             sink.commit()
         rows = {name: sink.rows for name, sink in self.sinks.items()}
@@ -150,13 +149,12 @@ class _Writer:
     def abort(self) -> None:
         for sink in (*self.sinks.values(), self.packages_seen):
             sink.abort()
-        self.packages_seen.final.unlink(missing_ok=True)
 
 
 def ingest_batch(
     raw_root: Path,
     batch: str,
-    data_root: Path,
+    data_root: str,
     encoding: str = "o200k_base",
     chunk_records: int = 2000,
     threads: int = 2,

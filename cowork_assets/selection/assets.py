@@ -22,7 +22,7 @@ from cowork_assets.storage import ParquetSink, iter_trajectory_chunks, partition
     "so cross-batch deduplication never needs the text.",
 )
 def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    b, root = context.partition_key, settings.data_path
+    b, root = context.partition_key, settings.root
     teachers = pl.read_parquet(partition_file(root, "trajectories", b), columns=[
         "trajectory_id", "task_id", "teacher_role", "grade_score"]).filter(pl.col("teacher_role") == "teacher")
     chars = pl.read_parquet(partition_file(root, "sample_stats", b), columns=["trajectory_id", "chars_after"])
@@ -50,12 +50,12 @@ def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings
     "(highest score, then fewest characters) is kept.",
 )
 def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    sigs = (pl.scan_parquet(table_glob(settings.data_path, "dedup_signatures"))
+    sigs = (pl.scan_parquet(table_glob(settings.root, "dedup_signatures"))
             .select("trajectory_id", "batch", "task_id", "content_hash", "shingles", "minhash", "score", "chars")
             .sort("batch").unique("trajectory_id", keep="first")  # a repeated id is excluded as such, not clustered
             .collect())
     found = clusters(sigs, settings.near_dup_threshold)
-    path = write_parquet_atomic(found, partition_file(settings.data_path, "dedup_clusters"), arrow_schema(DedupClusters))
+    path = write_parquet_atomic(found, partition_file(settings.root, "dedup_clusters"), arrow_schema(DedupClusters))
     removed = found.filter(~pl.col("kept")).height
     return dg.MaterializeResult(metadata={
         "dagster/row_count": found.height, "path": dg.MetadataValue.path(str(path)), "teacher_runs": sigs.height,
@@ -66,8 +66,8 @@ def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) 
 @dg.asset_check(asset=dedup_clusters, description="Warns when more than max_duplicate_rate of teacher runs are "
                 "duplicates; lists the largest clusters.")
 def duplicate_rate(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
-    found = pl.read_parquet(partition_file(settings.data_path, "dedup_clusters"))
-    runs = pl.scan_parquet(table_glob(settings.data_path, "dedup_signatures")).select(pl.len()).collect().item()
+    found = pl.read_parquet(partition_file(settings.root, "dedup_clusters"))
+    runs = pl.scan_parquet(table_glob(settings.root, "dedup_signatures")).select(pl.len()).collect().item()
     removed = found.filter(~pl.col("kept"))
     rate = removed.height / runs if runs else 0.0
     largest = found.group_by("cluster_id", "task_id").agg(members=pl.len(), kinds=pl.col("kind").unique().sort().str.join(
@@ -91,7 +91,7 @@ def duplicate_rate(context: dg.AssetCheckExecutionContext, settings: CurateSetti
     "`cowork-curate sql --query why_excluded --param trajectory_id=...`.",
 )
 def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    root = settings.data_path
+    root = settings.root
     read = lambda t, cols=None: pl.scan_parquet(table_glob(root, t)).select(cols or pl.all()).collect()  # noqa: E731
     trajectories = read("trajectories", ["batch", "trajectory_id", "task_id", "teacher_role", "grade_passed", "grade_score"])
     found = find_exclusions(

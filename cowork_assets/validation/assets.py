@@ -24,7 +24,7 @@ EXAMPLES = 20
     "turns, control characters, text that does not survive a tokenizer round trip.",
 )
 def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    b, root = context.partition_key, settings.data_path
+    b, root = context.partition_key, settings.root
     read = lambda t: pl.read_parquet(partition_file(root, t, b))  # noqa: E731
     found = find_structure(b, read("trajectories"), read("task_packages"), read("messages"), read("tool_calls"),
                            settings.token_encoding)
@@ -42,7 +42,7 @@ def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettin
     "(re-graded from the runs), ids no state or run contains, invalid tool schemas, unknown check types.",
 )
 def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    root = settings.data_path
+    root = settings.root
     scan = lambda t: pl.scan_parquet(table_glob(root, t))  # noqa: E731
     found = find_task_findings(scan("task_packages"), scan("trajectories"), scan("tool_calls"))
     path = write_parquet_atomic(found, partition_file(root, "task_findings"), arrow_schema(TaskFindings))
@@ -53,7 +53,7 @@ def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -
 @dg.asset_check(asset=structure_findings, partitions_def=batches, additional_deps=["trajectories"],
                 description="Warns when samples of the batch have structural errors (they are excluded from SFT).")
 def samples_structurally_valid(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
-    b, root = context.partition_key, settings.data_path
+    b, root = context.partition_key, settings.root
     found = pl.read_parquet(partition_file(root, "structure_findings", b)).filter(pl.col("severity") == "error")
     total = pl.scan_parquet(partition_file(root, "trajectories", b)).select(pl.len()).collect().item()
     invalid = found["trajectory_id"].n_unique()
@@ -69,7 +69,7 @@ def samples_structurally_valid(context: dg.AssetCheckExecutionContext, settings:
 @dg.asset_check(asset=task_findings, description="Warns when task packages have consistency errors "
                 "(those tasks are excluded from RL, their runs from SFT).")
 def tasks_consistent(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
-    found = pl.read_parquet(partition_file(settings.data_path, "task_findings")).filter(pl.col("severity") == "error")
+    found = pl.read_parquet(partition_file(settings.root, "task_findings")).filter(pl.col("severity") == "error")
     return dg.AssetCheckResult(passed=found.is_empty(), severity=dg.AssetCheckSeverity.WARN, metadata=as_metadata({
         "tasks_with_errors": found["task_id"].n_unique(),
         "by_kind": table(["kind", "findings", "tasks"], found.group_by("kind").agg(

@@ -20,7 +20,7 @@ from cowork_assets.warehouse.duckdb_file import build_warehouse
     "Open it with `duckdb <data_root>/cowork.duckdb` or `cowork-curate sql`.",
 )
 def warehouse(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    rows, skipped = build_warehouse(settings.data_path, settings.warehouse_path)
+    rows, skipped = build_warehouse(settings.root, settings.warehouse_path)
     for view, why in skipped.items():
         context.log.warning(f"view {view} skipped: {why}")
     return dg.MaterializeResult(

@@ -2,7 +2,9 @@
 
 The file holds only views over the Parquet tables (no copies of the data), so it is rebuilt in a
 moment after every run. It is built under a temporary name and renamed into place, so readers keep
-the previous file until the new one is complete.
+the previous file until the new one is complete. When the data root is an object store the views
+read `s3://...` URIs: our connections read them through pyarrow's S3 filesystem (so no DuckDB
+extension has to be downloaded); a stock `duckdb` shell reads them with its httpfs extension.
 """
 
 from __future__ import annotations
@@ -13,30 +15,57 @@ from pathlib import Path
 import duckdb
 
 from cowork_assets.paths import project_dir
-from cowork_assets.storage import atomic_path
+from fsspec.implementations.arrow import ArrowFSWrapper
+
+from cowork_assets.storage import atomic_path, filesystem, is_remote, join, normalize_root
 
 _VIEW = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", re.IGNORECASE)
 
 
-def view_statements(data_root: Path) -> list[tuple[str, str]]:
+_CURRENT = re.compile(r"\{current:(\w+)\}")
+
+
+def _current_folder(data_root: str, dataset: str) -> str:
+    from cowork_assets.datasets.publish import current_path
+
+    try:
+        return current_path(normalize_root(data_root), dataset).replace("'", "''")
+    except FileNotFoundError:  # not published yet: the view is skipped
+        return join(normalize_root(data_root), "published", dataset, "unpublished")
+
+
+def view_statements(data_root: str) -> list[tuple[str, str]]:
     """(view name, SQL) for each statement of sql/views.sql, with the tables folder filled in."""
     text = (project_dir("sql") / "views.sql").read_text()
-    tables = str((data_root / "tables").resolve()).replace("'", "''")
-    published = str((data_root / "published").resolve()).replace("'", "''")
+    tables = join(normalize_root(data_root), "tables").replace("'", "''")
+    published = join(normalize_root(data_root), "published").replace("'", "''")
     out = []
     for statement in text.split(";"):
         body = "\n".join(line for line in statement.splitlines() if not line.strip().startswith("--")).strip()
         if body:
             name = _VIEW.search(body)
-            out.append((name.group(1) if name else "?", body.replace("{tables}", tables).replace("{published}", published)))
+            body = body.replace("{tables}", tables).replace("{published}", published)
+            out.append((name.group(1) if name else "?", _CURRENT.sub(lambda m: _current_folder(data_root, m[1]), body)))
     return out
 
 
-def build_warehouse(data_root: Path, db_path: Path) -> tuple[dict[str, int], dict[str, str]]:
+def connect(db_path: Path, data_root: str | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection that can read the data root, wherever it is."""
+    con = duckdb.connect(str(db_path), read_only=read_only)
+    if data_root is not None and is_remote(data_root):
+        # pyarrow's filesystem as the fsspec one DuckDB routes `<scheme>://` paths to
+        scheme = data_root.split("://", 1)[0]
+        wrapper = type(f"{scheme.title()}Store", (ArrowFSWrapper,), {"protocol": scheme})
+        con.register_filesystem(wrapper(filesystem(data_root)[0]))
+    return con
+
+
+def build_warehouse(data_root: str, db_path: Path) -> tuple[dict[str, int], dict[str, str]]:
     """Create every view whose Parquet files exist. Returns (rows per view, skipped view -> why)."""
     rows, skipped = {}, {}
+    db_path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(db_path) as tmp:
-        con = duckdb.connect(str(tmp))
+        con = connect(tmp, data_root)
         try:
             for name, sql in view_statements(data_root):
                 try:
@@ -68,10 +97,11 @@ def query_params(sql: str) -> dict[str, str]:
     return dict(_PARAM.findall(sql))
 
 
-def run_query(db_path: Path, sql: str, params: dict[str, str] | None = None) -> tuple[list[str], list[tuple]]:
+def run_query(db_path: Path, sql: str, params: dict[str, str] | None = None,
+              data_root: str | None = None) -> tuple[list[str], list[tuple]]:
     if not db_path.is_file():
         raise FileNotFoundError(f"no DuckDB file at {db_path}; run `cowork-curate run` first")
-    con = duckdb.connect(str(db_path), read_only=True)
+    con = connect(db_path, data_root, read_only=True)
     try:
         cur = con.execute(sql, params) if params else con.execute(sql)
         return [d[0] for d in cur.description or []], cur.fetchall()

@@ -1,0 +1,125 @@
+"""An object-store data root (`s3://bucket/prefix`) against moto's S3 server on loopback.
+
+The same pipeline, run with the same default data, must write the same tables and publish the same
+datasets into the bucket as it does to a local folder; a second run in a fresh working directory
+must find everything it needs in the bucket (the bucket, not a local cache, is the truth).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from cowork_assets import storage
+from cowork_assets.ingest.batch import BATCH_TABLES
+
+moto_server = pytest.importorskip("moto.server")
+
+BUCKET = "curated"
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """A moto S3 server on 127.0.0.1 with one bucket, and the AWS environment pointing at it."""
+    import logging
+    import os
+
+    import boto3
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
+
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+           "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true", "AWS_EC2_METADATA_DISABLED": "true",
+           "COWORK_WORK_DIR": str(tmp_path_factory.mktemp("work"))}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # worker processes inherit it
+    storage._remote_filesystem.cache_clear()
+    boto3.client("s3").create_bucket(Bucket=BUCKET)
+    yield boto3.client("s3")
+    server.stop()
+    storage._remote_filesystem.cache_clear()
+    for k, v in saved.items():
+        os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+
+
+@pytest.fixture(scope="module")
+def remote_run(s3, default_raw, tmp_path_factory):
+    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_assets.settings import CurateSettings
+
+    settings = CurateSettings(raw_root=str(default_raw), data_root=f"s3://{BUCKET}/team/curated/")
+    instance = ensure_instance(tmp_path_factory.mktemp("s3_home"))
+    return settings, instance, materialize_all(settings, instance, echo=lambda _: None)
+
+
+def _keys(s3, prefix: str) -> set[str]:
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
+    return {o["Key"].removeprefix(prefix) for page in pages for o in page.get("Contents", [])}
+
+
+def test_the_pipeline_runs_with_an_s3_data_root(remote_run, pipeline, manifest):
+    settings, _, outcome = remote_run
+    _, _, local = pipeline
+    assert settings.root == f"s3://{BUCKET}/team/curated"
+    assert outcome.failed == {}
+    assert outcome.failed_checks == local.failed_checks == ["task_findings:tasks_consistent (WARN)"]
+
+
+def test_tables_land_in_the_bucket_identical_to_a_local_run(remote_run, pipeline, manifest, s3):
+    settings, _, _ = remote_run
+    local, _, _ = pipeline
+    keys = _keys(s3, "team/curated/")
+    for table in BATCH_TABLES:
+        assert {f"tables/{table}/batch={b}/data.parquet" for b in manifest["batches"]} <= keys
+        sort = {"quarantine": ["raw_file", "raw_record"], "task_packages": ["task_hash"]}.get(table, ["trajectory_id"])
+        remote = storage.scan_table(settings.root, table).collect().sort("batch", *sort, maintain_order=True)
+        here = storage.scan_table(local.root, table).collect().sort("batch", *sort, maintain_order=True)
+        assert remote.equals(here), table
+    assert not any(k.endswith(".tmp") for k in keys)  # only whole files were ever uploaded
+
+
+def test_datasets_are_published_in_the_bucket_behind_current(remote_run, pipeline, s3):
+    from cowork_assets.datasets import publish as pub
+
+    settings, _, _ = remote_run
+    local, _, _ = pipeline
+    for dataset in ("sft_dataset", "rl_tasks", "rl_rollouts"):
+        version = s3.get_object(Bucket=BUCKET, Key=f"team/curated/published/{dataset}/CURRENT")["Body"].read().decode().strip()
+        assert version == pub.current(local.root, dataset)  # same content, same digest, same version name
+        files = pub.parquet_files(pub.current_path(settings.root, dataset))
+        assert files and all(f.startswith(f"s3://{BUCKET}/team/curated/published/{dataset}/{version}/") for f in files)
+        for f in files:
+            name = f.rsplit("/", 1)[-1]
+            assert pl.read_parquet(f).equals(pl.read_parquet(local.local_root / "published" / dataset / "current" / name))
+    assert "published/CARD.md" in _keys(s3, "team/curated/")
+    assert not _keys(s3, "team/curated/staging/sft_dataset/").intersection({"GATE_PASSED"})
+
+
+def test_duckdb_views_and_trace_read_the_bucket(remote_run, pipeline, capsys):
+    from cowork_assets.cli import main
+    from cowork_assets.warehouse.duckdb_file import run_query
+
+    settings, _, _ = remote_run
+    local, _, _ = pipeline
+    assert str(settings.warehouse_path).startswith(str(settings.local_root)) and settings.warehouse_path.is_file()
+    for view in ("trajectories", "curated_messages", "exclusions", "sft_dataset", "publications"):
+        sql = f"SELECT count(*) FROM {view}"
+        assert run_query(settings.warehouse_path, sql, data_root=settings.root) == run_query(local.warehouse_path, sql)
+    tid = pl.read_parquet(local.local_root / "published" / "sft_dataset" / "current" / "train.parquet")["trajectory_id"][0]
+    assert main(["trace", tid, "--data-root", settings.root]) == 0
+    assert "published" in capsys.readouterr().out
+
+
+def test_a_fresh_machine_resumes_from_the_bucket(remote_run, tmp_path, monkeypatch):
+    """Done-markers live in the bucket: another working directory and instance skip every batch."""
+    from cowork_assets.runner import ensure_instance, materialize_all
+
+    settings, _, _ = remote_run
+    monkeypatch.setenv("COWORK_WORK_DIR", str(tmp_path / "other-work"))
+    outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lambda _: None)
+    assert outcome.failed == {}
+    assert sorted(outcome.skipped) == sorted(outcome.batches)
+    assert settings.warehouse_path.is_file() and str(tmp_path / "other-work") in str(settings.warehouse_path)
