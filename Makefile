@@ -22,9 +22,10 @@ $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
-# Install exactly what uv.lock pins (bytecode compiled: imports are 2x faster without it here).
+# Install exactly what uv.lock pins, with the deploy extra (Postgres storage, K8s run launcher)
+# for docs/deploy; bytecode compiled: imports are 2x faster without it here.
 $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
-	$(UV) sync --frozen --python $(PYTHON) --compile-bytecode
+	$(UV) sync --frozen --python $(PYTHON) --compile-bytecode --extra deploy
 	@touch $@
 
 setup: $(VENV)/.synced

@@ -13,6 +13,8 @@ from cowork_assets.warehouse.assets import warehouse
 PER_BATCH = [staging_tables, evidence, curation, structure_findings, dedup_signatures]
 CROSS_BATCH = [task_findings, dedup_clusters, exclusions, *dataset_assets]
 WAREHOUSE = [warehouse]
+# Cross-batch runs rewrite shared tables and publications: the run queue lets one run at a time.
+CROSS_BATCH_TAG = {"cowork/stage": "cross-batch"}
 
 process_batch = dg.define_asset_job(
     "process_batch",
@@ -24,6 +26,7 @@ process_batch = dg.define_asset_job(
 refresh_corpus = dg.define_asset_job(
     "refresh_corpus",
     selection=dg.AssetSelection.assets(*CROSS_BATCH),
+    tags=CROSS_BATCH_TAG,
     description="Everything across batches: task findings, dedup clusters, exclusions, the gated datasets and "
     "their publication.",
 )
@@ -31,5 +34,6 @@ refresh_corpus = dg.define_asset_job(
 refresh_warehouse = dg.define_asset_job(
     "refresh_warehouse",
     selection=dg.AssetSelection.assets(*WAREHOUSE),
+    tags=CROSS_BATCH_TAG,
     description="Rebuild the DuckDB file; a run of its own, so a failed gate upstream never leaves stale views.",
 )

@@ -1,0 +1,69 @@
+"""The deployment examples in docs/deploy/ are valid configuration for the code as it is.
+
+There is no Postgres or Kubernetes cluster here, so these tests check what can be checked without one:
+the instance file passes Dagster's own schema, every class it names imports from the locked `deploy`
+extra and accepts its config, and the Helm values agree with it on what matters.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+import yaml
+from dagster._config import validate_config
+from dagster._core.instance.config import dagster_instance_config
+
+DEPLOY = Path(__file__).resolve().parents[1] / "docs" / "deploy"
+
+
+@pytest.fixture(scope="module")
+def instance_yaml() -> dict:
+    return yaml.safe_load((DEPLOY / "dagster.yaml").read_text())
+
+
+def test_instance_file_passes_dagsters_schema():
+    config, custom_class = dagster_instance_config(str(DEPLOY))
+    assert custom_class is None
+    assert set(config["storage"]) == {"postgres"}
+    assert config["run_launcher"]["class"] == "K8sRunLauncher"
+    assert config["run_queue"]["max_concurrent_runs"] == 8
+
+
+def test_the_run_launcher_imports_and_accepts_its_config(instance_yaml):
+    entry = instance_yaml["run_launcher"]
+    cls = getattr(importlib.import_module(entry["module"]), entry["class"])
+    result = validate_config(cls.config_type(), entry["config"])
+    assert result.success, [e.message for e in result.errors]
+
+
+def test_postgres_storage_is_installed_with_the_deploy_extra(instance_yaml):
+    from dagster_postgres import DagsterPostgresStorage
+
+    result = validate_config(DagsterPostgresStorage.config_type(), instance_yaml["storage"]["postgres"])
+    assert result.success, [e.message for e in result.errors]
+
+
+def test_cross_batch_jobs_are_limited_to_one_run_by_their_tag(instance_yaml):
+    from dagster_project.definitions import defs
+    from dagster_project.jobs import CROSS_BATCH_TAG
+
+    (limit,) = instance_yaml["run_queue"]["tag_concurrency_limits"]
+    assert {limit["key"]: limit["value"]} == CROSS_BATCH_TAG and limit["limit"] == 1
+    for job in ("refresh_corpus", "refresh_warehouse"):
+        assert CROSS_BATCH_TAG.items() <= defs.resolve_job_def(job).tags.items()
+    assert not CROSS_BATCH_TAG.items() <= defs.resolve_job_def("process_batch").tags.items()
+
+
+def test_helm_values_match_the_instance_file(instance_yaml):
+    values = yaml.safe_load((DEPLOY / "values.yaml").read_text())
+    (deployment,) = values["dagster-user-deployments"]["deployments"]
+    assert deployment["dagsterApiGrpcArgs"] == ["-m", "dagster_project.definitions"]
+    importlib.import_module("dagster_project.definitions")
+    env = {e["name"]: e["value"] for e in deployment["env"]}
+    launcher_env = dict(v.split("=", 1) for v in instance_yaml["run_launcher"]["config"]["env_vars"])
+    assert env["COWORK_DATA_ROOT"] == launcher_env["COWORK_DATA_ROOT"] and env["COWORK_DATA_ROOT"].startswith("s3://")
+    assert values["runLauncher"]["type"] == "K8sRunLauncher"
+    queued = values["dagsterDaemon"]["runCoordinator"]["config"]["queuedRunCoordinator"]
+    assert queued["tagConcurrencyLimits"] == instance_yaml["run_queue"]["tag_concurrency_limits"]
