@@ -7,6 +7,7 @@ from cowork_assets.curation.curate import CurationParams, curate_chunk
 from cowork_assets.curation.report import budget_report, strategy_report, truncation_report
 from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats
 from cowork_assets.ingest.schemas import arrow_schema
+from cowork_assets.lineage import column_lineage
 from cowork_assets.metadata import as_metadata, column_schema
 from cowork_assets.partitions import batches
 from cowork_assets.settings import CurateSettings
@@ -68,7 +69,7 @@ def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
     for name, sink in sinks.items():
         yield dg.MaterializeResult(asset_key=name, metadata={
             "dagster/row_count": sink.rows, "path": dg.MetadataValue.path(str(sink.final)),
-            "truncation_strategy": p.strategy, "max_observation_chars": p.allowance,
+            "truncation_strategy": p.strategy, "max_observation_chars": p.allowance, **column_lineage(name),
         })
 
 

@@ -17,6 +17,7 @@ from cowork_assets.datasets.schemas import MODELS
 from cowork_assets.datasets.sft import build_sft
 from cowork_assets.datasets.stages import card_inputs
 from cowork_assets.ingest.schemas import arrow_schema
+from cowork_assets.lineage import column_lineage
 from cowork_assets.markdown import table
 from cowork_assets.metadata import as_metadata, column_schema
 from cowork_assets.settings import CurateSettings
@@ -29,10 +30,12 @@ def _excluded(settings: CurateSettings, dataset: str) -> pl.DataFrame:
     return pl.read_parquet(partition_file(settings.root, "exclusions")).filter(pl.col("dataset") == dataset)
 
 
-def _stage(settings: CurateSettings, name: str, files: dict[str, pl.DataFrame]) -> dg.MaterializeResult:
+def _stage(context: dg.AssetExecutionContext, settings: CurateSettings, name: str,
+           files: dict[str, pl.DataFrame]) -> dg.MaterializeResult:
     schema = arrow_schema(MODELS[name])
     path = pub.stage(settings.root, name, files, {f: schema for f in files})
     return dg.MaterializeResult(metadata={"staged": dg.MetadataValue.path(str(path)),
+                                          **column_lineage(context.asset_key.path[-1]),
                                           **{f"{f}_rows": frame.height for f, frame in files.items()}})
 
 
@@ -52,7 +55,7 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
     rows = build_sft(selected, curated, stats, packages, settings.validation_fraction,
                      settings.truncation_strategy, settings.max_observation_chars)
     context.log.info(f"SFT candidate: {rows.height} samples from {rows['task_id'].n_unique()} tasks")
-    return _stage(settings, "sft_dataset", {s: rows.filter(pl.col("split") == s) for s in SPLITS})
+    return _stage(context, settings, "sft_dataset", {s: rows.filter(pl.col("split") == s) for s in SPLITS})
 
 
 @dg.asset(group_name="datasets", deps=["exclusions", "task_packages", "trajectories", "messages"],
@@ -72,7 +75,7 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
         pass_rate=pl.col("grade_passed").cast(pl.Float64).mean()).collect()
     rows = build_rl_tasks(packages, systems, rates, settings.validation_fraction)
     split = rows["extra_info"].struct.field("split")
-    return _stage(settings, "rl_tasks", {s: rows.filter(split == s) for s in SPLITS})
+    return _stage(context, settings, "rl_tasks", {s: rows.filter(split == s) for s in SPLITS})
 
 
 @dg.asset(group_name="datasets", deps=["trajectories", "messages", "task_packages"], kinds={"parquet", "polars"},
@@ -90,7 +93,7 @@ def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSet
     packages = scan_table(settings.root, "task_packages").select("task_hash", "checks").collect()
     rows = build_rl_rollouts(runs, messages, packages, settings.rl_group_by, settings.rl_advantage_epsilon,
                              settings.rl_std == "sample")
-    return _stage(settings, "rl_rollouts", {"rollouts": rows})
+    return _stage(context, settings, "rl_rollouts", {"rollouts": rows})
 
 
 def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
@@ -133,7 +136,7 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition, description: str) 
             "version": publication.version, "previous_version": publication.previous or "none",
             "path": dg.MetadataValue.path(str(publication.path)),
             "current": dg.MetadataValue.path(join(settings.root, "published", dataset, "CURRENT")),
-            "card": dg.MetadataValue.md(render_markdown(card)),
+            "card": dg.MetadataValue.md(render_markdown(card)), **column_lineage(dataset),
             **{f"{k}_rows": v.height for k, v in frames.items()}})
 
     return _asset
