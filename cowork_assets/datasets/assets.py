@@ -24,6 +24,8 @@ from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import join, partition_file, read_bytes, scan_table, write_text_atomic
 
 SPLITS = ("train", "validation")
+# New batches flow through to new dataset versions with no clicks (default_automation_condition_sensor).
+EAGER = dg.AutomationCondition.eager()
 
 
 def _excluded(settings: CurateSettings, dataset: str) -> pl.DataFrame:
@@ -40,6 +42,7 @@ def _stage(context: dg.AssetExecutionContext, settings: CurateSettings, name: st
 
 
 @dg.asset(group_name="datasets", deps=["exclusions", "curated_messages", "sample_stats", "task_packages"],
+          automation_condition=EAGER,
           kinds={"parquet", "polars"}, metadata={"dagster/column_schema": column_schema(MODELS["sft_dataset"])},
           description="Candidate SFT dataset (staged, not yet published): selected runs as messages + tools with "
           "metadata and lineage, split by task into train and validation.")
@@ -59,6 +62,7 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
 
 
 @dg.asset(group_name="datasets", deps=["exclusions", "task_packages", "trajectories", "messages"],
+          automation_condition=EAGER,
           kinds={"parquet", "polars"}, metadata={"dagster/column_schema": column_schema(MODELS["rl_tasks"])},
           description="Candidate verl-style RL task rows (staged): one per validated, deduplicated task package; "
           "tasks with consistency errors are left out and recorded in exclusions.")
@@ -79,6 +83,7 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
 
 
 @dg.asset(group_name="datasets", deps=["trajectories", "messages", "task_packages"], kinds={"parquet", "polars"},
+          automation_condition=EAGER,
           metadata={"dagster/column_schema": column_schema(MODELS["rl_rollouts"])},
           description="Candidate processed rollout rewards (staged): per rollout the raw score, per-check rewards, "
           "GRPO and GDPO group-normalised advantages, zero-variance groups, and the turn each check was met.")
@@ -115,7 +120,7 @@ def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
 
 
 def _publish_asset(dataset: str, source: dg.AssetsDefinition, description: str) -> dg.AssetsDefinition:
-    @dg.asset(name=dataset, group_name="datasets", deps=[source], kinds={"parquet"},
+    @dg.asset(name=dataset, group_name="datasets", deps=[source], kinds={"parquet"}, automation_condition=EAGER,
               metadata={"dagster/column_schema": column_schema(MODELS[dataset])}, description=description)
     def _asset(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
         staged = pub.candidate(settings.root, dataset)
@@ -154,7 +159,7 @@ dataset_checks = [_gate("sft_dataset", sft_candidate), _gate("rl_tasks", rl_task
                   _gate("rl_rollouts", rl_rollouts_candidate)]
 
 
-@dg.asset(group_name="datasets", deps=[sft_dataset, rl_tasks, rl_rollouts], kinds={"json"},
+@dg.asset(group_name="datasets", deps=[sft_dataset, rl_tasks, rl_rollouts], kinds={"json"}, automation_condition=EAGER,
           description="The combined card of the current publications: <data_root>/published/CARD.md and CARD.json, "
           "naming each dataset's current and previous version (each version folder also holds its own card).")
 def dataset_card(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
