@@ -104,3 +104,13 @@ def test_curating_curated_data_changes_nothing(positions, length, strategy, budg
     assert not second["truncated"].any() and not second["trimmed"].any()
     tool = first.filter(pl.col("role") == "tool")
     assert (tool["kept_chars"] <= 1000 + tool["overflow_chars"]).all()
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab1-_ .,AB#@ßİKΣς", max_size=40), st.text(alphabet="ab1-_ .,AB#@ßİKΣς", min_size=1, max_size=5))
+def test_value_matching_finds_what_the_boundary_pattern_finds(text, value):
+    from cowork_assets.evidence.values import matches, normalise, pattern
+
+    norm = normalise(value)
+    if norm:
+        assert list(matches(norm, text)) == [(m.start(), m.end() - m.start()) for m in pattern(norm).finditer(text)]

@@ -81,6 +81,28 @@ def package_items(checks_json: str, tools_json: str) -> tuple[list[dict], list[d
     return items, specs, unknown
 
 
+def _created_items(trajectories: pl.DataFrame, tool_calls: pl.DataFrame, spec_rows: list[dict]) -> pl.DataFrame:
+    """distinct_items: the key values each run created with the check's tool (record-like, not enum values)."""
+    schema = {k: v for k, v in ITEM_SCHEMA.items()}
+    if not spec_rows:
+        return pl.DataFrame(schema=schema)
+    enums = {(r["task_hash"], r["check_id"]): r["enums"] for r in spec_rows}
+    specs = pl.DataFrame([{k: r[k] for k in ("task_hash", "check_id", "tool", "key")} for r in spec_rows]).with_row_index("spec")
+    calls = (tool_calls.with_row_index("call").join(trajectories.select("trajectory_id", "task_hash"), on="trajectory_id")
+             .join(specs, left_on=["task_hash", "tool_name"], right_on=["task_hash", "tool"]))
+    created = pl.concat([  # one JSON path per distinct key name (there are few), not one pass per check
+        group.with_columns(value=pl.col("arguments").str.json_path_match(f"$['{key}']"))
+        for (key,), group in calls.group_by("key")] or [calls.with_columns(value=pl.lit(None, pl.String))]
+    ).drop_nulls("value").sort("spec", "call")
+    pairs = created.select("task_hash", "check_id", "value").unique()
+    kept = pairs.filter(pl.Series([record_value(v, enums[(h, c)]) is not None for h, c, v in pairs.iter_rows()],
+                                  dtype=pl.Boolean))
+    kept = kept.with_columns(norm=pl.Series([normalise(v) for v in kept["value"]], dtype=pl.String))
+    return created.join(kept, on=["task_hash", "check_id", "value"], maintain_order="left").select(
+        "trajectory_id", "check_id", check_type=pl.lit("distinct_items"), source=pl.lit("derived"), value="value",
+        norm="norm").cast(schema)
+
+
 def extract_items(trajectories: pl.DataFrame, packages: pl.DataFrame, tool_calls: pl.DataFrame) -> tuple[pl.DataFrame, Counter]:
     """All evidence items of the given trajectories, one row per (trajectory, check, value)."""
     rows, spec_rows, unknown = [], [], Counter()
@@ -91,18 +113,7 @@ def extract_items(trajectories: pl.DataFrame, packages: pl.DataFrame, tool_calls
         unknown += unk
     per_task = pl.DataFrame(rows, schema={"task_hash": pl.String, **{k: v for k, v in ITEM_SCHEMA.items() if k != "trajectory_id"}})
     checked = trajectories.select("trajectory_id", "task_hash").join(per_task, on="task_hash").drop("task_hash")
-    frames = [checked.select(list(ITEM_SCHEMA))]
-    calls = tool_calls.join(trajectories.select("trajectory_id", "task_hash"), on="trajectory_id")
-    for spec in spec_rows:  # distinct_items: the key values the run created
-        created = calls.filter(pl.col("task_hash") == spec["task_hash"], pl.col("tool_name") == spec["tool"]).select(
-            "trajectory_id", value=pl.col("arguments").str.json_path_match(f"$['{spec['key']}']"))
-        kept = {v: record_value(v, spec["enums"]) for v in created["value"].drop_nulls().unique().to_list()}
-        frames.append(
-            created.filter(pl.col("value").replace_strict(kept, default=None).is_not_null()).select(
-                "trajectory_id", check_id=pl.lit(spec["check_id"]), check_type=pl.lit("distinct_items"),
-                source=pl.lit("derived"), value="value",
-                norm=pl.col("value").map_elements(normalise, return_dtype=pl.String))
-        )
+    frames = [checked.select(list(ITEM_SCHEMA)), _created_items(trajectories, tool_calls, spec_rows)]
     grounding = (
         tool_calls.select("trajectory_id", value=pl.col("arguments").str.extract_all(IDENTIFIER_PATTERN))
         .explode("value")

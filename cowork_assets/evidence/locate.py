@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from cowork_assets.evidence.values import norm_text, pattern
+from cowork_assets.evidence.values import find, matches, norm_text
 
 OCCURRENCE_SCHEMA = {
     "trajectory_id": pl.String, "norm": pl.String, "message_index": pl.Int32, "role": pl.String,
@@ -78,11 +78,11 @@ def scan(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.D
         if key in uses:
             continue  # messages are in order: everything after the first use is irrelevant
         if role == "assistant":
-            if pattern(norm).search(text):
+            if find(text, norm):
                 uses[key] = index
         elif content:
-            occurrences += [(tid, norm, index, role, m.start(), m.end() - m.start(), len(content))
-                            for m in pattern(norm).finditer(content)]
+            occurrences += [(tid, norm, index, role, start, length, len(content))
+                            for start, length in matches(norm, content)]
     used = pl.DataFrame(
         [(t, n, i) for (t, n), i in uses.items()], orient="row",
         schema={"trajectory_id": pl.String, "norm": pl.String, "used_at": pl.Int32},

@@ -110,12 +110,34 @@ def pattern(norm: str) -> re.Pattern:
     return re.compile(left + body + right, re.IGNORECASE)
 
 
+_ALNUM = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")
+
+
+def matches(norm: str, text: str) -> Iterator[tuple[int, int]]:
+    """(offset, length) of each boundary-aware, non-overlapping match of a normalised value in text.
+
+    The same matches as `pattern(norm).finditer(text)`, found with `str.find` on the lower-cased
+    text (no regex to compile per value); numbers, non-ASCII values and texts whose length changes
+    when lower-cased go through the pattern.
+    """
+    lowered = text.lower()
+    if _NUMBER.match(norm) or not norm.isascii() or len(lowered) != len(text):
+        yield from ((m.start(), m.end() - m.start()) for m in pattern(norm).finditer(text))
+        return
+    n, left, right = len(norm), norm[0].isalnum(), norm[-1].isalnum()
+    i = lowered.find(norm)
+    while i >= 0:
+        if (not left or i == 0 or lowered[i - 1] not in _ALNUM) and (
+                not right or i + n == len(lowered) or lowered[i + n] not in _ALNUM):
+            yield i, n
+            i = lowered.find(norm, i + n)
+        else:
+            i = lowered.find(norm, i + 1)
+
+
 def find(text: str | None, norm: str) -> tuple[int, int] | None:
     """(offset, length) of the first boundary-aware match of a normalised value in text."""
-    if not text:
-        return None
-    m = pattern(norm).search(text)
-    return (m.start(), m.end() - m.start()) if m else None
+    return next(matches(norm, text), None) if text else None
 
 
 def norm_text(expr: pl.Expr) -> pl.Expr:
