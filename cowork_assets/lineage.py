@@ -21,7 +21,7 @@ _SFT = {
     "teacher": [("trajectories", "teacher_model")],
     "score": [("trajectories", "grade_score")],
     "chars": [("sample_stats", "chars_after")],
-    "tokens": [("sample_stats", "tokens_after")],
+    "tokens": _MESSAGE,
     "curation": [("sample_stats", c) for c in ("truncated_messages", "trimmed_messages", "overflow_chars")],
     "split": [("trajectories", "task_id")],
     "raw_file": [("trajectories", "raw_file")],
@@ -61,7 +61,6 @@ COLUMN_LINEAGE: dict[str, dict[str, list[tuple[str, str]]]] = {
         "teacher_role": [("trajectories", "teacher_role")],
         "grade_passed": [("trajectories", "grade_passed")],
         "chars_before": [("messages", "chars")],
-        "tokens_before": [("messages", "tokens")],
     },
     "evidence_audit": {
         **{c: [("evidence", c)] for c in ("batch", "trajectory_id", "check_id", "value", "status", "found_at")},

@@ -70,7 +70,6 @@ def test_evidence_aware_keeps_a_window_around_the_evidence_within_the_allowance(
     obs = out["curated_messages"].filter(pl.col("role") == "tool", pl.col("truncated")).row(0, named=True)
     assert obs["kept_chars"] == 1000 and obs["overflow_chars"] == 0
     assert "id_0000077" in obs["content"] and len(MARKER_RE.findall(obs["content"])) == 2
-    assert obs["tokens"] == count_tokens([obs["content"]], "o200k_base")[0]
     assert out["evidence_audit"]["lost_to_truncation"].to_list() == [False]
     stats = out["sample_stats"].row(0, named=True)
     assert stats["chars_head"] < stats["chars_before"] and stats["verdict"] == "kept"
@@ -89,7 +88,8 @@ def test_trim_policy_shortens_oldest_observations_to_their_evidence_and_keeps_it
     stats = out["sample_stats"].row(0, named=True)
     curated = out["curated_messages"]
     assert stats["verdict"] == "trimmed" and stats["chars_after"] <= 5000
-    assert stats["chars_after"] == curated["chars"].sum() and stats["tokens_after"] == curated["tokens"].sum()
+    assert stats["chars_after"] == curated["chars"].sum()
+    assert stats["tokens_after"] is None  # no token budget: tokens are counted only for published samples
     trimmed = curated.filter(pl.col("trimmed")).sort("message_index")
     assert trimmed.height == stats["trimmed_messages"] > 0
     # the oldest observations were trimmed first, each down to its evidence window
@@ -105,10 +105,22 @@ def test_trim_that_cannot_fit_drops_with_reason():
     assert stats["verdict"] == "dropped" and "over budget after trimming 8 observation(s)" in stats["reason"]
 
 
-def test_token_budget_applies_too():
+def test_token_budget_counts_the_curated_text_and_applies_too():
     sample = _sample(n_obs=2)
-    assert _curate(sample, token_budget=100000)["sample_stats"]["verdict"].to_list() == ["kept"]
-    assert _curate(sample, token_budget=50, policy="drop")["sample_stats"]["reason"].to_list()[0].startswith("over budget")
+    out = _curate(sample, token_budget=100000)
+    assert out["sample_stats"]["verdict"].to_list() == ["kept"]
+    curated = out["curated_messages"]
+    calls = curated["tool_calls"].to_list()
+    texts = [(c or "") + "\n" + "\n".join(f"{x['name']} {x['arguments']}" for x in k)
+             for c, k in zip(curated["content"].to_list(), calls)]
+    assert out["sample_stats"]["tokens_after"].to_list() == [sum(count_tokens(texts, "o200k_base"))]
+    dropped = _curate(sample, token_budget=50, policy="drop")["sample_stats"].row(0, named=True)
+    assert dropped["verdict"] == "dropped" and dropped["reason"].endswith(f"{dropped['tokens_after']} tokens")
+    full = _curate(_sample(n_obs=8), token_budget=10**6)["sample_stats"]["tokens_after"][0]
+    trimmed = _curate(_sample(n_obs=8), token_budget=full * 3 // 4, policy="trim", context=20)
+    stats = trimmed["sample_stats"].row(0, named=True)
+    assert stats["verdict"] == "trimmed" and stats["tokens_after"] <= full * 3 // 4 < full
+    assert not trimmed["evidence_audit"]["lost_to_budget"].any()
 
 
 # The synthetic ground truth, through the whole pipeline (default settings: evidence_aware, trim).

@@ -31,6 +31,18 @@ def test_sft_rows_round_trip_to_the_curated_messages_of_their_source(pipeline):
         assert row["raw_file"] and row["raw_record"] >= 1 and row["sample_id"] == row["trajectory_id"]
 
 
+def test_sft_tokens_count_exactly_the_published_text(pipeline):
+    from cowork_assets.tokens import get_encoding
+
+    settings, _, _ = pipeline
+    enc = get_encoding("o200k_base")
+    for row in _published(settings, "sft_dataset").head(40).iter_rows(named=True):
+        texts = [(m["content"] or "") + "\n" + "\n".join(f"{c['function']['name']} {c['function']['arguments']}"
+                                                        for c in m["tool_calls"]) for m in row["messages"]]
+        assert row["tokens"] == sum(len(enc.encode_ordinary(t)) for t in texts)
+        assert row["chars"] >= sum(len(m["content"] or "") for m in row["messages"])
+
+
 def test_sft_selection_is_exactly_the_unexcluded_teacher_runs(pipeline):
     settings, _, _ = pipeline
     sft = _published(settings, "sft_dataset")

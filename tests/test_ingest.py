@@ -12,7 +12,6 @@ from cowork_assets.ingest import tables
 from cowork_assets.ingest.batch import BATCH_TABLES, ingest_batch
 from cowork_assets.ingest.raw_files import discover_batches, iter_raw_lines
 from cowork_assets.storage import partition_file
-from cowork_assets.tokens import get_encoding
 
 
 @pytest.fixture(scope="module")
@@ -74,20 +73,16 @@ def test_messages_round_trip_with_normalised_arguments(ingested, default_raw):
                 assert json.loads(gc["arguments"]) == (json.loads(args) if isinstance(args, str) else args)
 
 
-def test_counts_and_tokens_are_exact(ingested):
+def test_counts_are_exact(ingested):
     out, _ = ingested
     messages = load(out, "messages")
-    enc = get_encoding("o200k_base")
     for row in messages.filter(pl.col("role") == "tool").head(30).iter_rows(named=True):
         assert row["chars"] == len(row["content"])
-        assert row["tokens"] == len(enc.encode_ordinary(row["content"]))
     trajs = load(out, "trajectories")
-    per = messages.group_by("trajectory_id").agg(pl.len().alias("n"), pl.col("chars").sum().alias("c"),
-                                                 pl.col("tokens").sum().alias("t"))
+    per = messages.group_by("trajectory_id").agg(pl.len().alias("n"), pl.col("chars").sum().alias("c"))
     joined = trajs.join(per, on="trajectory_id")
     assert joined.height == trajs.height
     assert (joined["n_messages"] == joined["n"]).all() and (joined["chars_total"] == joined["c"]).all()
-    assert (joined["tokens_total"] == joined["t"]).all()
 
 
 def test_tool_calls_carry_the_observation_that_answered_them(ingested):

@@ -23,7 +23,7 @@ class Budget:
     context: int
     encoding: str
 
-    def over(self, chars: int, tokens: int) -> str | None:
+    def over(self, chars: int, tokens: int | None) -> str | None:
         if chars > self.chars:
             return f"{chars} chars > {self.chars}"
         if self.tokens is not None and tokens > self.tokens:
@@ -46,7 +46,7 @@ def trim(curated: pl.DataFrame, cores: pl.DataFrame, trajectory_ids: list[str], 
     subset = curated.filter(pl.col("trajectory_id").is_in(trajectory_ids)).join(
         cores, on=["trajectory_id", "message_index"], how="left").sort("trajectory_id", "message_index")
     for (tid,), frame in subset.group_by("trajectory_id", maintain_order=True):
-        chars, tokens = frame["chars"].sum(), frame["tokens"].sum()
+        chars, tokens = frame["chars"].sum(), frame["tokens"].sum() if budget.tokens is not None else None
         trimmed = 0
         for m in frame.filter(pl.col("role") == "tool").select(*cols, "start", "end").iter_rows(named=True):
             if not budget.over(chars, tokens):
@@ -58,9 +58,10 @@ def trim(curated: pl.DataFrame, cores: pl.DataFrame, trajectory_ids: list[str], 
             text = render(m["original"], spans)
             if len(text) >= m["chars"]:
                 continue  # a marker would not be shorter than what is there
-            new_tokens = count_tokens([text], budget.encoding)[0]
+            new_tokens = count_tokens([text], budget.encoding)[0] if budget.tokens is not None else None
             chars += len(text) - m["chars"]
-            tokens += new_tokens - m["tokens"]
+            if budget.tokens is not None:
+                tokens += new_tokens - m["tokens"]
             trimmed += 1
             rows.append((tid, m["message_index"], [{"start": s, "end": e} for s, e in spans], text, len(text),
                          new_tokens, total(spans)))

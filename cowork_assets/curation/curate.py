@@ -15,7 +15,7 @@ from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, Evide
 from cowork_assets.curation.truncate import STRATEGIES, cores, cut, survival
 from cowork_assets.evidence.locate import scan
 from cowork_assets.ingest.schemas import polars_schema
-from cowork_assets.tokens import count_tokens
+from cowork_assets.tokens import count_tokens, token_text
 
 KEY = ["trajectory_id", "message_index"]
 SPAN_LEN = pl.element().struct.field("end") - pl.element().struct.field("start")
@@ -38,7 +38,8 @@ class CurationParams:
 
 
 def apply_cuts(messages: pl.DataFrame, cuts: pl.DataFrame, params: CurationParams) -> pl.DataFrame:
-    """Messages with the cuts applied; re-tokenizes only the messages that changed."""
+    """Messages with the cuts applied. Tokens are counted only when a token budget needs them: otherwise
+    they are counted once, for the samples that are published."""
     length = pl.col("original").str.len_chars().fill_null(0)
     out = (
         messages.rename({"content": "original"})
@@ -58,11 +59,10 @@ def apply_cuts(messages: pl.DataFrame, cuts: pl.DataFrame, params: CurationParam
             chars=pl.col("chars") - pl.col("original_chars") + pl.col("content").str.len_chars().fill_null(0),
         )
     )
-    changed = out["truncated"].arg_true()
-    if len(changed):
-        fresh = count_tokens(out["content"].gather(changed).to_list(), params.encoding, params.threads)
-        out = out.with_columns(tokens=out["tokens"].scatter(changed, pl.Series(fresh, dtype=pl.Int64)))
-    return out
+    if params.token_budget is None:
+        return out.with_columns(tokens=pl.lit(None, pl.Int64))
+    texts = out.select(token_text(pl.col("content"), pl.col("tool_calls")))[:, 0].to_list()
+    return out.with_columns(tokens=pl.Series(count_tokens(texts, params.encoding, params.threads), dtype=pl.Int64))
 
 
 def curate_chunk(batch: str, trajectories: pl.DataFrame, messages: pl.DataFrame, evidence: pl.DataFrame,
@@ -75,7 +75,8 @@ def curate_chunk(batch: str, trajectories: pl.DataFrame, messages: pl.DataFrame,
 
     # The budget.
     totals = curated.group_by("trajectory_id", maintain_order=True).agg(
-        chars_after=pl.col("chars").sum(), tokens_after=pl.col("tokens").sum(),
+        chars_after=pl.col("chars").sum(), tokens_after=pl.col("tokens").sum().cast(pl.Int64)
+        if params.token_budget is not None else pl.lit(None, pl.Int64),
         truncated_messages=pl.col("truncated").sum().cast(pl.Int32), overflow_chars=pl.col("overflow_chars").sum())
     over = pl.col("chars_after") > params.char_budget
     if params.token_budget is not None:
@@ -88,7 +89,8 @@ def curate_chunk(batch: str, trajectories: pl.DataFrame, messages: pl.DataFrame,
         verdict = totals.filter(over).select(
             "trajectory_id", "chars_after", "tokens_after", verdict=pl.lit("dropped"),
             trimmed_messages=pl.lit(0, pl.Int32),
-            reason=pl.format("over budget: {} chars, {} tokens", "chars_after", "tokens_after"))
+            reason=pl.format("over budget: {} chars, {} tokens", "chars_after", "tokens_after")
+            if params.token_budget is not None else pl.format("over budget: {} chars", "chars_after"))
     stats = _sample_stats(batch, trajectories, messages, cuts, totals, verdict)
 
     # What the budget took: dropped samples lose everything; trimmed ones are re-checked.
@@ -111,7 +113,7 @@ def _sample_stats(batch, trajectories, messages, cuts, totals, verdict) -> pl.Da
 
     stats = trajectories.select(
         "trajectory_id", "task_id", "category", "teacher_role", "grade_passed",
-        chars_before="chars_total", tokens_before="tokens_total",
+        chars_before="chars_total",
     ).join(totals, on="trajectory_id", how="left", maintain_order="left")
     for strategy in STRATEGIES:
         stats = stats.join(chars_under(strategy), on="trajectory_id", how="left", maintain_order="left").with_columns(

@@ -27,7 +27,6 @@ class CuratedMessages(pa.DataFrameModel):
     trimmed: bool = pa.Field(description="cut further by the budget's trim policy")
     overflow_chars: pl.Int64 = pa.Field(ge=0, description="kept beyond the allowance because evidence needed it")
     chars: pl.Int64 = pa.Field(ge=0, description="curated content (with markers) plus tool-call text")
-    tokens: pl.Int64 = pa.Field(ge=0, description="tiktoken count of the same text")
 
 
 class SampleStats(pa.DataFrameModel):
@@ -40,11 +39,11 @@ class SampleStats(pa.DataFrameModel):
     teacher_role: str = pa.Field(description="teacher or student")
     grade_passed: bool = pa.Field(nullable=True, description="recorded grader verdict")
     chars_before: pl.Int64 = pa.Field(ge=0, description="characters before curation")
-    tokens_before: pl.Int64 = pa.Field(ge=0, description="tokens before curation")
     chars_head: pl.Int64 = pa.Field(ge=0, description="characters after truncation under `head`")
     chars_evidence_aware: pl.Int64 = pa.Field(ge=0, description="characters after truncation under `evidence_aware`")
     chars_after: pl.Int64 = pa.Field(ge=0, description="characters after truncation and budget")
-    tokens_after: pl.Int64 = pa.Field(ge=0, description="tokens after truncation and budget")
+    tokens_after: pl.Int64 = pa.Field(ge=0, nullable=True, description="tokens after truncation and budget "
+                                      "(counted only when a token budget is set)")
     truncated_messages: pl.Int32 = pa.Field(ge=0, description="observations cut by truncation")
     trimmed_messages: pl.Int32 = pa.Field(ge=0, description="observations cut further by trim")
     overflow_chars: pl.Int64 = pa.Field(ge=0, description="characters kept beyond the allowance for evidence")

@@ -56,7 +56,8 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
     stats = scan_table(settings.root, "sample_stats").filter(pl.col("trajectory_id").is_in(ids)).collect()
     packages = scan_table(settings.root, "task_packages").select("task_hash", "tools").collect()
     rows = build_sft(selected, curated, stats, packages, settings.validation_fraction,
-                     settings.truncation_strategy, settings.max_observation_chars)
+                     settings.truncation_strategy, settings.max_observation_chars, settings.token_encoding,
+                     settings.tokenizer_threads)
     context.log.info(f"SFT candidate: {rows.height} samples from {rows['task_id'].n_unique()} tasks")
     return _stage(context, settings, "sft_dataset", {s: rows.filter(pl.col("split") == s) for s in SPLITS})
 

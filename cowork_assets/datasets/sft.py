@@ -11,6 +11,7 @@ import orjson
 import polars as pl
 
 from cowork_assets.datasets.split import split_expr
+from cowork_assets.tokens import count_tokens, token_text
 
 FUNCTION_CALL = pl.Struct({"id": pl.String, "type": pl.String,
                            "function": pl.Struct({"name": pl.String, "arguments": pl.String})})
@@ -29,42 +30,47 @@ def openai_tools(tools_json: str) -> str:
     return orjson.dumps(out).decode()
 
 
-def chat_messages(curated: pl.DataFrame) -> pl.DataFrame:
-    """batch, trajectory_id, messages (list of MESSAGE) from curated message rows, in conversation order.
+def chat_messages(curated: pl.DataFrame, encoding: str, threads: int) -> pl.DataFrame:
+    """batch, trajectory_id, messages (list of MESSAGE), tokens from curated message rows, in conversation order.
 
     The sample ends at the last assistant turn: a trailing user turn (a simulated user's "###STOP###")
-    teaches nothing and would end the sample on a turn the model does not produce.
+    teaches nothing and would end the sample on a turn the model does not produce. Tokens are counted
+    here, once, for exactly the text that is published.
     """
     e = pl.element()
     last_answer = pl.col("message_index").filter(pl.col("role") == "assistant").max().over("batch", "trajectory_id")
+    kept = curated.filter(pl.col("message_index") <= last_answer).sort("batch", "trajectory_id", "message_index")
+    texts = kept.select(token_text(pl.col("content"), pl.col("tool_calls"))).to_series().to_list()
     return (
-        curated.filter(pl.col("message_index") <= last_answer)
-        .sort("batch", "trajectory_id", "message_index")
+        kept.with_columns(tokens=pl.Series(count_tokens(texts, encoding, threads), dtype=pl.Int64))
         .with_columns(tool_calls=pl.col("tool_calls").list.eval(pl.struct(
             id=e.struct.field("id"), type=e.struct.field("type"),
             function=pl.struct(name=e.struct.field("name"), arguments=e.struct.field("arguments")))))
         .group_by("batch", "trajectory_id", maintain_order=True)
-        .agg(messages=pl.struct("role", "content", "tool_calls", "tool_call_id", "name"))
+        .agg(messages=pl.struct("role", "content", "tool_calls", "tool_call_id", "name"), tokens=pl.col("tokens").sum())
         .with_columns(pl.col("messages").cast(pl.List(MESSAGE)))
     )
 
 
 def build_sft(selected: pl.DataFrame, curated: pl.DataFrame, stats: pl.DataFrame, packages: pl.DataFrame,
-              validation_fraction: float, strategy: str, allowance: int) -> pl.DataFrame:
+              validation_fraction: float, strategy: str, allowance: int, encoding: str = "o200k_base",
+              threads: int = 2) -> pl.DataFrame:
     """`selected`: the trajectories rows of the runs that passed selection."""
+    run = ["batch", "trajectory_id"]
+    curated = curated.join(selected.select(run), on=run, how="semi")
     tools = pl.DataFrame({"task_hash": packages["task_hash"],
                           "tools": [openai_tools(t) for t in packages["tools"]]}).unique("task_hash", keep="first")
     return (
-        selected.join(chat_messages(curated), on=["batch", "trajectory_id"], maintain_order="left")
+        selected.join(chat_messages(curated, encoding, threads), on=run, maintain_order="left")
         .join(tools, on="task_hash", how="left", maintain_order="left")
-        .join(stats.select("batch", "trajectory_id", "chars_after", "tokens_after", "truncated_messages",
+        .join(stats.select("batch", "trajectory_id", "chars_after", "truncated_messages",
                            "trimmed_messages", "overflow_chars", "verdict"),
               on=["batch", "trajectory_id"], how="left", maintain_order="left")
         .select(
             pl.col("trajectory_id").alias("sample_id"),
             "messages", "tools", "task_id", "category",
             teacher="teacher_model", score="grade_score",
-            chars="chars_after", tokens="tokens_after",
+            chars="chars_after", tokens="tokens",
             curation=pl.format("truncation={}@{}; {} observation(s) truncated, {} trimmed, {} chars of evidence overflow",
                                pl.lit(strategy), pl.lit(allowance), "truncated_messages", "trimmed_messages",
                                "overflow_chars"),

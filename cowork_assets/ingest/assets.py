@@ -26,10 +26,10 @@ raw_batches = dg.AssetSpec(
 )
 
 DESCRIPTIONS = {
-    "trajectories": "One row per parsed trajectory: task, teacher, grade, counts, characters, tokens, and "
+    "trajectories": "One row per parsed trajectory: task, teacher, grade, counts, characters, and "
     "lineage (raw_file, raw_record = 1-based line).",
-    "messages": "One row per message, tool calls normalised (arguments as JSON strings), with character and "
-    "tiktoken counts.",
+    "messages": "One row per message, tool calls normalised (arguments as JSON strings), with character counts "
+    "(tokens are counted once, for the published samples).",
     "tool_calls": "One row per tool call with the observation that answered it and its length.",
     "task_packages": "One row per distinct task package (request, initial state, tools, checks) in the batch.",
     "quarantine": "Raw records that could not be parsed: file, 1-based record, reason, detail, excerpt.",
@@ -59,9 +59,7 @@ def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
         settings.raw_path,
         batch,
         settings.root,
-        encoding=settings.token_encoding,
         chunk_records=settings.read_chunk_records,
-        threads=settings.tokenizer_threads,
         progress=lambda message: context.log.info(f"{batch}: {message}"),
     )
     context.log.info(

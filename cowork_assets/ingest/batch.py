@@ -44,8 +44,8 @@ class IngestReport:
 class _Writer:
     """Accumulates a batch's rows and streams them into one ParquetSink per table."""
 
-    def __init__(self, data_root: str, batch: str, encoding: str, threads: int):
-        self.batch, self.encoding, self.threads = batch, encoding, threads
+    def __init__(self, data_root: str, batch: str):
+        self.batch = batch
         self.sinks = {
             name: ParquetSink(partition_file(data_root, name, batch), schemas.arrow_schema(model))
             for name, model in schemas.MODELS.items()
@@ -83,7 +83,7 @@ class _Writer:
             raw, origins = self._drop_repeated_ids(raw, origins)
             if raw.height:
                 files, records = zip(*origins)
-                frames = tables.flatten_chunk(raw, files, records, self.batch, self.encoding, self.threads)
+                frames = tables.flatten_chunk(raw, files, records, self.batch)
                 self._count_packages(frames.pop("task_packages"))
                 for name, frame in frames.items():
                     self.sinks[name].write(frame)
@@ -155,16 +155,14 @@ def ingest_batch(
     raw_root: Path,
     batch: str,
     data_root: str,
-    encoding: str = "o200k_base",
     chunk_records: int = 2000,
-    threads: int = 2,
     progress: Callable[[str], None] = lambda message: None,
 ) -> IngestReport:
     """Read every raw file of `batch` and write its staging tables atomically."""
     report = IngestReport(batch)
     sources = scan_batch(raw_root, batch)
     files, report.ignored_files = sources.files, sources.ignored
-    writer = _Writer(data_root, batch, encoding, threads)
+    writer = _Writer(data_root, batch)
     try:
         for path in files:
             rel = path.relative_to(raw_root).as_posix()

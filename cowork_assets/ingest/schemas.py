@@ -35,7 +35,6 @@ class Trajectories(pa.DataFrameModel):
     n_tool_calls: pl.Int32 = pa.Field(ge=0, description="tool calls made by the assistant")
     chars_total: pl.Int64 = pa.Field(ge=0, description="sum of messages.chars")
     chars_observations: pl.Int64 = pa.Field(ge=0, description="characters in tool observations")
-    tokens_total: pl.Int64 = pa.Field(ge=0, description="sum of messages.tokens")
     raw_file: str = pa.Field(description="raw file, relative to raw_root")
     raw_record: pl.Int64 = pa.Field(ge=1, description="1-based line in the decompressed raw file")
 
@@ -52,7 +51,6 @@ class Messages(pa.DataFrameModel):
     tool_call_id: str = pa.Field(nullable=True, description="for tool messages: the call answered")
     name: str = pa.Field(nullable=True, description="for tool messages: the tool name")
     chars: pl.Int64 = pa.Field(ge=0, description="content plus tool-call names and arguments")
-    tokens: pl.Int64 = pa.Field(ge=0, description="tiktoken count of the same text")
 
 
 class ToolCalls(pa.DataFrameModel):

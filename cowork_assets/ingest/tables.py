@@ -16,7 +16,6 @@ import orjson
 import polars as pl
 
 from cowork_assets.ingest.schemas import TOOL_CALL, Messages, ToolCalls, Trajectories, polars_schema
-from cowork_assets.tokens import count_tokens
 
 RAW_SCHEMA = pl.Schema(
     {
@@ -91,7 +90,7 @@ def task_packages(task_jsons: Sequence[str]) -> pl.DataFrame:
     )
 
 
-def _messages(raw: pl.DataFrame, batch: str, encoding: str, threads: int) -> pl.DataFrame:
+def _messages(raw: pl.DataFrame, batch: str) -> pl.DataFrame:
     call = pl.element()
     msgs = (
         raw.select(
@@ -117,20 +116,13 @@ def _messages(raw: pl.DataFrame, batch: str, encoding: str, threads: int) -> pl.
     call_text = pl.col("tool_calls").list.eval(
         call.struct.field("name") + " " + call.struct.field("arguments")
     )
-    msgs = msgs.with_columns(
+    return msgs.with_columns(
         batch=pl.lit(batch),
         chars=(
             pl.col("content").str.len_chars().fill_null(0)
             + call_text.list.eval(call.str.len_chars() - 1).list.sum().fill_null(0)
         ).cast(pl.Int64),
-        _token_text=pl.concat_str(
-            [pl.col("content").fill_null(""), call_text.list.join("\n")], separator="\n"
-        ),
-    )
-    tokens = count_tokens(msgs["_token_text"].to_list(), encoding, threads)
-    return msgs.with_columns(tokens=pl.Series(tokens, dtype=pl.Int64)).select(
-        polars_schema(Messages).names()
-    )
+    ).select(polars_schema(Messages).names())
 
 
 def _tool_calls(messages: pl.DataFrame) -> pl.DataFrame:
@@ -174,11 +166,9 @@ def flatten_chunk(
     raw_file: Sequence[str],
     raw_record: Sequence[int],
     batch: str,
-    encoding: str,
-    threads: int = 2,
 ) -> dict[str, pl.DataFrame]:
     """Staging frames for one parsed chunk (task packages with per-chunk trajectory counts)."""
-    messages = _messages(raw, batch, encoding, threads)
+    messages = _messages(raw, batch)
     tool_calls = _tool_calls(messages)
     per_traj = messages.group_by("trajectory_id").agg(
         n_messages=pl.len().cast(pl.Int32),
@@ -186,7 +176,6 @@ def flatten_chunk(
         n_tool_calls=pl.col("tool_calls").list.len().sum().cast(pl.Int32),
         chars_total=pl.col("chars").sum(),
         chars_observations=pl.col("chars").filter(pl.col("role") == "tool").sum(),
-        tokens_total=pl.col("tokens").sum(),
     )
     packages = task_packages(raw["task"].to_list())
     trajectories = (

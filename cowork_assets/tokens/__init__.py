@@ -11,9 +11,11 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
+import polars as pl
 import tiktoken
 
 CACHE_DIR = Path(__file__).parent / "tiktoken_cache"
@@ -60,6 +62,28 @@ def get_encoding(name: str) -> tiktoken.Encoding:
 
 
 def count_tokens(texts: Sequence[str], encoding: str, num_threads: int = 2) -> list[int]:
-    """Token count of each text (special-token strings are counted as plain text)."""
+    """Token count of each text (special-token strings are counted as plain text).
+
+    Each thread encodes an interleaved share of the texts in a plain loop: for many short texts
+    that is about twice as fast as tiktoken's batch API, which pays for a future per text.
+    """
     enc = get_encoding(encoding)
-    return [len(ids) for ids in enc.encode_ordinary_batch(list(texts), num_threads=num_threads)]
+    texts = list(texts)
+
+    def count(share: list[str]) -> list[int]:
+        return [len(enc.encode_ordinary(text)) for text in share]
+
+    if num_threads <= 1 or len(texts) < 2 * num_threads:
+        return count(texts)
+    with ThreadPoolExecutor(num_threads) as pool:
+        shares = list(pool.map(count, [texts[i::num_threads] for i in range(num_threads)]))
+    counts = [0] * len(texts)
+    for i, share in enumerate(shares):
+        counts[i::num_threads] = share
+    return counts
+
+
+def token_text(content: pl.Expr, tool_calls: pl.Expr) -> pl.Expr:
+    """The text of a message that is counted: its content, then each call's name and arguments."""
+    calls = tool_calls.list.eval(pl.element().struct.field("name") + " " + pl.element().struct.field("arguments"))
+    return pl.concat_str([content.fill_null(""), calls.list.join("\n").fill_null("")], separator="\n")

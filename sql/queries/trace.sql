@@ -6,9 +6,9 @@ SELECT trajectory_id, 1 AS step, 'raw' AS stage,
        format('{}:{} (batch {})', raw_file, raw_record, batch) AS detail FROM t
 UNION ALL
 SELECT trajectory_id, 2, 'trajectory',
-       format('task {} ({}), {} {} (run {}), grade {} (passed: {}), {} messages, {} tool calls, {} chars, {} tokens',
+       format('task {} ({}), {} {} (run {}), grade {} (passed: {}), {} messages, {} tool calls, {} chars',
               task_id, category, teacher_role, teacher_model, coalesce(teacher_run_id, '-'), grade_score, grade_passed,
-              n_messages, n_tool_calls, chars_total, tokens_total) FROM t
+              n_messages, n_tool_calls, chars_total) FROM t
 UNION ALL
 SELECT c.trajectory_id, 3, 'curation',
        format('message {}: {} of {} chars kept{}{}', c.message_index, c.kept_chars, c.original_chars,
@@ -17,7 +17,8 @@ SELECT c.trajectory_id, 3, 'curation',
 FROM curated_messages c JOIN t USING (batch, trajectory_id) WHERE c.truncated OR c.trimmed
 UNION ALL
 SELECT s.trajectory_id, 4, 'budget',
-       format('{} -> {} chars, {} -> {} tokens: {}{}', s.chars_before, s.chars_after, s.tokens_before, s.tokens_after,
+       format('{} -> {} chars{}: {}{}', s.chars_before, s.chars_after,
+              CASE WHEN s.tokens_after IS NULL THEN '' ELSE format(', {} tokens', s.tokens_after) END,
               s.verdict, coalesce(' (' || s.reason || ')', ''))
 FROM sample_stats s JOIN t USING (batch, trajectory_id)
 UNION ALL
@@ -40,7 +41,8 @@ UNION ALL
 SELECT e.trajectory_id, 8, 'excluded', format('{}: {} - {}', e.stage, e.reason, e.detail)
 FROM exclusions e JOIN t USING (batch, trajectory_id) WHERE e.dataset = 'sft'
 UNION ALL
-SELECT s.trajectory_id, 9, 'published', format('sft_dataset {} ({} split) as sample {}', p.version, s.split, s.sample_id)
+SELECT s.trajectory_id, 9, 'published', format('sft_dataset {} ({} split) as sample {}, {} chars, {} tokens', p.version, s.split, s.sample_id,
+                                          s.chars, s.tokens)
 FROM sft_dataset s JOIN t USING (batch, trajectory_id), publications p WHERE p.dataset = 'sft_dataset'
 UNION ALL
 SELECT r.trajectory_id, 9, 'published', format('rl_rollouts {} (group {}, advantage {})', p.version, r.group_id,
