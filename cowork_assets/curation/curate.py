@@ -13,7 +13,7 @@ import polars as pl
 from cowork_assets.curation.budget import Budget, trim
 from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats
 from cowork_assets.curation.truncate import STRATEGIES, cores, cut, survival
-from cowork_assets.evidence.locate import scan
+from cowork_assets.evidence.locate import shown
 from cowork_assets.ingest.schemas import polars_schema
 from cowork_assets.tokens import count_tokens, token_text
 
@@ -68,7 +68,7 @@ def apply_cuts(messages: pl.DataFrame, cuts: pl.DataFrame, params: CurationParam
 def curate_chunk(batch: str, trajectories: pl.DataFrame, messages: pl.DataFrame, evidence: pl.DataFrame,
                  params: CurationParams) -> dict[str, pl.DataFrame]:
     at_risk = evidence.filter(pl.col("status") == "at_risk").unique(["trajectory_id", "norm"], maintain_order=True)
-    _, occurrences = scan(at_risk, messages)
+    occurrences = shown(at_risk)  # found by the evidence stage; not searched again
     cuts = {s: cut(messages, at_risk, s, params.allowance, params.context) for s in STRATEGIES}
     survives = {s: survival(occurrences, cuts[s]) for s in STRATEGIES}
     curated = apply_cuts(messages, cuts[params.strategy], params)

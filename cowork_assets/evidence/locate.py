@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from cowork_assets.evidence.schemas import SHOWN
 from cowork_assets.evidence.values import find, matches, norm_text
 
 OCCURRENCE_SCHEMA = {
@@ -17,6 +18,7 @@ OCCURRENCE_SCHEMA = {
 LOCATION_SCHEMA = {
     "trajectory_id": pl.String, "norm": pl.String, "used_at": pl.Int32, "found_at": pl.Int32,
     "found_role": pl.String, "found_offset": pl.Int64, "found_length": pl.Int64, "found_message_chars": pl.Int64,
+    "shown_at": pl.List(SHOWN),
 }
 
 
@@ -95,15 +97,24 @@ def locate(items: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
     keys = items.select("trajectory_id", "norm").unique(maintain_order=True)
     used, occurrences = scan(keys, messages)
     first = (
-        occurrences.group_by("trajectory_id", "norm")
-        .agg(pl.all().sort_by("message_index", "offset").first())
+        occurrences.sort("message_index", "offset").group_by("trajectory_id", "norm", maintain_order=True)
+        .agg(pl.all().first(), shown_at=pl.struct("message_index", "offset", "length"))
         .rename({"message_index": "found_at", "role": "found_role", "offset": "found_offset",
                  "length": "found_length", "message_chars": "found_message_chars"})
     )
     return (
         keys.join(used, on=["trajectory_id", "norm"], how="left", maintain_order="left")
         .join(first, on=["trajectory_id", "norm"], how="left", maintain_order="left")
+        .with_columns(pl.col("shown_at").fill_null(pl.lit([], dtype=pl.List(SHOWN))))
         .select(list(LOCATION_SCHEMA))
+    )
+
+
+def shown(evidence: pl.DataFrame) -> pl.DataFrame:
+    """The occurrences `scan` found, back from the evidence table: one row per match before first use."""
+    return (
+        evidence.select("trajectory_id", "norm", "shown_at").unique(["trajectory_id", "norm"], maintain_order=True)
+        .explode("shown_at").drop_nulls("shown_at").unnest("shown_at")
     )
 
 
