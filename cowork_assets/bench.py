@@ -41,13 +41,18 @@ def _tree_rss_mb(root_pid: int) -> float:
 
 
 class PeakMemory:
+    """Samples the resident memory of this process tree; `peak` and when it happened (`peak_at`, seconds)."""
+
     def __init__(self, interval: float = 0.2):
-        self.peak, self._stop, self.interval = 0.0, threading.Event(), interval
+        self.peak, self.peak_at, self._stop, self.interval = 0.0, 0.0, threading.Event(), interval
 
     def __enter__(self):
+        started = time.monotonic()
+
         def sample():
             while not self._stop.is_set():
-                self.peak = max(self.peak, _tree_rss_mb(os.getpid()))
+                if (now := _tree_rss_mb(os.getpid())) > self.peak:
+                    self.peak, self.peak_at = now, time.monotonic() - started
                 self._stop.wait(self.interval)
 
         self._thread = threading.Thread(target=sample, daemon=True)
@@ -119,7 +124,7 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
     figures = {
         "trajectories": size, "batches": batches, "raw_mb": round(raw_mb, 1), "wall_seconds": round(wall, 1),
         "trajectories_per_second": round(size / wall, 1), "mb_per_second": round(raw_mb / wall, 2),
-        "peak_rss_mb": round(memory.peak), "floor": floor, "wall_over_floor": round(wall / floor["seconds"], 2),
+        "peak_rss_mb": round(memory.peak), "peak_at_seconds": round(memory.peak_at, 1), "floor": floor, "wall_over_floor": round(wall / floor["seconds"], 2),
         "max_concurrent": settings.max_concurrent, "failed": outcome.failed,
         "per_asset_seconds": {k: round(v, 1) for k, v in per_asset_seconds(instance, since).items()},
     }
@@ -131,7 +136,7 @@ def report(figures: dict) -> str:
     lines = [f"{figures['trajectories']} trajectories in {figures['batches']} batches ({figures['raw_mb']} MB raw)",
              f"  wall            {figures['wall_seconds']} s  ({figures['trajectories_per_second']} traj/s, "
              f"{figures['mb_per_second']} MB/s)",
-             f"  peak memory     {figures['peak_rss_mb']} MB (all processes)",
+             f"  peak memory     {figures['peak_rss_mb']} MB (all processes; {figures['peak_at_seconds']} s into the run)",
              f"  floor           {figures['floor']['seconds']} s (read {figures['floor']['read_seconds']} s + tokenize "
              f"SFT text {figures['floor']['tokenize_seconds']} s); wall / floor = {figures['wall_over_floor']}",
              "  time per asset (summed over runs):"]

@@ -195,3 +195,24 @@ def test_empty_batch_writes_empty_tables(tmp_path):
     r = ingest_batch(tmp_path / "raw", "b", tmp_path / "out")
     assert r.raw_records == 0 and r.balanced
     assert all(pl.read_parquet(partition_file(tmp_path / "out", t, "b")).height == 0 for t in BATCH_TABLES)
+
+
+def test_schema_validation_reads_row_groups_and_reports_every_failure(tmp_path):
+    import pyarrow.parquet as pq
+
+    from cowork_assets.ingest.schemas import Messages, Trajectories, polars_schema, validate_table
+
+    good = {"batch": "b", "trajectory_id": "t", "message_index": 0, "role": "user", "content": "hi",
+            "tool_calls": [], "tool_call_id": None, "name": None, "chars": 2}
+    frame = pl.DataFrame([good, good | {"message_index": 1, "role": "robot"}, good | {"message_index": 2, "chars": -1}],
+                         schema=polars_schema(Messages))
+    path = tmp_path / "messages.parquet"
+    frame.write_parquet(path, row_group_size=1)
+    assert pq.ParquetFile(path).num_row_groups == 3
+    rows, failures = validate_table(str(path), Messages)
+    assert rows == 3 and sorted(failures["column"].to_list()) == ["chars", "role"]
+    frame.head(1).write_parquet(path)
+    assert validate_table(str(path), Messages) == (1, None)
+    trajectories = pl.DataFrame(schema=polars_schema(Trajectories))
+    trajectories.write_parquet(path)
+    assert validate_table(str(path), Trajectories) == (0, None)

@@ -93,8 +93,9 @@ def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSet
     if settings.rl_rollout_role != "all":
         runs = runs.filter(pl.col("teacher_role") == settings.rl_rollout_role)
     runs = runs.collect().sort("batch").unique("trajectory_id", keep="first", maintain_order=True)  # ids recur: first
-    messages = scan_table(settings.root, "messages").join(runs.lazy().select("batch", "trajectory_id"),
-                                                on=["batch", "trajectory_id"]).select(
+    # Checks are met on assistant turns only: the observations (most of the text) are not read.
+    messages = scan_table(settings.root, "messages").filter(pl.col("role") == "assistant").join(
+        runs.lazy().select("batch", "trajectory_id"), on=["batch", "trajectory_id"]).select(
         "trajectory_id", "message_index", "role", "content", "tool_calls").collect()
     packages = scan_table(settings.root, "task_packages").select("task_hash", "checks").collect()
     rows = build_rl_rollouts(runs, messages, packages, settings.rl_group_by, settings.rl_advantage_epsilon,

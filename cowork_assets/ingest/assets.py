@@ -1,16 +1,14 @@
 """Dagster wiring of the ingest stage: raw batches -> staging tables, their checks, and the sensor."""
 
-
 import time
 
 import dagster as dg
-import pandera.errors
 import polars as pl
 import pyarrow.parquet as pq
 
 from cowork_assets.ingest.batch import BATCH_TABLES, ingest_batch
 from cowork_assets.ingest.formats import scan_batch
-from cowork_assets.ingest.schemas import MODELS
+from cowork_assets.ingest.schemas import MODELS, validate_table
 from cowork_assets.metadata import column_schema, counts_md, md_table
 from cowork_assets.partitions import batches
 from cowork_assets.settings import CurateSettings
@@ -138,20 +136,11 @@ def _schema_check(table: str) -> dg.AssetChecksDefinition:
         description=f"The {table} partition validates against its pandera model ({model.__name__}).",
     )
     def _check(context: dg.AssetCheckExecutionContext, settings: CurateSettings) -> dg.AssetCheckResult:
-        frame = pl.read_parquet(partition_file(settings.root, table, context.partition_key))
-        try:
-            model.validate(frame, lazy=True)
-        except pandera.errors.SchemaErrors as exc:
-            cases = exc.failure_cases
-            return dg.AssetCheckResult(
-                passed=False,
-                metadata={
-                    "rows": frame.height,
-                    "failures": len(cases),
-                    "examples": md_table(cases.columns, cases.head(20).rows()),
-                },
-            )
-        return dg.AssetCheckResult(passed=True, metadata={"rows": frame.height})
+        rows, failures = validate_table(partition_file(settings.root, table, context.partition_key), model)
+        if failures is not None:
+            return dg.AssetCheckResult(passed=False, metadata={
+                "rows": rows, "failures": failures.height, "examples": md_table(failures.columns, failures.head(20).rows())})
+        return dg.AssetCheckResult(passed=True, metadata={"rows": rows})
 
     return _check
 

@@ -6,9 +6,13 @@ written partition against them.
 
 from __future__ import annotations
 
-import polars as pl
+from collections.abc import Iterator
+
+import pandera.errors
 import pandera.polars as pa
+import polars as pl
 import pyarrow as pa_arrow
+import pyarrow.parquet as pq
 
 from cowork_assets.ingest.record import ROLES
 
@@ -116,3 +120,27 @@ def arrow_schema(model: type[pa.DataFrameModel]) -> pa_arrow.Schema:
 
 def empty(model: type[pa.DataFrameModel]) -> pl.DataFrame:
     return pl.DataFrame(schema=polars_schema(model))
+
+
+def validate_table(location: str, model: type[pa.DataFrameModel]) -> tuple[int, pl.DataFrame | None]:
+    """(rows, failure cases or None) of a Parquet file against a pandera model.
+
+    Validated one row group at a time, so memory does not grow with the table; a model with a unique
+    column is validated whole, since uniqueness spans row groups.
+    """
+    from cowork_assets.storage import filesystem
+
+    if any(column.unique for column in model.to_schema().columns.values()):
+        chunks: Iterator[pl.DataFrame] = iter([pl.read_parquet(location)])
+    else:
+        fs, path = filesystem(location)
+        parquet = pq.ParquetFile(fs.open_input_file(path))
+        chunks = (pl.from_arrow(parquet.read_row_group(i)) for i in range(parquet.num_row_groups))
+    rows, cases = 0, []
+    for frame in chunks:
+        rows += frame.height
+        try:
+            model.validate(frame, lazy=True)
+        except pandera.errors.SchemaErrors as exc:
+            cases.append(exc.failure_cases)
+    return rows, (pl.concat(cases, how="diagonal_relaxed") if cases else None)

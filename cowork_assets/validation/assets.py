@@ -7,8 +7,8 @@ from cowork_assets.markdown import table
 from cowork_assets.metadata import as_metadata, column_schema, counts_md
 from cowork_assets.partitions import batches
 from cowork_assets.settings import CurateSettings
-from cowork_assets.storage import partition_file, table_glob, write_parquet_atomic
-from cowork_assets.ingest.schemas import arrow_schema
+from cowork_assets.storage import iter_trajectory_chunks, partition_file, table_glob, write_parquet_atomic
+from cowork_assets.ingest.schemas import arrow_schema, polars_schema
 from cowork_assets.validation.schemas import StructureFindings, TaskFindings
 from cowork_assets.validation.structure import structure_findings as find_structure
 from cowork_assets.validation.tasks import task_findings as find_task_findings
@@ -25,9 +25,16 @@ EXAMPLES = 20
 )
 def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     b, root = context.partition_key, settings.root
-    read = lambda t: pl.read_parquet(partition_file(root, t, b))  # noqa: E731
-    found = find_structure(b, read("trajectories"), read("task_packages"), read("messages"), read("tool_calls"),
-                           settings.token_encoding)
+    read = lambda t, columns: pl.read_parquet(partition_file(root, t, b), columns=columns)  # noqa: E731
+    trajectories, packages = read("trajectories", ["trajectory_id", "task_hash"]), read("task_packages", ["task_hash", "tools"])
+    calls = read("tool_calls", ["trajectory_id", "message_index", "call_id", "tool_name", "arguments", "observation_index"])
+    frames = []  # a chunk of whole trajectories at a time: memory does not grow with the batch
+    for messages in iter_trajectory_chunks(partition_file(root, "messages", b)):
+        ids = messages["trajectory_id"].unique().to_list()
+        frames.append(find_structure(b, trajectories.filter(pl.col("trajectory_id").is_in(ids)), packages, messages,
+                                     calls.filter(pl.col("trajectory_id").is_in(ids)), settings.token_encoding))
+    found = pl.concat(frames).sort("trajectory_id", "message_index", "kind", nulls_last=True) if frames else \
+        pl.DataFrame(schema=polars_schema(StructureFindings))
     path = write_parquet_atomic(found, partition_file(root, "structure_findings", b), arrow_schema(StructureFindings))
     return dg.MaterializeResult(metadata={"dagster/row_count": found.height, "path": dg.MetadataValue.path(str(path)),
                                           "by_kind": counts_md(dict(found.group_by("kind").len().iter_rows()), "kind", "findings")})

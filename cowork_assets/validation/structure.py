@@ -99,6 +99,7 @@ def _validator(params: str):
     return cls(schema)
 
 
+@lru_cache(maxsize=65536)  # the same arguments recur (a search, a lookup by id) across runs of a task
 def _schema_problem(params: str, args: str) -> str | None:
     validator = _validator(params)
     if validator is None:
