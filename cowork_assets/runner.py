@@ -6,6 +6,8 @@ cross-batch job, all recorded in the Dagster instance (so `make ui` shows the hi
 
 from __future__ import annotations
 
+import importlib
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -107,6 +109,9 @@ def materialize_all(
             outcome.skipped.append(batch)
         else:
             todo.append(batch)
+    # Great Expectations takes seconds to import; the gates need it only after the batches, so this
+    # otherwise idle process imports it while the batch workers run.
+    threading.Thread(target=importlib.import_module, args=("great_expectations",), daemon=True).start()
     workers = min(settings.max_concurrent, len(todo))
     if workers > 1:
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))

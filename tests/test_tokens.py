@@ -54,3 +54,11 @@ def test_a_damaged_rank_file_is_detected(fresh, monkeypatch, tmp_path):
     monkeypatch.setattr(tokens, "CACHE_DIR", damaged)
     with pytest.raises(tokens.TokenizerUnavailable, match="sha256"):
         tokens.get_encoding("o200k_base")
+
+
+def test_special_tokens_known_without_loading_match_the_encodings():
+    from cowork_assets.tokens import BUNDLED, SPECIAL_TOKENS, get_encoding
+
+    assert set(SPECIAL_TOKENS) == set(BUNDLED)
+    for name, special in SPECIAL_TOKENS.items():
+        assert special == get_encoding(name).special_tokens_set

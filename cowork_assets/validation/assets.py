@@ -31,8 +31,10 @@ def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettin
     frames = []  # a chunk of whole trajectories at a time: memory does not grow with the batch
     for messages in iter_trajectory_chunks(partition_file(root, "messages", b)):
         ids = messages["trajectory_id"].unique().to_list()
-        frames.append(find_structure(b, trajectories.filter(pl.col("trajectory_id").is_in(ids)), packages, messages,
-                                     calls.filter(pl.col("trajectory_id").is_in(ids)), settings.token_encoding))
+        runs = trajectories.filter(pl.col("trajectory_id").is_in(ids))
+        tasks = packages.filter(pl.col("task_hash").is_in(runs["task_hash"].unique().to_list()))
+        frames.append(find_structure(b, runs, tasks, messages, calls.filter(pl.col("trajectory_id").is_in(ids)),
+                                     settings.token_encoding))
     found = pl.concat(frames).sort("trajectory_id", "message_index", "kind", nulls_last=True) if frames else \
         pl.DataFrame(schema=polars_schema(StructureFindings))
     path = write_parquet_atomic(found, partition_file(root, "structure_findings", b), arrow_schema(StructureFindings))

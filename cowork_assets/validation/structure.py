@@ -12,7 +12,7 @@ import jsonschema
 import orjson
 import polars as pl
 
-from cowork_assets.tokens import get_encoding
+from cowork_assets.tokens import SPECIAL_TOKENS, get_encoding
 from cowork_assets.validation.schemas import StructureFindings
 
 CONTROL = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]"
@@ -110,10 +110,11 @@ def _schema_problem(params: str, args: str) -> str | None:
 
 def text_findings(messages: pl.DataFrame, encoding: str) -> list[pl.DataFrame]:
     """Control characters, and text the tokenizer will not encode and decode back unchanged."""
-    enc = get_encoding(encoding)
     text = pl.col("content").fill_null("")
     control = messages.filter(text.str.contains(CONTROL))
-    special = messages.filter(text.str.contains_any(sorted(enc.special_tokens_set)))
+    specials = SPECIAL_TOKENS.get(encoding) or get_encoding(encoding).special_tokens_set  # unknown: a clear error
+    special = messages.filter(text.str.contains_any(sorted(specials)))
+    enc = get_encoding(encoding) if special.height else None  # its rank file loads only when needed
     failing = []
     for tid, index, content in special.select("trajectory_id", "message_index", "content").iter_rows():
         try:
