@@ -29,5 +29,5 @@ def result(content: str, call_id: str = "c1", name: str = "tool") -> dict:
 
 
 def flatten(*trajs: dict, batch: str = "b") -> dict[str, pl.DataFrame]:
-    raw = tables.read_lines([orjson.dumps(t).decode() for t in trajs])
+    raw = tables.read_lines([orjson.dumps(t) for t in trajs])
     return tables.flatten_chunk(raw, ["f.jsonl"] * len(trajs), list(range(1, len(trajs) + 1)), batch)

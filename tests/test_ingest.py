@@ -177,7 +177,7 @@ def test_a_record_polars_cannot_read_is_quarantined_alone(tmp_path, monkeypatch)
     real = tables.read_lines
 
     def picky(texts):
-        if any("POISON" in t for t in texts):
+        if any(b"POISON" in t for t in texts):
             raise pl.exceptions.ComputeError("cannot parse")
         return real(texts)
 

@@ -20,6 +20,8 @@ from cowork_assets.ingest.formats import scan_batch
 from cowork_assets.ingest.record import excerpt, validate_line
 from cowork_assets.storage import ParquetSink, atomic_path, partition_file
 
+BOM = "\ufeff".encode()
+
 BATCH_TABLES = tuple(schemas.MODELS)
 _COUNT_NAMES = ("n_trajectories", "first_trajectory_id")
 
@@ -58,12 +60,12 @@ class _Writer:
             self.packages_final, pa.schema([f for f in full if f.name not in _COUNT_NAMES])
         )
         self.package_counts: dict[str, list] = {}  # task_hash -> [n_trajectories, first_trajectory_id]
-        self.texts: list[str] = []
+        self.texts: list[bytes] = []
         self.origins: list[tuple[str, int]] = []
         self.quarantine: list[dict] = []
         self.seen: dict[str, tuple[str, int]] = {}
 
-    def add(self, text: str, raw_file: str, raw_record: int) -> None:
+    def add(self, text: bytes, raw_file: str, raw_record: int) -> None:
         self.texts.append(text)
         self.origins.append((raw_file, raw_record))
 
@@ -93,7 +95,7 @@ class _Writer:
             self.quarantine = []
         return parsed
 
-    def _parse(self, texts: list[str], origins: list[tuple[str, int]]):
+    def _parse(self, texts: list[bytes], origins: list[tuple[str, int]]):
         try:
             return tables.read_lines(texts), origins
         except pl.exceptions.PolarsError:
@@ -105,7 +107,7 @@ class _Writer:
                 frames.append(tables.read_lines([text]))
                 kept.append(origin)
             except pl.exceptions.PolarsError as exc:
-                self.reject(*origin, "unreadable_record", str(exc).splitlines()[0], text.encode())
+                self.reject(*origin, "unreadable_record", str(exc).splitlines()[0], text)
         return (pl.concat(frames) if frames else pl.DataFrame(schema=tables.RAW_SCHEMA)), kept
 
     def _drop_repeated_ids(self, raw: pl.DataFrame, origins: list[tuple[str, int]]):
@@ -182,7 +184,7 @@ def ingest_batch(
                 if text is None:
                     writer.reject(rel, line.record, reason, detail, data)
                     continue
-                writer.add(text, rel, line.record)
+                writer.add(data.removeprefix(BOM), rel, line.record)  # valid UTF-8: parsed as read
                 if len(writer.texts) >= chunk_records:
                     report.parsed += writer.flush()
                     progress(f"{report.raw_records} records read, {report.parsed} parsed")

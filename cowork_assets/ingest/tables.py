@@ -47,15 +47,14 @@ RAW_SCHEMA = pl.Schema(
 )
 
 
-def read_lines(texts: Sequence[str]) -> pl.DataFrame:
-    """Parse validated JSON lines into one frame with RAW_SCHEMA."""
-    return pl.read_ndjson(io.BytesIO("\n".join(texts).encode()), schema=RAW_SCHEMA)
+def read_lines(lines: Sequence[bytes]) -> pl.DataFrame:
+    """Parse validated JSON lines (UTF-8 bytes, as read) into one frame with RAW_SCHEMA."""
+    return pl.read_ndjson(io.BytesIO(b"\n".join(lines)), schema=RAW_SCHEMA)
 
 
-def task_hash(task_json: str) -> str:
-    """Content hash of a task package, independent of key order."""
-    canonical = orjson.dumps(orjson.loads(task_json), option=orjson.OPT_SORT_KEYS)
-    return hashlib.sha256(canonical).hexdigest()[:16]
+def task_hash(task: dict) -> str:
+    """Content hash of a (parsed) task package, independent of key order."""
+    return hashlib.sha256(orjson.dumps(task, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
 def task_packages(task_jsons: Sequence[str]) -> pl.DataFrame:
@@ -67,7 +66,7 @@ def task_packages(task_jsons: Sequence[str]) -> pl.DataFrame:
         rows.append(
             {
                 "task_json": text,
-                "task_hash": task_hash(text),
+                "task_hash": task_hash(task),
                 "task_id": task["task_id"],
                 "category": task["category"],
                 "request": task["request"],
