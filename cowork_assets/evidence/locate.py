@@ -73,8 +73,10 @@ def scan(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.D
     candidates_ = candidates(keys, messages)
     uses: dict[tuple[str, str], int] = {}
     occurrences = []
-    for tid, norm, index, role, content, text in candidates_.select(
-        "trajectory_id", "norm", "message_index", "role", "content", "text"
+    # Only `text` crosses into Python (for a non-assistant message it is the content): long strings
+    # are the cost here, so each candidate row converts one.
+    for tid, norm, index, role, text in candidates_.select(
+        "trajectory_id", "norm", "message_index", "role", "text"
     ).iter_rows():
         key = (tid, norm)
         if key in uses:
@@ -82,9 +84,9 @@ def scan(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.D
         if role == "assistant":
             if find(text, norm):
                 uses[key] = index
-        elif content:
-            occurrences += [(tid, norm, index, role, start, length, len(content))
-                            for start, length in matches(norm, content)]
+        elif text:
+            occurrences += [(tid, norm, index, role, start, length, len(text))
+                            for start, length in matches(norm, text)]
     used = pl.DataFrame(
         [(t, n, i) for (t, n), i in uses.items()], orient="row",
         schema={"trajectory_id": pl.String, "norm": pl.String, "used_at": pl.Int32},
