@@ -45,7 +45,7 @@ def _anchor(norm: pl.Expr) -> pl.Expr:
 
 
 def candidates(keys: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
-    """(trajectory_id, norm, message_index, role, content, text) pairs worth checking exactly."""
+    """(trajectory_id, norm, message_index, role, text) pairs worth checking exactly."""
     keys = keys.select("trajectory_id", "norm").unique().with_columns(anchor=_anchor(pl.col("norm")))
     texts = searchable(messages).with_columns(ntext=norm_text(pl.col("text")))
     tokens = texts.select("trajectory_id", "message_index", anchor=pl.col("ntext").str.extract_all(RUN).list.unique())
@@ -62,7 +62,7 @@ def candidates(keys: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
     )
     return (
         pl.concat([anchored, unanchored]).unique()
-        .join(texts.select("trajectory_id", "message_index", "role", "content", "text"),
+        .join(texts.select("trajectory_id", "message_index", "role", "text"),
               on=["trajectory_id", "message_index"])
         .sort("trajectory_id", "norm", "message_index")
     )
