@@ -34,8 +34,9 @@ def is_remote(location: str | Path) -> bool:
 
 
 def normalize_root(root: str | Path) -> str:
-    """An absolute local path, or the URI without a trailing slash."""
-    return str(root).rstrip("/") if is_remote(root) else str(Path(root).expanduser().resolve())
+    """An absolute local path (`file://` URIs included), or the URI without a trailing slash."""
+    root = str(root).removeprefix("file://")
+    return root.rstrip("/") if is_remote(root) else str(Path(root).expanduser().resolve())
 
 
 def join(location: str | Path, *parts: str) -> str:

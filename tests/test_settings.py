@@ -25,3 +25,15 @@ def test_every_setting_has_a_default_and_a_description():
     for name, field in CurateSettings.model_fields.items():
         assert field.description, name
         assert not field.is_required(), name
+
+
+def test_data_root_may_be_a_folder_a_file_uri_or_an_object_store(monkeypatch, tmp_path):
+    from cowork_assets.settings import CurateSettings
+
+    monkeypatch.setenv("COWORK_WORK_DIR", str(tmp_path / "work"))
+    remote = CurateSettings(data_root="s3://bucket/team/curated/")
+    assert remote.root == "s3://bucket/team/curated"
+    assert remote.local_root == tmp_path / "work" / "s3_bucket_team_curated"  # DuckDB file and locks
+    assert remote.warehouse_path == remote.local_root / "cowork.duckdb"
+    local = CurateSettings(data_root=f"file://{tmp_path}/curated/")
+    assert local.root == str(tmp_path / "curated") and local.local_root == tmp_path / "curated"
