@@ -149,10 +149,11 @@ class CurateSettings(dg.ConfigurableResource):
 def local_root(data_root: str) -> Path:
     """Local folder for what must be a local file (the DuckDB file, locks): the data root itself, or for
     an object-store root a folder under COWORK_WORK_DIR (default ~/.cache/cowork-curate) named after it."""
-    if not is_remote(data_root):
-        return Path(normalize_root(data_root))
+    root = normalize_root(data_root)
+    if not is_remote(root):
+        return Path(root)
     base = Path(os.environ.get("COWORK_WORK_DIR", "~/.cache/cowork-curate")).expanduser().resolve()
-    return base / re.sub(r"[^A-Za-z0-9._-]+", "_", normalize_root(data_root))
+    return base / re.sub(r"[^A-Za-z0-9._-]+", "_", root)
 
 
 def settings_from_env() -> CurateSettings:
