@@ -3,7 +3,6 @@
 import time
 
 import dagster as dg
-import polars as pl
 import pyarrow.parquet as pq
 
 from cowork_assets.ingest.batch import BATCH_TABLES, ingest_batch
