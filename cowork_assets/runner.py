@@ -7,9 +7,11 @@ cross-batch job, all recorded in the Dagster instance (so `make ui` shows the hi
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from dataclasses import dataclass, field
@@ -114,8 +116,10 @@ def materialize_all(
     threading.Thread(target=importlib.import_module, args=("great_expectations",), daemon=True).start()
     workers = min(settings.max_concurrent, len(todo))
     if workers > 1:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
-        results = pool.map(_process_batch, [instance.root_directory] * len(todo), [config] * len(todo), todo)
+        # The cores are shared out between the batch workers: one polars thread pool per core, not per worker.
+        with _environment(POLARS_MAX_THREADS=str(max(1, (os.cpu_count() or 1) // workers))):
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+            results = pool.map(_process_batch, [instance.root_directory] * len(todo), [config] * len(todo), todo)
     else:
         pool, results = None, (_process_batch(instance.root_directory, config, b, instance) for b in todo)
     try:
@@ -142,6 +146,18 @@ def materialize_all(
             _collect_failed_checks(outcome, result, None)
     outcome.seconds = time.monotonic() - started
     return outcome
+
+
+@contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    """Environment variables for the processes started inside the block (spawned workers copy it)."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
 
 
 def _process_batch(home: str, config: dict, batch: str, instance: dg.DagsterInstance | None = None):
