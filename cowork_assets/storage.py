@@ -190,24 +190,29 @@ def write_parquet_atomic(frame: pl.DataFrame, final: str, schema: pa.Schema | No
     return final
 
 
+def iter_row_groups(location: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
+    """A Parquet file one row group at a time, wherever it lives."""
+    fs, path = filesystem(location)
+    with fs.open_input_file(path) as source:
+        parquet = pq.ParquetFile(source)
+        for i in range(parquet.num_row_groups):
+            yield pl.from_arrow(parquet.read_row_group(i, columns=columns))
+
+
 def iter_trajectory_chunks(location: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
     """Row groups of a per-trajectory table, re-cut so no trajectory is split across two chunks.
 
     Tables are written in trajectory order, so rows of one trajectory are contiguous; a trajectory
     that straddles a row-group boundary is carried into the next chunk.
     """
-    fs, path = filesystem(location)
-    with fs.open_input_file(path) as source:
-        parquet = pq.ParquetFile(source)
-        carry: pl.DataFrame | None = None
-        for i in range(parquet.num_row_groups):
-            frame = pl.from_arrow(parquet.read_row_group(i, columns=columns))
-            if carry is not None:
-                frame = pl.concat([carry, frame])
-            ids = frame["trajectory_id"]
-            start = frame.height - (ids.reverse() != ids[-1]).arg_max() if (ids != ids[-1]).any() else 0
-            carry = frame.slice(start)
-            if start:
-                yield frame.slice(0, start)
-        if carry is not None and carry.height:
-            yield carry
+    carry: pl.DataFrame | None = None
+    for frame in iter_row_groups(location, columns):
+        if carry is not None:
+            frame = pl.concat([carry, frame])
+        ids = frame["trajectory_id"]
+        start = frame.height - (ids.reverse() != ids[-1]).arg_max() if (ids != ids[-1]).any() else 0
+        carry = frame.slice(start)
+        if start:
+            yield frame.slice(0, start)
+    if carry is not None and carry.height:
+        yield carry

@@ -45,8 +45,9 @@ def trim(curated: pl.DataFrame, cores: pl.DataFrame, trajectory_ids: list[str], 
     cols = ["trajectory_id", "message_index", "role", "original", "kept_spans", "chars", "tokens"]
     subset = curated.filter(pl.col("trajectory_id").is_in(trajectory_ids)).join(
         cores, on=["trajectory_id", "message_index"], how="left").sort("trajectory_id", "message_index")
+    counting = budget.tokens is not None  # tokens are counted only for a token budget
     for (tid,), frame in subset.group_by("trajectory_id", maintain_order=True):
-        chars, tokens = frame["chars"].sum(), frame["tokens"].sum() if budget.tokens is not None else None
+        chars, tokens = frame["chars"].sum(), frame["tokens"].sum() if counting else None
         trimmed = 0
         for m in frame.filter(pl.col("role") == "tool").select(*cols, "start", "end").iter_rows(named=True):
             if not budget.over(chars, tokens):
@@ -58,9 +59,9 @@ def trim(curated: pl.DataFrame, cores: pl.DataFrame, trajectory_ids: list[str], 
             text = render(m["original"], spans)
             if len(text) >= m["chars"]:
                 continue  # a marker would not be shorter than what is there
-            new_tokens = count_tokens([text], budget.encoding)[0] if budget.tokens is not None else None
+            new_tokens = count_tokens([text], budget.encoding)[0] if counting else None
             chars += len(text) - m["chars"]
-            if budget.tokens is not None:
+            if counting:
                 tokens += new_tokens - m["tokens"]
             trimmed += 1
             rows.append((tid, m["message_index"], [{"start": s, "end": e} for s, e in spans], text, len(text),

@@ -49,22 +49,19 @@ def portable(t: pa.DataType) -> pa.DataType:
 def stage(data_root: str, dataset: str, files: dict[str, pl.DataFrame], schemas: dict[str, pa.Schema]) -> str:
     """Write a candidate's Parquet files; returns its folder (named by the content digest)."""
     root = join(data_root, "staging", dataset)
-    tables = {}
+    encoded, digest = {}, hashlib.sha256()
     for name in sorted(files):
         schema = pa.schema([pa.field(f.name, portable(f.type), f.nullable) for f in schemas[name]])
-        tables[name] = files[name].to_arrow().select(schema.names).cast(schema)
-    digest = hashlib.sha256()
-    for name, table in tables.items():
         sink = pa.BufferOutputStream()
-        pq.write_table(table, sink, compression="zstd")
-        tables[name] = sink.getvalue()
-        digest.update(name.encode() + tables[name].to_pybytes())
+        pq.write_table(files[name].to_arrow().select(schema.names).cast(schema), sink, compression="zstd")
+        encoded[name] = sink.getvalue().to_pybytes()
+        digest.update(name.encode() + encoded[name])
     final = join(root, digest.hexdigest()[:12])
     # Files are placed one by one; the folder counts as staged only once CANDIDATE names it.
-    for name, data in tables.items():
+    for name, data in encoded.items():
         if not exists(join(final, f"{name}.parquet")):
             with atomic_path(join(final, f"{name}.parquet")) as tmp:
-                tmp.write_bytes(data.to_pybytes())
+                tmp.write_bytes(data)
     write_text_atomic(join(root, "CANDIDATE"), final.rsplit("/", 1)[-1])
     return final
 

@@ -83,9 +83,8 @@ def package_items(checks_json: str, tools_json: str) -> tuple[list[dict], list[d
 
 def _created_items(trajectories: pl.DataFrame, tool_calls: pl.DataFrame, spec_rows: list[dict]) -> pl.DataFrame:
     """distinct_items: the key values each run created with the check's tool (record-like, not enum values)."""
-    schema = {k: v for k, v in ITEM_SCHEMA.items()}
     if not spec_rows:
-        return pl.DataFrame(schema=schema)
+        return pl.DataFrame(schema=ITEM_SCHEMA)
     enums = {(r["task_hash"], r["check_id"]): r["enums"] for r in spec_rows}
     specs = pl.DataFrame([{k: r[k] for k in ("task_hash", "check_id", "tool", "key")} for r in spec_rows]).with_row_index("spec")
     calls = (tool_calls.with_row_index("call").join(trajectories.select("trajectory_id", "task_hash"), on="trajectory_id")
@@ -100,7 +99,7 @@ def _created_items(trajectories: pl.DataFrame, tool_calls: pl.DataFrame, spec_ro
     kept = kept.with_columns(norm=pl.Series([normalise(v) for v in kept["value"]], dtype=pl.String))
     return created.join(kept, on=["task_hash", "check_id", "value"], maintain_order="left").select(
         "trajectory_id", "check_id", check_type=pl.lit("distinct_items"), source=pl.lit("derived"), value="value",
-        norm="norm").cast(schema)
+        norm="norm").cast(ITEM_SCHEMA)
 
 
 def extract_items(trajectories: pl.DataFrame, packages: pl.DataFrame, tool_calls: pl.DataFrame) -> tuple[pl.DataFrame, Counter]:

@@ -6,13 +6,12 @@ written partition against them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable
 
 import pandera.errors
 import pandera.polars as pa
 import polars as pl
 import pyarrow as pa_arrow
-import pyarrow.parquet as pq
 
 from cowork_assets.ingest.record import ROLES
 
@@ -128,14 +127,10 @@ def validate_table(location: str, model: type[pa.DataFrameModel]) -> tuple[int, 
     Validated one row group at a time, so memory does not grow with the table; a model with a unique
     column is validated whole, since uniqueness spans row groups.
     """
-    from cowork_assets.storage import filesystem
+    from cowork_assets.storage import iter_row_groups
 
-    if any(column.unique for column in model.to_schema().columns.values()):
-        chunks: Iterator[pl.DataFrame] = iter([pl.read_parquet(location)])
-    else:
-        fs, path = filesystem(location)
-        parquet = pq.ParquetFile(fs.open_input_file(path))
-        chunks = (pl.from_arrow(parquet.read_row_group(i)) for i in range(parquet.num_row_groups))
+    unique = any(column.unique for column in model.to_schema().columns.values())
+    chunks: Iterable[pl.DataFrame] = [pl.read_parquet(location)] if unique else iter_row_groups(location)
     rows, cases = 0, []
     for frame in chunks:
         rows += frame.height

@@ -25,27 +25,27 @@ _VIEW = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", re.IGNORECASE)
 _CURRENT = re.compile(r"\{current:(\w+)\}")
 
 
-def _current_folder(data_root: str, dataset: str) -> str:
+def _current_folder(root: str, dataset: str) -> str:
     from cowork_assets.datasets.publish import current_path
 
     try:
-        return current_path(normalize_root(data_root), dataset).replace("'", "''")
+        return current_path(root, dataset).replace("'", "''")
     except FileNotFoundError:  # not published yet: the view is skipped
-        return join(normalize_root(data_root), "published", dataset, "unpublished")
+        return join(root, "published", dataset, "unpublished")
 
 
 def view_statements(data_root: str) -> list[tuple[str, str]]:
     """(view name, SQL) for each statement of sql/views.sql, with the tables folder filled in."""
     text = (project_dir("sql") / "views.sql").read_text()
-    tables = join(normalize_root(data_root), "tables").replace("'", "''")
-    published = join(normalize_root(data_root), "published").replace("'", "''")
+    root = normalize_root(data_root)
+    tables, published = (join(root, part).replace("'", "''") for part in ("tables", "published"))
     out = []
     for statement in text.split(";"):
         body = "\n".join(line for line in statement.splitlines() if not line.strip().startswith("--")).strip()
         if body:
             name = _VIEW.search(body)
             body = body.replace("{tables}", tables).replace("{published}", published)
-            out.append((name.group(1) if name else "?", _CURRENT.sub(lambda m: _current_folder(data_root, m[1]), body)))
+            out.append((name.group(1) if name else "?", _CURRENT.sub(lambda m: _current_folder(root, m[1]), body)))
     return out
 
 
