@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from cowork_assets.settings import DEFAULT_DATA_ROOT, DEFAULT_RAW_ROOT
-from cowork_assets.storage import normalize_root
+from cowork_assets.storage import check_root, normalize_root
 
 
 class UsageError(Exception):
@@ -62,6 +62,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not raw.is_dir():
         raise UsageError(f"--raw-root {raw} is not a directory")
     settings = _settings(args)
+    try:
+        check_root(settings.root)
+    except (ConnectionError, FileNotFoundError) as exc:
+        raise UsageError(str(exc)) from None
     from cowork_assets.runner import ensure_instance, materialize_all
     from cowork_assets.summary import print_summary
 

@@ -57,6 +57,19 @@ def filesystem(location: str | Path) -> tuple[pafs.FileSystem, str]:
     return _remote_filesystem(f"{scheme}://{rest.split('/', 1)[0]}"), rest
 
 
+def check_root(root: str) -> None:
+    """Fail early, with a plain message, when an object-store data root cannot be reached."""
+    if not is_remote(root):
+        return
+    try:
+        fs, path = filesystem(root)
+        found = fs.get_file_info(path.split("/", 1)[0]).type != pafs.FileType.NotFound
+    except OSError as exc:
+        raise ConnectionError(f"cannot reach the data root {root}: {str(exc).splitlines()[0]}") from None
+    if not found:
+        raise FileNotFoundError(f"the bucket of the data root {root} does not exist (create it first)")
+
+
 def exists(location: str | Path) -> bool:
     fs, path = filesystem(location)
     return fs.get_file_info(path).type != pafs.FileType.NotFound

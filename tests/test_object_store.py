@@ -123,3 +123,19 @@ def test_a_fresh_machine_resumes_from_the_bucket(remote_run, tmp_path, monkeypat
     assert outcome.failed == {}
     assert sorted(outcome.skipped) == sorted(outcome.batches)
     assert settings.warehouse_path.is_file() and str(tmp_path / "other-work") in str(settings.warehouse_path)
+
+
+def test_a_missing_bucket_or_unreachable_store_is_a_clear_error(s3, default_raw, tmp_path, monkeypatch, capsys):
+    from cowork_assets.cli import main
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    assert main(["run", "--raw-root", str(default_raw), "--data-root", "s3://no-such-bucket/curated"]) == 2
+    assert "the bucket of the data root s3://no-such-bucket/curated does not exist" in capsys.readouterr().err
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens there
+    storage._remote_filesystem.cache_clear()
+    try:
+        assert main(["run", "--raw-root", str(default_raw), "--data-root", "s3://elsewhere/curated"]) == 2
+        assert "cannot reach the data root s3://elsewhere/curated" in capsys.readouterr().err
+    finally:
+        storage._remote_filesystem.cache_clear()
+    assert not (tmp_path / "home").exists()  # refused before any instance or run was created
