@@ -62,3 +62,10 @@ def test_special_tokens_known_without_loading_match_the_encodings():
     assert set(SPECIAL_TOKENS) == set(BUNDLED)
     for name, special in SPECIAL_TOKENS.items():
         assert special == get_encoding(name).special_tokens_set
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_counts_match_encoding_each_text_with_repeats_in_any_order(threads):
+    enc = tokens.get_encoding("o200k_base")
+    texts = [f"observation {i % 7}: " + "row " * (i % 5) for i in range(40)] + ["", "hello world", ""]
+    assert tokens.count_tokens(texts, "o200k_base", threads) == [len(enc.encode_ordinary(t)) for t in texts]
