@@ -114,3 +114,14 @@ def test_value_matching_finds_what_the_boundary_pattern_finds(text, value):
     norm = normalise(value)
     if norm:
         assert list(matches(norm, text)) == [(m.start(), m.end() - m.start()) for m in pattern(norm).finditer(text)]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.text(alphabet="0123456789,.+- aK", max_size=40),
+       st.from_regex(r"[+-]?[0-9]{1,2}(,?[0-9]{1,3}){0,2}(\.[0-9]{1,2})?", fullmatch=True))
+def test_number_matching_finds_what_the_separator_pattern_finds(text, value):
+    """Numbers match with or without grouping commas (never around the point), found without a regex."""
+    from cowork_assets.evidence.values import matches, normalise, pattern
+
+    norm = normalise(value)
+    assert list(matches(norm, text)) == [(m.start(), m.end() - m.start()) for m in pattern(norm).finditer(text)]

@@ -21,6 +21,7 @@ The rule (documented in the README, tested in tests/test_evidence_values.py):
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
@@ -111,28 +112,39 @@ def pattern(norm: str) -> re.Pattern:
 
 
 _ALNUM = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")
+# A comma a number's pattern may skip: between a digit (or the sign) and a digit.
+_GROUPING_COMMA = re.compile(r"(?<=[0-9+-]),(?=[0-9])")
 
 
 def matches(norm: str, text: str) -> Iterator[tuple[int, int]]:
     """(offset, length) of each boundary-aware, non-overlapping match of a normalised value in text.
 
     The same matches as `pattern(norm).finditer(text)`, found with `str.find` on the lower-cased
-    text (no regex to compile per value); numbers, non-ASCII values and texts whose length changes
-    when lower-cased go through the pattern.
+    text (no regex to compile per value): a number is looked for in the text with its grouping
+    commas removed, and offsets are mapped back. Non-ASCII values and texts whose length changes when
+    lower-cased go through the pattern.
     """
     lowered = text.lower()
-    if _NUMBER.match(norm) or not norm.isascii() or len(lowered) != len(text):
+    if not norm.isascii() or len(lowered) != len(text):
         yield from ((m.start(), m.end() - m.start()) for m in pattern(norm).finditer(text))
         return
+    cuts = [m.start() for m in _GROUPING_COMMA.finditer(lowered)] if "," in lowered and _NUMBER.match(norm) else []
+    searched = _GROUPING_COMMA.sub("", lowered) if cuts else lowered
+    shifts = [c - k for k, c in enumerate(cuts)]  # where each removed comma sat in `searched`
+
+    def original(i: int) -> int:
+        return i + bisect_right(shifts, i) if cuts else i
+
     n, left, right = len(norm), norm[0].isalnum(), norm[-1].isalnum()
-    i = lowered.find(norm)
+    i = searched.find(norm)
     while i >= 0:
-        if (not left or i == 0 or lowered[i - 1] not in _ALNUM) and (
-                not right or i + n == len(lowered) or lowered[i + n] not in _ALNUM):
-            yield i, n
-            i = lowered.find(norm, i + n)
+        start, end = original(i), original(i + n - 1) + 1
+        if (not left or start == 0 or lowered[start - 1] not in _ALNUM) and (
+                not right or end == len(lowered) or lowered[end] not in _ALNUM):
+            yield start, end - start
+            i = searched.find(norm, i + n)
         else:
-            i = lowered.find(norm, i + 1)
+            i = searched.find(norm, i + 1)
 
 
 def find(text: str | None, norm: str) -> tuple[int, int] | None:
