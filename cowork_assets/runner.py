@@ -84,8 +84,6 @@ def materialize_all(
     """Register batches and materialize every asset for them. Failures are reported, not raised.
 
     Batches already processed with the same raw files, settings and code are skipped unless `force`."""
-    from dagster_project.definitions import CORPUS_JOBS, defs
-
     found = discover_batches(settings.raw_path)
     for name, why in skipped_folders(settings.raw_path):
         echo(f"skipped folder {name!r}: {why}")
@@ -111,17 +109,21 @@ def materialize_all(
             outcome.skipped.append(batch)
         else:
             todo.append(batch)
+    workers = min(settings.max_concurrent, len(todo))
+    if workers > 1:
+        # Workers start first: they import the code and open the instance while this process does the same.
+        # The cores are shared out between them: one polars thread pool per core, not per worker.
+        with _environment(POLARS_MAX_THREADS=str(max(1, (os.cpu_count() or 1) // workers))):
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
+                                       initializer=_start_worker, initargs=(instance.root_directory,))
+            results = pool.map(_process_batch, [config] * len(todo), todo)
+    else:
+        pool, results = None, (_process_batch(config, b, instance) for b in todo)
+    from dagster_project.definitions import CORPUS_JOBS, defs
+
     # Great Expectations takes seconds to import; the gates need it only after the batches, so this
     # otherwise idle process imports it while the batch workers run.
     threading.Thread(target=importlib.import_module, args=("great_expectations",), daemon=True).start()
-    workers = min(settings.max_concurrent, len(todo))
-    if workers > 1:
-        # The cores are shared out between the batch workers: one polars thread pool per core, not per worker.
-        with _environment(POLARS_MAX_THREADS=str(max(1, (os.cpu_count() or 1) // workers))):
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
-            results = pool.map(_process_batch, [instance.root_directory] * len(todo), [config] * len(todo), todo)
-    else:
-        pool, results = None, (_process_batch(instance.root_directory, config, b, instance) for b in todo)
     try:
         for i, (batch, ok, error, failed_checks, details, seconds) in enumerate(results, 1):
             if ok:
@@ -132,8 +134,8 @@ def materialize_all(
             outcome.check_details |= details
             echo(f"[{i}/{len(todo)}] batch {batch}: {'ok' if ok else 'FAILED'} ({seconds:.1f}s)")
     finally:
-        if pool:
-            pool.shutdown(cancel_futures=True)
+        if pool:  # finished workers exit on their own; waiting for their teardown would only delay what follows
+            pool.shutdown(wait=False, cancel_futures=True)
     # Batches run in parallel across processes; the cross-batch steps of two runs take turns.
     with file_lock(settings.local_root / ".cross-batch.lock",
                    waiting=lambda: echo("waiting for another run's cross-batch step to finish")):
@@ -160,14 +162,25 @@ def _environment(**values: str) -> Iterator[None]:
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
 
 
-def _process_batch(home: str, config: dict, batch: str, instance: dg.DagsterInstance | None = None):
+_worker_instance: dg.DagsterInstance | None = None
+
+
+def _start_worker(home: str) -> None:
+    """Pool initializer: import the code and open the instance once per worker process."""
+    global _worker_instance
+    from dagster_project.definitions import BATCH_JOB, defs
+
+    defs.resolve_job_def(BATCH_JOB)
+    _worker_instance = dg.DagsterInstance.from_config(home)
+
+
+def _process_batch(config: dict, batch: str, instance: dg.DagsterInstance | None = None):
     """Run the per-batch job for one batch (in a worker process when batches run in parallel)."""
     from dagster_project.definitions import BATCH_JOB, defs
 
     t0 = time.monotonic()
-    instance = instance or dg.DagsterInstance.from_config(home)
     result = defs.resolve_job_def(BATCH_JOB).execute_in_process(
-        run_config=config, instance=instance, partition_key=batch, raise_on_error=False)
+        run_config=config, instance=instance or _worker_instance, partition_key=batch, raise_on_error=False)
     checks = RunOutcome([])
     _collect_failed_checks(checks, result, batch)
     error = None if result.success else _first_error(result)
