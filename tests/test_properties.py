@@ -125,3 +125,13 @@ def test_number_matching_finds_what_the_separator_pattern_finds(text, value):
 
     norm = normalise(value)
     assert list(matches(norm, text)) == [(m.start(), m.end() - m.start()) for m in pattern(norm).finditer(text)]
+
+
+@given(st.integers(1, 3000).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(1, 80)), max_size=6), st.integers(0, 200))))
+def test_widened_total_is_the_size_of_the_widened_spans(args):
+    from cowork_assets.curation.spans import _widened_total, merge, total, widen
+
+    n, raw, context = args
+    cores = merge((s, min(n, s + w)) for s, w in raw)
+    assert _widened_total(cores, context, n) == total(widen(cores, context, n))

@@ -37,6 +37,16 @@ def widen(cores: Sequence[Span], context: int, length: int) -> list[Span]:
     return merge((max(0, s - context), min(length, e + context)) for s, e in cores)
 
 
+def _widened_total(cores: Sequence[Span], context: int, length: int) -> int:
+    """total(widen(cores, context, length)) without building the spans (cores sorted and disjoint)."""
+    covered, reach = 0, 0
+    for s, e in cores:
+        s, e = max(s - context, reach), min(e + context, length)
+        if e > s:
+            covered, reach = covered + e - s, e
+    return covered
+
+
 def intersect(a: Sequence[Span], b: Sequence[Span]) -> list[Span]:
     return merge((max(s1, s2), min(e1, e2)) for s1, e1 in a for s2, e2 in b if min(e1, e2) > max(s1, s2))
 
@@ -61,7 +71,7 @@ def evidence_spans(length: int, allowance: int, cores: Sequence[Span], context: 
     lo, hi = 0, context  # widest context whose windows still fit (window size grows with context)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if total(widen(cores, mid, length)) <= allowance else (lo, mid - 1)
+        lo, hi = (mid, hi) if _widened_total(cores, mid, length) <= allowance else (lo, mid - 1)
     windows = widen(cores, lo, length)
     head = allowance - total(windows)
     spans = merge([(0, min(head, length)), *windows])

@@ -7,6 +7,7 @@ Checks are parsed once per distinct task package (few); the per-call work — gr
 from __future__ import annotations
 
 from collections import Counter
+from functools import lru_cache
 
 import orjson
 import polars as pl
@@ -27,8 +28,10 @@ ITEM_SCHEMA = {
 }
 
 
-def enum_values(tools: list) -> frozenset[str]:
-    """Every `enum` choice in the tools' parameter schemas, normalised."""
+@lru_cache(maxsize=1024)
+def enum_values(tools_json: str) -> frozenset[str]:
+    """Every `enum` choice in the tools' parameter schemas, normalised. Cached: thousands of task
+    packages share a few dozen tool lists."""
     found: set[str] = set()
 
     def walk(node):
@@ -42,14 +45,13 @@ def enum_values(tools: list) -> frozenset[str]:
             for v in node:
                 walk(v)
 
-    walk(tools)
+    walk(orjson.loads(tools_json))
     return frozenset(found)
 
 
 def package_items(checks_json: str, tools_json: str) -> tuple[list[dict], list[dict], Counter]:
     """(value items, distinct_items specs {check_id, tool, key}, unknown check types) of one package."""
-    checks, tools = orjson.loads(checks_json), orjson.loads(tools_json)
-    enums = enum_values(tools)
+    checks, enums = orjson.loads(checks_json), enum_values(tools_json)
     items, specs, unknown = [], [], Counter()
 
     def add(check: dict, source: str, value: str | None) -> None:
