@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from dataclasses import dataclass, field
@@ -24,6 +24,7 @@ from cowork_assets.locks import file_lock
 from cowork_assets.partitions import batches as batches_partitions
 from cowork_assets.resume import is_done, mark_done, sweep_stale_temporaries
 from cowork_assets.settings import CurateSettings
+from cowork_assets.tokens import TokenizerUnavailable, get_encoding
 
 INSTANCE_YAML = """\
 # Written by cowork-curate: a local SQLite-backed instance.
@@ -121,9 +122,7 @@ def materialize_all(
         pool, results = None, (_process_batch(config, b, instance) for b in todo)
     from dagster_project.definitions import CORPUS_JOBS, defs
 
-    # Great Expectations takes seconds to import; the gates need it only after the batches, so this
-    # otherwise idle process imports it while the batch workers run.
-    threading.Thread(target=importlib.import_module, args=("great_expectations",), daemon=True).start()
+    threading.Thread(target=_warm_up, args=(settings.token_encoding,), daemon=True).start()
     try:
         for i, (batch, ok, error, failed_checks, details, seconds) in enumerate(results, 1):
             if ok:
@@ -148,6 +147,14 @@ def materialize_all(
             _collect_failed_checks(outcome, result, None)
     outcome.seconds = time.monotonic() - started
     return outcome
+
+
+def _warm_up(encoding: str) -> None:
+    """Great Expectations takes seconds to import and the tokenizer's rank file half a second to load; the
+    cross-batch phase needs both, so this otherwise idle process loads them while the batch workers run."""
+    importlib.import_module("great_expectations")
+    with suppress(TokenizerUnavailable):  # reported by the step that needs it
+        get_encoding(encoding)
 
 
 @contextmanager

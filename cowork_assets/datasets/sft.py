@@ -58,8 +58,10 @@ def build_sft(selected: pl.DataFrame, curated: pl.DataFrame, stats: pl.DataFrame
     """`selected`: the trajectories rows of the runs that passed selection."""
     run = ["batch", "trajectory_id"]
     curated = curated.join(selected.select(run), on=run, how="semi")
-    tools = pl.DataFrame({"task_hash": packages["task_hash"],
-                          "tools": [openai_tools(t) for t in packages["tools"]]}).unique("task_hash", keep="first")
+    distinct = packages["tools"].unique()  # thousands of packages share a few dozen tool lists
+    converted = pl.DataFrame({"tools": distinct, "openai": [openai_tools(t) for t in distinct]})
+    tools = (packages.select("task_hash", "tools").unique("task_hash", keep="first", maintain_order=True)
+             .join(converted, on="tools", maintain_order="left").select("task_hash", tools="openai"))
     return (
         selected.join(chat_messages(curated, encoding, threads), on=run, maintain_order="left")
         .join(tools, on="task_hash", how="left", maintain_order="left")
