@@ -113,7 +113,10 @@ def test_value_matching_finds_what_the_boundary_pattern_finds(text, value):
 
     norm = normalise(value)
     if norm:
-        assert list(matches(norm, text)) == [(m.start(), m.end() - m.start()) for m in pattern(norm).finditer(text)]
+        expected = [(m.start(), m.end() - m.start()) for m in pattern(norm).finditer(text)]
+        assert list(matches(norm, text)) == expected
+        if text.isascii():  # the evidence stage hands over ASCII text lower-cased by polars
+            assert list(matches(norm, text.lower(), text.lower())) == expected
 
 
 @settings(max_examples=600, deadline=None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from cowork_assets.evidence.schemas import SHOWN
-from cowork_assets.evidence.values import find, matches, norm_text
+from cowork_assets.evidence.values import matches, norm_text
 
 OCCURRENCE_SCHEMA = {
     "trajectory_id": pl.String, "norm": pl.String, "message_index": pl.Int32, "role": pl.String,
@@ -45,7 +45,8 @@ def _anchor(norm: pl.Expr) -> pl.Expr:
 
 
 def candidates(keys: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
-    """(trajectory_id, norm, message_index, role, text) pairs worth checking exactly."""
+    """Messages worth checking exactly, in conversation order: (trajectory_id, message_index, role, text,
+    lowered, norms). `lowered` says that `text` is already lower-cased (ASCII text, lowered by polars)."""
     keys = keys.select("trajectory_id", "norm").unique().with_columns(anchor=_anchor(pl.col("norm")))
     texts = searchable(messages).with_columns(ntext=norm_text(pl.col("text")))
     tokens = texts.select("trajectory_id", "message_index", anchor=pl.col("ntext").str.extract_all(RUN).list.unique())
@@ -60,38 +61,42 @@ def candidates(keys: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
         .filter(pl.col("ntext").str.contains(pl.col("norm"), literal=True))
         .select("trajectory_id", "norm", "message_index")
     )
+    ascii_ = pl.col("text").str.len_bytes() == pl.col("text").str.len_chars()
     return (
         pl.concat([anchored, unanchored]).unique()
-        .join(texts.select("trajectory_id", "message_index", "role", "text"),
-              on=["trajectory_id", "message_index"])
-        .sort("trajectory_id", "norm", "message_index")
+        .group_by("trajectory_id", "message_index").agg(pl.col("norm").sort().alias("norms"))
+        .join(texts.select("trajectory_id", "message_index", "role", "text"), on=["trajectory_id", "message_index"])
+        .select("trajectory_id", "message_index", "role",
+                text=pl.when(ascii_).then(pl.col("text").str.to_lowercase()).otherwise("text"),
+                lowered=ascii_, norms="norms")
+        .sort("trajectory_id", "message_index")
     )
 
 
 def scan(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """For distinct (trajectory_id, norm) keys: (first use per key, every occurrence before that use)."""
-    candidates_ = candidates(keys, messages)
     uses: dict[tuple[str, str], int] = {}
     occurrences = []
-    # Only `text` crosses into Python (for a non-assistant message it is the content): long strings
-    # are the cost here, so each candidate row converts one.
-    for tid, norm, index, role, text in candidates_.select(
-        "trajectory_id", "norm", "message_index", "role", "text"
-    ).iter_rows():
-        key = (tid, norm)
-        if key in uses:
-            continue  # messages are in order: everything after the first use is irrelevant
-        if role == "assistant":
-            if find(text, norm):
-                uses[key] = index
-        elif text:
-            occurrences += [(tid, norm, index, role, start, length, len(text))
-                            for start, length in matches(norm, text)]
+    # Long strings crossing into Python are the cost here: each candidate message crosses once, with the
+    # values to look for in it, already lower-cased when it is ASCII (lower-casing keeps its offsets).
+    for tid, index, role, text, lowered, norms in candidates(keys, messages).iter_rows():
+        for norm in norms:
+            key = (tid, norm)
+            if key in uses:
+                continue  # messages come in order: everything after the first use is irrelevant
+            if role == "assistant":
+                if next(matches(norm, text, text if lowered else None), None):
+                    uses[key] = index
+            elif text:
+                occurrences += [(tid, norm, index, role, start, length, len(text))
+                                for start, length in matches(norm, text, text if lowered else None)]
     used = pl.DataFrame(
         [(t, n, i) for (t, n), i in uses.items()], orient="row",
         schema={"trajectory_id": pl.String, "norm": pl.String, "used_at": pl.Int32},
     )
-    return used, pl.DataFrame(occurrences, schema=OCCURRENCE_SCHEMA, orient="row")
+    occurrences = pl.DataFrame(occurrences, schema=OCCURRENCE_SCHEMA, orient="row").sort(
+        "trajectory_id", "norm", "message_index", "offset")
+    return used, occurrences
 
 
 def locate(items: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:

@@ -116,15 +116,15 @@ _ALNUM = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")
 _GROUPING_COMMA = re.compile(r"(?<=[0-9+-]),(?=[0-9])")
 
 
-def matches(norm: str, text: str) -> Iterator[tuple[int, int]]:
+def matches(norm: str, text: str, lowered: str | None = None) -> Iterator[tuple[int, int]]:
     """(offset, length) of each boundary-aware, non-overlapping match of a normalised value in text.
 
     The same matches as `pattern(norm).finditer(text)`, found with `str.find` on the lower-cased
     text (no regex to compile per value): a number is looked for in the text with its grouping
     commas removed, and offsets are mapped back. Non-ASCII values and texts whose length changes when
-    lower-cased go through the pattern.
+    lower-cased go through the pattern. `lowered` is `text.lower()` when the caller has it already.
     """
-    lowered = text.lower()
+    lowered = text.lower() if lowered is None else lowered
     if not norm.isascii() or len(lowered) != len(text):
         yield from ((m.start(), m.end() - m.start()) for m in pattern(norm).finditer(text))
         return
