@@ -50,8 +50,11 @@ def clusters(sigs: pl.DataFrame, threshold: float) -> pl.DataFrame:
     """
     sigs = sigs.sort("trajectory_id")
     pairs = candidate_pairs(sigs)
-    shingles = dict(zip(sigs["trajectory_id"], sigs["shingles"].to_list()))
-    hashes = dict(zip(sigs["trajectory_id"], sigs["content_hash"]))
+    # Only runs in a candidate pair are compared: only their shingle sets cross into Python.
+    paired = sigs.join(pl.concat([pairs.select(trajectory_id="left"), pairs.select(trajectory_id="right")]),
+                       on="trajectory_id", how="semi")
+    shingles = dict(zip(paired["trajectory_id"], paired["shingles"].to_list()))
+    hashes = dict(zip(paired["trajectory_id"], paired["content_hash"]))
     parent: dict[str, str] = {}
 
     def root(x: str) -> str:

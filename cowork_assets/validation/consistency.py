@@ -81,18 +81,16 @@ def suggest(name: str, tools: dict[str, str]) -> str | None:
 def package_findings(task_id: str, task_hash: str, request: str, tools_json: str, checks_json: str,
                      state_json: str) -> list[dict]:
     """Findings about one package alone (no runs needed)."""
-    tools, checks = orjson.loads(tools_json), orjson.loads(checks_json)
-    names, counts = exposed(tools), requested_counts(request)
+    checks = orjson.loads(checks_json)
+    (names, schema_problems), counts = interface(tools_json), requested_counts(request)
     out = []
 
     def add(kind, detail, check_id=None, suggestion=None, severity="error"):
         out.append({"task_id": task_id, "task_hash": task_hash, "trajectory_id": None, "batch": None,
                     "check_id": check_id, "kind": kind, "severity": severity, "detail": detail, "suggestion": suggestion})
 
-    for tool in tools:
-        params = tool.get("parameters") if isinstance(tool, dict) else None
-        if problem := schema_problem(orjson.dumps(params or {}).decode()):
-            add("invalid_tool_schema", f"{tool.get('name')}: {problem}")
+    for problem in schema_problems:
+        add("invalid_tool_schema", problem)
     if not checks:
         add("no_checks", "the task has no grading checks: nothing to verify or reward", severity="warning",
             suggestion="add checks, or leave the task out of RL (it is)")
@@ -112,6 +110,19 @@ def package_findings(task_id: str, task_hash: str, request: str, tools_json: str
                     f"check {cid} expects {expected}", cid, f"set {'expected' if kind == 'distinct_items' else 'min_calls'} "
                     f"to {min(asked)}")
     return out
+
+
+@lru_cache(maxsize=1024)
+def interface(tools_json: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    """(exposed tool name -> endpoint, invalid parameter schemas) of a tool list. Cached: thousands of
+    packages share a few dozen tool lists. The result is shared: do not modify it."""
+    tools = orjson.loads(tools_json)
+    problems = []
+    for tool in tools:
+        params = tool.get("parameters") if isinstance(tool, dict) else None
+        if problem := schema_problem(orjson.dumps(params or {}).decode()):
+            problems.append(f"{tool.get('name')}: {problem}")
+    return exposed(tools), tuple(problems)
 
 
 @lru_cache(maxsize=65536)

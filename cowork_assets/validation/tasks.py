@@ -6,7 +6,7 @@ import orjson
 import polars as pl
 
 from cowork_assets.validation.consistency import (
-    SCHEMA, call_counting, package_findings, referenced_ids, unexposed_calls,
+    SCHEMA, call_counting, interface, package_findings, referenced_ids, unexposed_calls,
 )
 from cowork_assets.validation.schemas import TaskFindings
 
@@ -15,9 +15,7 @@ def _package_tables(packages: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     """(exposed tools per package, distinct_items specs per package)."""
     tools, specs = [], []
     for task_hash, tools_json, checks_json in packages.select("task_hash", "tools", "checks").iter_rows():
-        for t in orjson.loads(tools_json):
-            if isinstance(t, dict) and isinstance(t.get("name"), str):
-                tools.append((task_hash, t["name"], t.get("endpoint") or ""))
+        tools += [(task_hash, name, endpoint) for name, endpoint in interface(tools_json)[0].items()]
         for c in orjson.loads(checks_json) or []:
             if (isinstance(c, dict) and c.get("type") == "distinct_items" and isinstance(c.get("tool"), str)
                     and isinstance(c.get("key"), str) and isinstance(c.get("expected"), int)):
