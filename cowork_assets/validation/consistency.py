@@ -78,6 +78,11 @@ def suggest(name: str, tools: dict[str, str]) -> str | None:
     return f"use {best}" + (f" ({tools[best]})" if tools[best] else "")
 
 
+@lru_cache(maxsize=4096)
+def _suggest(name: str, interface: tuple[tuple[str, str], ...]) -> str | None:
+    return suggest(name, dict(interface))  # packages share tool lists: the same question recurs
+
+
 def package_findings(task_id: str, task_hash: str, request: str, tools_json: str, checks_json: str,
                      state_json: str) -> list[dict]:
     """Findings about one package alone (no runs needed)."""
@@ -153,10 +158,11 @@ def unexposed_calls(calls: pl.DataFrame, tools: pl.DataFrame) -> pl.DataFrame:
     called = calls.select("trajectory_id", "batch", "task_id", "task_hash", "tool_name").unique(maintain_order=True)
     missing = called.join(tools.select("task_hash", "tool_name"), on=["task_hash", "tool_name"], how="anti",
                           maintain_order="left")
-    suggestions = {}
-    for task_hash, tool_name in missing.select("task_hash", "tool_name").unique().iter_rows():
-        names = dict(tools.filter(pl.col("task_hash") == task_hash).select("tool_name", "endpoint").iter_rows())
-        suggestions[(task_hash, tool_name)] = suggest(tool_name, names)
+    wanted = missing.select("task_hash", "tool_name").unique()
+    interfaces = dict(tools.join(wanted, on="task_hash", how="semi").group_by("task_hash").agg(
+        pl.struct("tool_name", "endpoint")).iter_rows())
+    suggestions = {(task_hash, tool_name): _suggest(tool_name, tuple(
+        (t["tool_name"], t["endpoint"]) for t in interfaces.get(task_hash, ()))) for task_hash, tool_name in wanted.iter_rows()}
     return missing.select(
         "task_id", "task_hash", "trajectory_id", "batch", check_id=pl.lit(None, pl.String),
         kind=pl.lit("unexposed_tool_call"), severity=pl.lit("error"),
