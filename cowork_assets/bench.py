@@ -68,8 +68,9 @@ def floor_seconds(raw_root: Path, data_root: Path, encoding: str, threads: int) 
     """The work no pipeline can avoid: read the raw files, tokenize the published SFT text.
 
     Measured twice: with tiktoken's batch API (`encode_ordinary_batch`, as issue 7 defines the floor)
-    and with the per-thread loop the pipeline itself uses, which is several times faster on many
-    short texts; the stricter floor is the honest one to compare against.
+    and with the pipeline's own `count_tokens` (each distinct text once, a plain loop per thread),
+    which is several times faster on many short texts; the stricter floor is the honest one to
+    compare against.
     """
     from cowork_assets.ingest.formats import scan_batch
     from cowork_assets.ingest.raw_files import discover_batches
@@ -156,8 +157,8 @@ def report(figures: dict) -> str:
              f"  floor           {figures['floor']['seconds']} s (read {figures['floor']['read_seconds']} s + tokenize "
              f"SFT text {figures['floor']['tokenize_seconds']} s with tiktoken's batch API); "
              f"wall / floor = {figures['wall_over_floor']}",
-             f"  strict floor    {figures['floor']['strict_seconds']} s (the same text tokenized with the pipeline's "
-             f"loop: {figures['floor']['tokenize_loop_seconds']} s); wall / strict floor = "
+             f"  strict floor    {figures['floor']['strict_seconds']} s (the same text tokenized as the pipeline does "
+             f"it: {figures['floor']['tokenize_loop_seconds']} s); wall / strict floor = "
              f"{figures['wall_over_strict_floor']}",
              *([f"  growth from {g['from_trajectories']} trajectories: wall x{g['wall']}, peak memory x{g['peak_memory']}"]
                if (g := figures.get("growth")) else []),
