@@ -96,15 +96,35 @@ def floor_seconds(raw_root: Path, data_root: Path, encoding: str, threads: int) 
             "tokenize_loop_seconds": round(loop, 2), "strict_seconds": round(read + loop, 2), "sft_messages": len(texts)}
 
 
+def _runs_since(instance, since: float) -> list:
+    return [r for r in instance.get_run_records() if r.create_timestamp.timestamp() >= since]
+
+
 def per_asset_seconds(instance, since: float) -> dict[str, float]:
     seconds: dict[str, float] = defaultdict(float)
-    for record in instance.get_run_records():
-        if record.create_timestamp.timestamp() < since:
-            continue
+    for record in _runs_since(instance, since):
         for step in instance.get_run_step_stats(record.dagster_run.run_id):
             if step.start_time and step.end_time:
                 seconds[step.step_key] += step.end_time - step.start_time
     return dict(sorted(seconds.items(), key=lambda kv: -kv[1]))
+
+
+def phase_seconds(instance, since: float, wall: float) -> dict[str, float]:
+    """Where the wall time went: before the first batch run, the batch phase (runs in parallel), the
+    cross-batch phase (one run after another), and the rest (between and after runs)."""
+    spans = {"batches": [], "cross_batch": []}
+    for record in _runs_since(instance, since):
+        stats = instance.get_run_stats(record.dagster_run.run_id)
+        if stats.start_time and stats.end_time:
+            phase = "batches" if record.dagster_run.tags.get("dagster/partition") else "cross_batch"
+            spans[phase].append((stats.start_time, stats.end_time))
+    if not spans["batches"]:
+        return {}
+    first = min(start for start, _ in spans["batches"])
+    batches = max(end for _, end in spans["batches"]) - first
+    cross = sum(end - start for start, end in spans["cross_batch"])
+    return {"startup": round(first - since, 1), "batches": round(batches, 1), "cross_batch": round(cross, 1),
+            "other": round(wall - (first - since) - batches - cross, 1)}
 
 
 def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
@@ -137,6 +157,7 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
         "peak_rss_mb": round(memory.peak), "peak_at_seconds": round(memory.peak_at, 1), "floor": floor, "wall_over_floor": round(wall / max(floor["seconds"], 0.01), 2),
         "wall_over_strict_floor": round(wall / max(floor["strict_seconds"], 0.01), 2),
         "max_concurrent": settings.max_concurrent, "failed": outcome.failed,
+        "phase_seconds": phase_seconds(instance, since, wall),
         "per_asset_seconds": {k: round(v, 1) for k, v in per_asset_seconds(instance, since).items()},
     }
     smaller = sorted((orjson.loads(f.read_bytes()) for f in out.glob("bench-*.json")), key=lambda f: f["trajectories"])
@@ -162,6 +183,9 @@ def report(figures: dict) -> str:
              f"{figures['wall_over_strict_floor']}",
              *([f"  growth from {g['from_trajectories']} trajectories: wall x{g['wall']}, peak memory x{g['peak_memory']}"]
                if (g := figures.get("growth")) else []),
+             *([f"  phases          {p['startup']} s starting, {p['batches']} s batches (in parallel), "
+                f"{p['cross_batch']} s cross-batch, {p['other']} s between and after runs"]
+               if (p := figures.get("phase_seconds")) else []),
              "  time per asset (summed over runs):"]
     lines += [f"    {k:<40} {v:>8.1f} s" for k, v in figures["per_asset_seconds"].items()]
     return "\n".join(lines)

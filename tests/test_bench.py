@@ -16,6 +16,10 @@ def test_bench_writes_its_figures_and_the_growth_between_sizes(tmp_path):
         assert figures["wall_over_floor"] > 1 and figures["wall_over_strict_floor"] > 1
         assert {"staging_tables", "evidence", "curation", "sft_candidate"} <= set(figures["per_asset_seconds"])
         assert figures["peak_rss_mb"] > 0
+        phases = figures["phase_seconds"]
+        assert phases["batches"] > 0 and phases["cross_batch"] > 0 and phases["startup"] >= 0
+        assert abs(sum(phases.values()) - figures["wall_seconds"]) < 0.5  # the phases account for the wall time
     assert large["growth"]["from_trajectories"] == 60
     assert orjson.loads((tmp_path / "bench-120.json").read_bytes()) == large
     assert "strict floor" in report(large) and "growth from 60 trajectories" in report(large)
+    assert "s cross-batch" in report(large)
