@@ -159,7 +159,10 @@ def materialize_all(
 
 def _warm_up(encoding: str) -> None:
     """Great Expectations takes seconds to import and the tokenizer's rank file half a second to load; the
-    cross-batch phase needs both, so this otherwise idle process loads them while the batch workers run."""
+    cross-batch phase needs both, so this otherwise idle process loads them while the batch workers run,
+    at a low priority: on cores the workers leave idle, not at their start-up's expense."""
+    with suppress(OSError, AttributeError):  # a thread's own priority: Linux only
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
     importlib.import_module("great_expectations")
     with suppress(TokenizerUnavailable):  # reported by the step that needs it
         get_encoding(encoding)
