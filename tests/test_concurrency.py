@@ -47,3 +47,20 @@ def test_the_duckdb_file_is_rebuilt_while_a_reader_has_it_open(pipeline):
         fresh.close()
     finally:
         reader.close()
+
+
+def test_batch_workers_share_the_cores_and_keep_a_setting_the_user_made(monkeypatch):
+    from cowork_assets import runner
+
+    monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)
+    monkeypatch.delenv("_RJEM_MALLOC_CONF", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert runner.worker_environment(2) == {"POLARS_MAX_THREADS": "4", "_RJEM_MALLOC_CONF": runner.JEMALLOC_CONF}
+    assert runner.worker_environment(16)["POLARS_MAX_THREADS"] == "1"
+    monkeypatch.setenv("_RJEM_MALLOC_CONF", "dirty_decay_ms:0")
+    monkeypatch.setenv("POLARS_MAX_THREADS", "3")
+    assert runner.worker_environment(2) == {"POLARS_MAX_THREADS": "3", "_RJEM_MALLOC_CONF": "dirty_decay_ms:0"}
+    monkeypatch.delenv("_RJEM_MALLOC_CONF")
+    with runner._environment(_RJEM_MALLOC_CONF="x", POLARS_MAX_THREADS="1"):
+        assert os.environ["_RJEM_MALLOC_CONF"] == "x" and os.environ["POLARS_MAX_THREADS"] == "1"
+    assert "_RJEM_MALLOC_CONF" not in os.environ and os.environ["POLARS_MAX_THREADS"] == "3"  # restored

@@ -130,13 +130,17 @@ def text_findings(messages: pl.DataFrame, encoding: str) -> list[pl.DataFrame]:
     ]
 
 
+@lru_cache(maxsize=1024)
+def _parameters(tools_json: str) -> tuple[tuple[str, str], ...]:
+    """(tool name, parameters JSON) of a tool list. Cached: thousands of packages share a few dozen."""
+    return tuple((tool["name"], orjson.dumps(tool.get("parameters") or {}).decode()) for tool in orjson.loads(tools_json)
+                 if isinstance(tool, dict) and isinstance(tool.get("name"), str))
+
+
 def tools_per_trajectory(trajectories: pl.DataFrame, packages: pl.DataFrame) -> pl.DataFrame:
     """(trajectory_id, tool_name, parameters JSON) for every exposed tool of each trajectory's package."""
-    rows = []
-    for task_hash, tools in packages.select("task_hash", "tools").iter_rows():
-        for tool in orjson.loads(tools):
-            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
-                rows.append((task_hash, tool["name"], orjson.dumps(tool.get("parameters") or {}).decode()))
+    rows = [(task_hash, name, params) for task_hash, tools in packages.select("task_hash", "tools").iter_rows()
+            for name, params in _parameters(tools)]
     per_task = pl.DataFrame(rows, schema={"task_hash": pl.String, "tool_name": pl.String, "parameters": pl.String},
                             orient="row").unique(["task_hash", "tool_name"], keep="first", maintain_order=True)
     return trajectories.select("trajectory_id", "task_hash").join(per_task, on="task_hash").drop("task_hash")
