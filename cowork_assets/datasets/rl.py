@@ -10,30 +10,25 @@ standard deviation (n - 1), as in verl's GRPO; a group of one has std 0.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import orjson
 import polars as pl
 
 from cowork_assets.datasets.split import split_expr
 from cowork_assets.evidence.values import normalise
+from cowork_assets.tool_lists import named_tools
 
 CHECK = pl.Struct({"check_id": pl.String, "type": pl.String, "weight": pl.Float64, "reward": pl.Float64,
                    "normalized": pl.Float64, "first_turn": pl.Int32})
-
-
-@lru_cache(maxsize=1024)
-def _tool_names(tools_json: str) -> tuple[str, ...]:
-    return tuple(t["name"] for t in orjson.loads(tools_json) if isinstance(t, dict) and isinstance(t.get("name"), str))
 
 
 def tools_kwargs(tools_json: str, state_json: str) -> str:
     """Per tool, the slice of initial state it needs: the state entry named after the tool's service."""
     state = orjson.loads(state_json) or {}
     out = {}
-    for name in _tool_names(tools_json):  # packages share a few dozen tool lists
-        service = name.split("_")[0]
-        out[name] = {"create_kwargs": {service: state[service]} if service in state else {}}
+    for tool in named_tools(tools_json):
+        service = tool["name"].split("_")[0]
+        out[tool["name"]] = {"create_kwargs": {service: state[service]} if service in state else {}}
     return orjson.dumps(out).decode()
 
 

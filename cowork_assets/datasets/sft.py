@@ -12,6 +12,7 @@ import polars as pl
 
 from cowork_assets.datasets.split import split_expr
 from cowork_assets.tokens import count_tokens, token_text
+from cowork_assets.tool_lists import named_tools
 
 FUNCTION_CALL = pl.Struct({"id": pl.String, "type": pl.String,
                            "function": pl.Struct({"name": pl.String, "arguments": pl.String})})
@@ -21,13 +22,9 @@ MESSAGE = pl.Struct({"role": pl.String, "content": pl.String, "tool_calls": pl.L
 
 def openai_tools(tools_json: str) -> str:
     """A package's tool list as OpenAI function schemas (JSON string)."""
-    out = []
-    for t in orjson.loads(tools_json):
-        if isinstance(t, dict) and isinstance(t.get("name"), str):
-            out.append({"type": "function", "function": {
-                "name": t["name"], "description": t.get("description") or "",
-                "parameters": t.get("parameters") or {"type": "object", "properties": {}}}})
-    return orjson.dumps(out).decode()
+    return orjson.dumps([{"type": "function", "function": {
+        "name": t["name"], "description": t.get("description") or "",
+        "parameters": t.get("parameters") or {"type": "object", "properties": {}}}} for t in named_tools(tools_json)]).decode()
 
 
 def chat_messages(curated: pl.DataFrame, encoding: str, threads: int) -> pl.DataFrame:

@@ -17,6 +17,7 @@ import polars as pl
 
 from cowork_assets.evidence.extract import KNOWN_CHECKS
 from cowork_assets.evidence.values import leaves
+from cowork_assets.tool_lists import named_tools
 from cowork_assets.validation.schemas import TaskFindings
 
 NUMBER_WORDS = {w: i for i, w in enumerate(
@@ -48,9 +49,9 @@ def requested_counts(request: str) -> dict[str, set[int]]:
     return out
 
 
-def exposed(tools: list) -> dict[str, str]:
+def exposed(tools_json: str) -> dict[str, str]:
     """Exposed tool name -> endpoint (or '')."""
-    return {t["name"]: t.get("endpoint") or "" for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)}
+    return {t["name"]: t.get("endpoint") or "" for t in named_tools(tools_json)}
 
 
 # Verbs that name the same action, so `todos_add` suggests `todos_create` and `expenses_accept` `expenses_approve`.
@@ -121,13 +122,12 @@ def package_findings(task_id: str, task_hash: str, request: str, tools_json: str
 def interface(tools_json: str) -> tuple[dict[str, str], tuple[str, ...]]:
     """(exposed tool name -> endpoint, invalid parameter schemas) of a tool list. Cached: thousands of
     packages share a few dozen tool lists. The result is shared: do not modify it."""
-    tools = orjson.loads(tools_json)
     problems = []
-    for tool in tools:
+    for tool in orjson.loads(tools_json):  # every entry, named or not
         params = tool.get("parameters") if isinstance(tool, dict) else None
         if problem := schema_problem(orjson.dumps(params or {}).decode()):
             problems.append(f"{tool.get('name')}: {problem}")
-    return exposed(tools), tuple(problems)
+    return exposed(tools_json), tuple(problems)
 
 
 @lru_cache(maxsize=65536)

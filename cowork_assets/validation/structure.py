@@ -13,6 +13,7 @@ import orjson
 import polars as pl
 
 from cowork_assets.tokens import SPECIAL_TOKENS, get_encoding
+from cowork_assets.tool_lists import named_tools
 from cowork_assets.validation.schemas import StructureFindings
 
 CONTROL = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]"
@@ -132,9 +133,8 @@ def text_findings(messages: pl.DataFrame, encoding: str) -> list[pl.DataFrame]:
 
 @lru_cache(maxsize=1024)
 def _parameters(tools_json: str) -> tuple[tuple[str, str], ...]:
-    """(tool name, parameters JSON) of a tool list. Cached: thousands of packages share a few dozen."""
-    return tuple((tool["name"], orjson.dumps(tool.get("parameters") or {}).decode()) for tool in orjson.loads(tools_json)
-                 if isinstance(tool, dict) and isinstance(tool.get("name"), str))
+    """(tool name, parameters JSON) of a tool list (cached, like the list itself)."""
+    return tuple((tool["name"], orjson.dumps(tool.get("parameters") or {}).decode()) for tool in named_tools(tools_json))
 
 
 def tools_per_trajectory(trajectories: pl.DataFrame, packages: pl.DataFrame) -> pl.DataFrame:
