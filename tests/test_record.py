@@ -28,23 +28,20 @@ def good(**changes) -> dict:
 
 def verdict(obj) -> tuple[str, str]:
     data = obj if isinstance(obj, bytes) else orjson.dumps(obj)
-    _, reason, detail = validate_line(data)
-    return reason, detail
+    return validate_line(data)
 
 
 def test_valid_record_with_object_arguments_unknown_check_type_and_extra_keys():
-    text, reason, _ = validate_line(orjson.dumps(good()))
-    assert text is not None and reason == ""
+    assert validate_line(orjson.dumps(good())) == ("", "")
 
 
 def test_paired_surrogate_escapes_are_fine():
     line = orjson.dumps(good()).replace(b'"hi"', b'"smile \\ud83d\\ude00"')
-    text, reason, _ = validate_line(line)
-    assert reason == "" and "\U0001F600" in orjson.loads(text)["messages"][0]["content"]
+    assert validate_line(line) == ("", "")
 
 
 def test_bom_is_tolerated():
-    assert validate_line(b"\xef\xbb\xbf" + orjson.dumps(good()))[1] == ""
+    assert validate_line(b"\xef\xbb\xbf" + orjson.dumps(good())) == ("", "")
 
 
 @pytest.mark.parametrize(

@@ -17,10 +17,8 @@ import pyarrow as pa
 
 from cowork_assets.ingest import schemas, tables
 from cowork_assets.ingest.formats import scan_batch
-from cowork_assets.ingest.record import excerpt, validate_line
+from cowork_assets.ingest.record import BOM, excerpt, validate_line
 from cowork_assets.storage import ParquetSink, atomic_path, partition_file
-
-BOM = "\ufeff".encode()
 
 BATCH_TABLES = tuple(schemas.MODELS)
 _COUNT_NAMES = ("n_trajectories", "first_trajectory_id")
@@ -180,8 +178,8 @@ def ingest_batch(
                     reason, _, detail = line.error.partition(": ")
                     writer.reject(rel, line.record, reason, detail or "stream ended mid-member", data)
                     continue
-                text, reason, detail = validate_line(data)
-                if text is None:
+                reason, detail = validate_line(data)
+                if reason:
                     writer.reject(rel, line.record, reason, detail, data)
                     continue
                 writer.add(data.removeprefix(BOM), rel, line.record)  # valid UTF-8: parsed as read

@@ -13,7 +13,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from cowork_assets.ingest.fast_accept import accepts
+
 SCHEMA_ID = "cowork.trajectory/v1"
+BOM = "\ufeff".encode()
 ROLES = ("system", "user", "assistant", "tool")
 EXCERPT_CHARS = 200
 
@@ -104,19 +107,24 @@ def _reason(exc: ValidationError, text: str) -> tuple[str, str]:
     return "invalid_value", f"{loc}: {err['msg']}"
 
 
-def validate_line(data: bytes) -> tuple[str | None, str, str]:
-    """Check one raw line. Returns (text, reason, detail): text is None when the line is rejected."""
+def validate_line(data: bytes) -> tuple[str, str]:
+    """Check one raw line: ("", "") when it is valid, else (reason, detail)."""
+    if accepts(data.removeprefix(BOM)):  # most lines: the fast mirror is certain
+        return "", ""
+    return contract_verdict(data)
+
+
+def contract_verdict(data: bytes) -> tuple[str, str]:
+    """The contract's own verdict on a line (pydantic), with the exact reason."""
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
-        return None, "invalid_utf8", f"byte {exc.start}: {exc.reason}"
-    text = text.removeprefix("\ufeff")
+        return "invalid_utf8", f"byte {exc.start}: {exc.reason}"
     try:
         Trajectory.model_validate_json(text)
     except ValidationError as exc:
-        reason, detail = _reason(exc, text)
-        return None, reason, detail
-    return text, "", ""
+        return _reason(exc, text)
+    return "", ""
 
 
 def excerpt(data: bytes) -> str:

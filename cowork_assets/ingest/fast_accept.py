@@ -1,0 +1,118 @@
+"""A fast, conservative mirror of the `cowork.trajectory/v1` contract (msgspec, ~2.5x faster than pydantic).
+
+`accepts(line)` is True only for lines the pydantic contract in `record.py` accepts (tests check this
+on hostile and generated lines); anything else — bad JSON, a wrong type, an unknown key, unusually deep
+nesting — returns False and takes the pydantic path, which gives the exact quarantine reason. So the
+mirror may reject more than the contract, never less: where it cannot decide cheaply, it says no.
+
+pydantic rejects JSON nested deeper than 200 levels. msgspec has no such limit, so nesting is bounded
+here: free-form values may nest at most `FREE_FORM_DEPTH` levels, except the large free-form parts of a
+task, kept as raw JSON for speed, which pass with at most `MAX_RAW_OPENINGS` brackets in all.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+import msgspec
+from msgspec import Meta, Raw
+
+FREE_FORM_DEPTH = 16
+MAX_RAW_OPENINGS = 190  # a task part this small nests < 200 levels with the 4 above it, whatever its shape
+
+
+def _bounded_json(depth: int):
+    value = Union[str, int, float, bool, None]
+    for _ in range(depth):
+        value = Union[str, int, float, bool, None, list[value], dict[str, value]]
+    return value
+
+
+JSON = _bounded_json(FREE_FORM_DEPTH)
+NonEmpty = Annotated[str, Meta(min_length=1)]
+
+
+class _Known(msgspec.Struct, forbid_unknown_fields=True):  # unknown keys could hide any depth
+    pass
+
+
+class Function(_Known):
+    name: str
+    arguments: Union[str, dict[str, JSON]]
+
+
+class ToolCall(_Known):
+    id: str
+    function: Function
+    type: str = "function"
+
+
+class Message(_Known):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: Union[str, None] = None
+    tool_calls: Union[list[ToolCall], None] = None
+    tool_call_id: Union[str, None] = None
+    name: Union[str, None] = None
+
+
+class Task(_Known):
+    task_id: NonEmpty
+    category: str
+    request: str
+    initial_state: Raw = Raw(b"{}")
+    tools: list[Raw] = []
+    checks: list[dict[str, JSON]] = []
+
+
+class Teacher(_Known):
+    model: str
+    role: Literal["teacher", "student"]
+    run_id: Union[str, None] = None
+
+
+class Grade(_Known):
+    score: float
+    passed: bool
+    checks: dict[str, bool] = {}
+
+
+class Trajectory(_Known):
+    schema: Literal["cowork.trajectory/v1"]
+    trajectory_id: NonEmpty
+    task: Task
+    teacher: Teacher
+    messages: Annotated[list[Message], Meta(min_length=1)]
+    group_id: Union[str, None] = None
+    grade: Union[Grade, None] = None
+
+
+_trajectory = msgspec.json.Decoder(Trajectory)
+_bounded_object = msgspec.json.Decoder(dict[str, JSON])
+
+
+def _object_ok(raw: Raw) -> bool:
+    """A raw task part (which msgspec skipped unchecked) is an object of valid UTF-8, not deeply nested."""
+    data = bytes(raw)
+    if data[:1] != b"{":
+        return False
+    try:
+        if not data.isascii():
+            data.decode()
+        if data.count(b"{") + data.count(b"[") > MAX_RAW_OPENINGS:  # rare: find the real depth
+            _bounded_object.decode(data)
+    except (UnicodeDecodeError, msgspec.DecodeError, RecursionError):
+        return False
+    return True
+
+
+def accepts(line: bytes) -> bool:
+    """True if `line` (UTF-8 JSON, BOM removed) certainly satisfies the contract."""
+    try:
+        task = _trajectory.decode(line).task
+    except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
+        return False
+    return (
+        _object_ok(task.initial_state)
+        and all(_object_ok(tool) for tool in task.tools)
+        and all(type(c.get("id")) is str and type(c.get("type")) is str for c in task.checks)
+    )
