@@ -48,10 +48,16 @@ def candidates(keys: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
     """Messages worth checking exactly, in conversation order: (trajectory_id, message_index, role, text,
     lowered, norms). `lowered` says that `text` is already lower-cased (ASCII text, lowered by polars)."""
     keys = keys.select("trajectory_id", "norm").unique().with_columns(anchor=_anchor(pl.col("norm")))
+    anchors = keys["anchor"].drop_nulls().unique().to_list()
     texts = searchable(messages).with_columns(ntext=norm_text(pl.col("text")))
-    tokens = texts.select("trajectory_id", "message_index", anchor=pl.col("ntext").str.extract_all(RUN).list.unique())
+    # Each distinct text is split once (prompts and observations recur across a task's runs), and only
+    # the runs that are some value's anchor are kept: the join below is then small.
+    text_anchors = texts.select("ntext").unique().with_columns(
+        anchor=pl.col("ntext").str.extract_all(RUN).list.eval(pl.element().filter(pl.element().is_in(anchors)).unique())
+    )
     anchored = (
-        tokens.lazy().explode("anchor")
+        texts.lazy().select("trajectory_id", "message_index", "ntext")
+        .join(text_anchors.lazy(), on="ntext").explode("anchor")
         .join(keys.lazy().filter(pl.col("anchor").is_not_null()), on=["trajectory_id", "anchor"])
         .select("trajectory_id", "norm", "message_index").collect()
     )
