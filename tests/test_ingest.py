@@ -197,7 +197,7 @@ def test_empty_batch_writes_empty_tables(tmp_path):
     assert all(pl.read_parquet(partition_file(tmp_path / "out", t, "b")).height == 0 for t in BATCH_TABLES)
 
 
-def test_schema_validation_reads_row_groups_and_reports_every_failure(tmp_path):
+def test_schema_validation_reports_every_failure_with_its_row_in_the_file(tmp_path):
     import pyarrow.parquet as pq
 
     from cowork_assets.ingest.schemas import Messages, Trajectories, polars_schema, validate_table
@@ -210,9 +210,17 @@ def test_schema_validation_reads_row_groups_and_reports_every_failure(tmp_path):
     frame.write_parquet(path, row_group_size=1)
     assert pq.ParquetFile(path).num_row_groups == 3
     rows, failures = validate_table(str(path), Messages)
-    assert rows == 3 and sorted(failures["column"].to_list()) == ["chars", "role"]
+    assert rows == 3 and sorted(failures.select("column", "index").rows()) == [("chars", 2), ("role", 1)]
+    frame.head(1).with_columns(pl.col("chars").cast(pl.Int32)).write_parquet(path)
+    assert validate_table(str(path), Messages)[1].select("column", "failure_case").rows() == [("chars", "Int32")]
     frame.head(1).write_parquet(path)
     assert validate_table(str(path), Messages) == (1, None)
     trajectories = pl.DataFrame(schema=polars_schema(Trajectories))
     trajectories.write_parquet(path)
     assert validate_table(str(path), Trajectories) == (0, None)
+    row = {"batch": "b", "trajectory_id": "t", "task_id": "x", "task_hash": "0" * 16, "category": "c",
+           "teacher_model": "m", "teacher_role": "teacher", "n_messages": 1, "n_user_turns": 1, "n_tool_calls": 0,
+           "chars_total": 2, "chars_observations": 0, "raw_file": "b/a.jsonl", "raw_record": 1}
+    pl.DataFrame([row, row | {"raw_record": 2}], schema=polars_schema(Trajectories)).write_parquet(path, row_group_size=1)
+    failures = validate_table(str(path), Trajectories)[1]  # uniqueness spans row groups
+    assert failures.select("check", "column", "index").rows() == [("field_uniqueness", "trajectory_id", i) for i in (0, 1)]

@@ -6,12 +6,11 @@ written partition against them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import pandera.errors
 import pandera.polars as pa
 import polars as pl
 import pyarrow as pa_arrow
+from pandera.config import ValidationDepth, config_context
 
 from cowork_assets.ingest.record import ROLES
 
@@ -124,18 +123,15 @@ def empty(model: type[pa.DataFrameModel]) -> pl.DataFrame:
 def validate_table(location: str, model: type[pa.DataFrameModel]) -> tuple[int, pl.DataFrame | None]:
     """(rows, failure cases or None) of a Parquet file against a pandera model.
 
-    Validated one row group at a time, so memory does not grow with the table; a model with a unique
-    column is validated whole, since uniqueness spans row groups.
+    Validated over a lazy scan, data checks included: each check reads only the columns it needs, so
+    memory stays bounded and long text columns are not loaded just to confirm a type the file's schema
+    already states (the messages of a 20,000-trajectory batch: 0.57 s -> 0.04 s).
     """
-    from cowork_assets.storage import iter_row_groups
-
-    unique = any(column.unique for column in model.to_schema().columns.values())
-    chunks: Iterable[pl.DataFrame] = [pl.read_parquet(location)] if unique else iter_row_groups(location)
-    rows, cases = 0, []
-    for frame in chunks:
-        rows += frame.height
+    frame = pl.scan_parquet(location)
+    rows = frame.select(pl.len()).collect().item()
+    with config_context(validation_depth=ValidationDepth.SCHEMA_AND_DATA):
         try:
             model.validate(frame, lazy=True)
         except pandera.errors.SchemaErrors as exc:
-            cases.append(exc.failure_cases)
-    return rows, (pl.concat(cases, how="diagonal_relaxed") if cases else None)
+            return rows, exc.failure_cases
+    return rows, None
