@@ -1,7 +1,7 @@
 """Cluster duplicates within a task: exact (equal content hash) and near (Jaccard >= threshold).
 
-LSH over MinHash signatures proposes candidate pairs (BANDS x ROWS; with 32 x 4 a pair at Jaccard
-0.9 becomes a candidate with probability 1 - 1e-15); every candidate is then verified with the
+LSH over MinHash signatures proposes candidate pairs (BANDS x ROWS: runs whose minhashes agree on
+all ROWS of any band; with 32 x 4 a pair at Jaccard 0.9 becomes a candidate with probability 1 - 1e-15); every candidate is then verified with the
 exact Jaccard of the shingle sets, so the threshold is applied exactly. No all-pairs comparison,
 and everything is sorted by trajectory id, so the result does not depend on batch order.
 """
@@ -26,18 +26,19 @@ def jaccard(a: list[int], b: list[int]) -> float:
 
 
 def candidate_pairs(sigs: pl.DataFrame) -> pl.DataFrame:
-    """Pairs (left < right) sharing a task and an LSH band bucket, or an exact content hash."""
-    bands = sigs.select("task_id", "trajectory_id", "content_hash", band=pl.int_ranges(0, BANDS),
-                        bucket=pl.concat_list([pl.col("minhash").list.slice(i * ROWS, ROWS).hash(1) for i in range(BANDS)]))
-    keyed = pl.concat([
-        bands.explode("band", "bucket").select("task_id", "trajectory_id", key=pl.format("b{}:{}", "band", "bucket")),
-        sigs.select("task_id", "trajectory_id", key=pl.format("x:{}", "content_hash")),
-    ])
+    """Pairs (left < right) sharing a task and all ROWS minhashes of some band, or an exact content hash."""
+    runs = sigs.select(  # runs as integers, in trajectory id order, so the joins below are cheap
+        "content_hash", task=pl.col("task_id").rank("dense"), run=pl.int_range(pl.len(), dtype=pl.UInt32),
+        bucket=pl.col("minhash").list.to_array(PERMUTATIONS).reshape((-1, BANDS, ROWS)).arr.to_list())
+    banded = runs.select("task", "run", "bucket", band=pl.int_ranges(BANDS, dtype=pl.UInt8)).explode("bucket", "band")
+    same = pl.concat([
+        banded.join(banded, on=["task", "band", "bucket"], suffix="_r").select("run", "run_r"),
+        runs.join(runs, on=["task", "content_hash"], suffix="_r").select("run", "run_r"),
+    ]).filter(pl.col("run") < pl.col("run_r")).unique()
+    ids = sigs.select("task_id", "trajectory_id").with_row_index("run")
     return (
-        keyed.join(keyed, on=["task_id", "key"], suffix="_r")
-        .filter(pl.col("trajectory_id") < pl.col("trajectory_id_r"))
-        .select("task_id", left="trajectory_id", right="trajectory_id_r")
-        .unique()
+        same.join(ids, on="run").join(ids.select(run_r="run", right="trajectory_id"), on="run_r")
+        .select("task_id", left="trajectory_id", right="right")
         .sort("task_id", "left", "right")
     )
 
