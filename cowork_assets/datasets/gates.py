@@ -21,13 +21,14 @@ def validation_view(dataset: str, frame: pl.DataFrame) -> pl.DataFrame:
     """The flat columns the dataset's suite checks."""
     if dataset == "sft_dataset":
         roles = pl.col("messages").list.eval(pl.element().struct.field("role"))
-        return frame.select(
-            "sample_id", "task_id", "trajectory_id", "split", "chars", "tokens", "score",
+        is_json = pl.col("tools").str.json_decode(pl.List(pl.Struct({"type": pl.String}))).is_not_null()
+        distinct = frame.select("tools").unique().with_columns(tools_is_json=is_json)  # a few dozen tool lists
+        return frame.join(distinct, on="tools", how="left", nulls_equal=True, maintain_order="left").select(
+            "sample_id", "task_id", "trajectory_id", "split", "chars", "tokens", "score", "tools_is_json",
             n_messages=pl.col("messages").list.len(),
             n_bad_roles=roles.list.eval(~pl.element().is_in(ROLES)).list.sum(),
             last_role=roles.list.last(),
             task_splits=pl.col("split").n_unique().over("task_id"),
-            tools_is_json=pl.col("tools").str.json_decode(pl.List(pl.Struct({"type": pl.String}))).is_not_null(),
         )
     if dataset == "rl_tasks":
         info = pl.col("extra_info")
