@@ -6,8 +6,10 @@ cross-batch job, all recorded in the Dagster instance (so `make ui` shows the hi
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -194,6 +196,16 @@ def _start_worker(home: str) -> None:
 
     defs.resolve_job_def(BATCH_JOB)
     _worker_instance = dg.DagsterInstance.from_config(home)
+    atexit.register(_exit_at_once)
+
+
+def _exit_at_once() -> None:
+    """A pool worker's last act: its results are returned and its runs recorded, and tearing down an
+    interpreter that holds ~0.6 GB took seconds, during which the cross-batch phase had started beside it
+    (peak memory of the 80,000 benchmark 2.3-2.5 GB instead of 2.1)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _process_batch(config: dict, batch: str, instance: dg.DagsterInstance | None = None):
