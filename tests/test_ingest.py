@@ -110,6 +110,23 @@ def test_task_packages_are_distinct_per_batch_and_counted(ingested):
     assert (joined["n_trajectories"] == joined["len"]).all()
 
 
+@pytest.mark.parametrize("chunk_records", [1, 100])
+def test_one_package_however_its_keys_are_ordered_or_spaced(tmp_path, chunk_records):
+    from tests.test_record import good
+
+    raw = tmp_path / "raw" / "b"
+    raw.mkdir(parents=True)
+    tasks = [good()["task"], dict(reversed(good()["task"].items()))]
+    lines = [json.dumps(good(trajectory_id=f"t{i}", task=tasks[i % 2]), indent=None if i < 2 else 1).replace("\n", "")
+             for i in range(3)]
+    (raw / "a.jsonl").write_text("\n".join(lines) + "\n")
+    ingest_batch(tmp_path / "raw", "b", tmp_path / "out", chunk_records=chunk_records)
+    packages = pl.read_parquet(partition_file(tmp_path / "out", "task_packages", "b"))
+    trajectories = pl.read_parquet(partition_file(tmp_path / "out", "trajectories", "b"))
+    assert packages.select("task_id", "n_trajectories", "first_trajectory_id").rows() == [("x-1", 3, "t0")]
+    assert trajectories["task_hash"].to_list() == packages["task_hash"].to_list() * 3
+
+
 def test_output_does_not_depend_on_chunk_size(default_raw, ingested, tmp_path):
     out, _ = ingested
     batch = discover_batches(default_raw)[0]

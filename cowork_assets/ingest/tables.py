@@ -192,7 +192,10 @@ def flatten_chunk(
     counts = trajectories.group_by("task_hash").agg(
         n_trajectories=pl.len().cast(pl.Int32), first_trajectory_id=pl.col("trajectory_id").first()
     )
-    packages = packages.drop("task_json").join(counts, on="task_hash", maintain_order="left").with_columns(batch=pl.lit(batch))
+    packages = (  # one row per package: the same task may be written with its keys in another order
+        packages.drop("task_json").unique("task_hash", keep="first", maintain_order=True)
+        .join(counts, on="task_hash", maintain_order="left").with_columns(batch=pl.lit(batch))
+    )
     return {
         "trajectories": trajectories,
         "messages": messages,
