@@ -38,7 +38,7 @@ class _Known(msgspec.Struct, forbid_unknown_fields=True):  # unknown keys could 
 
 class Function(_Known):
     name: str
-    arguments: Union[str, dict[str, JSON]]
+    arguments: str | dict[str, JSON]
 
 
 class ToolCall(_Known):
@@ -49,10 +49,10 @@ class ToolCall(_Known):
 
 class Message(_Known):
     role: Literal["system", "user", "assistant", "tool"]
-    content: Union[str, None] = None
-    tool_calls: Union[list[ToolCall], None] = None
-    tool_call_id: Union[str, None] = None
-    name: Union[str, None] = None
+    content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
 
 
 class Task(_Known):
@@ -67,7 +67,7 @@ class Task(_Known):
 class Teacher(_Known):
     model: str
     role: Literal["teacher", "student"]
-    run_id: Union[str, None] = None
+    run_id: str | None = None
 
 
 class Grade(_Known):
@@ -82,8 +82,8 @@ class Trajectory(_Known):
     task: Task
     teacher: Teacher
     messages: Annotated[list[Message], Meta(min_length=1)]
-    group_id: Union[str, None] = None
-    grade: Union[Grade, None] = None
+    group_id: str | None = None
+    grade: Grade | None = None
 
 
 _trajectory = msgspec.json.Decoder(Trajectory)

@@ -1,8 +1,9 @@
 """Cluster duplicates within a task: exact (equal content hash) and near (Jaccard >= threshold).
 
 LSH over MinHash signatures proposes candidate pairs (BANDS x ROWS: runs whose minhashes agree on
-all ROWS of any band; with 32 x 4 a pair at Jaccard 0.9 becomes a candidate with probability 1 - 1e-15); every candidate is then verified with the
-exact Jaccard of the shingle sets, so the threshold is applied exactly. No all-pairs comparison,
+all ROWS of any band; with 32 x 4 a pair at Jaccard 0.9 becomes a candidate with probability
+1 - 1e-15); every candidate is then verified with the exact Jaccard of the shingle sets, so the
+threshold is applied exactly. No all-pairs comparison,
 and everything is sorted by trajectory id, so the result does not depend on batch order.
 """
 
@@ -27,6 +28,7 @@ def jaccard(a: list[int], b: list[int]) -> float:
 
 def candidate_pairs(sigs: pl.DataFrame) -> pl.DataFrame:
     """Pairs (left < right) sharing a task and all ROWS minhashes of some band, or an exact content hash."""
+    sigs = sigs.sort("trajectory_id")
     runs = sigs.select(  # runs as integers, in trajectory id order, so the joins below are cheap
         "content_hash", task=pl.col("task_id").rank("dense"), run=pl.int_range(pl.len(), dtype=pl.UInt32),
         bucket=pl.col("minhash").list.to_array(PERMUTATIONS).reshape((-1, BANDS, ROWS)).arr.to_list())
