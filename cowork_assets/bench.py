@@ -64,6 +64,19 @@ class PeakMemory:
         self._thread.join()
 
 
+def published_sft_texts(data_root: Path) -> list[str]:
+    """The text of every published SFT message as it is tokenized: content, then each tool call's name
+    and arguments (what `sft_dataset.tokens` counts)."""
+    from cowork_assets.tokens import token_text
+
+    function = pl.element().struct.field("function")
+    calls = pl.col("tool_calls").list.eval(pl.struct(name=function.struct.field("name"),
+                                                     arguments=function.struct.field("arguments")))
+    sft = pl.read_parquet(data_root / "published" / "sft_dataset" / "current" / "*.parquet", columns=["messages"])
+    messages = sft.select(pl.col("messages").explode()).unnest("messages")
+    return messages.select(token_text(pl.col("content"), calls)).to_series().to_list()
+
+
 def floor_seconds(raw_root: Path, data_root: Path, encoding: str, threads: int) -> dict:
     """The work no pipeline can avoid: read the raw files, tokenize the published SFT text.
 
@@ -83,8 +96,7 @@ def floor_seconds(raw_root: Path, data_root: Path, encoding: str, threads: int) 
             for _ in sources.records(path):
                 pass
     read = time.monotonic() - started
-    sft = pl.read_parquet(data_root / "published" / "sft_dataset" / "current" / "*.parquet", columns=["messages"])
-    texts = [m["content"] or "" for messages in sft["messages"].to_list() for m in messages]
+    texts = published_sft_texts(data_root)
     enc = get_encoding(encoding)
     started = time.monotonic()
     enc.encode_ordinary_batch(texts, num_threads=threads)

@@ -43,6 +43,17 @@ def test_sft_tokens_count_exactly_the_published_text(pipeline):
         assert row["chars"] >= sum(len(m["content"] or "") for m in row["messages"])
 
 
+def test_the_benchmark_floor_tokenizes_exactly_the_text_the_pipeline_counts(pipeline):
+    from cowork_assets.bench import published_sft_texts
+    from cowork_assets.tokens import count_tokens
+
+    settings, _, _ = pipeline
+    sft = _published(settings, "sft_dataset")
+    texts = published_sft_texts(settings.local_root)
+    assert len(texts) == sft["messages"].list.len().sum()
+    assert sum(count_tokens(texts, "o200k_base")) == sft["tokens"].sum()
+
+
 def test_sft_selection_is_exactly_the_unexcluded_teacher_runs(pipeline):
     settings, _, _ = pipeline
     sft = _published(settings, "sft_dataset")
