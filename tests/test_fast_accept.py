@@ -66,14 +66,19 @@ def test_deep_nesting_is_left_to_the_contract(where, depth):
     line = orjson.dumps(record).replace(b'"DEEP"', _deep(depth))
     fast, (reason, _) = accepts(line), contract_verdict(line)
     assert not (fast and reason), reason
-    assert reason == ("too_deeply_nested" if depth >= 250 else reason if depth > 190 else "")
-    # Raw task parts pass with up to 190 brackets, other free-form values up to FREE_FORM_DEPTH levels, unknown keys never.
-    assert fast == {"initial_state": depth < 190, "tools": depth < 190, "extra_key": False}.get(where, depth <= FREE_FORM_DEPTH)
+    if depth >= 250:
+        assert reason == "too_deeply_nested"
+    elif depth <= 190:
+        assert reason == ""
+    # Raw task parts pass with up to 190 brackets, other free-form values up to FREE_FORM_DEPTH levels,
+    # unknown keys never.
+    expected = {"initial_state": depth < 190, "tools": depth < 190, "extra_key": False}
+    assert fast == expected.get(where, depth <= FREE_FORM_DEPTH)
 
 
 def test_invalid_utf8_inside_raw_task_parts_is_not_accepted():
-    line = orjson.dumps(known_keys_only(task={"task_id": "x", "category": "c", "request": "r",
-                                   "initial_state": {"s": "S"}, "tools": [{"t": "T"}]}))
+    task = {"task_id": "x", "category": "c", "request": "r", "initial_state": {"s": "S"}, "tools": [{"t": "T"}]}
+    line = orjson.dumps(known_keys_only(task=task))
     assert accepts(line)
     for target in (b'"S"', b'"T"', b'"s"'):
         bad = line.replace(target, b'"\xff\xfe"')
