@@ -64,3 +64,21 @@ def test_batch_workers_share_the_cores_and_keep_a_setting_the_user_made(monkeypa
     with runner._environment(_RJEM_MALLOC_CONF="x", POLARS_MAX_THREADS="1"):
         assert os.environ["_RJEM_MALLOC_CONF"] == "x" and os.environ["POLARS_MAX_THREADS"] == "1"
     assert "_RJEM_MALLOC_CONF" not in os.environ and os.environ["POLARS_MAX_THREADS"] == "3"  # restored
+
+
+def test_a_batch_worker_exits_at_once_without_losing_what_it_logged(tmp_path):
+    """Pool workers skip the interpreter's slow teardown, but not the flushing a normal exit does."""
+    log = tmp_path / "worker.log"
+    code = f"""
+import logging, logging.handlers, pathlib
+from cowork_assets.runner import _start_worker, ensure_instance
+ensure_instance(pathlib.Path({str(tmp_path / "home")!r}))
+_start_worker({str(tmp_path / "home")!r})
+buffered = logging.handlers.MemoryHandler(100, target=logging.FileHandler({str(log)!r}))
+logging.getLogger("worker").addHandler(buffered)
+logging.getLogger("worker").warning("batch done")
+print("printed", end="")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == "printed", done.stderr
+    assert log.read_text() == "batch done\n"
