@@ -1,7 +1,8 @@
 """Locate evidence values: where the agent first uses each, and every earlier message showing it.
 
-A columnar index join (see `candidates`) leaves few candidate messages per value; only those are
-checked exactly, with boundary-aware patterns, to get character offsets in the original text.
+Each message is searched, in conversation order, for the values of its trajectory not yet used: a
+cheap look for each value's longest alphanumeric run rejects most messages, and the rest are matched
+exactly, boundary-aware, for character offsets in the original text.
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ def searchable(messages: pl.DataFrame) -> pl.DataFrame:
 
 
 # Matching is on ASCII alphanumeric boundaries, so wherever a value occurs, each maximal alphanumeric
-# run of the value is also a whole run ("token") of the text. Joining on the value's longest run finds
-# every candidate message in time linear in the text, however many values and messages a trajectory has.
+# run of the value is also a whole run of the (normalised) text. A value is matched exactly only in the
+# messages where its longest run, its anchor, is a whole run: a `str.find` that rejects most messages.
 RUN = r"[0-9a-z]+"
+_ALNUM = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")
 
 
 def _anchor(norm: pl.Expr) -> pl.Expr:
@@ -44,55 +46,54 @@ def _anchor(norm: pl.Expr) -> pl.Expr:
     return runs.list.eval(pl.element().sort_by(pl.element().str.len_chars(), descending=True)).list.first()
 
 
-def candidates(keys: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
-    """Messages worth checking exactly, in conversation order: (trajectory_id, message_index, role, text,
-    lowered, norms). `lowered` says that `text` is already lower-cased (ASCII text, lowered by polars)."""
-    keys = keys.select("trajectory_id", "norm").unique().with_columns(anchor=_anchor(pl.col("norm")))
-    anchors = keys["anchor"].drop_nulls().unique().to_list()
-    texts = searchable(messages).with_columns(ntext=norm_text(pl.col("text")))
-    # Each distinct text is split once (prompts and observations recur across a task's runs), and only
-    # the runs that are some value's anchor are kept: the join below is then small.
-    text_anchors = texts.select("ntext").unique().with_columns(
-        anchor=pl.col("ntext").str.extract_all(RUN).list.eval(pl.element().filter(pl.element().is_in(anchors)).unique())
-    )
-    anchored = (
-        texts.lazy().select("trajectory_id", "message_index", "ntext")
-        .join(text_anchors.lazy(), on="ntext").explode("anchor")
-        .join(keys.lazy().filter(pl.col("anchor").is_not_null()), on=["trajectory_id", "anchor"])
-        .select("trajectory_id", "norm", "message_index").collect()
-    )
-    # Values with no ASCII alphanumeric run (rare): plain containment over that trajectory's messages.
-    unanchored = (
-        keys.filter(pl.col("anchor").is_null()).join(texts, on="trajectory_id")
-        .filter(pl.col("ntext").str.contains(pl.col("norm"), literal=True))
-        .select("trajectory_id", "norm", "message_index")
-    )
+def _is_run(text: str, word: str, at: int) -> bool:
+    """Is `word` (found at `at`, or -1) a whole alphanumeric run somewhere from there on in `text`?"""
+    n = len(word)
+    while at >= 0:
+        if (at == 0 or text[at - 1] not in _ALNUM) and (at + n == len(text) or text[at + n] not in _ALNUM):
+            return True
+        at = text.find(word, at + 1)
+    return False
+
+
+def _texts(keys: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
+    """The messages of trajectories with values, in conversation order: (trajectory_id, message_index, role,
+    text, lowered, ntext). `lowered` says that `text` is already lower-cased (ASCII text, lowered by polars);
+    `ntext` is the normalised text when it differs from `text` (grouping commas, non-ASCII), else null."""
+    texts = searchable(messages).join(keys.select("trajectory_id").unique(), on="trajectory_id", how="semi")
     ascii_ = pl.col("text").str.len_bytes() == pl.col("text").str.len_chars()
     return (
-        pl.concat([anchored, unanchored]).unique()
-        .group_by("trajectory_id", "message_index").agg(pl.col("norm").sort().alias("norms"))
-        .join(texts.select("trajectory_id", "message_index", "role", "text"), on=["trajectory_id", "message_index"])
-        .select("trajectory_id", "message_index", "role",
-                text=pl.when(ascii_).then(pl.col("text").str.to_lowercase()).otherwise("text"),
-                lowered=ascii_, norms="norms")
+        texts.with_columns(ntext=norm_text(pl.col("text")), lowered=ascii_)
+        .with_columns(text=pl.when("lowered").then(pl.col("text").str.to_lowercase()).otherwise("text"))
+        .select("trajectory_id", "message_index", "role", "text", "lowered",
+                ntext=pl.when(pl.col("ntext") != pl.col("text")).then("ntext"))
         .sort("trajectory_id", "message_index")
     )
 
 
 def scan(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """For distinct (trajectory_id, norm) keys: (first use per key, every occurrence before that use)."""
+    wanted: dict[str, list[tuple[str, str | None]]] = {}
+    anchored = keys.select("trajectory_id", "norm").unique().with_columns(anchor=_anchor(pl.col("norm")))
+    for tid, norm, anchor in anchored.sort("trajectory_id", "norm").iter_rows():
+        wanted.setdefault(tid, []).append((norm, anchor))
     uses: dict[tuple[str, str], int] = {}
     occurrences = []
-    # Long strings crossing into Python are the cost here: each candidate message crosses once, with the
-    # values to look for in it, already lower-cased when it is ASCII (lower-casing keeps its offsets).
-    for tid, index, role, text, lowered, norms in candidates(keys, messages).iter_rows():
-        for norm in norms:
-            key = (tid, norm)
-            if key in uses:
-                continue  # messages come in order: everything after the first use is irrelevant
+    current = pending = None
+    # Long strings crossing into Python are the cost here: each message crosses once, already lower-cased
+    # when it is ASCII (lower-casing keeps its offsets), and is searched for the values not yet used.
+    for tid, index, role, text, lowered, ntext in _texts(keys, messages).iter_rows():
+        if tid != current:
+            current, pending = tid, wanted[tid]
+        normalised = text if ntext is None else ntext
+        for norm, anchor in pending:
+            at = normalised.find(anchor or norm)  # a value with no alphanumeric run: plain containment
+            if at < 0 or anchor is not None and not _is_run(normalised, anchor, at):
+                continue
             if role == "assistant":
                 if next(matches(norm, text, text if lowered else None), None):
-                    uses[key] = index
+                    uses[(tid, norm)] = index  # messages come in order: what follows a first use is irrelevant
+                    pending = [p for p in pending if p[0] != norm]
             elif text:
                 occurrences += [(tid, norm, index, role, start, length, len(text))
                                 for start, length in matches(norm, text, text if lowered else None)]
