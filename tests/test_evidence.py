@@ -134,3 +134,35 @@ def test_synthetic_at_risk_items_equal_the_generator_labels(default_raw, pipelin
     labels = [json.loads(l) for l in (default_raw / "needed_values.jsonl").read_text().splitlines()]
     expected = {(l["trajectory_id"], normalise(l["value"])): (l["found_at"], l["offset"]) for l in labels if l["role"] == "tool"}
     assert got == expected and len(expected) > 400
+
+
+def test_location_search_edge_cases():
+    """The search rejects messages by each value's longest alphanumeric run; what it must still find."""
+    from cowork_assets.evidence.locate import locate
+
+    listing = "ref X91234Y; Kunde Müller, Auftrag ÄBCD-XYZW; total 1,234,567 units; tier €€€"
+    traj = trajectory([
+        {"role": "user", "content": "go"},
+        call("lookup", {"q": "x"}, "c1"),
+        result(listing, "c1"),
+        result("later: AB-1234 and 1,234,567 again", "c1"),
+        {"role": "assistant", "content": "AB-1234, äbcd-xyzw, 1234567, €€€"},
+        result("after the use: 1,234,567", "c1"),
+    ])
+    messages = flatten(traj)["messages"]
+    tid = messages["trajectory_id"][0]
+    norms = ["ab-1234", "äbcd-xyzw", "1234567", "€€€", "zz-0000"]
+    items = pl.DataFrame({"trajectory_id": [tid] * len(norms), "norm": norms})
+    got = {r["norm"]: r for r in locate(items, messages).iter_rows(named=True)}
+    later = "later: AB-1234 and 1,234,567 again"
+    # "1234" occurs inside X91234Y, not as a whole run: the first sighting is the later message.
+    assert (got["ab-1234"]["found_at"], got["ab-1234"]["found_offset"], got["ab-1234"]["used_at"]) == (3, 7, 4)
+    # Non-ASCII text, looked for in its lower-cased form: offsets in the original text.
+    assert (got["äbcd-xyzw"]["found_at"], got["äbcd-xyzw"]["found_offset"], got["äbcd-xyzw"]["found_length"]) == (
+        2, listing.index("ÄBCD-XYZW"), 9)
+    # Grouping commas: both sightings before the use, none after it.
+    assert [(s["message_index"], s["offset"], s["length"]) for s in got["1234567"]["shown_at"]] == [
+        (2, listing.index("1,234,567"), 9), (3, later.index("1,234,567"), 9)]
+    # No alphanumeric run at all: plain containment.
+    assert (got["€€€"]["found_at"], got["€€€"]["found_offset"], got["€€€"]["used_at"]) == (2, listing.index("€€€"), 4)
+    assert (got["zz-0000"]["found_at"], got["zz-0000"]["used_at"]) == (None, None)
