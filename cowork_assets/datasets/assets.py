@@ -14,7 +14,7 @@ from cowork_assets.datasets.card import build_card, render_markdown, svg
 from cowork_assets.datasets.gates import run_gate
 from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks
 from cowork_assets.datasets.schemas import MODELS
-from cowork_assets.datasets.sft import build_sft
+from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft
 from cowork_assets.datasets.stages import card_inputs
 from cowork_assets.ingest.schemas import arrow_schema
 from cowork_assets.lineage import column_lineage
@@ -52,7 +52,8 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
     selected = scan_table(settings.root, "trajectories").filter(pl.col("teacher_role") == "teacher").collect().join(
         excluded, on=run, how="anti")
     ids = selected["trajectory_id"].to_list()
-    curated = scan_table(settings.root, "curated_messages").filter(pl.col("trajectory_id").is_in(ids)).collect()
+    curated = (scan_table(settings.root, "curated_messages").filter(pl.col("trajectory_id").is_in(ids))
+               .select(CURATED_COLUMNS).collect())
     stats = scan_table(settings.root, "sample_stats").filter(pl.col("trajectory_id").is_in(ids)).collect()
     packages = scan_table(settings.root, "task_packages").select("task_hash", "tools").collect()
     rows = build_sft(selected, curated, stats, packages, settings.validation_fraction,

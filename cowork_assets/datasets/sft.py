@@ -18,6 +18,8 @@ FUNCTION_CALL = pl.Struct({"id": pl.String, "type": pl.String,
                            "function": pl.Struct({"name": pl.String, "arguments": pl.String})})
 MESSAGE = pl.Struct({"role": pl.String, "content": pl.String, "tool_calls": pl.List(FUNCTION_CALL),
                      "tool_call_id": pl.String, "name": pl.String})
+# What a sample needs of curated_messages (its spans and lengths are not read).
+CURATED_COLUMNS = ["batch", "trajectory_id", "message_index", *(f.name for f in MESSAGE.fields)]
 
 
 def openai_tools(tools_json: str) -> str:
