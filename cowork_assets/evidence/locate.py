@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from cowork_assets.evidence.schemas import SHOWN
-from cowork_assets.evidence.values import matches, norm_text
+from cowork_assets.evidence.values import ALNUM, matches, norm_text
 
 OCCURRENCE_SCHEMA = {
     "trajectory_id": pl.String, "norm": pl.String, "message_index": pl.Int32, "role": pl.String,
@@ -40,7 +40,6 @@ def searchable(messages: pl.DataFrame) -> pl.DataFrame:
 # (The columnar way, splitting every text into runs with a regex and joining them on the anchors, was
 # measured: 35-50% slower per batch, most messages being candidates for some value anyway.)
 RUN = r"[0-9a-z]+"
-_ALNUM = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")
 
 
 def _anchor(norm: pl.Expr) -> pl.Expr:
@@ -52,7 +51,7 @@ def _is_run(text: str, word: str, at: int) -> bool:
     """Is `word` (found at `at`, or -1) a whole alphanumeric run somewhere from there on in `text`?"""
     n = len(word)
     while at >= 0:
-        if (at == 0 or text[at - 1] not in _ALNUM) and (at + n == len(text) or text[at + n] not in _ALNUM):
+        if (at == 0 or text[at - 1] not in ALNUM) and (at + n == len(text) or text[at + n] not in ALNUM):
             return True
         at = text.find(word, at + 1)
     return False

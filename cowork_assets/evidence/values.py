@@ -111,7 +111,7 @@ def pattern(norm: str) -> re.Pattern:
     return re.compile(left + body + right, re.IGNORECASE)
 
 
-_ALNUM = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")
+ALNUM = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")
 # A comma a number's pattern may skip: between a digit (or the sign) and a digit.
 _GROUPING_COMMA = re.compile(r"(?<=[0-9+-]),(?=[0-9])")
 
@@ -139,8 +139,8 @@ def matches(norm: str, text: str, lowered: str | None = None) -> Iterator[tuple[
     i = searched.find(norm)
     while i >= 0:
         start, end = original(i), original(i + n - 1) + 1
-        if (not left or start == 0 or lowered[start - 1] not in _ALNUM) and (
-                not right or end == len(lowered) or lowered[end] not in _ALNUM):
+        if (not left or start == 0 or lowered[start - 1] not in ALNUM) and (
+                not right or end == len(lowered) or lowered[end] not in ALNUM):
             yield start, end - start
             i = searched.find(norm, i + n)
         else:
