@@ -71,6 +71,8 @@ def test_messages_round_trip_with_normalised_arguments(ingested, default_raw):
                 args = c["function"]["arguments"]
                 assert isinstance(gc["arguments"], str)
                 assert json.loads(gc["arguments"]) == (json.loads(args) if isinstance(args, str) else args)
+                # a string is kept as sent; an object becomes compact JSON, as producers' strings mostly are
+                assert gc["arguments"] == (args if isinstance(args, str) else orjson.dumps(args).decode())
 
 
 def test_counts_are_exact(ingested):
@@ -187,22 +189,20 @@ def test_repeated_trajectory_id_keeps_the_first(tmp_path):
     assert "a.jsonl:1" in q["detail"][0]
 
 
-def test_a_record_polars_cannot_read_is_quarantined_alone(tmp_path, monkeypatch):
+def test_a_record_with_a_repeated_key_is_quarantined_alone(tmp_path):
+    # The contract's JSON parser keeps a repeated key's last value; rather than guess, the record is
+    # unreadable, and only it: the chunk is re-read line by line.
     raw = tmp_path / "raw" / "b"
     raw.mkdir(parents=True)
-    (raw / "a.jsonl").write_bytes(b"\n".join(_traj(f"t{i}", "POISON" if i == 2 else "x") for i in range(4)))
-    real = tables.read_lines
-
-    def picky(texts):
-        if any(b"POISON" in t for t in texts):
-            raise pl.exceptions.ComputeError("cannot parse")
-        return real(texts)
-
-    monkeypatch.setattr(tables, "read_lines", picky)
+    lines = [_traj(f"t{i}", "x") for i in range(4)]
+    lines[2] = lines[2].replace(b'"trajectory_id":', b'"trajectory_id":"other","trajectory_id":', 1)
+    (raw / "a.jsonl").write_bytes(b"\n".join(lines))
     r = ingest_batch(tmp_path / "raw", "b", tmp_path / "out")
     q = pl.read_parquet(partition_file(tmp_path / "out", "quarantine", "b"))
     assert (r.parsed, r.quarantined) == (3, 1)
     assert q.select("raw_record", "reason").rows() == [(3, "unreadable_record")]
+    assert q["detail"][0].startswith("Invalid Input Error: JSON transform error: Object {")
+    assert q["detail"][0].endswith('has duplicate key "trajectory_id"') and "/tmp" not in q["detail"][0]
     assert sorted(pl.read_parquet(partition_file(tmp_path / "out", "trajectories", "b"))["trajectory_id"]) == ["t0", "t1", "t3"]
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import duckdb
 import polars as pl
 import pyarrow as pa
 
@@ -96,16 +97,16 @@ class _Writer:
     def _parse(self, texts: list[bytes], origins: list[tuple[str, int]]):
         try:
             return tables.read_lines(texts), origins
-        except pl.exceptions.PolarsError:
+        except duckdb.Error:
             pass
-        # The chunk will not parse as a whole: isolate the records polars rejects.
+        # The chunk will not parse as a whole: isolate the records the parser rejects.
         frames, kept = [], []
         for text, origin in zip(texts, origins):
             try:
                 frames.append(tables.read_lines([text]))
                 kept.append(origin)
-            except pl.exceptions.PolarsError as exc:
-                self.reject(*origin, "unreadable_record", str(exc).splitlines()[0], text)
+            except duckdb.Error as exc:
+                self.reject(*origin, "unreadable_record", tables.parse_error(exc), text)
         return (pl.concat(frames) if frames else pl.DataFrame(schema=tables.RAW_SCHEMA)), kept
 
     def _drop_repeated_ids(self, raw: pl.DataFrame, origins: list[tuple[str, int]]):

@@ -1,17 +1,20 @@
 """A chunk of validated raw lines -> the staging tables, as columnar polars work.
 
-polars parses the chunk's JSON in one call (free-form objects such as tool-call arguments and the
-task package arrive as JSON strings, which is exactly the normalisation we want), then explodes
-messages and tool calls and aggregates per trajectory. Python touches only one value per distinct
+DuckDB parses the chunk's JSON in one call (free-form objects such as tool-call arguments and the
+task package arrive as compact JSON strings, which is exactly the normalisation we want), then polars
+explodes messages and tool calls and aggregates per trajectory. Python touches only one value per distinct
 task package (its canonical hash).
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
+import re
+import tempfile
 from collections.abc import Sequence
+from functools import lru_cache
 
+import duckdb
 import orjson
 import polars as pl
 
@@ -47,9 +50,41 @@ RAW_SCHEMA = pl.Schema(
 )
 
 
+def _duckdb_type(dtype: pl.DataType) -> str:
+    if isinstance(dtype, pl.Struct):
+        return "STRUCT(" + ", ".join(f'"{f.name}" {_duckdb_type(f.dtype)}' for f in dtype.fields) + ")"
+    if isinstance(dtype, pl.List):
+        return _duckdb_type(dtype.inner) + "[]"
+    return {pl.String: "VARCHAR", pl.Float64: "DOUBLE", pl.Boolean: "BOOLEAN"}[dtype]
+
+
+RAW_COLUMNS = {name: _duckdb_type(dtype) for name, dtype in RAW_SCHEMA.items()}
+
+
+@lru_cache(maxsize=1)
+def _duckdb() -> duckdb.DuckDBPyConnection:
+    # One thread: a chunk is small, and DuckDB's parallel JSON reader breaks a line longer than a
+    # thread's share of the file (a 50 MB observation) in two.
+    return duckdb.connect(config={"threads": 1})
+
+
 def read_lines(lines: Sequence[bytes]) -> pl.DataFrame:
-    """Parse validated JSON lines (UTF-8 bytes, as read) into one frame with RAW_SCHEMA."""
-    return pl.read_ndjson(io.BytesIO(b"\n".join(lines)), schema=RAW_SCHEMA)
+    """Parse validated JSON lines (UTF-8 bytes, as read) into one frame with RAW_SCHEMA; raises duckdb.Error
+    if any line does not parse. A JSON object where RAW_SCHEMA has a string arrives as compact JSON text.
+
+    DuckDB parses JSON twice as fast as polars' read_ndjson, and faster from a file than from memory."""
+    longest = max(map(len, lines), default=0)
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as fh:
+        fh.write(b"\n".join(lines))
+        fh.flush()
+        relation = _duckdb().cursor().read_json(fh.name, columns=RAW_COLUMNS, format="newline_delimited",
+                                       maximum_object_size=max(longest + 1, 1 << 24))
+        return pl.from_arrow(relation.to_arrow_table(), schema=RAW_SCHEMA)
+
+
+def parse_error(exc: duckdb.Error) -> str:
+    """DuckDB's reason a line does not parse, without the scratch file's name and the line number within it."""
+    return re.sub(r',? (at byte \d+ )?in line \d+', "", re.sub(r' in file "[^"]*"', "", str(exc).splitlines()[0]))
 
 
 def task_hash(task: dict) -> str:
