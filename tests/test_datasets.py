@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from cowork_assets.datasets import publish as pub
-from cowork_assets.datasets.rl import first_turns, group_rewards
+from cowork_assets.datasets.rl import assistant_turns, first_turns, group_rewards
 from cowork_assets.storage import partition_file, table_glob
 
 
@@ -123,14 +123,21 @@ def test_turn_at_which_each_check_is_first_satisfied():
     def call(name, args):
         return {"name": name, "arguments": json.dumps(args)}
 
-    messages = [
-        {"role": "user", "content": "go", "tool_calls": []},
-        {"role": "assistant", "content": "looking", "tool_calls": [call("search", {"q": "x"})]},
-        {"role": "tool", "content": "r", "tool_calls": []},
-        {"role": "assistant", "content": None, "tool_calls": [call("create", {"title": "A"}), call("create", {"title": "A"})]},
-        {"role": "assistant", "content": None, "tool_calls": [call("send", {"to": "c_1", "n": 2}), call("create", {"title": "B"})]},
-        {"role": "assistant", "content": "Sent the Q3-REPORT link.", "tool_calls": []},
-    ]
+    messages = pl.DataFrame([
+        {"trajectory_id": "r", "message_index": i, "role": role, "content": content, "tool_calls": calls}
+        for i, (role, content, calls) in enumerate([
+            ("user", "go", []),
+            ("assistant", "looking", [call("search", {"q": "x"})]),
+            ("tool", "r", []),
+            ("assistant", None, [call("create", {"title": "A"}), call("create", {"title": "A"})]),
+            ("assistant", None, [call("send", {"to": "c_1", "n": 2}), call("create", {"title": "B"})]),
+            ("assistant", "Sent the Q3-REPORT link.", []),
+        ])]).sample(fraction=1.0, shuffle=True, seed=3)  # turns are read in message order, whatever the row order
+    turns = assistant_turns(messages)
+    assert turns == {"r": [("looking", [("search", '{"q": "x"}')]),
+                           (None, [("create", '{"title": "A"}'), ("create", '{"title": "A"}')]),
+                           (None, [("send", '{"to": "c_1", "n": 2}'), ("create", '{"title": "B"}')]),
+                           ("Sent the Q3-REPORT link.", [])]}
     checks = [{"id": "sent", "type": "tool_called", "tool": "send", "args": {"to": "c_1"}},
               {"id": "wrong", "type": "tool_called", "tool": "send", "args": {"to": "c_2"}},
               {"id": "items", "type": "distinct_items", "tool": "create", "key": "title", "expected": 2},
@@ -139,8 +146,10 @@ def test_turn_at_which_each_check_is_first_satisfied():
               {"id": "no_search", "type": "tool_not_called", "tool": "search"},
               {"id": "twice", "type": "tool_called", "tool": "create", "min_calls": 3},
               {"id": "state", "type": "state_equals", "path": "x", "value": 1}]
-    assert first_turns(checks, messages) == {"sent": 3, "wrong": None, "items": 3, "kw": 4, "never_delete": 1,
-                                             "no_search": None, "twice": 3, "state": None}
+    assert first_turns(checks, turns["r"]) == {"sent": 3, "wrong": None, "items": 3, "kw": 4, "never_delete": 1,
+                                               "no_search": None, "twice": 3, "state": None}
+    assert first_turns(checks, []) == {"sent": None, "wrong": None, "items": None, "kw": None, "never_delete": None,
+                                       "no_search": None, "twice": None, "state": None}
 
 
 def test_rollouts_cover_the_student_groups(pipeline):
