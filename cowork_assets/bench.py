@@ -77,13 +77,13 @@ def published_sft_texts(data_root: Path) -> list[str]:
     return messages.select(token_text(pl.col("content"), calls)).to_series().to_list()
 
 
-def floor_seconds(raw_root: Path, data_root: Path, encoding: str, threads: int) -> dict:
+def floor_seconds(raw_root: Path, data_root: Path, encoding: str, workers: int) -> dict:
     """The work no pipeline can avoid: read the raw files, tokenize the published SFT text.
 
-    Measured twice: with tiktoken's batch API (`encode_ordinary_batch`, as issue 7 defines the floor)
-    and with the pipeline's own `count_tokens` (each distinct text once, a plain loop per thread),
-    which is several times faster on many short texts; the stricter floor is the honest one to
-    compare against.
+    Measured twice: with tiktoken's batch API (`encode_ordinary_batch` with as many threads as the
+    pipeline has tokenizer processes, as issue 7 defines the floor) and with the pipeline's own
+    `count_tokens` (each distinct text once, in a plain loop per process), which is several times
+    faster on many short texts; the stricter floor is the honest one to compare against.
     """
     from cowork_assets.ingest.formats import scan_batch
     from cowork_assets.ingest.raw_files import discover_batches
@@ -99,10 +99,10 @@ def floor_seconds(raw_root: Path, data_root: Path, encoding: str, threads: int) 
     texts = published_sft_texts(data_root)
     enc = get_encoding(encoding)
     started = time.monotonic()
-    enc.encode_ordinary_batch(texts, num_threads=threads)
+    enc.encode_ordinary_batch(texts, num_threads=workers)
     batch_api = time.monotonic() - started
     started = time.monotonic()
-    count_tokens(texts, encoding, threads)
+    count_tokens(texts, encoding, workers)
     loop = time.monotonic() - started
     return {"read_seconds": round(read, 2), "tokenize_seconds": round(batch_api, 2), "seconds": round(read + batch_api, 2),
             "tokenize_loop_seconds": round(loop, 2), "strict_seconds": round(read + loop, 2), "sft_messages": len(texts)}
@@ -162,7 +162,7 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
         started = time.monotonic()
         outcome = materialize_all(settings, instance, echo=print)
         wall = time.monotonic() - started
-    floor = floor_seconds(raw, data, settings.token_encoding, settings.tokenizer_threads)
+    floor = floor_seconds(raw, data, settings.token_encoding, settings.tokenizer_processes)
     figures = {
         "trajectories": size, "batches": batches, "raw_mb": round(raw_mb, 1), "wall_seconds": round(wall, 1),
         "trajectories_per_second": round(size / wall, 1), "mb_per_second": round(raw_mb / wall, 2),

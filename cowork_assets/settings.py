@@ -42,8 +42,9 @@ class CurateSettings(dg.ConfigurableResource):
         default="o200k_base",
         description="tiktoken encoding for token counts (bundled: o200k_base, cl100k_base).",
     )
-    tokenizer_threads: int = Field(default=2, ge=1, description="Threads counting tokens with tiktoken (they "
-                                   "encode in parallel only on a free-threaded Python: tiktoken holds the GIL).")
+    tokenizer_processes: int = Field(default=2, ge=1, description="Processes counting tokens with tiktoken at once, "
+                                     "for many texts: the step's own and helpers (threads would take turns: tiktoken "
+                                     "holds the GIL).")
     refresh_cron: str = Field(
         default="0 3 * * *",
         description="When the daily_refresh schedule runs the cross-batch refresh (cron; COWORK_REFRESH_CRON for "

@@ -64,8 +64,23 @@ def test_special_tokens_known_without_loading_match_the_encodings():
         assert special == get_encoding(name).special_tokens_set
 
 
-@pytest.mark.parametrize("threads", [1, 2, 3])
-def test_counts_match_encoding_each_text_with_repeats_in_any_order(threads):
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_counts_match_encoding_each_text_with_repeats_in_any_order(workers):
     enc = tokens.get_encoding("o200k_base")
     texts = [f"observation {i % 7}: " + "row " * (i % 5) for i in range(40)] + ["", "hello world", ""]
-    assert tokens.count_tokens(texts, "o200k_base", threads) == [len(enc.encode_ordinary(t)) for t in texts]
+    assert tokens.count_tokens(texts, "o200k_base", workers) == [len(enc.encode_ordinary(t)) for t in texts]
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_helper_processes_count_their_shares(monkeypatch, workers):
+    monkeypatch.setattr(tokens, "HELPER_MIN_TEXTS", 0)  # helpers even for a few texts
+    enc = tokens.get_encoding("o200k_base")
+    texts = [f"call {i % 11}: " + "é row " * (i % 13) for i in range(200)] + ["", "<|endoftext|>"]
+    assert tokens.count_tokens(texts, "o200k_base", workers) == [len(enc.encode_ordinary(t)) for t in texts]
+
+
+def test_a_failed_helper_process_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(tokens, "HELPER_MIN_TEXTS", 0)
+    monkeypatch.setattr(tokens.sys, "executable", shutil.which("false"))
+    with pytest.raises(tokens.TokenizerUnavailable, match="a tokenizer process failed"):
+        tokens.count_tokens(["a", "b", "c"], "o200k_base", 2)

@@ -58,7 +58,7 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
     packages = scan_table(settings.root, "task_packages").select("task_hash", "tools").collect()
     rows = build_sft(selected, curated, stats, packages, settings.validation_fraction,
                      settings.truncation_strategy, settings.max_observation_chars, settings.token_encoding,
-                     settings.tokenizer_threads)
+                     settings.tokenizer_processes)
     context.log.info(f"SFT candidate: {rows.height} samples from {rows['task_id'].n_unique()} tasks")
     return _stage(context, settings, "sft_dataset", {s: rows.filter(pl.col("split") == s) for s in SPLITS})
 
