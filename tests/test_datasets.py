@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from cowork_assets.datasets import publish as pub
-from cowork_assets.datasets.rl import assistant_turns, first_turns, group_rewards
+from cowork_assets.datasets.rl import assistant_turns, first_turns, group_rewards, tools_kwargs
 from cowork_assets.storage import partition_file, table_glob
 
 
@@ -245,3 +245,14 @@ def test_a_broken_dataset_fails_its_gate_and_is_not_published(default_raw, tmp_p
     # the same content again re-points to the existing version instead of copying it
     assert materialize_all(changed, instance, echo=lambda _: None).failed == {}
     assert pub.current(settings.root, "sft_dataset") == new
+
+
+def test_tools_kwargs_gives_each_tool_its_service_slice_of_the_state_as_written():
+    tools = json.dumps([{"name": "mail_send"}, {"name": "todos_create"}, {"name": "web_search"}, {"no": "name"}])
+    state = '{"mail":[{"id":"m_1","amount":1.5e16,"note":"caf\\u00e9 é"}],"todos":[],"cal":{}}'
+    assert tools_kwargs(tools, state) == (
+        '{"mail_send":{"create_kwargs":{"mail":[{"id":"m_1","amount":1.5e16,"note":"caf\\u00e9 é"}]}},'
+        '"todos_create":{"create_kwargs":{"todos":[]}},"web_search":{"create_kwargs":{}}}')
+    for not_an_object in ("null", "[1, 2]", '"text"'):
+        assert json.loads(tools_kwargs(tools, not_an_object)) == {
+            name: {"create_kwargs": {}} for name in ("mail_send", "todos_create", "web_search")}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import msgspec
 import orjson
 import polars as pl
 
@@ -22,14 +23,23 @@ CHECK = pl.Struct({"check_id": pl.String, "type": pl.String, "weight": pl.Float6
                    "normalized": pl.Float64, "first_turn": pl.Int32})
 
 
+_STATE = msgspec.json.Decoder(dict[str, msgspec.Raw])  # the top level only: each slice stays raw JSON
+_ENCODE = msgspec.json.Encoder().encode
+
+
 def tools_kwargs(tools_json: str, state_json: str) -> str:
-    """Per tool, the slice of initial state it needs: the state entry named after the tool's service."""
-    state = orjson.loads(state_json) or {}
+    """Per tool, the slice of initial state it needs: the state entry named after the tool's service.
+
+    The slices are copied as written (compact JSON, from ingest) instead of parsed and re-encoded."""
+    try:
+        state = _STATE.decode(state_json)
+    except msgspec.ValidationError:  # not an object: no slices
+        state = {}
     out = {}
     for tool in named_tools(tools_json):
         service = tool["name"].split("_")[0]
         out[tool["name"]] = {"create_kwargs": {service: state[service]} if service in state else {}}
-    return orjson.dumps(out).decode()
+    return _ENCODE(out).decode()
 
 
 def build_rl_tasks(packages: pl.DataFrame, systems: pl.DataFrame, pass_rates: pl.DataFrame,
