@@ -1,9 +1,9 @@
 """A chunk of validated raw lines -> the staging tables, as columnar polars work.
 
 DuckDB parses the chunk's JSON in one call (free-form objects such as tool-call arguments and the
-task package arrive as compact JSON strings, which is exactly the normalisation we want), then polars
-explodes messages and tool calls and aggregates per trajectory. Python touches only one value per distinct
-task package (its canonical hash).
+task package arrive as compact JSON strings, which is exactly the normalisation we want), then
+polars explodes messages and tool calls and aggregates per trajectory. Python touches only one value
+per distinct task package (its canonical hash).
 """
 
 from __future__ import annotations

@@ -114,9 +114,9 @@ def _start_helper(stack: ExitStack, share: list[str], encoding: str) -> subproce
     texts = stack.enter_context(tempfile.NamedTemporaryFile(suffix=".json"))
     texts.write(orjson.dumps(share))
     texts.flush()
-    helper = subprocess.Popen([sys.executable, "-m", "cowork_assets.tokens", encoding, texts.name],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    stack.callback(helper.kill)  # a no-op once it has finished; stops it if this process fails first
+    helper = stack.enter_context(subprocess.Popen([sys.executable, "-m", "cowork_assets.tokens", encoding, texts.name],
+                                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    stack.callback(helper.kill)  # before the exit waits for it: a no-op once it has finished
     return helper
 
 
