@@ -256,3 +256,26 @@ def test_tools_kwargs_gives_each_tool_its_service_slice_of_the_state_as_written(
     for not_an_object in ("null", "[1, 2]", '"text"'):
         assert json.loads(tools_kwargs(tools, not_an_object)) == {
             name: {"create_kwargs": {}} for name in ("mail_send", "todos_create", "web_search")}
+
+
+def test_rollouts_publish_without_waiting_for_exclusions(pipeline, tmp_path):
+    """The UI's runs execute independent steps in parallel, and nothing orders rl_rollouts after exclusions
+    (rollouts are not selected): publishing them must not read exclusions, which a first run has not written."""
+    import shutil
+
+    import dagster as dg
+
+    from cowork_assets.runner import _run_config, ensure_instance
+    from dagster_project.definitions import defs
+
+    settings, _, _ = pipeline
+    shutil.copytree(settings.local_root, tmp_path / "curated", symlinks=True)
+    (tmp_path / "curated" / "tables" / "exclusions" / "data.parquet").unlink()
+    copy = settings.model_copy(update={"data_root": str(tmp_path / "curated")})
+    result = defs.resolve_job_def("refresh_corpus").execute_in_process(
+        run_config=_run_config(copy), instance=ensure_instance(tmp_path / "home"), raise_on_error=False,
+        asset_selection=[dg.AssetKey("rl_rollouts_candidate"), dg.AssetKey("rl_rollouts")])
+    assert result.success
+    card = json.loads((tmp_path / "curated" / "published" / "rl_rollouts" / "current" / "card.json").read_text())
+    assert {f["stage"]: f["remaining"] for f in card["funnel"]} == {
+        "parsed trajectories": 300, "published rollouts": _published(settings, "rl_rollouts").height}

@@ -17,15 +17,15 @@ EXCLUSION_SET = {"sft_dataset": "sft", "rl_tasks": "rl_tasks"}
 
 
 def funnel(settings: CurateSettings, dataset: str, published: int) -> list[tuple[str, int]]:
-    exclusions = pl.read_parquet(partition_file(settings.root, "exclusions")).filter(
-        pl.col("dataset") == EXCLUSION_SET.get(dataset, ""))
     parsed = _count(scan_table(settings.root, "trajectories"))
+    if dataset == "rl_rollouts":  # rollouts are not selected: exclusions may not even exist yet when they publish
+        return [("parsed trajectories", parsed), ("published rollouts", published)]
+    exclusions = pl.read_parquet(partition_file(settings.root, "exclusions")).filter(
+        pl.col("dataset") == EXCLUSION_SET[dataset])
     if dataset == "rl_tasks":
         tasks = scan_table(settings.root, "task_packages").select("task_id").unique().collect().height
         bad = exclusions["task_id"].n_unique()
         return [("task packages (distinct tasks)", tasks), ("consistent", tasks - bad), ("published", published)]
-    if dataset == "rl_rollouts":
-        return [("parsed trajectories", parsed), ("published rollouts", published)]
     steps = [("raw records", parsed + _count(scan_table(settings.root, "quarantine"))), ("parsed", parsed)]
     gone: set[str] = set()
     for stage in STAGES:
