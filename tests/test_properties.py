@@ -138,3 +138,12 @@ def test_widened_total_is_the_size_of_the_widened_spans(args):
     n, raw, context = args
     cores = merge((s, min(n, s + w)) for s, w in raw)
     assert _widened_total(cores, context, n) == total(widen(cores, context, n))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text(alphabet=" \t\n\r\x0b\x0c\x1c\x85\xa0\u2003\u3000ab", max_size=30), min_size=1, max_size=20))
+def test_collapsing_only_the_whitespace_runs_that_change_equals_collapsing_every_run(texts):
+    from cowork_assets.selection.signatures import WHITESPACE_RUNS
+
+    s = pl.Series(texts)
+    assert s.str.replace_all(WHITESPACE_RUNS, " ").to_list() == s.str.replace_all(r"\s+", " ").to_list()

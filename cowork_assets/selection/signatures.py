@@ -25,8 +25,13 @@ B = [_rng.randrange(0, 1 << 31) for _ in range(PERMUTATIONS)]
 SEED = 7
 
 
+# Collapses every whitespace run to one space, as r"\s+" -> " " does, but matches only the runs that change (a
+# run that is not a lone space): nearly every word boundary is a lone space, and matching each took twice as long.
+WHITESPACE_RUNS = r"[^\S ]\s*|\s\s+"
+
+
 def _normal(expr: pl.Expr) -> pl.Expr:
-    return expr.fill_null("").str.to_lowercase().str.replace_all(r"\s+", " ").str.strip_chars()
+    return expr.fill_null("").str.to_lowercase().str.replace_all(WHITESPACE_RUNS, " ").str.strip_chars()
 
 
 def signatures(messages: pl.DataFrame) -> pl.DataFrame:
