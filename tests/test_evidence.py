@@ -166,3 +166,19 @@ def test_location_search_edge_cases():
     # No alphanumeric run at all: plain containment.
     assert (got["€€€"]["found_at"], got["€€€"]["found_offset"], got["€€€"]["used_at"]) == (2, listing.index("€€€"), 4)
     assert (got["zz-0000"]["found_at"], got["zz-0000"]["used_at"]) == (None, None)
+
+
+def test_location_in_slices_of_pairs_finds_what_one_pass_finds(pipeline, monkeypatch):
+    """Messages are paired with their trajectory's values a slice at a time (a hostile trajectory makes
+    hundreds of millions of pairs); the slices must not change what is found, nor its order."""
+    from cowork_assets.evidence import locate
+    from cowork_assets.storage import table_glob
+
+    settings, _, _ = pipeline
+    messages = pl.read_parquet(table_glob(settings.root, "messages"))
+    keys = pl.read_parquet(table_glob(settings.root, "evidence")).select("trajectory_id", "norm").unique()
+    whole = locate.scan(keys, messages)
+    monkeypatch.setattr(locate, "PAIRS_AT_ONCE", 7)
+    sliced = locate.scan(keys, messages)
+    assert whole[0].height > 100 and whole[1].height > 100
+    assert whole[0].equals(sliced[0]) and whole[1].equals(sliced[1])

@@ -137,3 +137,15 @@ def test_trace_explains_a_published_and_an_excluded_sample(pipeline, labels, cap
     out = capsys.readouterr().out
     assert f"excluded   dedup: near duplicate - of {copy['duplicate_of']}" in out and "published" not in out
     assert main(["trace", "no-such-id", "--db", db]) == 2
+
+
+def test_progress_lines_are_at_most_one_every_few_seconds(monkeypatch):
+    from cowork_assets import progress
+
+    clock = iter([0.0, 1.0, 4.9, 5.0, 7.0, 10.5, 10.6])
+    monkeypatch.setattr(progress.time, "monotonic", lambda: next(clock))
+    said: list[str] = []
+    log = progress.throttled(said.append, seconds=5.0)
+    for i in range(7):
+        log(f"step {i}")
+    assert said == ["step 0", "step 3", "step 5"]

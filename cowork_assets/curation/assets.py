@@ -10,6 +10,7 @@ from cowork_assets.ingest.schemas import arrow_schema
 from cowork_assets.lineage import column_lineage
 from cowork_assets.metadata import as_metadata, column_schema
 from cowork_assets.partitions import batches
+from cowork_assets.progress import throttled
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import ParquetSink, iter_trajectory_chunks, partition_file
 
@@ -51,6 +52,7 @@ def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
     evidence = pl.read_parquet(partition_file(root, "evidence", batch))
     sinks = {name: ParquetSink(partition_file(root, name, batch), arrow_schema(model))
              for name, (model, _) in TABLES.items()}
+    progress = throttled(context.log.info)
     try:
         for messages in iter_trajectory_chunks(partition_file(root, "messages", batch)):
             ids = messages["trajectory_id"].unique().to_list()
@@ -58,7 +60,7 @@ def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
                                   evidence.filter(pl.col("trajectory_id").is_in(ids)), p)
             for name, frame in frames.items():
                 sinks[name].write(frame)
-            context.log.info(f"{batch}: curated {sinks['sample_stats'].rows} trajectories")
+            progress(f"{batch}: curated {sinks['sample_stats'].rows} trajectories")
         for sink in sinks.values():
             sink.commit()
     except BaseException:

@@ -10,6 +10,7 @@ from cowork_assets.evidence.schemas import Evidence
 from cowork_assets.ingest.schemas import arrow_schema
 from cowork_assets.metadata import column_schema, counts_md, md_table
 from cowork_assets.partitions import batches
+from cowork_assets.progress import throttled
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import ParquetSink, iter_trajectory_chunks, partition_file
 
@@ -33,6 +34,7 @@ def evidence(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.
     sink = ParquetSink(partition_file(root, "evidence", batch), arrow_schema(Evidence))
     unknown: Counter = Counter()
     statuses: Counter = Counter()
+    progress = throttled(context.log.info)
     try:
         for messages in iter_trajectory_chunks(partition_file(root, "messages", batch)):
             ids = messages["trajectory_id"].unique().to_list()
@@ -43,7 +45,7 @@ def evidence(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.
             sink.write(frame)
             unknown += unk
             statuses += Counter(frame["status"].to_list())
-            context.log.info(f"{batch}: evidence for {sink.rows} items so far")
+            progress(f"{batch}: evidence for {sink.rows} items so far")
         sink.commit()
     except BaseException:
         sink.abort()

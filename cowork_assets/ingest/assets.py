@@ -10,6 +10,7 @@ from cowork_assets.ingest.formats import scan_batch
 from cowork_assets.ingest.schemas import MODELS, validate_table
 from cowork_assets.metadata import column_schema, counts_md, md_table
 from cowork_assets.partitions import batches
+from cowork_assets.progress import throttled
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import partition_file
 
@@ -57,7 +58,7 @@ def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
         batch,
         settings.root,
         chunk_records=settings.read_chunk_records,
-        progress=lambda message: context.log.info(f"{batch}: {message}"),
+        progress=throttled(lambda message: context.log.info(f"{batch}: {message}")),
     )
     context.log.info(
         f"{batch}: {report.raw_records} raw records -> {report.parsed} parsed, {report.quarantined} quarantined "
