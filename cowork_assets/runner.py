@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import json
 import logging
 import os
 import sys
@@ -29,8 +30,17 @@ from cowork_assets.resume import is_done, mark_done, sweep_stale_temporaries
 from cowork_assets.settings import CurateSettings
 from cowork_assets.tokens import TokenizerUnavailable, get_encoding
 
-INSTANCE_YAML = """\
-# Written by cowork-curate: a local SQLite-backed instance.
+INSTANCE_HEADER = "# Written by cowork-curate: a local SQLite-backed instance."
+INSTANCE_YAML = INSTANCE_HEADER + """
+# cowork-curate rewrites this file when it differs from what it would write; delete the line above
+# to keep your own edits.
+# Dagster's SQLite storage, keeping its database connections open (see cowork_assets/instance_storage.py).
+storage:
+  custom:
+    module: cowork_assets.instance_storage
+    class: PooledSqliteStorage
+    config:
+      base_dir: {home}
 telemetry:
   enabled: false
 nux:
@@ -53,13 +63,13 @@ JEMALLOC_CONF = "dirty_decay_ms:5000,muzzy_decay_ms:5000"
 
 
 def ensure_instance(home: Path) -> dg.DagsterInstance:
-    """The instance at `home`, created if needed. Creation is serialised: two processes creating the SQLite
-    schema at once would corrupt it."""
+    """The instance at `home`, created if needed (its `dagster.yaml` brought up to date if this tool wrote
+    it). Creation is serialised: two processes creating the SQLite schema at once would corrupt it."""
     home.mkdir(parents=True, exist_ok=True)
     with file_lock(home / ".create.lock"):
-        config = home / "dagster.yaml"
-        if not config.exists():
-            config.write_text(INSTANCE_YAML)
+        config, wanted = home / "dagster.yaml", INSTANCE_YAML.format(home=json.dumps(str(home.resolve())))
+        if not config.exists() or (config.read_text().startswith(INSTANCE_HEADER) and config.read_text() != wanted):
+            config.write_text(wanted)
         instance = dg.DagsterInstance.from_config(str(home))
         instance.get_dynamic_partitions(batches_partitions.name)  # creates the storage now, under the lock
     return instance
@@ -128,6 +138,10 @@ def materialize_all(
         pool, results = None, (_process_batch(config, b, instance) for b in todo)
     from dagster_project.definitions import CORPUS_JOBS, defs
 
+    # Great Expectations imports sqlalchemy.orm, which registers its inspectors while it is still being
+    # imported; Dagster's storage calls them from this thread, and met a half-imported module (seen once in
+    # ~10 concurrent runs). Imported here first, the warm-up finds it complete.
+    importlib.import_module("sqlalchemy.orm")
     threading.Thread(target=_warm_up, args=(settings.token_encoding,), daemon=True).start()
     try:
         for i, (batch, ok, error, failed_checks, details, seconds) in enumerate(results, 1):
