@@ -35,6 +35,7 @@ def _engine(url: str) -> Engine:
 class PooledSqliteEventLogStorage(SqliteEventLogStorage):
     def __init__(self, base_dir: str, inst_data=None):
         self._engines: OrderedDict[str, Engine] = OrderedDict()
+        self._tables: set[str] = set()
         super().__init__(base_dir, inst_data)
 
     @classmethod
@@ -55,6 +56,14 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                 self._engines.pop(next(iter(self._engines))).dispose()
             with engine.connect() as conn, conn.begin():
                 yield conn
+
+    def has_table(self, table_name: str) -> bool:
+        """Asked before storing some events (a new engine each time in the parent); a table once there stays."""
+        if table_name not in self._tables:
+            if not super().has_table(table_name):
+                return False
+            self._tables.add(table_name)
+        return True
 
     def _close_all(self) -> None:
         with self._db_lock:
