@@ -68,7 +68,8 @@ def ensure_instance(home: Path) -> dg.DagsterInstance:
     home.mkdir(parents=True, exist_ok=True)
     with file_lock(home / ".create.lock"):
         config, wanted = home / "dagster.yaml", INSTANCE_YAML.format(home=json.dumps(str(home.resolve())))
-        if not config.exists() or (config.read_text().startswith(INSTANCE_HEADER) and config.read_text() != wanted):
+        current = config.read_text() if config.exists() else INSTANCE_HEADER
+        if current.startswith(INSTANCE_HEADER) and current != wanted:
             config.write_text(wanted)
         instance = dg.DagsterInstance.from_config(str(home))
         instance.get_dynamic_partitions(batches_partitions.name)  # creates the storage now, under the lock
@@ -139,8 +140,8 @@ def materialize_all(
     from dagster_project.definitions import CORPUS_JOBS, defs
 
     # Great Expectations imports sqlalchemy.orm, which registers its inspectors while it is still being
-    # imported; Dagster's storage calls them from this thread, and met a half-imported module (seen once in
-    # ~10 concurrent runs). Imported here first, the warm-up finds it complete.
+    # imported; Dagster's storage calls them from this thread, and met a half-imported module (once in ~10
+    # single-batch runs). Imported here first, the warm-up finds it complete.
     importlib.import_module("sqlalchemy.orm")
     threading.Thread(target=_warm_up, args=(settings.token_encoding,), daemon=True).start()
     try:

@@ -33,6 +33,9 @@ def test_runs_and_events_round_trip_through_more_runs_than_open_shards(tmp_path)
             assert reader.get_run_by_id(run_id).is_success
             assert [e.user_message for e in reader.all_logs(run_id) if e.user_message == "hello"] == ["hello"]
     storage = instance.event_log_storage
+    for connect in (storage.index_connection, instance.run_storage.connect):  # WAL, synced at checkpoints
+        with connect() as conn:
+            assert [conn.exec_driver_sql(f"PRAGMA {p}").scalar() for p in ("journal_mode", "synchronous")] == ["wal", 1]
     assert storage.has_table("asset_event_tags") and not storage.has_table("no_such_table")
     assert "asset_event_tags" in storage._tables and "no_such_table" not in storage._tables  # only found ones kept
     instance.event_log_storage.wipe()  # closes its connections before deleting the shard files
