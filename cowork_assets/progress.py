@@ -1,6 +1,6 @@
 """Progress lines for long steps, at most one every few seconds.
 
-Each line is an event Dagster stores in its event log (~4 ms apiece on the SQLite instance); a line
+Each line is an event Dagster stores in its event log (1-4 ms apiece on the SQLite instance); a line
 per chunk — a dozen per step on a 20,000-run batch — said little the next one did not.
 """
 
