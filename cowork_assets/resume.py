@@ -53,10 +53,17 @@ def sweep_stale_temporaries(data_root: Path) -> int:
 
 
 def _alive(pid: int) -> bool:
+    """Whether `pid` can still write: a killed process stays a zombie until init reaps it (~1 s here)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    if not os.path.isdir("/proc"):  # not Linux: kill() is all there is
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+    except FileNotFoundError:  # reaped meanwhile
+        return False
+    return state != b"Z"

@@ -9,6 +9,7 @@ import time
 import polars as pl
 import pyarrow.parquet as pq
 
+from cowork_assets.resume import sweep_stale_temporaries
 from cowork_assets.synthetic.generate import generate
 
 TABLES = ["trajectories", "messages", "tool_calls", "quarantine", "evidence", "curated_messages", "sample_stats",
@@ -65,3 +66,21 @@ def test_killed_run_resumes_without_redoing_finished_batches(tmp_path):
     resumed_tables, clean_tables = _tables(tmp_path / "data"), _tables(tmp_path / "clean")
     for name, frame in clean_tables.items():
         assert resumed_tables[name].equals(frame), name
+
+
+def test_sweep_removes_temporaries_of_dead_and_zombie_writers_only(tmp_path):
+    # A killed worker stays a zombie until init reaps it; a run resumed at once must still sweep its files.
+    zombie = subprocess.Popen(["sleep", "60"])
+    zombie.kill()
+    while open(f"/proc/{zombie.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        time.sleep(0.01)
+    finished = subprocess.Popen(["true"])
+    finished.wait()  # reaped: the pid no longer exists
+    live = tmp_path / "t" / f".data.parquet.{os.getpid()}.aaaa.tmp"
+    stale = [tmp_path / "t" / f".data.parquet.{pid}.bbbb.tmp" for pid in (zombie.pid, finished.pid)]
+    for f in [live, *stale]:
+        f.parent.mkdir(exist_ok=True)
+        f.write_bytes(b"partial")
+    assert sweep_stale_temporaries(tmp_path) == 2
+    assert sorted(tmp_path.rglob(".*.tmp")) == [live]
+    zombie.wait()
