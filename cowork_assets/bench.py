@@ -18,8 +18,24 @@ import orjson
 import polars as pl
 
 
-def _tree_rss_mb(root_pid: int) -> float:
-    """Resident memory of a process and all its descendants, from /proc."""
+ROLES = {"cowork_assets.tokens": "tokenizer helper", "spawn_main": "batch worker",
+         "resource_tracker": "resource tracker", "tail -F": "log capture", "watch_orphans": "log capture"}
+
+
+def _role(pid: int) -> str:
+    """What a process of the run is, by its command line."""
+    if pid == os.getpid():
+        return "main process"
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            command = fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return "exited process"
+    return next((role for marker, role in ROLES.items() if marker in command), command[:80])
+
+
+def _tree_rss_mb(root_pid: int) -> dict[int, float]:
+    """Resident memory (MB) of a process and each of its descendants, from /proc."""
     children: dict[int, list[int]] = defaultdict(list)
     rss: dict[int, int] = {}
     for entry in os.listdir("/proc"):
@@ -32,27 +48,32 @@ def _tree_rss_mb(root_pid: int) -> float:
             rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
         except (OSError, IndexError, ValueError):
             continue
-    total, stack = 0, [root_pid]
+    tree, stack = {}, [root_pid]
     while stack:
         pid = stack.pop()
-        total += rss.get(pid, 0)
+        tree[pid] = rss.get(pid, 0) / 2**20
         stack += children.get(pid, [])
-    return total / 2**20
+    return tree
 
 
 class PeakMemory:
-    """Samples the resident memory of this process tree; `peak` and when it happened (`peak_at`, seconds)."""
+    """Samples the resident memory of this process tree: `peak` (MB), when it happened (`peak_at`, seconds)
+    and what it was made of (`peak_processes`: each process's role and MB, largest first)."""
 
     def __init__(self, interval: float = 0.2):
         self.peak, self.peak_at, self._stop, self.interval = 0.0, 0.0, threading.Event(), interval
+        self.peak_processes: list[dict] = []
 
     def __enter__(self):
         started = time.monotonic()
 
         def sample():
             while not self._stop.is_set():
-                if (now := _tree_rss_mb(os.getpid())) > self.peak:
+                tree = _tree_rss_mb(os.getpid())
+                if (now := sum(tree.values())) > self.peak:
                     self.peak, self.peak_at = now, time.monotonic() - started
+                    self.peak_processes = [{"process": _role(pid), "rss_mb": round(mb)}
+                                           for pid, mb in sorted(tree.items(), key=lambda kv: -kv[1]) if mb >= 1]
                 self._stop.wait(self.interval)
 
         self._thread = threading.Thread(target=sample, daemon=True)
@@ -166,7 +187,8 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
     figures = {
         "trajectories": size, "batches": batches, "raw_mb": round(raw_mb, 1), "wall_seconds": round(wall, 1),
         "trajectories_per_second": round(size / wall, 1), "mb_per_second": round(raw_mb / wall, 2),
-        "peak_rss_mb": round(memory.peak), "peak_at_seconds": round(memory.peak_at, 1), "floor": floor, "wall_over_floor": round(wall / max(floor["seconds"], 0.01), 2),
+        "peak_rss_mb": round(memory.peak), "peak_at_seconds": round(memory.peak_at, 1),
+        "peak_processes": memory.peak_processes, "floor": floor, "wall_over_floor": round(wall / max(floor["seconds"], 0.01), 2),
         "wall_over_strict_floor": round(wall / max(floor["strict_seconds"], 0.01), 2),
         "max_concurrent": settings.max_concurrent, "failed": outcome.failed,
         "phase_seconds": phase_seconds(instance, since, wall),
@@ -186,7 +208,8 @@ def report(figures: dict) -> str:
     lines = [f"{figures['trajectories']} trajectories in {figures['batches']} batches ({figures['raw_mb']} MB raw)",
              f"  wall            {figures['wall_seconds']} s  ({figures['trajectories_per_second']} traj/s, "
              f"{figures['mb_per_second']} MB/s)",
-             f"  peak memory     {figures['peak_rss_mb']} MB (all processes; {figures['peak_at_seconds']} s into the run)",
+             f"  peak memory     {figures['peak_rss_mb']} MB (all processes; {figures['peak_at_seconds']} s into the run: "
+             + ", ".join(f"{p['rss_mb']} MB {p['process']}" for p in figures["peak_processes"]) + ")",
              f"  floor           {figures['floor']['seconds']} s (read {figures['floor']['read_seconds']} s + tokenize "
              f"SFT text {figures['floor']['tokenize_seconds']} s with tiktoken's batch API); "
              f"wall / floor = {figures['wall_over_floor']}",

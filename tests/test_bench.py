@@ -1,9 +1,13 @@
 """`make bench` works end to end on a tiny corpus (its figures are measured, not asserted: speed lives in
 the benchmark, not in tests)."""
 
+import os
+import subprocess
+import sys
+
 import orjson
 
-from cowork_assets.bench import bench, report
+from cowork_assets.bench import _role, bench, report
 
 
 def test_bench_writes_its_figures_and_the_growth_between_sizes(tmp_path):
@@ -16,10 +20,26 @@ def test_bench_writes_its_figures_and_the_growth_between_sizes(tmp_path):
         assert figures["wall_over_floor"] > 1 and figures["wall_over_strict_floor"] > 1
         assert {"staging_tables", "evidence", "curation", "sft_candidate"} <= set(figures["per_asset_seconds"])
         assert figures["peak_rss_mb"] > 0
+        processes = figures["peak_processes"]  # what the peak was made of, and it adds up to it
+        assert [p["process"] for p in processes].count("main process") == 1
+        assert processes == sorted(processes, key=lambda p: -p["rss_mb"])
+        assert abs(sum(p["rss_mb"] for p in processes) - figures["peak_rss_mb"]) <= len(processes)
         phases = figures["phase_seconds"]
         assert phases["batches"] > 0 and phases["cross_batch"] > 0 and phases["startup"] >= 0
         assert abs(sum(phases.values()) - figures["wall_seconds"]) < 0.5  # the phases account for the wall time
     assert large["growth"]["from_trajectories"] == 60
     assert orjson.loads((tmp_path / "bench-120.json").read_bytes()) == large
     assert "strict floor" in report(large) and "growth from 60 trajectories" in report(large)
-    assert "s cross-batch" in report(large)
+    assert "s cross-batch" in report(large) and "MB main process" in report(large)
+
+
+def test_processes_of_the_peak_are_named_by_role():
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "-m", "cowork_assets.tokens"])
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        assert _role(os.getpid()) == "main process"
+        assert _role(helper.pid) == "tokenizer helper"
+        assert _role(other.pid) == "sleep 30"
+    finally:
+        helper.kill(), other.kill(), helper.wait(), other.wait()
+    assert _role(other.pid) == "exited process"
