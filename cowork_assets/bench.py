@@ -31,7 +31,7 @@ def _role(pid: int) -> str:
             command = fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
         return "exited process"
-    return next((role for marker, role in ROLES.items() if marker in command), command[:80])
+    return next((role for marker, role in ROLES.items() if marker in command), command[:80] or f"process {pid}")
 
 
 def _tree_rss_mb(root_pid: int) -> dict[int, float]:
@@ -204,12 +204,21 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
     return figures
 
 
+def _by_role(processes: list[dict]) -> str:
+    """"1800 MB 2 x batch worker, 452 MB main process, ...": memory by role, largest first."""
+    roles: dict[str, list[int]] = defaultdict(list)
+    for p in processes:
+        roles[p["process"]].append(p["rss_mb"])
+    return ", ".join(f"{sum(mbs)} MB " + (f"{len(mbs)} x {role}" if len(mbs) > 1 else role)
+                     for role, mbs in sorted(roles.items(), key=lambda kv: -sum(kv[1])))
+
+
 def report(figures: dict) -> str:
     lines = [f"{figures['trajectories']} trajectories in {figures['batches']} batches ({figures['raw_mb']} MB raw)",
              f"  wall            {figures['wall_seconds']} s  ({figures['trajectories_per_second']} traj/s, "
              f"{figures['mb_per_second']} MB/s)",
              f"  peak memory     {figures['peak_rss_mb']} MB (all processes; {figures['peak_at_seconds']} s into the run: "
-             + ", ".join(f"{p['rss_mb']} MB {p['process']}" for p in figures["peak_processes"]) + ")",
+             + _by_role(figures["peak_processes"]) + ")",
              f"  floor           {figures['floor']['seconds']} s (read {figures['floor']['read_seconds']} s + tokenize "
              f"SFT text {figures['floor']['tokenize_seconds']} s with tiktoken's batch API); "
              f"wall / floor = {figures['wall_over_floor']}",
