@@ -68,7 +68,8 @@ def evidence_spans(length: int, allowance: int, cores: Sequence[Span], context: 
     cores = merge((max(0, s), min(length, e)) for s, e in cores)
     if total(cores) >= allowance:
         return cores, total(cores) - allowance
-    lo, hi = 0, context  # widest context whose windows still fit (window size grows with context)
+    # The widest context whose windows still fit (window size grows with context): usually the full one.
+    lo, hi = (context, context) if _widened_total(cores, context, length) <= allowance else (0, context - 1)
     while lo < hi:
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if _widened_total(cores, mid, length) <= allowance else (lo, mid - 1)
