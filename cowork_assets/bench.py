@@ -1,8 +1,8 @@
 """`cowork-curate bench` / `make bench`: run the whole pipeline on a synthetic corpus and measure it.
 
 Prints and writes (bench.json) the wall time per asset and in total, trajectories/s, MB/s of raw
-input, the peak resident memory of the whole run (this process and every worker, sampled from
-/proc), and the floor measured on the same machine: reading the raw files plus tiktoken-encoding
+input, the peak memory of the whole run (proportional resident memory of this process and every
+child, sampled from /proc), and the floor measured on the same machine: reading the raw files plus tiktoken-encoding
 the text of the published SFT samples with the same number of threads.
 """
 
@@ -34,8 +34,22 @@ def _role(pid: int) -> str:
     return next((role for marker, role in ROLES.items() if marker in command), command[:80] or f"process {pid}")
 
 
-def _tree_rss_mb(root_pid: int) -> dict[int, float]:
-    """Resident memory (MB) of a process and each of its descendants, from /proc."""
+def _pss_mb(pid: int, rss_pages: int) -> float:
+    """A process's proportional resident memory: each page shared with other processes (libraries,
+    and a forked child's whole memory until it execs) counted in proportion, so the processes of a
+    tree sum to the memory they really hold. RSS where the kernel has no smaps_rollup (< 4.14)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return rss_pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _tree_memory_mb(root_pid: int) -> dict[int, float]:
+    """Proportional resident memory (MB) of a process and each of its descendants, from /proc."""
     children: dict[int, list[int]] = defaultdict(list)
     rss: dict[int, int] = {}
     for entry in os.listdir("/proc"):
@@ -45,20 +59,21 @@ def _tree_rss_mb(root_pid: int) -> dict[int, float]:
             with open(f"/proc/{entry}/stat") as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()
             children[int(fields[1])].append(int(entry))
-            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+            rss[int(entry)] = int(fields[21])
         except (OSError, IndexError, ValueError):
             continue
     tree, stack = {}, [root_pid]
     while stack:
         pid = stack.pop()
-        tree[pid] = rss.get(pid, 0) / 2**20
+        tree[pid] = _pss_mb(pid, rss.get(pid, 0))
         stack += children.get(pid, [])
     return tree
 
 
 class PeakMemory:
-    """Samples the resident memory of this process tree: `peak` (MB), when it happened (`peak_at`, seconds)
-    and what it was made of (`peak_processes`: each process's role and MB, largest first)."""
+    """Samples the memory of this process tree: `peak` (MB, proportional resident memory summed over the
+    processes), when it happened (`peak_at`, seconds) and what it was made of (`peak_processes`: each
+    process's role and MB, largest first)."""
 
     def __init__(self, interval: float = 0.2):
         self.peak, self.peak_at, self._stop, self.interval = 0.0, 0.0, threading.Event(), interval
@@ -69,10 +84,10 @@ class PeakMemory:
 
         def sample():
             while not self._stop.is_set():
-                tree = _tree_rss_mb(os.getpid())
+                tree = _tree_memory_mb(os.getpid())
                 if (now := sum(tree.values())) > self.peak:
                     self.peak, self.peak_at = now, time.monotonic() - started
-                    self.peak_processes = [{"process": _role(pid), "rss_mb": round(mb)}
+                    self.peak_processes = [{"process": _role(pid), "mb": round(mb)}
                                            for pid, mb in sorted(tree.items(), key=lambda kv: -kv[1]) if mb >= 1]
                 self._stop.wait(self.interval)
 
@@ -187,19 +202,21 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
     figures = {
         "trajectories": size, "batches": batches, "raw_mb": round(raw_mb, 1), "wall_seconds": round(wall, 1),
         "trajectories_per_second": round(size / wall, 1), "mb_per_second": round(raw_mb / wall, 2),
-        "peak_rss_mb": round(memory.peak), "peak_at_seconds": round(memory.peak_at, 1),
+        "peak_memory_mb": round(memory.peak), "peak_at_seconds": round(memory.peak_at, 1),
         "peak_processes": memory.peak_processes, "floor": floor, "wall_over_floor": round(wall / max(floor["seconds"], 0.01), 2),
         "wall_over_strict_floor": round(wall / max(floor["strict_seconds"], 0.01), 2),
         "max_concurrent": settings.max_concurrent, "failed": outcome.failed,
         "phase_seconds": phase_seconds(instance, since, wall),
         "per_asset_seconds": {k: round(v, 1) for k, v in per_asset_seconds(instance, since).items()},
     }
-    smaller = sorted((orjson.loads(f.read_bytes()) for f in out.glob("bench-*.json")), key=lambda f: f["trajectories"])
+    earlier = (orjson.loads(f.read_bytes()) for f in out.glob("bench-*.json"))
+    # (Figures of earlier versions, which summed RSS instead, do not compare.)
+    smaller = sorted((f for f in earlier if "peak_memory_mb" in f), key=lambda f: f["trajectories"])
     if smaller and smaller[0]["trajectories"] < size:  # growth from the smallest earlier run in the same folder
         base = smaller[0]
         figures["growth"] = {"from_trajectories": base["trajectories"],
                              "wall": round(wall / base["wall_seconds"], 2),
-                             "peak_memory": round(memory.peak / base["peak_rss_mb"], 2)}
+                             "peak_memory": round(memory.peak / base["peak_memory_mb"], 2)}
     (out / f"bench-{size}.json").write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))
     return figures
 
@@ -208,7 +225,7 @@ def _by_role(processes: list[dict]) -> str:
     """"1800 MB 2 x batch worker, 452 MB main process, ...": memory by role, largest first."""
     roles: dict[str, list[int]] = defaultdict(list)
     for p in processes:
-        roles[p["process"]].append(p["rss_mb"])
+        roles[p["process"]].append(p["mb"])
     return ", ".join(f"{sum(mbs)} MB " + (f"{len(mbs)} x {role}" if len(mbs) > 1 else role)
                      for role, mbs in sorted(roles.items(), key=lambda kv: -sum(kv[1])))
 
@@ -217,7 +234,7 @@ def report(figures: dict) -> str:
     lines = [f"{figures['trajectories']} trajectories in {figures['batches']} batches ({figures['raw_mb']} MB raw)",
              f"  wall            {figures['wall_seconds']} s  ({figures['trajectories_per_second']} traj/s, "
              f"{figures['mb_per_second']} MB/s)",
-             f"  peak memory     {figures['peak_rss_mb']} MB (all processes; {figures['peak_at_seconds']} s into the run: "
+             f"  peak memory     {figures['peak_memory_mb']} MB (all processes; {figures['peak_at_seconds']} s into the run: "
              + _by_role(figures["peak_processes"]) + ")",
              f"  floor           {figures['floor']['seconds']} s (read {figures['floor']['read_seconds']} s + tokenize "
              f"SFT text {figures['floor']['tokenize_seconds']} s with tiktoken's batch API); "
