@@ -2,8 +2,8 @@
 
 Prints and writes (bench.json) the wall time per asset and in total, trajectories/s, MB/s of raw
 input, the peak memory of the whole run (proportional resident memory of this process and every
-child, sampled from /proc), and the floor measured on the same machine: reading the raw files plus tiktoken-encoding
-the text of the published SFT samples with the same number of threads.
+child, sampled from /proc), and the floor measured on the same machine: reading the raw files plus
+tiktoken-encoding the text of the published SFT samples with the same number of threads.
 """
 
 from __future__ import annotations

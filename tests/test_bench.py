@@ -8,7 +8,7 @@ import time
 
 import orjson
 
-from cowork_assets.bench import _role, _tree_memory_mb, bench, report
+from cowork_assets.bench import _by_role, _role, _tree_memory_mb, bench, report
 
 
 def test_bench_writes_its_figures_and_the_growth_between_sizes(tmp_path):
@@ -32,7 +32,12 @@ def test_bench_writes_its_figures_and_the_growth_between_sizes(tmp_path):
     assert orjson.loads((tmp_path / "bench-120.json").read_bytes()) == large
     assert "strict floor" in report(large) and "growth from 60 trajectories" in report(large)
     assert "s cross-batch" in report(large) and "MB main process" in report(large)
-    assert "x batch worker" in report(large)  # two workers at the peak, shown together
+
+
+def test_the_peak_is_reported_by_role_largest_first():
+    processes = [{"process": "main process", "mb": 450}, {"process": "batch worker", "mb": 900},
+                 {"process": "batch worker", "mb": 880}, {"process": "log capture", "mb": 9}]
+    assert _by_role(processes) == "1780 MB 2 x batch worker, 450 MB main process, 9 MB log capture"
 
 
 def test_processes_of_the_peak_are_named_by_role():
@@ -46,7 +51,9 @@ def test_processes_of_the_peak_are_named_by_role():
         assert _role(helper.pid) == "tokenizer helper"
         assert _role(other.pid) == "sleep 30"
     finally:
-        helper.kill(), other.kill(), helper.wait(), other.wait()
+        for child in (helper, other):
+            child.kill()
+            child.wait()
     assert _role(other.pid) == "exited process"
 
 
