@@ -1,8 +1,8 @@
 """`cowork-curate bench` / `make bench`: run the whole pipeline on a synthetic corpus and measure it.
 
 Prints and writes (bench.json) the wall time per asset and in total, trajectories/s, MB/s of raw
-input, the peak memory of the whole run (proportional resident memory of this process and every
-child, sampled from /proc), and the floor measured on the same machine: reading the raw files plus
+input, the peak memory of the whole run (resident memory of this process and every child, sampled
+from /proc), and the floor measured on the same machine: reading the raw files plus
 tiktoken-encoding the text of the published SFT samples with the same number of threads.
 """
 
@@ -34,46 +34,42 @@ def _role(pid: int) -> str:
     return next((role for marker, role in ROLES.items() if marker in command), command[:80] or f"process {pid}")
 
 
-def _pss_mb(pid: int, rss_pages: int) -> float:
-    """A process's proportional resident memory: each page shared with other processes (libraries,
-    and a forked child's whole memory until it execs) counted in proportion, so the processes of a
-    tree sum to the memory they really hold. RSS where the kernel has no smaps_rollup (< 4.14)."""
+def _read(path: str) -> bytes:
     try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"Pss:"):
-                    return int(line.split()[1]) / 1024
+        with open(path, "rb") as fh:
+            return fh.read()
     except OSError:
-        pass
-    return rss_pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+        return b""
 
 
 def _tree_memory_mb(root_pid: int) -> dict[int, float]:
-    """Proportional resident memory (MB) of a process and each of its descendants, from /proc."""
+    """Resident memory (MB) of a process and each of its descendants, from /proc.
+
+    A child forked and not yet exec'd (its command line still its parent's) shares all its parent's
+    pages: it is counted as 0, not as a second copy of its parent (this run forks only to exec; its
+    workers are spawned). Proportional memory (PSS) would settle that and the libraries the workers
+    share, but reading it cost ~40 ms of CPU per sample in a two-worker run: ~17% of a core taken
+    from the run being measured."""
     children: dict[int, list[int]] = defaultdict(list)
-    rss: dict[int, int] = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            children[int(fields[1])].append(int(entry))
-            rss[int(entry)] = int(fields[21])
-        except (OSError, IndexError, ValueError):
-            continue
-    tree, stack = {}, [root_pid]
+        if entry.isdigit() and (stat := _read(f"/proc/{entry}/stat")):
+            children[int(stat.rsplit(b")", 1)[1].split()[1])].append(int(entry))
+    page_mb = os.sysconf("SC_PAGE_SIZE") / 2**20
+    tree, stack = {}, [(root_pid, None)]
     while stack:
-        pid = stack.pop()
-        tree[pid] = _pss_mb(pid, rss.get(pid, 0))
-        stack += children.get(pid, [])
+        pid, parent_command = stack.pop()
+        command = _read(f"/proc/{pid}/cmdline")  # before the memory: an exec in between then reads small
+        statm = _read(f"/proc/{pid}/statm").split()
+        forked = command == parent_command
+        tree[pid] = 0.0 if forked or len(statm) < 2 else int(statm[1]) * page_mb
+        stack += [(child, command) for child in children.get(pid, [])]
     return tree
 
 
 class PeakMemory:
-    """Samples the memory of this process tree: `peak` (MB, proportional resident memory summed over the
-    processes), when it happened (`peak_at`, seconds) and what it was made of (`peak_processes`: each
-    process's role and MB, largest first)."""
+    """Samples the memory of this process tree: `peak` (MB, resident memory summed over the processes),
+    when it happened (`peak_at`, seconds) and what it was made of (`peak_processes`: each process's role
+    and MB, largest first)."""
 
     def __init__(self, interval: float = 0.2):
         self.peak, self.peak_at, self._stop, self.interval = 0.0, 0.0, threading.Event(), interval
@@ -210,7 +206,7 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
         "per_asset_seconds": {k: round(v, 1) for k, v in per_asset_seconds(instance, since).items()},
     }
     earlier = (orjson.loads(f.read_bytes()) for f in out.glob("bench-*.json"))
-    # (Figures of earlier versions, which summed RSS instead, do not compare.)
+    # (Figures of earlier versions, which could count a forking process twice, do not compare.)
     smaller = sorted((f for f in earlier if "peak_memory_mb" in f), key=lambda f: f["trajectories"])
     if smaller and smaller[0]["trajectories"] < size:  # growth from the smallest earlier run in the same folder
         base = smaller[0]

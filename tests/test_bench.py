@@ -60,16 +60,20 @@ def test_processes_of_the_peak_are_named_by_role():
 def test_a_forked_child_does_not_count_its_parents_memory_twice():
     ballast = bytearray(300 * 2**20)  # 300 MB written, so resident
     ballast[::4096] = b"x" * len(ballast[::4096])
-    before = sum(_tree_memory_mb(os.getpid()).values())
-    child = os.fork()  # until it execs or writes, the child shares every page with this process
+    before = _tree_memory_mb(os.getpid())
+    child = os.fork()  # until it execs, the child's pages are this process's
     if child == 0:
         time.sleep(5)
         os._exit(0)
+    other = subprocess.Popen(["sleep", "5"])  # forked and exec'd: a process of its own
+    while not open(f"/proc/{other.pid}/cmdline", "rb").read().startswith(b"sleep"):
+        time.sleep(0.01)
     try:
-        time.sleep(0.2)
         tree = _tree_memory_mb(os.getpid())
-        assert tree[child] > 100  # it does hold the pages...
-        assert sum(tree.values()) < before + 50  # ...but the two of them hold them once
+        assert tree[os.getpid()] > 300 and tree[child] == 0 and 0 < tree[other.pid] < 50
+        assert sum(tree.values()) < sum(before.values()) + 50
     finally:
         os.kill(child, 9)
         os.waitpid(child, 0)
+        other.kill()
+        other.wait()
