@@ -22,24 +22,21 @@ ROLES = {"cowork_assets.tokens": "tokenizer helper", "spawn_main": "batch worker
          "resource_tracker": "resource tracker", "tail -F": "log capture", "watch_orphans": "log capture"}
 
 
-def _role(pid: int) -> str:
-    """What a process of the run is, by its command line."""
-    if pid == os.getpid():
-        return "main process"
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            command = fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return "exited process"
-    return next((role for marker, role in ROLES.items() if marker in command), command[:80] or f"process {pid}")
-
-
 def _read(path: str) -> bytes:
+    """A /proc file's content; empty once the process is gone."""
     try:
         with open(path, "rb") as fh:
             return fh.read()
     except OSError:
         return b""
+
+
+def _role(pid: int) -> str:
+    """What a process of the run is, by its command line (empty once it has exited)."""
+    if pid == os.getpid():
+        return "main process"
+    command = _read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace").strip()
+    return next((role for marker, role in ROLES.items() if marker in command), command[:80] or "exited process")
 
 
 def _tree_memory_mb(root_pid: int) -> dict[int, float]:
