@@ -58,9 +58,6 @@ run_queue:
 """
 
 
-# For polars' jemalloc in the batch workers (see worker_environment).
-JEMALLOC_CONF = "dirty_decay_ms:5000,muzzy_decay_ms:5000"
-
 
 def ensure_instance(home: Path) -> dg.DagsterInstance:
     """The instance at `home`, created if needed (its `dagster.yaml` brought up to date if this tool wrote
@@ -182,12 +179,10 @@ def _warm_up(encoding: str) -> None:
 
 
 def worker_environment(workers: int) -> dict[str, str]:
-    """Environment of the batch workers. The cores are shared out between them: one polars thread pool per
-    core, not per worker. And polars' allocator keeps freed pages for a few seconds instead of returning
-    them at once: a batch allocates and frees gigabytes, and faulting them back in cost 1.5 s of system
-    time per 20,000-run batch, for ~200 MB more resident memory per worker. A setting the user made wins."""
-    return {"POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", str(max(1, (os.cpu_count() or 1) // workers))),
-            "_RJEM_MALLOC_CONF": os.environ.get("_RJEM_MALLOC_CONF", JEMALLOC_CONF)}
+    """Environment of the batch workers: the cores are shared out between them, one polars thread pool per
+    core, not per worker. A setting the user made wins. (Polars' allocator setting they inherit: see
+    cowork_assets/__init__.py.)"""
+    return {"POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))}
 
 
 @contextmanager
