@@ -58,7 +58,6 @@ run_queue:
 """
 
 
-
 def ensure_instance(home: Path) -> dg.DagsterInstance:
     """The instance at `home`, created if needed (its `dagster.yaml` brought up to date if this tool wrote
     it). Creation is serialised: two processes creating the SQLite schema at once would corrupt it."""
