@@ -17,25 +17,17 @@ from pathlib import Path
 import orjson
 import polars as pl
 
+from cowork_assets.procfs import read, stat_fields
 
 ROLES = {"cowork_assets.tokens": "tokenizer helper", "spawn_main": "batch worker",
          "resource_tracker": "resource tracker", "tail -F": "log capture", "watch_orphans": "log capture"}
-
-
-def _read(path: str) -> bytes:
-    """A /proc file's content; empty once the process is gone."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError:
-        return b""
 
 
 def _role(pid: int) -> str:
     """What a process of the run is, by its command line (empty once it has exited)."""
     if pid == os.getpid():
         return "main process"
-    command = _read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace").strip()
+    command = read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace").strip()
     return next((role for marker, role in ROLES.items() if marker in command), command[:80] or "exited process")
 
 
@@ -49,14 +41,14 @@ def _tree_memory_mb(root_pid: int) -> dict[int, float]:
     from the run being measured."""
     children: dict[int, list[int]] = defaultdict(list)
     for entry in os.listdir("/proc"):
-        if entry.isdigit() and (stat := _read(f"/proc/{entry}/stat")):
-            children[int(stat.rsplit(b")", 1)[1].split()[1])].append(int(entry))
+        if entry.isdigit() and (fields := stat_fields(int(entry))):
+            children[int(fields[1])].append(int(entry))
     page_mb = os.sysconf("SC_PAGE_SIZE") / 2**20
     tree, stack = {}, [(root_pid, None)]
     while stack:
         pid, parent_command = stack.pop()
-        command = _read(f"/proc/{pid}/cmdline")  # before the memory: an exec in between then reads small
-        statm = _read(f"/proc/{pid}/statm").split()
+        command = read(f"/proc/{pid}/cmdline")  # before the memory: an exec in between then reads small
+        statm = read(f"/proc/{pid}/statm").split()
         forked = command == parent_command
         tree[pid] = 0.0 if forked or len(statm) < 2 else int(statm[1]) * page_mb
         stack += [(child, command) for child in children.get(pid, [])]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import orjson
 
+from cowork_assets.procfs import stat_fields
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import exists, join, read_bytes, write_text_atomic
 
@@ -62,8 +63,5 @@ def _alive(pid: int) -> bool:
         return True
     if not os.path.isdir("/proc"):  # not Linux: kill() is all there is
         return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-    except FileNotFoundError:  # reaped meanwhile
-        return False
-    return state != b"Z"
+    fields = stat_fields(pid)  # empty: reaped meanwhile
+    return bool(fields) and fields[0] != b"Z"
