@@ -7,6 +7,7 @@ import pytest
 from cowork_assets.storage import partition_file, table_glob
 from cowork_assets.synthetic.services import TOOLS, UNEXPOSED
 from cowork_assets.validation.consistency import package_findings, requested_counts, suggest
+from cowork_assets.validation.json_schema import arguments_problem, schema_problem
 from cowork_assets.validation.structure import structure_findings
 from cowork_assets.validation.tasks import task_findings
 from tests.helpers import call, flatten, result, trajectory
@@ -47,6 +48,34 @@ def test_a_clean_sample_has_no_findings():
 ])
 def test_each_structural_defect_is_found(messages, expected):
     assert sorted(_kinds(trajectory(messages, tools=TOOL))) == sorted(expected)
+
+
+def test_arguments_are_checked_against_the_schema_with_where_and_why():
+    params = orjson.dumps({"type": "object", "properties": {"q": {"type": "string"}, "page": {
+        "type": "object", "properties": {"size": {"type": "integer", "maximum": 50}}}}, "required": ["q"]}).decode()
+    assert arguments_problem(params, '{"q": "x", "page": {"size": 10}}') is None
+    assert arguments_problem(params, '{"q": 7}') == 'q: 7 is not of type "string"'
+    assert arguments_problem(params, '{"q": "x", "page": {"size": 99}}') == "page/size: 99 is greater than the maximum of 50"
+    assert arguments_problem(params, "{}") == '<arguments>: "q" is a required property'
+    # Decimal multiples hold (python-jsonschema's float division called 0.3 no multiple of 0.1).
+    assert arguments_problem('{"type": "number", "multipleOf": 0.1}', "0.3") is None
+
+
+@pytest.mark.parametrize("schema, why", [
+    ({"type": "objekt"}, "is not valid under any of the schemas"),
+    ({"type": "string", "pattern": "("}, 'is not a "regex"'),
+    ({"$ref": "#/$defs/missing"}, "does not exist"),
+])
+def test_a_schema_that_cannot_check_anything_is_a_task_problem_not_a_sample_one(schema, why):
+    params = orjson.dumps(schema).decode()
+    assert why in schema_problem(params)
+    assert arguments_problem(params, '"anything"') is None
+
+
+def test_schema_references_outside_the_schema_are_never_fetched(tmp_path):
+    (tmp_path / "int.json").write_text('{"type": "integer"}')
+    params = orjson.dumps({"$ref": (tmp_path / "int.json").as_uri()}).decode()
+    assert "Retrieval is disabled" in schema_problem(params)
 
 
 def test_default_data_has_no_structural_findings(pipeline):

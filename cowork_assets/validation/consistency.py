@@ -11,13 +11,13 @@ import difflib
 import re
 from functools import lru_cache
 
-import jsonschema
 import orjson
 import polars as pl
 
 from cowork_assets.evidence.extract import KNOWN_CHECKS
 from cowork_assets.evidence.values import leaves
 from cowork_assets.tool_lists import named_tools
+from cowork_assets.validation.json_schema import schema_problem
 from cowork_assets.validation.schemas import TaskFindings
 
 NUMBER_WORDS = {w: i for i, w in enumerate(
@@ -128,17 +128,6 @@ def interface(tools_json: str) -> tuple[dict[str, str], tuple[str, ...]]:
         if problem := schema_problem(orjson.dumps(params or {}).decode()):
             problems.append(f"{tool.get('name')}: {problem}")
     return exposed(tools_json), tuple(problems)
-
-
-@lru_cache(maxsize=65536)
-def schema_problem(schema_json: str) -> str | None:
-    """Why a tool's parameter schema is not valid JSON Schema (cached: the same tools recur across tasks)."""
-    schema = orjson.loads(schema_json)
-    try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except (jsonschema.SchemaError, TypeError) as exc:
-        return str(exc).splitlines()[0][:200]
-    return None
 
 
 def referenced_ids(checks_json: str) -> list[tuple[str, str]]:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import jsonschema
 import orjson
 import polars as pl
 
 from cowork_assets.tokens import SPECIAL_TOKENS, get_encoding
 from cowork_assets.tool_lists import named_tools
+from cowork_assets.validation.json_schema import arguments_problem
 from cowork_assets.validation.schemas import StructureFindings
 
 CONTROL = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]"
@@ -79,7 +79,7 @@ def call_findings(messages: pl.DataFrame, tool_calls: pl.DataFrame, tools: pl.Da
         except orjson.JSONDecodeError as exc:
             rows.append((tid, index, "invalid_arguments_json", "error", f"{name}: {exc}"))
             continue
-        if params is not None and (problem := _schema_problem(params, args)):
+        if params is not None and (problem := arguments_problem(params, args)):
             rows.append((tid, index, "arguments_schema_mismatch", "error", f"{name}: {problem}"))
     return [
         _finding(unanswered, "unanswered_call", pl.format("call {} ({}) has no tool result", "call_id", "tool_name")),
@@ -87,26 +87,6 @@ def call_findings(messages: pl.DataFrame, tool_calls: pl.DataFrame, tools: pl.Da
                                                      pl.col("tool_call_id").fill_null("(no id)"))),
         pl.DataFrame(rows, schema=SCHEMA, orient="row"),
     ]
-
-
-@lru_cache(maxsize=4096)
-def _validator(params: str):
-    schema = orjson.loads(params)
-    try:
-        cls = jsonschema.validators.validator_for(schema)
-        cls.check_schema(schema)
-    except (jsonschema.SchemaError, TypeError):
-        return None  # an invalid schema is a task finding, not a sample one
-    return cls(schema)
-
-
-@lru_cache(maxsize=65536)  # the same arguments recur (a search, a lookup by id) across runs of a task
-def _schema_problem(params: str, args: str) -> str | None:
-    validator = _validator(params)
-    if validator is None:
-        return None
-    error = next(iter(validator.iter_errors(orjson.loads(args))), None)
-    return None if error is None else f"{'/'.join(map(str, error.absolute_path)) or '<arguments>'}: {error.message}"
 
 
 def text_findings(messages: pl.DataFrame, encoding: str) -> list[pl.DataFrame]:

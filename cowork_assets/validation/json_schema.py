@@ -1,0 +1,35 @@
+"""Tool parameter schemas, compiled once each with jsonschema-rs, and the fit of call arguments to them.
+
+A schema is JSON Schema 2020-12 unless it names its draft. References are resolved inside the schema
+only (`offline`): a schema from raw data must not make us read a URL or a local file.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import jsonschema_rs
+import orjson
+
+
+@lru_cache(maxsize=4096)
+def _compiled(schema_json: str) -> tuple[jsonschema_rs.Validator | None, str | None]:
+    """(validator, None), or (None, why the schema is not one): the same tools recur across tasks."""
+    try:
+        return jsonschema_rs.validator_for(orjson.loads(schema_json), offline=True), None
+    except ValueError as exc:  # jsonschema_rs.ValidationError is one: not a schema, a bad regex, a missing $ref
+        return None, str(exc).splitlines()[0][:200]
+
+
+def schema_problem(schema_json: str) -> str | None:
+    """Why a tool's parameter schema is not a valid JSON Schema, or None."""
+    return _compiled(schema_json)[1]
+
+
+@lru_cache(maxsize=65536)  # the same arguments recur (a search, a lookup by id) across runs of a task
+def arguments_problem(schema_json: str, arguments_json: str) -> str | None:
+    """Where and why arguments (valid JSON) do not fit a schema; None if they do or the schema is invalid
+    (an invalid schema is a task finding, not a sample one)."""
+    validator = _compiled(schema_json)[0]
+    error = None if validator is None else next(validator.iter_errors(orjson.loads(arguments_json)), None)
+    return None if error is None else f"{'/'.join(map(str, error.instance_path)) or '<arguments>'}: {error.message}"
