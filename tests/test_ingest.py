@@ -2,6 +2,7 @@
 
 from pathlib import Path
 import json
+import os
 
 import orjson
 import polars as pl
@@ -187,6 +188,21 @@ def test_repeated_trajectory_id_keeps_the_first(tmp_path):
     q = pl.read_parquet(partition_file(tmp_path / "out", "quarantine", "b"))
     assert r.parsed == 2 and q.select("raw_record", "reason").rows() == [(3, "duplicate_trajectory_id")]
     assert "a.jsonl:1" in q["detail"][0]
+
+
+def test_a_chunk_reaches_the_parser_whole_over_many_writes_even_short_ones(monkeypatch):
+    lines = [_traj(f"t{i}", "x" * (i % 50)) for i in range(1500)]  # more lines than one writev takes
+    writev, calls = os.writev, []
+
+    def short(fd, buffers):  # the kernel may write less than asked: half the buffers here
+        calls.append(len(buffers))
+        return writev(fd, buffers[: len(buffers) // 2])
+
+    monkeypatch.setattr(os, "writev", short)
+    raw = tables.read_lines(lines)
+    assert raw["trajectory_id"].to_list() == [f"t{i}" for i in range(1500)]
+    assert raw["messages"].list.first().struct.field("content").to_list()[:3] == ["", "x", "xx"]
+    assert len(calls) == -(-2 * len(lines) // os.sysconf("SC_IOV_MAX")) > 1
 
 
 def test_a_record_with_a_repeated_key_is_quarantined_alone(tmp_path):

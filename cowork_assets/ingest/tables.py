@@ -9,6 +9,7 @@ per distinct task package (its canonical hash).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import tempfile
 from collections.abc import Sequence
@@ -59,6 +60,7 @@ def _duckdb_type(dtype: pl.DataType) -> str:
 
 
 RAW_COLUMNS = {name: _duckdb_type(dtype) for name, dtype in RAW_SCHEMA.items()}
+_IOV_MAX = os.sysconf("SC_IOV_MAX")  # buffers per writev call
 
 
 @lru_cache(maxsize=1)
@@ -75,11 +77,23 @@ def read_lines(lines: Sequence[bytes]) -> pl.DataFrame:
     DuckDB parses JSON twice as fast as polars' read_ndjson, and faster from a file than from memory."""
     longest = max(map(len, lines), default=0)
     with tempfile.NamedTemporaryFile(suffix=".jsonl") as fh:
-        fh.write(b"\n".join(lines))
-        fh.flush()
+        _write_lines(fh.fileno(), lines)
         relation = _duckdb().cursor().read_json(fh.name, columns=RAW_COLUMNS, format="newline_delimited",
                                        maximum_object_size=max(longest + 1, 1 << 24))
         return pl.from_arrow(relation.to_arrow_table(), schema=RAW_SCHEMA)
+
+
+def _write_lines(fd: int, lines: Sequence[bytes]) -> None:
+    """Write each line and a newline with os.writev: joining a chunk first (~40 MB) cost a copy and, in
+    fresh pages, ~10,000 page faults."""
+    parts = [part for line in lines for part in (line, b"\n")]
+    for start in range(0, len(parts), _IOV_MAX):
+        batch = parts[start:start + _IOV_MAX]
+        written = os.writev(fd, batch)
+        if written < sum(map(len, batch)):  # a short write (rare): the rest one write at a time
+            rest = memoryview(b"".join(batch))[written:]
+            while rest:
+                rest = rest[os.write(fd, rest):]
 
 
 def parse_error(exc: duckdb.Error) -> str:
