@@ -66,8 +66,9 @@ _IOV_MAX = os.sysconf("SC_IOV_MAX")  # buffers per writev call
 @lru_cache(maxsize=1)
 def _duckdb() -> duckdb.DuckDBPyConnection:
     # One thread: a chunk is small, and DuckDB's parallel JSON reader breaks a line longer than a
-    # thread's share of the file (a 50 MB observation) in two.
-    return duckdb.connect(config={"threads": 1})
+    # thread's share of the file (a 50 MB observation) in two. Strings leave as Arrow string views, the
+    # layout polars keeps them in: ~8% less work than DuckDB building offsets and polars converting them.
+    return duckdb.connect(config={"threads": 1, "produce_arrow_string_view": True})
 
 
 def read_lines(lines: Sequence[bytes]) -> pl.DataFrame:
