@@ -61,6 +61,13 @@ def test_arguments_are_checked_against_the_schema_with_where_and_why():
     assert arguments_problem('{"type": "number", "multipleOf": 0.1}', "0.3") is None
 
 
+def test_arguments_nested_too_deeply_to_quote_are_still_judged():
+    deep = "[" * 600 + "]" * 600  # jsonschema-rs cannot render a message quoting this; it can still judge it
+    assert arguments_problem('{"type": "object"}', deep) == "<arguments>: nested too deeply to say where they do not fit"
+    assert arguments_problem('{"type": "array"}', deep) is None
+    assert arguments_problem('{"type": "object"}', f'{{"a": {deep}}}') is None
+
+
 @pytest.mark.parametrize("schema, why", [
     ({"type": "objekt"}, "is not valid under any of the schemas"),
     ({"type": "string", "pattern": "("}, 'is not a "regex"'),

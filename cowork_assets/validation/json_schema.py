@@ -31,5 +31,11 @@ def arguments_problem(schema_json: str, arguments_json: str) -> str | None:
     """Where and why arguments (valid JSON) do not fit a schema; None if they do or the schema is invalid
     (an invalid schema is a task finding, not a sample one)."""
     validator = _compiled(schema_json)[0]
-    error = None if validator is None else next(validator.iter_errors(orjson.loads(arguments_json)), None)
+    if validator is None:
+        return None
+    arguments = orjson.loads(arguments_json)
+    try:
+        error = next(validator.iter_errors(arguments), None)
+    except ValueError:  # an error's message quoting arguments nested ~256 deep ("Recursion limit reached")
+        return None if validator.is_valid(arguments) else "<arguments>: nested too deeply to say where they do not fit"
     return None if error is None else f"{'/'.join(map(str, error.instance_path)) or '<arguments>'}: {error.message}"
