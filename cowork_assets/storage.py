@@ -179,18 +179,46 @@ class ParquetSink:
             self._writer.write_table(frame.to_arrow().select(self.schema.names).cast(self.schema))
             self.rows += frame.height
 
-    def close(self) -> Path:
-        """Finish the file; it is complete at the returned (local, temporary) path."""
+    def close(self) -> None:
         if self._writer.is_open:
             self._writer.close()
-        return self._tmp
 
     def commit(self) -> None:
-        _place(self.close(), self.final)
+        self.close()
+        _place(self._tmp, self.final)
 
     def abort(self) -> None:
         self.close()
         self._tmp.unlink(missing_ok=True)
+
+
+class ArrowScratch:
+    """Frames appended to an uncompressed Arrow file, a temporary one beside `final`, to be read back once:
+    written and read once, such data is cheaper without compression (a batch's task packages: 0.48 s ->
+    0.3 s against a Parquet scratch file). The file is removed by `remove`, or by the next run's sweep."""
+
+    def __init__(self, final: str, schema: pa.Schema):
+        self.schema, self.path = schema, _scratch(final)
+        self._file = pa.OSFile(str(self.path), "wb")
+        self._writer = pa.ipc.new_file(self._file, schema)
+
+    def write(self, frame: pl.DataFrame) -> None:
+        if frame.height:
+            self._writer.write_table(frame.to_arrow().select(self.schema.names).cast(self.schema))
+
+    def scan(self) -> pl.LazyFrame:
+        """Everything written, memory-mapped (no more writes)."""
+        self._close()
+        return pl.scan_ipc(self.path)
+
+    def remove(self) -> None:
+        self._close()
+        self.path.unlink(missing_ok=True)
+
+    def _close(self) -> None:
+        if not self._file.closed:
+            self._writer.close()
+            self._file.close()
 
 
 def write_text_atomic(final: str | Path, text: str) -> str:

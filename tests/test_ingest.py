@@ -154,6 +154,7 @@ def test_reading_is_chunked(default_raw, tmp_path, monkeypatch):
 def test_a_crash_mid_batch_keeps_the_previous_output(default_raw, tmp_path, monkeypatch):
     batch = discover_batches(default_raw)[0]
     ingest_batch(default_raw, batch, tmp_path, chunk_records=10)
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]  # scratch files gone on success too
     before = {t: Path(partition_file(tmp_path, t, batch)).read_bytes() for t in BATCH_TABLES}
     calls = []
 

@@ -19,7 +19,7 @@ import pyarrow as pa
 from cowork_assets.ingest import schemas, tables
 from cowork_assets.ingest.formats import scan_batch
 from cowork_assets.ingest.record import BOM, excerpt, validate_line
-from cowork_assets.storage import ParquetSink, atomic_path, partition_file
+from cowork_assets.storage import ArrowScratch, ParquetSink, atomic_path, partition_file
 
 BATCH_TABLES = tuple(schemas.MODELS)
 _COUNT_NAMES = ("n_trajectories", "first_trajectory_id")
@@ -55,7 +55,7 @@ class _Writer:
         # Task packages are written once, when first seen; only their counts stay in memory.
         self.packages_final = partition_file(data_root, "task_packages", batch)
         full = schemas.arrow_schema(schemas.TaskPackages)
-        self.packages_seen = ParquetSink(  # a local scratch file, joined with the counts at the end
+        self.packages_seen = ArrowScratch(  # joined with the counts at the end
             self.packages_final, pa.schema([f for f in full if f.name not in _COUNT_NAMES])
         )
         self.package_counts: dict[str, list] = {}  # task_hash -> [n_trajectories, first_trajectory_id]
@@ -128,7 +128,6 @@ class _Writer:
             self.package_counts.setdefault(task_hash, [0, first])[0] += n
 
     def finish(self) -> dict[str, int]:
-        seen = self.packages_seen.close()
         counts = pl.DataFrame(
             [(h, n, first) for h, (n, first) in self.package_counts.items()],
             schema={"task_hash": pl.String, _COUNT_NAMES[0]: pl.Int32, _COUNT_NAMES[1]: pl.String},
@@ -136,20 +135,21 @@ class _Writer:
         )
         with atomic_path(self.packages_final) as tmp:
             (
-                pl.scan_parquet(seen)
+                self.packages_seen.scan()
                 .join(counts.lazy(), on="task_hash", how="left", maintain_order="left")
                 .select(schemas.polars_schema(schemas.TaskPackages).names())
                 .sink_parquet(tmp, compression="zstd")
             )
-        self.packages_seen.abort()
+        self.packages_seen.remove()
         for sink in self.sinks.values():
             sink.commit()
         rows = {name: sink.rows for name, sink in self.sinks.items()}
         return rows | {"task_packages": counts.height}
 
     def abort(self) -> None:
-        for sink in (*self.sinks.values(), self.packages_seen):
+        for sink in self.sinks.values():
             sink.abort()
+        self.packages_seen.remove()
 
 
 def ingest_batch(
