@@ -7,8 +7,9 @@ import sys
 import time
 
 import orjson
+import pytest
 
-from cowork_assets.bench import _by_role, _role, _tree_memory_mb, bench, report
+from cowork_assets.bench import FLOOR_REPEATS, _by_role, _role, _tree_memory_mb, bench, floor_seconds, report
 
 
 def test_bench_writes_its_figures_and_the_growth_between_sizes(tmp_path):
@@ -18,6 +19,7 @@ def test_bench_writes_its_figures_and_the_growth_between_sizes(tmp_path):
     for figures in (small, large):
         floor = figures["floor"]
         assert floor["sft_messages"] > 0 and floor["seconds"] >= floor["read_seconds"] >= 0
+        assert len(floor["tokenize_runs"]) == FLOOR_REPEATS and floor["tokenize_seconds"] == min(floor["tokenize_runs"])
         assert figures["wall_over_floor"] > 1 and figures["wall_over_strict_floor"] > 1
         assert {"staging_tables", "evidence", "curation", "sft_candidate"} <= set(figures["per_asset_seconds"])
         assert figures["peak_memory_mb"] > 0
@@ -32,6 +34,15 @@ def test_bench_writes_its_figures_and_the_growth_between_sizes(tmp_path):
     assert orjson.loads((tmp_path / "bench-120.json").read_bytes()) == large
     assert "strict floor" in report(large) and "growth from 60 trajectories" in report(large)
     assert "s cross-batch" in report(large) and "MB main process" in report(large)
+
+
+def test_the_floor_is_measured_in_a_fresh_interpreter(tmp_path, monkeypatch):
+    bench(60, 2, tmp_path)
+    monkeypatch.setattr("cowork_assets.bench._measure_floor", lambda *a: pytest.fail("measured in the bench's process"))
+    floor = floor_seconds(tmp_path / "raw-60", tmp_path / "data-60", "o200k_base", 2)
+    assert floor["sft_messages"] > 0 and len(floor["tokenize_runs"]) == FLOOR_REPEATS
+    with pytest.raises(RuntimeError, match=r"measuring the floor failed \(exit 1\): polars.exceptions.ComputeError: .*nowhere"):
+        floor_seconds(tmp_path / "raw-60", tmp_path / "nowhere", "o200k_base", 2)
 
 
 def test_the_peak_is_reported_by_role_largest_first():
