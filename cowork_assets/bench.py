@@ -138,7 +138,7 @@ def _measure_floor(raw_root: Path, data_root: Path, encoding: str, workers: int)
     texts = published_sft_texts(data_root)
     enc = get_encoding(encoding)
 
-    def best(tokenize) -> list[float]:
+    def timed_runs(tokenize) -> list[float]:
         runs = []
         for _ in range(FLOOR_REPEATS):
             started = time.monotonic()
@@ -146,8 +146,8 @@ def _measure_floor(raw_root: Path, data_root: Path, encoding: str, workers: int)
             runs.append(round(time.monotonic() - started, 2))
         return runs
 
-    batch_api = best(lambda: enc.encode_ordinary_batch(texts, num_threads=workers))
-    loop = best(lambda: count_tokens(texts, encoding, workers))
+    batch_api = timed_runs(lambda: enc.encode_ordinary_batch(texts, num_threads=workers))
+    loop = timed_runs(lambda: count_tokens(texts, encoding, workers))
     return {"read_seconds": round(read, 2), "tokenize_seconds": min(batch_api), "tokenize_runs": batch_api,
             "seconds": round(read + min(batch_api), 2), "tokenize_loop_seconds": min(loop),
             "strict_seconds": round(read + min(loop), 2), "sft_messages": len(texts)}

@@ -176,20 +176,20 @@ class ParquetSink:
 
     def write(self, frame: pl.DataFrame) -> None:
         if frame.height:
-            self._writer.write_table(frame.to_arrow().select(self.schema.names).cast(self.schema))
+            self._writer.write_table(_arrow(frame, self.schema))
             self.rows += frame.height
 
-    def close(self) -> None:
-        if self._writer.is_open:
-            self._writer.close()
-
     def commit(self) -> None:
-        self.close()
+        self._close()
         _place(self._tmp, self.final)
 
     def abort(self) -> None:
-        self.close()
+        self._close()
         self._tmp.unlink(missing_ok=True)
+
+    def _close(self) -> None:
+        if self._writer.is_open:
+            self._writer.close()
 
 
 class ArrowScratch:
@@ -204,7 +204,7 @@ class ArrowScratch:
 
     def write(self, frame: pl.DataFrame) -> None:
         if frame.height:
-            self._writer.write_table(frame.to_arrow().select(self.schema.names).cast(self.schema))
+            self._writer.write_table(_arrow(frame, self.schema))
 
     def scan(self) -> pl.LazyFrame:
         """Everything written, memory-mapped (no more writes)."""
@@ -229,11 +229,13 @@ def write_text_atomic(final: str | Path, text: str) -> str:
 
 def write_parquet_atomic(frame: pl.DataFrame, final: str, schema: pa.Schema | None = None) -> str:
     with atomic_path(final) as tmp:
-        table = frame.to_arrow()
-        if schema is not None:
-            table = table.select(schema.names).cast(schema)
-        pq.write_table(table, tmp, **PARQUET_OPTIONS)
+        pq.write_table(frame.to_arrow() if schema is None else _arrow(frame, schema), tmp, **PARQUET_OPTIONS)
     return final
+
+
+def _arrow(frame: pl.DataFrame, schema: pa.Schema) -> pa.Table:
+    """A frame as an Arrow table with exactly `schema`'s columns, in its order and types."""
+    return frame.to_arrow().select(schema.names).cast(schema)
 
 
 def iter_chunks(location: str, columns: list[str] | None = None, rows: int = 25_000) -> Iterator[pl.DataFrame]:
