@@ -7,7 +7,6 @@ cross-batch job, all recorded in the Dagster instance (so `make ui` shows the hi
 from __future__ import annotations
 
 import atexit
-import importlib
 import json
 import logging
 import os
@@ -135,10 +134,6 @@ def materialize_all(
         pool, results = None, (_process_batch(config, b, instance) for b in todo)
     from dagster_project.definitions import CORPUS_JOBS, defs
 
-    # Great Expectations imports sqlalchemy.orm, which registers its inspectors while it is still being
-    # imported; Dagster's storage calls them from this thread, and met a half-imported module (once in ~10
-    # single-batch runs). Imported here first, the warm-up finds it complete.
-    importlib.import_module("sqlalchemy.orm")
     threading.Thread(target=_warm_up, args=(settings.token_encoding,), daemon=True).start()
     try:
         for i, (batch, ok, error, failed_checks, details, seconds) in enumerate(results, 1):
@@ -167,12 +162,11 @@ def materialize_all(
 
 
 def _warm_up(encoding: str) -> None:
-    """Great Expectations takes seconds to import and the tokenizer's rank file half a second to load; the
-    cross-batch phase needs both, so this otherwise idle process loads them while the batch workers run,
-    at a low priority: on cores the workers leave idle, not at their start-up's expense."""
+    """The tokenizer's rank file takes half a second to load; the cross-batch phase needs it, so this
+    otherwise idle process loads it while the batch workers run, at a low priority: on cores the workers
+    leave idle, not at their start-up's expense."""
     with suppress(OSError, AttributeError):  # a thread's own priority: Linux only
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-    importlib.import_module("great_expectations")
     with suppress(TokenizerUnavailable):  # reported by the step that needs it
         get_encoding(encoding)
 

@@ -3,7 +3,7 @@
 import dagster as dg
 
 from cowork_assets.curation.assets import curation_checks
-from cowork_assets.datasets.assets import dataset_checks
+from cowork_assets.datasets.assets import QualitySuites, dataset_checks
 from cowork_assets.ingest.assets import raw_batches, records_accounted_for, schema_checks
 from cowork_assets.selection.assets import selection_checks
 from cowork_assets.settings import settings_from_env
@@ -26,5 +26,5 @@ defs = dg.Definitions(
     jobs=[process_batch, refresh_corpus, refresh_warehouse],
     sensors=[new_batch_sensor],
     schedules=[daily_refresh(SETTINGS.refresh_cron)],
-    resources={"settings": SETTINGS},
+    resources={"settings": SETTINGS, "suites": QualitySuites()},
 )

@@ -279,3 +279,50 @@ def test_rollouts_publish_without_waiting_for_exclusions(pipeline, tmp_path):
     card = json.loads((tmp_path / "curated" / "published" / "rl_rollouts" / "current" / "card.json").read_text())
     assert {f["stage"]: f["remaining"] for f in card["funnel"]} == {
         "parsed trajectories": 300, "published rollouts": _published(settings, "rl_rollouts").height}
+
+
+def _rollouts_view(**changes) -> pl.DataFrame:
+    view = pl.DataFrame({"trajectory_id": ["t1", "t2", "t3"], "group_id": ["g", "g", "h"], "score": [1.0, 0.0, 0.5],
+                         "group_size": [2, 2, 1], "zero_variance": [False, False, True],
+                         "grpo_advantage": [0.7, -0.7, 0.0], "gdpo_advantage": [0.5, -0.5, 0.0], "n_checks": [2, 2, 1]})
+    return view.with_columns(**{k: pl.Series(v) for k, v in changes.items()})
+
+
+def test_suites_run_in_a_helper_process_and_report_each_failed_expectation_exactly():
+    from cowork_assets.datasets.suites import SuiteProcess
+
+    with SuiteProcess() as suites:
+        assert suites.failures("rl_rollouts", _rollouts_view(), {}) == []
+        failures = suites.failures("rl_rollouts", _rollouts_view(trajectory_id=["t1", "t1", "t3"],
+                                                                  score=[1.0, 1.5, None]), {})
+        # the same process answers again after a failing suite
+        assert suites.failures("rl_rollouts", _rollouts_view(), {}) == []
+    assert [(f["expectation"], f["column"], f["unexpected"]) for f in failures] == [
+        ("expect_column_values_to_be_unique", "trajectory_id", 2),
+        ("expect_column_values_to_be_between", "score", 1)]
+    assert "1.5" in failures[1]["examples"]
+
+
+def test_a_suite_that_cannot_run_or_a_helper_that_died_fails_with_its_cause():
+    from cowork_assets.datasets.suites import SuiteProcess, SuiteProcessError
+
+    with SuiteProcess() as suites:
+        with pytest.raises(SuiteProcessError, match=r"the no_such_dataset suite could not run: FileNotFoundError"):
+            suites.failures("no_such_dataset", _rollouts_view(), {})
+        suites._process.kill()
+        with pytest.raises(SuiteProcessError, match=r"the Great Expectations process exited \(code -9\)"):
+            suites.failures("rl_rollouts", _rollouts_view(), {})
+
+
+def test_a_run_never_imports_great_expectations_in_the_process_that_runs_it(default_raw, tmp_path):
+    """Great Expectations takes ~3 s of CPU to import: the gates run it in their helper process."""
+    import subprocess
+    import sys
+
+    script = ("import sys; from pathlib import Path; from cowork_assets.runner import ensure_instance, materialize_all; "
+              "from cowork_assets.settings import CurateSettings; "
+              f"s = CurateSettings(raw_root={str(default_raw)!r}, data_root={str(tmp_path / 'd')!r}); "
+              f"o = materialize_all(s, ensure_instance(Path({str(tmp_path / 'home')!r})), echo=lambda _: None); "
+              "print(o.failed, 'great_expectations' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "{} False"

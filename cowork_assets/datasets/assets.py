@@ -8,6 +8,7 @@ that dataset's publication (the previous version stays current) and says why in 
 import dagster as dg
 import orjson
 import polars as pl
+from pydantic import PrivateAttr
 
 from cowork_assets.datasets import publish as pub
 from cowork_assets.datasets.card import build_card, render_markdown, svg
@@ -16,6 +17,7 @@ from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks
 from cowork_assets.datasets.schemas import MODELS
 from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft
 from cowork_assets.datasets.stages import card_inputs
+from cowork_assets.datasets.suites import SuiteProcess
 from cowork_assets.ingest.schemas import arrow_schema
 from cowork_assets.lineage import column_lineage
 from cowork_assets.markdown import table
@@ -104,14 +106,35 @@ def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSet
     return _stage(context, settings, "rl_rollouts", {"rollouts": rows})
 
 
+class QualitySuites(dg.ConfigurableResource):
+    """The datasets' Great Expectations suites, run by a helper process that a run with a gate starts as
+    it begins: Great Expectations is imported there while the steps before the gates run."""
+
+    _process: SuiteProcess | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        self._process = SuiteProcess()
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._process is not None:
+            self._process.close()
+
+    @property
+    def process(self) -> SuiteProcess:
+        if self._process is None:
+            raise RuntimeError("the quality suites resource is used outside a run")
+        return self._process
+
+
 def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
     @dg.asset_check(asset=asset, name="quality_gate", blocking=True,
                     description=f"Blocking: the {dataset} candidate must pass its pandera model and "
                     f"expectations/{dataset}.json, or it is not published.")
-    def _check(context: dg.AssetCheckExecutionContext, settings: CurateSettings) -> dg.AssetCheckResult:
+    def _check(context: dg.AssetCheckExecutionContext, settings: CurateSettings,
+               suites: QualitySuites) -> dg.AssetCheckResult:
         folder = pub.candidate(settings.root, dataset)
         frame = pl.concat([pl.read_parquet(p) for p in pub.parquet_files(folder)])
-        passed, failures = run_gate(dataset, frame, {"char_budget": settings.char_budget})
+        passed, failures = run_gate(dataset, frame, {"char_budget": settings.char_budget}, suites.process)
         if passed:
             pub.mark_gated(folder)
         return dg.AssetCheckResult(passed=passed, metadata=as_metadata({

@@ -1,18 +1,17 @@
 """Quality gates: the pandera model and the Great Expectations suite of a published dataset.
 
 The suites live in `expectations/<dataset>.json`. They run on a flat validation view of the dataset
-(nested columns summarised into helper columns such as `n_bad_roles`), converted to pandas for GX.
-Great Expectations is imported lazily: it takes seconds to import.
+(nested columns summarised into helper columns such as `n_bad_roles`), in a helper process that has
+Great Expectations imported (see `suites`).
 """
 
 from __future__ import annotations
 
-import orjson
 import pandera.errors
 import polars as pl
 
 from cowork_assets.datasets.schemas import MODELS
-from cowork_assets.paths import project_dir
+from cowork_assets.datasets.suites import SuiteProcess
 
 ROLES = ["system", "user", "assistant", "tool"]
 
@@ -42,26 +41,8 @@ def validation_view(dataset: str, frame: pl.DataFrame) -> pl.DataFrame:
                         "gdpo_advantage", n_checks=pl.col("checks").list.len())
 
 
-def run_suite(dataset: str, frame: pl.DataFrame, parameters: dict) -> list[dict]:
-    """Failed expectations of the dataset's GX suite: [{expectation, column, unexpected, examples}]."""
-    import great_expectations as gx  # noqa: PLC0415 - slow import, only when a gate runs
-
-    spec = orjson.loads((project_dir("expectations") / f"{dataset}.json").read_bytes())
-    suite = gx.ExpectationSuite(name=spec["name"], expectations=[
-        gx.expectations.registry.get_expectation_impl(e["type"])(**e["kwargs"]) for e in spec["expectations"]])
-    context = gx.get_context(mode="ephemeral")
-    context.variables.progress_bars = {"globally": False}
-    batch = context.data_sources.add_pandas(dataset).add_dataframe_asset("published").add_batch_definition_whole_dataframe(
-        "all").get_batch(batch_parameters={"dataframe": validation_view(dataset, frame).to_pandas()})
-    result = batch.validate(suite, expectation_parameters=parameters)
-    return [{"expectation": r.expectation_config.type, "column": r.expectation_config.kwargs.get("column", ""),
-             "unexpected": r.result.get("unexpected_count", r.result.get("observed_value")),
-             "examples": str(r.result.get("partial_unexpected_list", ""))[:200]}
-            for r in result.results if not r.success]
-
-
-def run_gate(dataset: str, frame: pl.DataFrame, parameters: dict) -> tuple[bool, list[dict]]:
-    """(passed, failures) for the pandera model and the GX suite of a dataset."""
+def run_gate(dataset: str, frame: pl.DataFrame, parameters: dict, suites: SuiteProcess) -> tuple[bool, list[dict]]:
+    """(passed, failures) for the pandera model and the GX suite of a dataset (run by `suites`)."""
     failures = []
     try:
         MODELS[dataset].validate(frame, lazy=True)
@@ -69,5 +50,5 @@ def run_gate(dataset: str, frame: pl.DataFrame, parameters: dict) -> tuple[bool,
         cases = exc.failure_cases.head(20)
         failures += [{"expectation": f"pandera: {c}", "column": col, "unexpected": 1, "examples": str(v)[:200]}
                      for c, col, v in zip(cases["check"], cases["column"], cases["failure_case"])]
-    failures += run_suite(dataset, frame, parameters)
+    failures += suites.failures(dataset, validation_view(dataset, frame), parameters)
     return not failures, failures

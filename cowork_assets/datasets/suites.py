@@ -1,0 +1,117 @@
+"""The published datasets' Great Expectations suites, run in a helper process.
+
+Great Expectations takes ~3 s of CPU to import (scipy, altair, its ~60 expectation modules). In the
+process that runs the batches it took that time from them; a helper process started with the run that
+gates the datasets imports it on a core that the cross-batch steps leave idle, then runs each suite on
+the flat validation view, handed over as an Arrow IPC file. Protocol: one JSON request per line on its
+stdin, one JSON reply per line on its stdout; it exits when its stdin closes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+from contextlib import suppress
+
+import orjson
+import polars as pl
+
+from cowork_assets.paths import project_dir
+
+class SuiteProcessError(RuntimeError):
+    pass
+
+
+def run_suite(dataset: str, view: pl.DataFrame, parameters: dict) -> list[dict]:
+    """Failed expectations of the dataset's GX suite on its validation view: [{expectation, column,
+    unexpected, examples}]. Runs in the process that calls it (the helper does)."""
+    import great_expectations as gx  # noqa: PLC0415 - slow import, only where a suite runs
+
+    spec = orjson.loads((project_dir("expectations") / f"{dataset}.json").read_bytes())
+    suite = gx.ExpectationSuite(name=spec["name"], expectations=[
+        gx.expectations.registry.get_expectation_impl(e["type"])(**e["kwargs"]) for e in spec["expectations"]])
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = {"globally": False}
+    batch = context.data_sources.add_pandas(dataset).add_dataframe_asset("published").add_batch_definition_whole_dataframe(
+        "all").get_batch(batch_parameters={"dataframe": view.to_pandas()})
+    result = batch.validate(suite, expectation_parameters=parameters)
+    return [{"expectation": r.expectation_config.type, "column": r.expectation_config.kwargs.get("column", ""),
+             "unexpected": r.result.get("unexpected_count", r.result.get("observed_value")),
+             "examples": str(r.result.get("partial_unexpected_list", ""))[:200]}
+            for r in result.results if not r.success]
+
+
+class SuiteProcess:
+    """A helper process (`python -m cowork_assets.datasets.suites`) that has imported Great Expectations
+    by the time it is first asked, if it was started early enough. Use as a context manager."""
+
+    def __init__(self) -> None:
+        self._stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty library cannot block it
+        self._process = subprocess.Popen([sys.executable, "-m", "cowork_assets.datasets.suites"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
+
+    def failures(self, dataset: str, view: pl.DataFrame, parameters: dict) -> list[dict]:
+        """Failed expectations of `dataset`'s suite on `view` (see `run_suite`)."""
+        with tempfile.NamedTemporaryFile(suffix=".arrow") as file:
+            view.write_ipc(file.name, compression="uncompressed")
+            try:
+                self._process.stdin.write(orjson.dumps(
+                    {"dataset": dataset, "view": file.name, "parameters": parameters}) + b"\n")
+                self._process.stdin.flush()
+                reply = self._process.stdout.readline()
+            except (BrokenPipeError, OSError):
+                reply = b""
+        if not reply:
+            raise SuiteProcessError(f"the Great Expectations process exited (code {self._process.wait()}): "
+                                    f"{self._last_error()}")
+        answer = orjson.loads(reply)
+        if "error" in answer:
+            raise SuiteProcessError(f"the {dataset} suite could not run: {answer['error']}")
+        return answer["failures"]
+
+    def _last_error(self) -> str:
+        self._stderr.seek(0)
+        lines = self._stderr.read().decode(errors="replace").strip().splitlines()
+        return lines[-1] if lines else "no message"
+
+    def close(self) -> None:
+        """Stop the helper. It holds nothing to save, and tearing down an interpreter with Great
+        Expectations loaded took ~0.9 s at the end of each run: it is killed instead."""
+        self._process.kill()
+        self._process.wait()
+        with suppress(OSError):
+            self._process.stdin.close()
+        self._stderr.close()
+
+    def __enter__(self) -> SuiteProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _serve() -> None:
+    """The helper's loop. Replies go to the real stdout; anything a library prints goes to stderr. At the
+    lowest priority: it imports on cycles the run's own steps leave idle (at normal priority it slowed
+    them by more than it saved the batches)."""
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    os.nice(19)
+    import great_expectations  # noqa: F401, PLC0415 - imported now, before the first request
+
+    for line in sys.stdin.buffer:
+        request = orjson.loads(line)
+        try:
+            answer = {"failures": run_suite(request["dataset"], pl.read_ipc(request["view"]),
+                                            request["parameters"])}
+        except Exception as exc:  # noqa: BLE001 - reported to the gate, which fails with it
+            answer = {"error": "".join(traceback.format_exception_only(exc)).strip()}
+        replies.write(orjson.dumps(answer, default=str, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+        replies.flush()
+
+
+if __name__ == "__main__":
+    _serve()
