@@ -152,9 +152,11 @@ def find(text: str | None, norm: str) -> tuple[int, int] | None:
     return next(matches(norm, text), None) if text else None
 
 
-def norm_text(expr: pl.Expr) -> pl.Expr:
-    """Polars: the text in the same normal form as values (for a cheap literal pre-filter)."""
-    lowered = expr.str.to_lowercase()
+GROUPED_DIGITS = r"[0-9],[0-9]{3}"  # where a text has digit grouping for `ungrouped` to remove
+
+
+def ungrouped(lowered: pl.Expr) -> pl.Expr:
+    """Polars: lower-cased text in the same normal form as values, its digit grouping removed."""
     for _ in range(2):  # "1,234,567": each pass removes every other separator
         lowered = lowered.str.replace_all(r"([0-9]),([0-9]{3})", "${1}${2}")
     return lowered
