@@ -21,7 +21,8 @@ import polars as pl
 
 from cowork_assets.procfs import read, stat_fields
 
-ROLES = {"cowork_assets.tokens": "tokenizer helper", "spawn_main": "batch worker",
+ROLES = {"cowork_assets.tokens": "tokenizer helper", "cowork_assets.datasets.suites": "Great Expectations helper",
+         "spawn_main": "batch worker",
          "resource_tracker": "resource tracker", "tail -F": "log capture", "watch_orphans": "log capture"}
 
 
@@ -108,8 +109,9 @@ def floor_seconds(raw_root: Path, data_root: Path, encoding: str, workers: int) 
 
     Tokenized two ways: with tiktoken's batch API (`encode_ordinary_batch` with as many threads as the
     pipeline has tokenizer processes, as issue 7 defines the floor) and with the pipeline's own
-    `count_tokens` (each distinct text once, in a plain loop per process), which is several times
-    faster on many short texts; the stricter floor is the honest one to compare against.
+    `TokenCounter` (each distinct text once, in a plain loop per process, its helpers started before),
+    which is several times faster on many short texts; the stricter floor is the honest one to compare
+    against.
 
     Measured in a fresh interpreter, each way of tokenizing the best of FLOOR_REPEATS (a floor is the
     least the work costs): the batch API's two threads take turns on the GIL, and a single measurement
@@ -126,7 +128,7 @@ def floor_seconds(raw_root: Path, data_root: Path, encoding: str, workers: int) 
 def _measure_floor(raw_root: Path, data_root: Path, encoding: str, workers: int) -> dict:
     from cowork_assets.ingest.formats import scan_batch
     from cowork_assets.ingest.raw_files import discover_batches
-    from cowork_assets.tokens import count_tokens, get_encoding
+    from cowork_assets.tokens import TokenCounter, get_encoding
 
     started = time.monotonic()
     for batch in discover_batches(raw_root):
@@ -147,7 +149,8 @@ def _measure_floor(raw_root: Path, data_root: Path, encoding: str, workers: int)
         return runs
 
     batch_api = timed_runs(lambda: enc.encode_ordinary_batch(texts, num_threads=workers))
-    loop = timed_runs(lambda: count_tokens(texts, encoding, workers))
+    with TokenCounter(encoding, workers) as counter:
+        loop = timed_runs(lambda: counter.count(texts))
     return {"read_seconds": round(read, 2), "tokenize_seconds": min(batch_api), "tokenize_runs": batch_api,
             "seconds": round(read + min(batch_api), 2), "tokenize_loop_seconds": min(loop),
             "strict_seconds": round(read + min(loop), 2), "sft_messages": len(texts)}

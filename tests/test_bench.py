@@ -52,17 +52,20 @@ def test_the_peak_is_reported_by_role_largest_first():
 
 
 def test_processes_of_the_peak_are_named_by_role():
-    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "-m", "cowork_assets.tokens"])
+    sleeping = [sys.executable, "-c", "import time; time.sleep(30)", "-m"]
+    helper = subprocess.Popen([*sleeping, "cowork_assets.tokens"])
+    suites = subprocess.Popen([*sleeping, "cowork_assets.datasets.suites"])
     other = subprocess.Popen(["sleep", "30"])
-    for child in (helper, other):  # until their exec has filled in their command line
+    for child in (helper, suites, other):  # until their exec has filled in their command line
         while not open(f"/proc/{child.pid}/cmdline", "rb").read():
             time.sleep(0.01)
     try:
         assert _role(os.getpid()) == "main process"
         assert _role(helper.pid) == "tokenizer helper"
+        assert _role(suites.pid) == "Great Expectations helper"
         assert _role(other.pid) == "sleep 30"
     finally:
-        for child in (helper, other):
+        for child in (helper, suites, other):
             child.kill()
             child.wait()
     assert _role(other.pid) == "exited process"

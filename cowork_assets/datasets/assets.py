@@ -24,6 +24,7 @@ from cowork_assets.markdown import table
 from cowork_assets.metadata import as_metadata, column_schema
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import join, partition_file, read_bytes, scan_table, write_text_atomic
+from cowork_assets.tokens import TokenCounter
 
 SPLITS = ("train", "validation")
 # New batches flow through to new dataset versions with no clicks (default_automation_condition_sensor).
@@ -50,17 +51,18 @@ def _stage(context: dg.AssetExecutionContext, settings: CurateSettings, name: st
           "metadata and lineage, split by task into train and validation.")
 def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     run = ["batch", "trajectory_id"]
-    excluded = _excluded(settings, "sft").select(run).unique()
-    selected = scan_table(settings.root, "trajectories").filter(pl.col("teacher_role") == "teacher").collect().join(
-        excluded, on=run, how="anti")
-    ids = selected["trajectory_id"].to_list()
-    curated = (scan_table(settings.root, "curated_messages").filter(pl.col("trajectory_id").is_in(ids))
-               .select(CURATED_COLUMNS).collect())
-    stats = scan_table(settings.root, "sample_stats").filter(pl.col("trajectory_id").is_in(ids)).collect()
-    packages = scan_table(settings.root, "task_packages").select("task_hash", "tools").collect()
-    rows = build_sft(selected, curated, stats, packages, settings.validation_fraction,
-                     settings.truncation_strategy, settings.max_observation_chars, settings.token_encoding,
-                     settings.tokenizer_processes)
+    # The tokenizer's helper processes start first: they load the encoding while the samples are read.
+    with TokenCounter(settings.token_encoding, settings.tokenizer_processes) as counter:
+        excluded = _excluded(settings, "sft").select(run).unique()
+        selected = scan_table(settings.root, "trajectories").filter(pl.col("teacher_role") == "teacher").collect(
+        ).join(excluded, on=run, how="anti")
+        ids = selected["trajectory_id"].to_list()
+        curated = (scan_table(settings.root, "curated_messages").filter(pl.col("trajectory_id").is_in(ids))
+                   .select(CURATED_COLUMNS).collect())
+        stats = scan_table(settings.root, "sample_stats").filter(pl.col("trajectory_id").is_in(ids)).collect()
+        packages = scan_table(settings.root, "task_packages").select("task_hash", "tools").collect()
+        rows = build_sft(selected, curated, stats, packages, settings.validation_fraction,
+                         settings.truncation_strategy, settings.max_observation_chars, counter)
     context.log.info(f"SFT candidate: {rows.height} samples from {rows['task_id'].n_unique()} tasks")
     return _stage(context, settings, "sft_dataset", {s: rows.filter(pl.col("split") == s) for s in SPLITS})
 

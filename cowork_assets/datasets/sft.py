@@ -11,7 +11,7 @@ import orjson
 import polars as pl
 
 from cowork_assets.datasets.split import split_expr
-from cowork_assets.tokens import count_tokens, token_text
+from cowork_assets.tokens import TokenCounter, token_text
 from cowork_assets.tool_lists import named_tools
 
 FUNCTION_CALL = pl.Struct({"id": pl.String, "type": pl.String,
@@ -29,7 +29,7 @@ def openai_tools(tools_json: str) -> str:
         "parameters": t.get("parameters") or {"type": "object", "properties": {}}}} for t in named_tools(tools_json)]).decode()
 
 
-def chat_messages(curated: pl.DataFrame, encoding: str, workers: int) -> pl.DataFrame:
+def chat_messages(curated: pl.DataFrame, counter: TokenCounter) -> pl.DataFrame:
     """batch, trajectory_id, messages (list of MESSAGE), tokens from curated message rows, in conversation order.
 
     The sample ends at the last assistant turn: a trailing user turn (a simulated user's "###STOP###")
@@ -41,7 +41,7 @@ def chat_messages(curated: pl.DataFrame, encoding: str, workers: int) -> pl.Data
     kept = curated.filter(pl.col("message_index") <= last_answer).sort("batch", "trajectory_id", "message_index")
     texts = kept.select(token_text(pl.col("content"), pl.col("tool_calls"))).to_series().to_list()
     return (
-        kept.with_columns(tokens=pl.Series(count_tokens(texts, encoding, workers), dtype=pl.Int64))
+        kept.with_columns(tokens=pl.Series(counter.count(texts), dtype=pl.Int64))
         .with_columns(tool_calls=pl.col("tool_calls").list.eval(pl.struct(
             id=e.struct.field("id"), type=e.struct.field("type"),
             function=pl.struct(name=e.struct.field("name"), arguments=e.struct.field("arguments")))))
@@ -52,9 +52,8 @@ def chat_messages(curated: pl.DataFrame, encoding: str, workers: int) -> pl.Data
 
 
 def build_sft(selected: pl.DataFrame, curated: pl.DataFrame, stats: pl.DataFrame, packages: pl.DataFrame,
-              validation_fraction: float, strategy: str, allowance: int, encoding: str = "o200k_base",
-              workers: int = 2) -> pl.DataFrame:
-    """`selected`: the trajectories rows of the runs that passed selection."""
+              validation_fraction: float, strategy: str, allowance: int, counter: TokenCounter) -> pl.DataFrame:
+    """`selected`: the trajectories rows of the runs that passed selection; `counter` counts the tokens."""
     run = ["batch", "trajectory_id"]
     curated = curated.join(selected.select(run), on=run, how="semi")
     distinct = packages["tools"].unique()  # thousands of packages share a few dozen tool lists
@@ -62,7 +61,7 @@ def build_sft(selected: pl.DataFrame, curated: pl.DataFrame, stats: pl.DataFrame
     tools = (packages.select("task_hash", "tools").unique("task_hash", keep="first", maintain_order=True)
              .join(converted, on="tools", maintain_order="left").select("task_hash", tools="openai"))
     return (
-        selected.join(chat_messages(curated, encoding, workers), on=run, maintain_order="left")
+        selected.join(chat_messages(curated, counter), on=run, maintain_order="left")
         .join(tools, on="task_hash", how="left", maintain_order="left")
         .join(stats.select("batch", "trajectory_id", "chars_after", "truncated_messages",
                            "trimmed_messages", "overflow_chars", "verdict"),

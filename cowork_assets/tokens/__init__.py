@@ -9,7 +9,6 @@ message instead of an attempted download.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
 import subprocess
 import sys
@@ -73,51 +72,85 @@ def get_encoding(name: str) -> tiktoken.Encoding:
             os.environ["TIKTOKEN_CACHE_DIR"] = previous
 
 
-# Below this many distinct texts, one process counts them sooner than a second one starts (~0.35 s).
+# Below this many distinct texts, this process counts them alone: a helper's share would not repay sending it.
 HELPER_MIN_TEXTS = 20_000
 
 
-def count_tokens(texts: Sequence[str], encoding: str, workers: int = 2) -> list[int]:
-    """Token count of each text (special-token strings are counted as plain text).
+class TokenCounter:
+    """Counts tokens here and in `workers` - 1 helper processes (`python -m cowork_assets.tokens`).
 
-    Each distinct text is encoded once (system prompts, requests and tool observations recur across
-    the runs of a task), in a plain loop: for many short texts that is several times as fast as
-    tiktoken's batch API, which pays for a future per text. With `workers` > 1 and many texts, the
-    distinct texts are dealt out: this process encodes a share while `workers` - 1 helper processes
-    (`python -m cowork_assets.tokens`) encode the others. Not threads: tiktoken holds the GIL, so
-    threads of one process take turns instead of encoding in parallel.
+    The helpers start at once and load the encoding (~0.85 s with the interpreter) while the caller
+    prepares its texts, so that each process then gets an equal share. Each distinct text is encoded
+    once (system prompts, requests and tool observations recur across the runs of a task), in a plain
+    loop: for many short texts that is several times as fast as tiktoken's batch API, which pays for a
+    future per text. Processes, not threads: tiktoken holds the GIL. A context manager.
     """
-    distinct = list(dict.fromkeys(texts))
-    encode = get_encoding(encoding).encode_ordinary
-    if workers <= 1 or len(distinct) < HELPER_MIN_TEXTS:
-        by_text = {text: len(encode(text)) for text in distinct}
-    else:
-        # Dealt 3 to this process for every 2 to a helper, which first spends ~0.35 s starting.
-        shares: list[list[str]] = [[] for _ in range(workers)]
-        for text, owner in zip(distinct, itertools.cycle([0, 0, 0, *(w for w in range(1, workers) for _ in "ab")])):
-            shares[owner].append(text)
-        with ExitStack() as stack:
-            helpers = [_start_helper(stack, share, encoding) for share in shares[1:]]
+
+    def __init__(self, encoding: str, workers: int = 2):
+        self.encoding = encoding
+        self._stack = ExitStack()
+        self._helpers = [_Helper(self._stack, encoding) for _ in range(max(0, workers - 1))]
+
+    def count(self, texts: Sequence[str]) -> list[int]:
+        """Token count of each text (special-token strings are counted as plain text)."""
+        distinct = list(dict.fromkeys(texts))
+        encode = get_encoding(self.encoding).encode_ordinary
+        if len(distinct) < HELPER_MIN_TEXTS or not self._helpers:
+            by_text = {text: len(encode(text)) for text in distinct}
+        else:
+            shares = [distinct[i::len(self._helpers) + 1] for i in range(len(self._helpers) + 1)]
+            for helper, share in zip(self._helpers, shares[1:]):
+                helper.send(share)
             by_text = {text: len(encode(text)) for text in shares[0]}
-            for share, helper in zip(shares[1:], helpers):
-                out, error = helper.communicate()
-                if helper.returncode:
-                    raise TokenizerUnavailable(f"a tokenizer process failed (exit {helper.returncode}): "
-                                               f"{error.decode(errors='replace').strip()[-500:]}")
-                by_text.update(zip(share, orjson.loads(out)))
-    return [by_text[text] for text in texts]
+            for helper, share in zip(self._helpers, shares[1:]):
+                by_text.update(zip(share, helper.receive()))
+        return [by_text[text] for text in texts]
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def __enter__(self) -> TokenCounter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
-def _start_helper(stack: ExitStack, share: list[str], encoding: str) -> subprocess.Popen:
-    """A tokenizer process counting `share`, handed over in a temporary file: writing to its stdin would
-    need this process's GIL between writes while it encodes its own share."""
-    texts = stack.enter_context(tempfile.NamedTemporaryFile(suffix=".json"))
-    texts.write(orjson.dumps(share))
-    texts.flush()
-    helper = stack.enter_context(subprocess.Popen([sys.executable, "-m", "cowork_assets.tokens", encoding, texts.name],
-                                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-    stack.callback(helper.kill)  # before the exit waits for it: a no-op once it has finished
-    return helper
+def count_tokens(texts: Sequence[str], encoding: str, workers: int = 2) -> list[int]:
+    """Token count of each text, with a `TokenCounter` of its own."""
+    with TokenCounter(encoding, workers if len(texts) >= HELPER_MIN_TEXTS else 1) as counter:
+        return counter.count(texts)
+
+
+class _Helper:
+    """One tokenizer process. A share goes over in a temporary file: writing it to the process's stdin
+    would need this process's GIL between writes while it encodes its own share."""
+
+    def __init__(self, stack: ExitStack, encoding: str):
+        self._stack = stack
+        self._stderr = stack.enter_context(tempfile.TemporaryFile())
+        self._process = stack.enter_context(subprocess.Popen(
+            [sys.executable, "-m", "cowork_assets.tokens", encoding],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr))
+        stack.callback(self._process.kill)  # before the exit waits for it: it holds nothing to save
+
+    def send(self, share: list[str]) -> None:
+        file = self._stack.enter_context(tempfile.NamedTemporaryFile(suffix=".json"))
+        file.write(orjson.dumps(share))
+        file.flush()
+        try:
+            self._process.stdin.write(file.name.encode() + b"\n")
+            self._process.stdin.flush()
+        except OSError:
+            pass  # the process has gone: `receive` says why
+
+    def receive(self) -> list[int]:
+        reply = self._process.stdout.readline()
+        if not reply:
+            self._stderr.seek(0)
+            error = self._stderr.read().decode(errors="replace").strip()[-500:]
+            raise TokenizerUnavailable(f"a tokenizer process failed (exit {self._process.wait()}): {error}")
+        return orjson.loads(reply)
 
 
 def token_text(content: pl.Expr, tool_calls: pl.Expr) -> pl.Expr:

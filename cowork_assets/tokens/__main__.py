@@ -1,5 +1,5 @@
-"""A helper process of `count_tokens`: `python -m cowork_assets.tokens ENCODING FILE` reads a JSON list of
-texts from FILE and writes their token counts, a JSON list, on stdout."""
+"""A helper process of `TokenCounter`: `python -m cowork_assets.tokens ENCODING` loads the encoding, then for
+each line on stdin (the path of a JSON list of texts) writes their token counts, a JSON list, as a line."""
 
 import sys
 from pathlib import Path
@@ -9,4 +9,7 @@ import orjson
 from cowork_assets.tokens import get_encoding
 
 encode = get_encoding(sys.argv[1]).encode_ordinary
-sys.stdout.buffer.write(orjson.dumps([len(encode(text)) for text in orjson.loads(Path(sys.argv[2]).read_bytes())]))
+for line in sys.stdin.buffer:
+    texts = orjson.loads(Path(line.strip().decode()).read_bytes())
+    sys.stdout.buffer.write(orjson.dumps([len(encode(text)) for text in texts]) + b"\n")
+    sys.stdout.buffer.flush()
