@@ -31,7 +31,7 @@ def params(settings: CurateSettings) -> CurationParams:
         strategy=settings.truncation_strategy, allowance=settings.max_observation_chars,
         context=settings.evidence_context_chars, char_budget=settings.char_budget,
         token_budget=settings.token_budget, policy=settings.budget_policy,
-        encoding=settings.token_encoding, workers=settings.tokenizer_processes,
+        encoding=settings.token_encoding,
     )
 
 

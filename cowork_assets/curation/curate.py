@@ -30,7 +30,6 @@ class CurationParams:
     token_budget: int | None = None
     policy: str = "trim"
     encoding: str = "o200k_base"
-    workers: int = 2
 
     @property
     def budget(self) -> Budget:
@@ -62,7 +61,8 @@ def apply_cuts(messages: pl.DataFrame, cuts: pl.DataFrame, params: CurationParam
     if params.token_budget is None:
         return out.with_columns(tokens=pl.lit(None, pl.Int64))
     texts = out.select(token_text(pl.col("content"), pl.col("tool_calls")))[:, 0].to_list()
-    return out.with_columns(tokens=pl.Series(count_tokens(texts, params.encoding, params.workers), dtype=pl.Int64))
+    # In this process: batches already run side by side, and helpers per chunk would not repay starting.
+    return out.with_columns(tokens=pl.Series(count_tokens(texts, params.encoding, workers=1), dtype=pl.Int64))
 
 
 def curate_chunk(batch: str, trajectories: pl.DataFrame, messages: pl.DataFrame, evidence: pl.DataFrame,
