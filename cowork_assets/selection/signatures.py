@@ -38,10 +38,12 @@ def signatures(messages: pl.DataFrame) -> pl.DataFrame:
     """trajectory_id, content_hash, shingles (list[u32]), minhash (list[u64]) for each trajectory."""
     calls = pl.col("tool_calls").list.eval(
         pl.element().struct.field("name") + " " + pl.element().struct.field("arguments")).list.join(" ")
+    content, actions = pl.col("content_n"), pl.col("calls_n")  # normalised once, used twice
     m = messages.sort("trajectory_id", "message_index").with_columns(
-        line=pl.concat_str([pl.col("role"), _normal(pl.col("content")), _normal(calls)], separator="\x1f"),
+        content_n=_normal(pl.col("content")), calls_n=_normal(calls)).with_columns(
+        line=pl.concat_str([pl.col("role"), content, actions], separator="\x1f"),
         action_text=pl.when(pl.col("role") == "assistant").then(
-            pl.concat_str([_normal(pl.col("content")), _normal(calls)], separator=" ")).otherwise(None),
+            pl.concat_str([content, actions], separator=" ")).otherwise(None),
     )
     per = m.group_by("trajectory_id", maintain_order=True).agg(
         conversation=pl.col("line").str.join("\x1e"),
