@@ -326,3 +326,21 @@ def test_a_run_never_imports_great_expectations_in_the_process_that_runs_it(defa
               "print(o.failed, 'great_expectations' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "{} False"
+
+
+def test_rollout_rows_carry_their_checks_and_a_run_without_checks_an_empty_list():
+    from cowork_assets.datasets.rl import build_rl_rollouts
+
+    runs = pl.DataFrame({"trajectory_id": ["t1", "t2"], "task_id": ["a", "b"], "group_id": [None, None],
+                         "batch": ["x", "x"], "grade_score": [1.0, 0.5], "grade_checks": ['{"c1": true}', None],
+                         "task_hash": ["h1", "h2"]})
+    messages = pl.DataFrame({"trajectory_id": ["t1"], "message_index": [1], "role": ["assistant"],
+                             "content": ["done: X"], "tool_calls": [[]]},
+                            schema_overrides={"message_index": pl.Int32, "tool_calls": pl.List(pl.Struct(
+                                {"id": pl.String, "type": pl.String, "name": pl.String, "arguments": pl.String}))})
+    packages = pl.DataFrame({"task_hash": ["h1"], "checks": ['[{"id": "c1", "type": "keywords_present", "keywords": ["x"]}]']})
+    rows = build_rl_rollouts(runs, messages, packages, "group_id", 1e-6, True)
+    assert rows.select("trajectory_id", "group_id", "checks").to_dicts() == [
+        {"trajectory_id": "t1", "group_id": "a", "checks": [{"check_id": "c1", "type": "keywords_present", "weight": 1.0,
+                                                            "reward": 1.0, "normalized": 0.0, "first_turn": 1}]},
+        {"trajectory_id": "t2", "group_id": "b", "checks": []}]
