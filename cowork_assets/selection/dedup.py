@@ -32,9 +32,13 @@ def candidate_pairs(sigs: pl.DataFrame) -> pl.DataFrame:
     runs = sigs.select(  # runs as integers, in trajectory id order, so the joins below are cheap
         "content_hash", task=pl.col("task_id").rank("dense"), run=pl.int_range(pl.len(), dtype=pl.UInt32),
         bucket=pl.col("minhash").list.to_array(PERMUTATIONS).reshape((-1, BANDS, ROWS)).arr.to_list())
-    banded = runs.select("task", "run", "bucket", band=pl.int_ranges(BANDS, dtype=pl.UInt8)).explode("bucket", "band")
+    # A band's ROWS minhashes joined on as one hash (a collision only proposes a pair the exact check
+    # rejects), and only buckets that two runs share: nearly all hold one run, and joined each met itself.
+    key = ["task", "band", "bucket"]
+    banded = (runs.select("task", "run", "bucket", band=pl.int_ranges(BANDS, dtype=pl.UInt8))
+              .explode("bucket", "band").with_columns(pl.col("bucket").hash()).filter(pl.len().over(key) > 1))
     same = pl.concat([
-        banded.join(banded, on=["task", "band", "bucket"], suffix="_r").select("run", "run_r"),
+        banded.join(banded, on=key, suffix="_r").select("run", "run_r"),
         runs.join(runs, on=["task", "content_hash"], suffix="_r").select("run", "run_r"),
     ]).filter(pl.col("run") < pl.col("run_r")).unique()
     ids = sigs.select("task_id", "trajectory_id").with_row_index("run")
