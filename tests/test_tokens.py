@@ -2,6 +2,7 @@
 
 import shutil
 import socket
+import sys
 
 import pytest
 
@@ -81,7 +82,7 @@ def test_helper_processes_count_their_shares(monkeypatch, workers):
 
 def test_a_failed_helper_process_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(tokens, "HELPER_MIN_TEXTS", 0)
-    monkeypatch.setattr(tokens.sys, "executable", shutil.which("false"))
+    monkeypatch.setattr(sys, "executable", shutil.which("false"))
     with pytest.raises(tokens.TokenizerUnavailable, match="a tokenizer process failed"):
         tokens.count_tokens(["a", "b", "c"], "o200k_base", 2)
 
@@ -92,9 +93,8 @@ def test_a_counter_started_ahead_answers_each_request_with_the_same_helpers(monk
     first = [f"row {i}" * (i % 9) for i in range(100)]
     second = ["a b c", "ünï côdé", *first[:10]]
     with tokens.TokenCounter("o200k_base", 3) as counter:
-        helpers = [h._process.pid for h in counter._helpers]
+        helpers = [h.pid for h in counter._helpers]
         assert counter.count(first) == [len(enc.encode_ordinary(t)) for t in first]
         assert counter.count(second) == [len(enc.encode_ordinary(t)) for t in second]
-        assert [h._process.pid for h in counter._helpers] == helpers and all(
-            h._process.poll() is None for h in counter._helpers)
-    assert all(h._process.poll() is not None for h in counter._helpers)  # stopped on leaving
+        assert [h.pid for h in counter._helpers] == helpers and all(h.running() for h in counter._helpers)
+    assert not any(h.running() for h in counter._helpers)  # stopped on leaving

@@ -3,23 +3,23 @@
 Great Expectations takes ~3 s of CPU to import (scipy, altair, its ~60 expectation modules). In the
 process that runs the batches it took that time from them; a helper process started with the run that
 gates the datasets imports it on a core that the cross-batch steps leave idle, then runs each suite on
-the flat validation view, handed over as an Arrow IPC file. Protocol: one JSON request per line on its
-stdin, one JSON reply per line on its stdout; it exits when its stdin closes.
+the flat validation view, handed over as an Arrow IPC file: one JSON request per line on its stdin,
+one JSON reply per line on its stdout (see `helper_process`).
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 import traceback
-from contextlib import suppress
 
 import orjson
 import polars as pl
 
+from cowork_assets.helper_process import HelperProcess
 from cowork_assets.paths import project_dir
+
 
 class SuiteProcessError(RuntimeError):
     pass
@@ -44,53 +44,25 @@ def run_suite(dataset: str, view: pl.DataFrame, parameters: dict) -> list[dict]:
             for r in result.results if not r.success]
 
 
-class SuiteProcess:
-    """A helper process (`python -m cowork_assets.datasets.suites`) that has imported Great Expectations
-    by the time it is first asked, if it was started early enough. Use as a context manager."""
+class SuiteProcess(HelperProcess):
+    """The helper process (`python -m cowork_assets.datasets.suites`): it has imported Great
+    Expectations by the time it is first asked, if it was started early enough."""
 
     def __init__(self) -> None:
-        self._stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty library cannot block it
-        self._process = subprocess.Popen([sys.executable, "-m", "cowork_assets.datasets.suites"],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
+        super().__init__("cowork_assets.datasets.suites")
 
     def failures(self, dataset: str, view: pl.DataFrame, parameters: dict) -> list[dict]:
         """Failed expectations of `dataset`'s suite on `view` (see `run_suite`)."""
         with tempfile.NamedTemporaryFile(suffix=".arrow") as file:
             view.write_ipc(file.name, compression="uncompressed")
-            try:
-                self._process.stdin.write(orjson.dumps(
-                    {"dataset": dataset, "view": file.name, "parameters": parameters}) + b"\n")
-                self._process.stdin.flush()
-                reply = self._process.stdout.readline()
-            except (BrokenPipeError, OSError):
-                reply = b""
-        if not reply:
-            raise SuiteProcessError(f"the Great Expectations process exited (code {self._process.wait()}): "
-                                    f"{self._last_error()}")
+            self.send(orjson.dumps({"dataset": dataset, "view": file.name, "parameters": parameters}))
+            reply = self.receive()
+        if reply is None:
+            raise SuiteProcessError(f"the Great Expectations process failed {self.failure()}")
         answer = orjson.loads(reply)
         if "error" in answer:
             raise SuiteProcessError(f"the {dataset} suite could not run: {answer['error']}")
         return answer["failures"]
-
-    def _last_error(self) -> str:
-        self._stderr.seek(0)
-        lines = self._stderr.read().decode(errors="replace").strip().splitlines()
-        return lines[-1] if lines else "no message"
-
-    def close(self) -> None:
-        """Stop the helper. It holds nothing to save, and tearing down an interpreter with Great
-        Expectations loaded took ~0.9 s at the end of each run: it is killed instead."""
-        self._process.kill()
-        self._process.wait()
-        with suppress(OSError):
-            self._process.stdin.close()
-        self._stderr.close()
-
-    def __enter__(self) -> SuiteProcess:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def _serve() -> None:

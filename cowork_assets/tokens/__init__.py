@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -21,6 +19,8 @@ from pathlib import Path
 import orjson
 import polars as pl
 import tiktoken
+
+from cowork_assets.helper_process import HelperProcess
 
 CACHE_DIR = Path(__file__).parent / "tiktoken_cache"
 
@@ -100,10 +100,10 @@ class TokenCounter:
         else:
             shares = [distinct[i::len(self._helpers) + 1] for i in range(len(self._helpers) + 1)]
             for helper, share in zip(self._helpers, shares[1:]):
-                helper.send(share)
+                helper.send_share(share)
             by_text = {text: len(encode(text)) for text in shares[0]}
             for helper, share in zip(self._helpers, shares[1:]):
-                by_text.update(zip(share, helper.receive()))
+                by_text.update(zip(share, helper.counts()))
         return [by_text[text] for text in texts]
 
     def close(self) -> None:
@@ -122,34 +122,25 @@ def count_tokens(texts: Sequence[str], encoding: str, workers: int = 2) -> list[
         return counter.count(texts)
 
 
-class _Helper:
+class _Helper(HelperProcess):
     """One tokenizer process. A share goes over in a temporary file: writing it to the process's stdin
     would need this process's GIL between writes while it encodes its own share."""
 
     def __init__(self, stack: ExitStack, encoding: str):
+        super().__init__("cowork_assets.tokens", encoding)
+        stack.callback(self.close)
         self._stack = stack
-        self._stderr = stack.enter_context(tempfile.TemporaryFile())
-        self._process = stack.enter_context(subprocess.Popen(
-            [sys.executable, "-m", "cowork_assets.tokens", encoding],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr))
-        stack.callback(self._process.kill)  # before the exit waits for it: it holds nothing to save
 
-    def send(self, share: list[str]) -> None:
+    def send_share(self, share: list[str]) -> None:
         file = self._stack.enter_context(tempfile.NamedTemporaryFile(suffix=".json"))
         file.write(orjson.dumps(share))
         file.flush()
-        try:
-            self._process.stdin.write(file.name.encode() + b"\n")
-            self._process.stdin.flush()
-        except OSError:
-            pass  # the process has gone: `receive` says why
+        self.send(file.name.encode())
 
-    def receive(self) -> list[int]:
-        reply = self._process.stdout.readline()
-        if not reply:
-            self._stderr.seek(0)
-            error = self._stderr.read().decode(errors="replace").strip()[-500:]
-            raise TokenizerUnavailable(f"a tokenizer process failed (exit {self._process.wait()}): {error}")
+    def counts(self) -> list[int]:
+        reply = self.receive()
+        if reply is None:
+            raise TokenizerUnavailable(f"a tokenizer process failed {self.failure()}")
         return orjson.loads(reply)
 
 

@@ -1,0 +1,58 @@
+"""A helper Python process spoken to one line at a time: a request line on its stdin, a reply line on
+its stdout. The tokenizer and the Great Expectations suites run in such processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from contextlib import suppress
+
+
+class HelperProcess:
+    """`python -m MODULE ARGS...`, started at once. Its stderr goes to a file, not a pipe (a chatty library
+    cannot block it), for the reason it gives if it exits. It holds nothing to save: `close` kills it
+    (tearing down an interpreter that has loaded much took up to a second)."""
+
+    def __init__(self, module: str, *args: str):
+        self._stderr = tempfile.TemporaryFile()
+        self._process = subprocess.Popen([sys.executable, "-m", module, *args],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def send(self, request: bytes) -> None:
+        """Send one request line (a process that has exited is reported by `receive`)."""
+        try:
+            self._process.stdin.write(request + b"\n")
+            self._process.stdin.flush()
+        except OSError:
+            pass
+
+    def receive(self) -> bytes | None:
+        """The next reply line, or None if the process has exited (see `failure`)."""
+        return self._process.stdout.readline() or None
+
+    def failure(self) -> str:
+        """How the process ended: `(exit CODE): the last line it wrote to stderr`."""
+        self._stderr.seek(0)
+        lines = self._stderr.read().decode(errors="replace").strip().splitlines()
+        return f"(exit {self._process.wait()}): {lines[-1] if lines else 'no message'}"
+
+    def running(self) -> bool:
+        return self._process.poll() is None
+
+    def close(self) -> None:
+        self._process.kill()
+        self._process.wait()
+        for stream in (self._process.stdin, self._process.stdout, self._stderr):
+            with suppress(OSError):  # a request left half-written in the pipe
+                stream.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
