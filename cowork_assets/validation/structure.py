@@ -44,8 +44,9 @@ def order_findings(messages: pl.DataFrame) -> list[pl.DataFrame]:
         ~pl.col("prev_role").is_in(["assistant", "tool"]) | pl.col("ids").is_null()
         | ~pl.col("ids").list.contains(pl.col("tool_call_id").fill_null(""))
     )
-    firsts = m.filter(pl.col("role") != "system").group_by("trajectory_id").agg(pl.all().first())
-    lasts = m.group_by("trajectory_id").agg(pl.all().last())
+    ends = m.select("trajectory_id", "message_index", "role", "calls")  # not the texts: they would be copied
+    firsts = ends.filter(pl.col("role") != "system").group_by("trajectory_id").agg(pl.all().first())
+    lasts = ends.group_by("trajectory_id").agg(pl.all().last())
     empty = m.filter(pl.col("role") == "assistant", pl.col("calls") == 0,
                      pl.col("content").fill_null("").str.strip_chars() == "")
     return [
