@@ -153,11 +153,11 @@ def find(text: str | None, norm: str) -> tuple[int, int] | None:
     return next(matches(norm, text), None) if text else None
 
 
-GROUPED_DIGITS = r"[0-9],[0-9]{3}"  # where a text has digit grouping for `ungrouped` to remove
+GROUPED_DIGITS = r"([0-9]),([0-9]{3})"  # digit grouping, which `ungrouped` removes
 
 
 def ungrouped(lowered: pl.Expr) -> pl.Expr:
     """Polars: lower-cased text in the same normal form as values, its digit grouping removed."""
     for _ in range(2):  # "1,234,567": each pass removes every other separator
-        lowered = lowered.str.replace_all(r"([0-9]),([0-9]{3})", "${1}${2}")
+        lowered = lowered.str.replace_all(GROUPED_DIGITS, "${1}${2}")
     return lowered
