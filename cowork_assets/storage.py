@@ -161,9 +161,11 @@ def atomic_path(final: str | Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
-# No dictionary pages: the tables are mostly long, distinct text, which a dictionary does not shrink
-# (zstd does) and which pyarrow then reads back three times slower.
-PARQUET_OPTIONS = {"compression": "zstd", "use_dictionary": False}
+# The working tables, each read back several times by later steps: lz4 decompresses ~2x faster than
+# zstd for files ~1.7x larger (a batch's run 0.3 s faster); the published datasets stay zstd. No
+# dictionary pages: the tables are mostly long, distinct text, which a dictionary does not shrink and
+# which pyarrow then reads back three times slower.
+PARQUET_OPTIONS = {"compression": "lz4", "use_dictionary": False}
 
 
 class ParquetSink:

@@ -19,7 +19,7 @@ import pyarrow as pa
 from cowork_assets.ingest import schemas, tables
 from cowork_assets.ingest.formats import scan_batch
 from cowork_assets.ingest.record import BOM, excerpt, validate_line
-from cowork_assets.storage import ArrowScratch, ParquetSink, atomic_path, partition_file
+from cowork_assets.storage import PARQUET_OPTIONS, ArrowScratch, ParquetSink, atomic_path, partition_file
 
 BATCH_TABLES = tuple(schemas.MODELS)
 _COUNT_NAMES = ("n_trajectories", "first_trajectory_id")
@@ -138,7 +138,7 @@ class _Writer:
                 self.packages_seen.scan()
                 .join(counts.lazy(), on="task_hash", how="left", maintain_order="left")
                 .select(schemas.polars_schema(schemas.TaskPackages).names())
-                .sink_parquet(tmp, compression="zstd")
+                .sink_parquet(tmp, compression=PARQUET_OPTIONS["compression"])
             )
         self.packages_seen.remove()
         for sink in self.sinks.values():
