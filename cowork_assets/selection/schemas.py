@@ -14,7 +14,7 @@ class DedupSignatures(pa.DataFrameModel):
     task_id: str = pa.Field(description="its task: duplicates are only sought within a task")
     content_hash: str = pa.Field(description="sha256 prefix of the normalised conversation")
     shingles: pl.List(pl.UInt32) = pa.Field(description="hashes of word 3-grams of assistant text and actions")
-    minhash: pl.List(pl.UInt64) = pa.Field(description="128 MinHash values of the shingles")
+    minhash: pl.List(pl.UInt64) = pa.Field(description="64 MinHash values of the shingles")
     score: float = pa.Field(nullable=True, description="recorded grader score (to pick the best)")
     chars: pl.Int64 = pa.Field(ge=0, description="characters after curation (to pick the shortest)")
 
