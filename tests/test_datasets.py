@@ -100,10 +100,16 @@ def test_rl_tasks_have_exactly_the_documented_keys_and_types(pipeline, labels):
 
 
 def test_grpo_and_gdpo_equal_hand_computed_values():
-    runs = [{"score": s, "checks": [{"check_id": "a", "type": "t", "weight": 1.0, "reward": a, "first_turn": None},
-                                    {"check_id": "b", "type": "t", "weight": 2.0, "reward": b, "first_turn": None}]}
-            for s, a, b in [(1.0, 1.0, 1.0), (0.5, 1.0, 0.0), (0.0, 0.0, 0.0)]]
-    out = group_rewards(runs, eps=1e-6)
+    def rewards(scores, check_rewards, **kwargs):
+        rollouts = pl.DataFrame({"row": range(len(scores)), "group": "g", "score": scores},
+                                schema_overrides={"row": pl.UInt32})
+        checks = pl.DataFrame([(row, cid, "t", weight, reward, None) for row, per_run in enumerate(check_rewards)
+                               for (cid, weight), reward in zip([("a", 1.0), ("b", 2.0)], per_run)], orient="row",
+                              schema={"row": pl.UInt32, "check_id": pl.String, "type": pl.String, "weight": pl.Float64,
+                                      "reward": pl.Float64, "first_turn": pl.Int32})
+        return group_rewards(rollouts, checks, eps=1e-6, **kwargs).sort("row").to_dicts()
+
+    out = rewards([1.0, 0.5, 0.0], [(1.0, 1.0), (1.0, 0.0), (0.0, 0.0)])
     # scores 1, .5, 0: mean .5, sample std .5 -> (1 - .5)/(.5 + 1e-6) etc.
     assert [r["grpo_advantage"] for r in out] == pytest.approx([0.5 / 0.500001, 0.0, -0.5 / 0.500001])
     # check a: 1, 1, 0 -> mean 2/3, std sqrt(1/3); check b: 1, 0, 0 -> mean 1/3, std sqrt(1/3)
@@ -112,11 +118,14 @@ def test_grpo_and_gdpo_equal_hand_computed_values():
                 1 * (1 - 2 / 3) / (sa + 1e-6) + 2 * (0 - 1 / 3) / (sb + 1e-6),
                 1 * (0 - 2 / 3) / (sa + 1e-6) + 2 * (0 - 1 / 3) / (sb + 1e-6)]
     assert [r["gdpo_advantage"] for r in out] == pytest.approx(expected)
-    assert not out[0]["zero_variance"] and out[0]["group_std"] == pytest.approx(0.5)
-    flat = group_rewards([{**runs[0]}, {**runs[0]}], eps=1e-6)
+    assert [c["normalized"] for c in out[1]["checks"]] == pytest.approx([(1 - 2 / 3) / (sa + 1e-6), (0 - 1 / 3) / (sb + 1e-6)])
+    assert not out[0]["zero_variance"] and out[0]["group_std"] == pytest.approx(0.5) and out[0]["group_size"] == 3
+    flat = rewards([1.0, 1.0], [(1.0, 1.0), (1.0, 1.0)])
     assert [(r["zero_variance"], r["grpo_advantage"], r["gdpo_advantage"]) for r in flat] == [(True, 0.0, 0.0)] * 2
-    population = group_rewards(runs, eps=1e-6, sample_std=False)
+    population = rewards([1.0, 0.5, 0.0], [(1.0, 1.0), (1.0, 0.0), (0.0, 0.0)], sample_std=False)
     assert population[0]["group_std"] == pytest.approx(math.sqrt(1 / 6))
+    alone = rewards([0.7], [(1.0, 0.0)])  # a group of one: std 0, no signal
+    assert (alone[0]["group_std"], alone[0]["zero_variance"], alone[0]["grpo_advantage"]) == (0.0, True, 0.0)
 
 
 def test_turn_at_which_each_check_is_first_satisfied():

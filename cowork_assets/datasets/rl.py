@@ -9,8 +9,6 @@ standard deviation (n - 1), as in verl's GRPO; a group of one has std 0.
 
 from __future__ import annotations
 
-import math
-
 import msgspec
 import orjson
 import polars as pl
@@ -83,6 +81,8 @@ class _Plan:
             if c.get("type") in ("distinct_items", "tool_called") and isinstance(c.get("tool"), str):
                 self.on_tool.setdefault(c.get("tool"), []).append(c)
         self.per_turn = [c for c in checks if c.get("type") in ("keywords_present", "distinct_items")]
+        # Per check, as a rollout row lists it: (its id as the replay keys it, check_id, type, weight).
+        self.columns = [(c.get("id"), str(c.get("id")), str(c.get("type")), float(c.get("weight", 1.0))) for c in checks]
         self._keywords: dict[int, list[str]] = {}
 
     def keywords(self, c: dict) -> list[str]:
@@ -141,36 +141,41 @@ def _args_match(expected, actual) -> bool:
     return normalise(str(expected)) == normalise(str(actual))
 
 
-def _std(values: list[float], sample: bool) -> float:
-    n = len(values)
-    if n < 2:
-        return 0.0
-    mean = sum(values) / n
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1 if sample else n))
+def _mean_std(x: pl.Expr, sample: bool) -> tuple[pl.Expr, pl.Expr]:
+    """A group's mean and standard deviation (sample: n - 1; a group of one has std 0), as plain sums."""
+    n = pl.len()
+    mean = x.sum() / n
+    var = ((x - mean) ** 2).sum() / (n - 1 if sample else n)
+    return mean, pl.when(n < 2).then(0.0).otherwise(var.sqrt())
 
 
-def group_rewards(runs: list[dict], eps: float, sample_std: bool = True) -> list[dict]:
-    """Advantages for one group. Each run: {score, checks: [{check_id, type, weight, reward, first_turn}]}."""
-    scores = [r["score"] for r in runs]
-    mean, std = sum(scores) / len(scores), _std(scores, sample_std)
-    check_ids = [c["check_id"] for c in runs[0]["checks"]]
-    stats = {}
-    for cid in check_ids:
-        values = [next(c["reward"] for c in r["checks"] if c["check_id"] == cid) for r in runs]
-        stats[cid] = (sum(values) / len(values), _std(values, sample_std))
-    out = []
-    for r in runs:
-        checks = []
-        for c in r["checks"]:
-            m, s = stats[c["check_id"]]
-            checks.append({**c, "normalized": (c["reward"] - m) / (s + eps) if s > 0 else 0.0})
-        out.append({
-            **r, "checks": checks, "group_size": len(runs), "group_mean": mean, "group_std": std,
-            "zero_variance": std == 0.0,
-            "grpo_advantage": (r["score"] - mean) / (std + eps) if std > 0 else 0.0,
-            "gdpo_advantage": sum(c["weight"] * c["normalized"] for c in checks),
-        })
-    return out
+def group_rewards(rollouts: pl.DataFrame, checks: pl.DataFrame, eps: float, sample_std: bool = True) -> pl.DataFrame:
+    """Advantages within each group. `rollouts`: row, group, score (and any other columns, kept);
+    `checks`: row, check_id, type, weight, reward, first_turn, in each rollout's check order.
+    Returns the rollouts with group_size, group_mean, group_std, zero_variance, grpo_advantage,
+    gdpo_advantage and their checks (a list of CHECK, each normalised within its group)."""
+    mean, std = _mean_std(pl.col("score"), sample_std)
+    groups = rollouts.group_by("group").agg(group_size=pl.len().cast(pl.Int64), group_mean=mean, group_std=std)
+    checks = checks.join(rollouts.select("row", "group"), on="row", maintain_order="left")
+    c_mean, c_std = _mean_std(pl.col("reward"), sample_std)
+    # Each rollout counts once per check id (a task may repeat an id).
+    stats = checks.unique(["row", "check_id"]).group_by("group", "check_id").agg(c_mean=c_mean, c_std=c_std)
+    checks = checks.join(stats, on=["group", "check_id"], maintain_order="left").with_columns(
+        normalized=pl.when(pl.col("c_std") > 0).then((pl.col("reward") - pl.col("c_mean")) / (pl.col("c_std") + eps))
+        .otherwise(0.0))
+    per_rollout = checks.group_by("row", maintain_order=True).agg(
+        checks=pl.struct(*CHECK.to_schema()), gdpo_advantage=(pl.col("weight") * pl.col("normalized")).sum())
+    return (
+        rollouts.join(groups, on="group", maintain_order="left")
+        .join(per_rollout, on="row", how="left", maintain_order="left")
+        .with_columns(
+            zero_variance=pl.col("group_std") == 0.0,
+            grpo_advantage=pl.when(pl.col("group_std") > 0)
+            .then((pl.col("score") - pl.col("group_mean")) / (pl.col("group_std") + eps)).otherwise(0.0),
+            gdpo_advantage=pl.col("gdpo_advantage").fill_null(0.0),
+            checks=pl.col("checks").fill_null(pl.lit([], dtype=pl.List(CHECK))),
+        )
+    )
 
 
 def assistant_turns(messages: pl.DataFrame) -> dict[str, list[tuple[str | None, list[tuple[str, str]]]]]:
@@ -199,32 +204,27 @@ def build_rl_rollouts(runs: pl.DataFrame, messages: pl.DataFrame, packages: pl.D
     plans = {h: _Plan([c for c in orjson.loads(c_json) if isinstance(c, dict)])
              for h, c_json in packages.filter(pl.col("task_hash").is_in(runs["task_hash"].unique().to_list()))
              .select("task_hash", "checks").unique("task_hash").iter_rows()}
-    no_checks = _Plan([])
     turns_of = assistant_turns(messages)
-    rows = runs.with_columns(
-        group=pl.col("group_id").fill_null(pl.col("task_id")) if group_by == "group_id" else pl.col("task_id"))
-    groups: dict[str, list[dict]] = {}
-    for r in rows.select("trajectory_id", "task_id", "group", "batch", "grade_score", "grade_checks",
-                         "task_hash").iter_rows(named=True):
-        plan = plans.get(r["task_hash"], no_checks)
-        checks = plan.checks
-        passed = orjson.loads(r["grade_checks"]) if r["grade_checks"] else {}
-        turns = first_turns(plan, turns_of.get(r["trajectory_id"], []))
-        groups.setdefault(r["group"], []).append({
-            "trajectory_id": r["trajectory_id"], "task_id": r["task_id"], "group": r["group"], "batch": r["batch"],
-            "score": float(r["grade_score"] or 0.0),
-            "checks": [{"check_id": str(c.get("id")), "type": str(c.get("type")), "weight": float(c.get("weight", 1.0)),
-                        "reward": 1.0 if passed.get(str(c.get("id"))) else 0.0, "first_turn": turns.get(c.get("id"))}
-                       for c in checks],
-        })
-    out = [row for key in sorted(groups) for row in group_rewards(groups[key], eps, sample_std)]
-    # Columns, and the checks as flat rows nested by polars: a frame built from nested dicts took 2-3x as long.
-    fields, names = CHECK.to_schema(), list(ROLLOUT_SCHEMA)
-    frame = pl.DataFrame({name: [r[name] for r in out] for name in names}, schema=ROLLOUT_SCHEMA)
-    checks = pl.DataFrame([(i, *(c[f] for f in fields)) for i, r in enumerate(out) for c in r["checks"]],
-                          orient="row", schema={"row": pl.UInt32, **fields})
-    nested = checks.group_by("row", maintain_order=True).agg(checks=pl.struct(*fields))
-    return (frame.with_row_index("row").join(nested, on="row", how="left").drop("row")
-            .with_columns(pl.col("checks").fill_null(pl.lit([], dtype=pl.List(CHECK))))
-            .select(*names[:5], "checks", *names[5:])
+    # Per (rollout, check) its reward, from the grade, and the turn it was first met, from the replay:
+    # the only Python per run; the group statistics are polars'.
+    flat = []
+    for row, (tid, task_hash, grade) in enumerate(runs.select("trajectory_id", "task_hash", "grade_checks").iter_rows()):
+        plan = plans.get(task_hash)
+        if plan is None or not plan.checks:
+            continue
+        passed = orjson.loads(grade) if grade else {}
+        turns = first_turns(plan, turns_of.get(tid, []))
+        flat += [(row, cid, kind, weight, 1.0 if passed.get(cid) else 0.0, turns.get(key))
+                 for key, cid, kind, weight in plan.columns]
+    fields = CHECK.to_schema()
+    checks = pl.DataFrame(flat, orient="row", schema={"row": pl.UInt32, **{f: t for f, t in fields.items()
+                                                                          if f != "normalized"}})
+    rollouts = runs.select(
+        "trajectory_id", "task_id",
+        group=pl.col("group_id").fill_null(pl.col("task_id")) if group_by == "group_id" else pl.col("task_id"),
+        batch="batch", score=pl.col("grade_score").cast(pl.Float64).fill_null(0.0),
+    ).with_row_index("row")
+    names = list(ROLLOUT_SCHEMA)
+    return (group_rewards(rollouts, checks, eps, sample_std)
+            .select(*names[:5], "checks", *names[5:]).cast(ROLLOUT_SCHEMA)
             .rename({"group": "group_id"}).sort("group_id", "trajectory_id"))
