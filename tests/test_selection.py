@@ -3,7 +3,7 @@
 import polars as pl
 import pytest
 
-from cowork_assets.selection.dedup import candidate_pairs, clusters, jaccard
+from cowork_assets.selection.dedup import candidate_pairs, clusters, compared
 from cowork_assets.selection.exclusions import exclusions
 from cowork_assets.selection.signatures import signatures
 from cowork_assets.storage import partition_file, table_glob
@@ -31,8 +31,7 @@ def _sigs(*trajs, scores=None) -> pl.DataFrame:
 ])
 def test_near_duplicates_just_above_and_below_the_threshold(extra, expected_j, clustered):
     sigs = _sigs(_traj("a", WORDS), _traj("b", WORDS + [f"x{i}" for i in range(extra)]))
-    shingles = dict(zip(sigs["trajectory_id"], sigs["shingles"].to_list()))
-    assert jaccard(shingles["a"], shingles["b"]) == pytest.approx(expected_j)
+    assert compared(pl.DataFrame({"left": ["a"], "right": ["b"]}), sigs)["similarity"].item() == pytest.approx(expected_j)
     found = clusters(sigs, 0.9)
     assert (found.height == 2) is clustered
     if clustered:
@@ -152,3 +151,10 @@ def test_why_excluded_answers_for_any_trajectory(pipeline, labels, capsys):
                  "--param", f"trajectory_id={copy['trajectory_id']}"]) == 0
     out = capsys.readouterr().out
     assert f"of {copy['duplicate_of']} (Jaccard 1.0)" in out and copy["raw_file"] in out
+
+
+def test_similarity_is_the_jaccard_of_the_shingle_sets_and_two_empty_sets_are_alike():
+    sigs = pl.DataFrame({"trajectory_id": ["a", "b", "c", "d"], "content_hash": ["1", "2", "3", "3"],
+                         "shingles": [[1, 2, 3], [2, 3, 4, 5], [], []]}, schema_overrides={"shingles": pl.List(pl.UInt32)})
+    out = compared(pl.DataFrame({"left": ["a", "a", "c"], "right": ["b", "c", "d"]}), sigs)
+    assert out.rows() == [("a", "b", False, 2 / 5), ("a", "c", False, 0.0), ("c", "d", True, 1.0)]

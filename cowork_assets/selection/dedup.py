@@ -21,9 +21,17 @@ CLUSTER_SCHEMA = {
 }
 
 
-def jaccard(a: list[int], b: list[int]) -> float:
-    sa, sb = set(a), set(b)
-    return len(sa & sb) / len(sa | sb) if sa or sb else 1.0
+def compared(pairs: pl.DataFrame, sigs: pl.DataFrame) -> pl.DataFrame:
+    """`pairs` (left, right) with `exact` (equal content hashes) and `similarity`, the Jaccard
+    similarity of their shingle sets (each a sorted list of distinct hashes; two empty sets: 1.0)."""
+    side = sigs.select("trajectory_id", "content_hash", "shingles")
+    both = (pairs.join(side.rename(lambda c: f"{c}_l"), left_on="left", right_on="trajectory_id_l", maintain_order="left")
+            .join(side.rename(lambda c: f"{c}_r"), left_on="right", right_on="trajectory_id_r", maintain_order="left"))
+    common = pl.col("shingles_l").list.set_intersection("shingles_r").list.len()
+    union = pl.col("shingles_l").list.len() + pl.col("shingles_r").list.len() - common
+    return both.select(pl.exclude("^(content_hash|shingles)_[lr]$"),
+                       exact=pl.col("content_hash_l") == pl.col("content_hash_r"),
+                       similarity=pl.when(union > 0).then(common / union).otherwise(1.0))
 
 
 def candidate_pairs(sigs: pl.DataFrame) -> pl.DataFrame:
@@ -56,12 +64,7 @@ def clusters(sigs: pl.DataFrame, threshold: float) -> pl.DataFrame:
     is the best member: highest score, then fewest characters, then smallest trajectory id.
     """
     sigs = sigs.sort("trajectory_id")
-    pairs = candidate_pairs(sigs)
-    # Only runs in a candidate pair are compared: only their shingle sets cross into Python.
-    paired = sigs.join(pl.concat([pairs.select(trajectory_id="left"), pairs.select(trajectory_id="right")]),
-                       on="trajectory_id", how="semi")
-    shingles = dict(zip(paired["trajectory_id"], paired["shingles"].to_list()))
-    hashes = dict(zip(paired["trajectory_id"], paired["content_hash"]))
+    edges = compared(candidate_pairs(sigs), sigs).filter(pl.col("exact") | (pl.col("similarity") >= threshold))
     parent: dict[str, str] = {}
 
     def root(x: str) -> str:
@@ -69,10 +72,9 @@ def clusters(sigs: pl.DataFrame, threshold: float) -> pl.DataFrame:
             x = parent[x] = parent.get(parent[x], parent[x])
         return x
 
-    for left, right in pairs.select("left", "right").iter_rows():
-        if hashes[left] == hashes[right] or jaccard(shingles[left], shingles[right]) >= threshold:
-            a, b = sorted((root(left), root(right)))
-            parent[b] = a
+    for left, right in edges.select("left", "right").iter_rows():
+        a, b = sorted((root(left), root(right)))
+        parent[b] = a
     if not parent:
         return pl.DataFrame(schema=CLUSTER_SCHEMA)
     members = sigs.filter(pl.col("trajectory_id").is_in(list({*parent, *parent.values()}))).with_columns(
@@ -80,13 +82,9 @@ def clusters(sigs: pl.DataFrame, threshold: float) -> pl.DataFrame:
     best = members.sort(["score", "chars", "trajectory_id"], descending=[True, False, False], nulls_last=True).group_by(
         "cluster_id", maintain_order=True).agg(representative=pl.col("trajectory_id").first())
     out = members.join(best, on="cluster_id").with_columns(kept=pl.col("trajectory_id") == pl.col("representative"))
-    rows = []
-    for tid, rep in out.select("trajectory_id", "representative").iter_rows():
-        if tid == rep:
-            rows.append(("representative", 1.0))
-        elif hashes[tid] == hashes[rep]:
-            rows.append(("exact", 1.0))
-        else:
-            rows.append(("near", round(jaccard(shingles[tid], shingles[rep]), 4)))
-    kinds = pl.DataFrame(rows, schema={"kind": pl.String, "similarity": pl.Float64}, orient="row")
+    # Each member against its representative (Python's round(x, 4): halves to even).
+    itself = pl.col("left") == pl.col("right")
+    kinds = compared(out.select(left="trajectory_id", right="representative"), sigs).select(
+        kind=pl.when(itself).then(pl.lit("representative")).when("exact").then(pl.lit("exact")).otherwise(pl.lit("near")),
+        similarity=pl.when(itself | pl.col("exact")).then(1.0).otherwise(pl.col("similarity").round(4, mode="half_to_even")))
     return pl.concat([out, kinds], how="horizontal").select(list(CLUSTER_SCHEMA)).sort("cluster_id", "trajectory_id")
