@@ -216,9 +216,8 @@ def build_rl_rollouts(runs: pl.DataFrame, messages: pl.DataFrame, packages: pl.D
         turns = first_turns(plan, turns_of.get(tid, []))
         flat += [(row, cid, kind, weight, 1.0 if passed.get(cid) else 0.0, turns.get(key))
                  for key, cid, kind, weight in plan.columns]
-    fields = CHECK.to_schema()
-    checks = pl.DataFrame(flat, orient="row", schema={"row": pl.UInt32, **{f: t for f, t in fields.items()
-                                                                          if f != "normalized"}})
+    replayed = {f: t for f, t in CHECK.to_schema().items() if f != "normalized"}
+    checks = pl.DataFrame(flat, orient="row", schema={"row": pl.UInt32, **replayed})
     rollouts = runs.select(
         "trajectory_id", "task_id",
         group=pl.col("group_id").fill_null(pl.col("task_id")) if group_by == "group_id" else pl.col("task_id"),

@@ -2,9 +2,10 @@
 
 LSH over MinHash signatures proposes candidate pairs (BANDS x ROWS: runs whose minhashes agree on
 all ROWS of any band; with 16 x 4 a pair at Jaccard 0.9 becomes a candidate with probability
-1 - 4e-8, at 0.95 1 - 2e-12, and a cluster needs only one of its pairs found); every candidate is then verified with the exact Jaccard of the shingle sets, so the
-threshold is applied exactly. No all-pairs comparison,
-and everything is sorted by trajectory id, so the result does not depend on batch order.
+1 - 4e-8, at 0.95 1 - 2e-12, and a cluster needs only one of its pairs found); every candidate is
+then verified with the exact Jaccard of the shingle sets, so the threshold is applied exactly. No
+all-pairs comparison, and everything is sorted by trajectory id, so the result does not depend on
+batch order.
 """
 
 from __future__ import annotations
