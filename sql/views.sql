@@ -17,6 +17,9 @@ SELECT * FROM read_parquet('{tables}/task_packages/batch=*/data.parquet', union_
 CREATE OR REPLACE VIEW quarantine AS
 SELECT * FROM read_parquet('{tables}/quarantine/batch=*/data.parquet', union_by_name = true);
 
+CREATE OR REPLACE VIEW skipped_inputs AS
+SELECT * FROM read_parquet('{tables}/skipped_inputs/batch=*/data.parquet', union_by_name = true);
+
 CREATE OR REPLACE VIEW evidence AS
 SELECT * FROM read_parquet('{tables}/evidence/batch=*/data.parquet', union_by_name = true);
 

@@ -18,8 +18,9 @@ raw_batches = dg.AssetSpec(
     "raw_batches",
     group_name="raw",
     partitions_def=batches,
-    description="Raw teacher/student trajectories: one folder per batch under raw_root (*.jsonl, *.jsonl.gz, "
-    "tau-bench results *.json). Registered as partitions by the `new_batch_sensor`.",
+    description="Raw trajectories: one folder per batch under raw_root, each file in one of the input formats "
+    "(cowork JSON Lines, OpenAI chat, ATIF, tau-bench, tau2-bench, SWE-agent, mini-swe-agent, OpenHands). "
+    "Registered as partitions by the `new_batch_sensor`.",
     kinds={"file"},
 )
 
@@ -31,6 +32,7 @@ DESCRIPTIONS = {
     "tool_calls": "One row per tool call with the observation that answered it and its length.",
     "task_packages": "One row per distinct task package (request, initial state, tools, checks) in the batch.",
     "quarantine": "Raw records that could not be parsed: file, 1-based record, reason, detail, excerpt.",
+    "skipped_inputs": "Files and folders of the batch folder that no input format reads, with the reason.",
 }
 
 
@@ -89,8 +91,11 @@ def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
                 "quarantine_reasons": counts_md(report.reasons),
                 "files": md_table(["raw file"], [[f] for f in report.files]),
             }
-            if report.ignored_files:
-                meta["ignored_files"] = md_table(["ignored"], [[f] for f in report.ignored_files])
+            meta["formats"] = counts_md(report.formats, "format", "files")
+            if report.skipped:
+                meta["skipped_inputs"] = md_table(["skipped", "reason"], report.skipped)
+            if report.notes:
+                meta["repairs"] = counts_md(report.notes, "repair", "count")
         yield dg.MaterializeResult(asset_key=name, metadata=meta)
 
 
@@ -98,8 +103,8 @@ def count_raw_records(settings: CurateSettings, batch: str) -> int:
     sources = scan_batch(settings.raw_path, batch)
     return sum(
         1
-        for path in sources.files
-        for line in sources.records(path)
+        for sample in sources.files
+        for line in sources.records(sample)
         if line.error is not None or line.data.removesuffix(b"\r").strip()
     )
 

@@ -29,7 +29,9 @@ _COUNT_NAMES = ("n_trajectories", "first_trajectory_id")
 class IngestReport:
     batch: str
     files: list[str] = field(default_factory=list)
-    ignored_files: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (raw_file, reason): inputs no format reads
+    formats: Counter = field(default_factory=Counter)  # format name -> files read
+    notes: Counter = field(default_factory=Counter)  # repairs the formats made while reading
     raw_records: int = 0
     blank_lines: int = 0
     parsed: int = 0
@@ -63,6 +65,11 @@ class _Writer:
         self.origins: list[tuple[str, int]] = []
         self.quarantine: list[dict] = []
         self.seen: dict[str, tuple[str, int]] = {}
+
+    def skip(self, skipped: list[tuple[str, str]]) -> None:
+        self.sinks["skipped_inputs"].write(pl.DataFrame(
+            [(self.batch, f, why) for f, why in skipped], orient="row",
+            schema=schemas.polars_schema(schemas.SkippedInputs)))
 
     def add(self, text: bytes, raw_file: str, raw_record: int) -> None:
         self.texts.append(text)
@@ -162,14 +169,16 @@ def ingest_batch(
     """Read every raw file of `batch` and write its staging tables atomically."""
     report = IngestReport(batch)
     sources = scan_batch(raw_root, batch)
-    files, report.ignored_files = sources.files, sources.ignored
+    report.skipped = sources.skipped
     writer = _Writer(data_root, batch)
     try:
-        for path in files:
-            rel = path.relative_to(raw_root).as_posix()
+        writer.skip(sources.skipped)
+        for sample in sources.files:
+            rel = sample.rel
             report.files.append(rel)
-            progress(f"reading {rel}")
-            for line in sources.records(path):
+            report.formats[sources.format_of(sample).NAME] += 1
+            progress(f"reading {rel} ({sources.format_of(sample).NAME})")
+            for line in sources.records(sample):
                 data = line.data.removesuffix(b"\r")
                 if line.error is None and not data.strip():
                     report.blank_lines += 1
@@ -188,6 +197,7 @@ def ingest_batch(
                     report.parsed += writer.flush()
                     progress(f"{report.raw_records} records read, {report.parsed} parsed")
         report.parsed += writer.flush()
+        report.notes = sources.batch.notes
         report.rows = writer.finish()
     except BaseException:
         writer.abort()

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-RAW_SUFFIXES = (".jsonl", ".jsonl.gz", ".json")
 READ_BYTES = 1 << 20
 _BAD_KEY_PARTS = ("/", "\\", "...", "\0", "\n", "\r", "\t")
 
@@ -48,21 +47,24 @@ def skipped_folders(raw_root: Path) -> list[tuple[str, str]]:
                   and not p.name.startswith((".", "_")))
 
 
-def batch_files(raw_root: Path, batch: str) -> tuple[list[Path], list[str]]:
-    """(raw files to read, sorted by name; names of other files that were ignored and why)."""
+def batch_entries(raw_root: Path, batch: str) -> tuple[list[Path], list[tuple[str, str]]]:
+    """(regular files of the batch folder, sorted by name; entries skipped, as (raw_file, reason)).
+
+    Which files are raw data is the formats' decision; this only keeps out what cannot be read safely."""
     folder = raw_root / batch
     root = raw_root.resolve()
-    files, ignored = [], []
+    files, skipped = [], []
     for path in sorted(folder.iterdir()):
-        if not path.name.endswith(RAW_SUFFIXES):
-            ignored.append(f"{path.name}: not *.jsonl, *.jsonl.gz or *.json")
-        elif not path.resolve().is_relative_to(root):
-            ignored.append(f"{path.name}: resolves outside the raw root")
+        rel = path.relative_to(raw_root).as_posix()
+        if not path.resolve().is_relative_to(root):
+            skipped.append((rel, "resolves outside the raw root"))
+        elif path.is_dir():
+            skipped.append((rel, "a folder inside a batch folder (batches are flat)"))
         elif not path.is_file():
-            ignored.append(f"{path.name}: not a regular file")
+            skipped.append((rel, "not a regular file"))
         else:
             files.append(path)
-    return files, ignored
+    return files, skipped
 
 
 def _chunks(path: Path) -> Iterator[tuple[bytes, str | None]]:

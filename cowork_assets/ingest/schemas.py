@@ -99,12 +99,21 @@ class Quarantine(pa.DataFrameModel):
     excerpt: str = pa.Field(description="first 200 characters of the line, undecodable bytes replaced")
 
 
+class SkippedInputs(pa.DataFrameModel):
+    """One row per file or folder of a batch folder that no input format reads, and why."""
+
+    batch: str = pa.Field(description="raw batch folder (the partition)")
+    raw_file: str = pa.Field(description="the file or folder, relative to raw_root")
+    reason: str = pa.Field(description="why it was not read, e.g. 'a JSON list of 3 items that no format reads'")
+
+
 MODELS: dict[str, type[pa.DataFrameModel]] = {
     "trajectories": Trajectories,
     "messages": Messages,
     "tool_calls": ToolCalls,
     "task_packages": TaskPackages,
     "quarantine": Quarantine,
+    "skipped_inputs": SkippedInputs,
 }
 
 

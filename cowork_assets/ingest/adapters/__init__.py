@@ -1,1 +1,0 @@
-"""Adapters: other raw formats, each read into `cowork.trajectory/v1` records."""

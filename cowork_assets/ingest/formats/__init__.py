@@ -1,0 +1,174 @@
+"""Input formats: what each file of a batch folder is, and how to stream its raw records.
+
+Every module of this package that defines `detect` and `records` is a format; the package is the
+registry, so a new format is one new module here and nothing else. A format module defines:
+
+* `NAME` — how `.cowork-format` and the `skipped_inputs` table name it;
+* `PRIORITY` — detection order, lower first (specific formats before the general ones);
+* `detect(sample: Sample) -> bool` — whether it reads this file;
+* `records(sample: Sample, batch: Batch) -> Iterator[RawLine]` — each raw record as a
+  `cowork.trajectory/v1` line, or with the reason it is quarantined;
+* optionally `AUXILIARY = True` — it gives context to other files of the batch (tool definitions, a
+  SWE-bench report) and has no records of its own.
+
+Detection is per file. A `.cowork-format` file in the batch folder naming a format forces it for every
+file that is not auxiliary. A file no format takes is skipped with its reason, never silently.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache, cached_property
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import orjson
+
+from cowork_assets.ingest.raw_files import RawLine, batch_entries, iter_raw_lines
+
+FORCE_FILE = ".cowork-format"
+LINES_SUFFIXES = (".jsonl", ".jsonl.gz")
+HEAD_BYTES = 1 << 16
+
+
+@dataclass
+class Sample:
+    """One file of a batch, as detection sees it: its name, first bytes, and parsed content on demand."""
+
+    path: Path
+    rel: str  # relative to the raw root: raw_file in every table
+
+    @property
+    def is_lines(self) -> bool:
+        return self.path.name.endswith(LINES_SUFFIXES)
+
+    @cached_property
+    def head(self) -> bytes:
+        with open(self.path, "rb") as fh:
+            return fh.read(HEAD_BYTES)
+
+    @cached_property
+    def document(self) -> Any:
+        """The whole file as one JSON value (not for JSON Lines files); the exception if it does not parse."""
+        if self.is_lines:
+            return ValueError("a JSON Lines file")
+        if self.head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] not in (b"{", b"[") and not self.path.name.endswith(".json"):
+            return ValueError("not JSON")
+        try:
+            return orjson.loads(self.path.read_bytes().removeprefix(b"\xef\xbb\xbf"))
+        except orjson.JSONDecodeError as exc:
+            return exc
+
+    @cached_property
+    def first_record(self) -> Any:
+        """The first non-blank line of a JSON Lines file, parsed (None if it is not JSON)."""
+        if not self.is_lines:
+            return None
+        for line in iter_raw_lines(self.path):
+            if line.error or line.data.strip():
+                try:
+                    return None if line.error else orjson.loads(line.data.removeprefix(b"\xef\xbb\xbf"))
+                except orjson.JSONDecodeError:
+                    return None
+        return None
+
+
+@dataclass
+class Batch:
+    """What the formats of one batch share: its files (for auxiliary lookups), ids taken, and notes."""
+
+    samples: dict[str, tuple[Sample, ModuleType]] = field(default_factory=dict)  # file name -> (sample, format)
+    notes: Counter = field(default_factory=Counter)  # repairs made while reading, e.g. dropped null keywords
+    _ids: set[str] = field(default_factory=set)
+
+    def auxiliary(self, name: str) -> list[Sample]:
+        """The batch's files of the auxiliary format `name`, in file order."""
+        return [s for s, fmt in self.samples.values() if fmt.NAME == name]
+
+    def unique_id(self, trajectory_id: str, sample: Sample) -> str:
+        """The id, or, when another file of the batch already used it, the id made unique with this file's name."""
+        if trajectory_id in self._ids:
+            self.notes["ids_made_unique_with_file_name"] += 1
+            trajectory_id = f"{trajectory_id}@{sample.path.name}"
+        self._ids.add(trajectory_id)
+        return trajectory_id
+
+
+def discover(package: ModuleType | None = None) -> list[ModuleType]:
+    """The format modules of a package (this one by default), in detection order."""
+    package = package or importlib.import_module(__name__)
+    modules = [importlib.import_module(f"{package.__name__}.{info.name}")
+               for info in pkgutil.iter_modules(package.__path__) if not info.name.startswith("_")]
+    return sorted((m for m in modules if callable(getattr(m, "detect", None)) and callable(getattr(m, "records", None))),
+                  key=lambda m: (m.PRIORITY, m.NAME))
+
+
+@cache
+def registry() -> dict[str, ModuleType]:
+    return {m.NAME: m for m in discover()}
+
+
+def detect(sample: Sample, formats: list[ModuleType] | None = None) -> ModuleType | None:
+    return next((m for m in formats or registry().values() if m.detect(sample)), None)
+
+
+def why_not(sample: Sample) -> str:
+    """Why no format reads a file, in words a user can act on."""
+    doc = sample.document
+    if sample.is_lines:
+        return "JSON Lines that no format reads"
+    if isinstance(doc, list):
+        return f"a JSON list of {len(doc)} items that no format reads"
+    if isinstance(doc, dict):
+        keys = ", ".join(sorted(map(str, doc))[:6])
+        return f"a JSON object ({keys}) that no format reads"
+    if not isinstance(doc, Exception):
+        return f"a JSON {type(doc).__name__}, not records"
+    return "not JSON Lines (*.jsonl, *.jsonl.gz) or a JSON document any format reads"
+
+
+@dataclass
+class BatchSources:
+    """The files of one batch a format reads, in read order, and the inputs skipped with their reasons."""
+
+    files: list[Sample] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (raw_file, reason)
+    batch: Batch = field(default_factory=Batch)
+
+    def format_of(self, sample: Sample) -> ModuleType:
+        return self.batch.samples[sample.path.name][1]
+
+    def records(self, sample: Sample) -> Iterator[RawLine]:
+        return self.format_of(sample).records(sample, self.batch)
+
+
+def scan_batch(raw_root: Path, batch: str) -> BatchSources:
+    """Detect the format of every file of a batch folder; a `.cowork-format` file forces one."""
+    entries, skipped = batch_entries(raw_root, batch)
+    sources = BatchSources(skipped=skipped)
+    forced = None
+    force_file = raw_root / batch / FORCE_FILE
+    if force_file.is_file():
+        name = force_file.read_text().strip()
+        if name not in registry():
+            raise ValueError(f"{force_file}: unknown format {name!r}; use one of {sorted(registry())}")
+        forced = registry()[name]
+    for path in entries:
+        if path.name == FORCE_FILE:
+            continue
+        sample = Sample(path, path.relative_to(raw_root).as_posix())
+        fmt = detect(sample)
+        if forced is not None and not getattr(fmt, "AUXILIARY", False):
+            fmt = forced
+        if fmt is None:
+            sources.skipped.append((sample.rel, why_not(sample)))
+            continue
+        sources.batch.samples[path.name] = (sample, fmt)
+        if not getattr(fmt, "AUXILIARY", False):
+            sources.files.append(sample)
+    return sources

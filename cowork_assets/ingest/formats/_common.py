@@ -1,0 +1,99 @@
+"""What the format modules share: building a `cowork.trajectory/v1` record and its parts."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from typing import Any
+
+import orjson
+
+from cowork_assets.ingest.raw_files import RawLine
+
+NO_PARAMETERS = {"type": "object", "properties": {}}
+BASH_TOOL = {"name": "bash", "description": "run a shell command",
+             "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
+EXCERPT_BYTES = 2000
+
+
+def text(content: Any) -> str | None:
+    """Message content as text: a list of parts is joined (their `text`), a string kept, anything else None."""
+    if isinstance(content, list):
+        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    return content if isinstance(content, str) else None
+
+
+def without_nulls(schema: Any, notes: Counter) -> Any:
+    """A JSON Schema with null-valued keywords (`"enum": null`) dropped: JSON Schema has no null keyword,
+    and producers write them for "not set". Each one dropped is counted in `notes`."""
+    if isinstance(schema, dict):
+        out = {}
+        for key, value in schema.items():
+            if value is None:
+                notes["null_schema_keywords_dropped"] += 1
+            else:
+                out[key] = without_nulls(value, notes)
+        return out
+    if isinstance(schema, list):
+        return [without_nulls(v, notes) for v in schema]
+    return schema
+
+
+def tool_definitions(tools: Any, notes: Counter) -> list[dict]:
+    """OpenAI function schemas (or bare `{name, description, parameters}`) -> the task package's tool list."""
+    out = []
+    for t in tools or [] if isinstance(tools, list) else []:
+        f = t.get("function", t) if isinstance(t, dict) else None
+        if isinstance(f, dict) and isinstance(f.get("name"), str):
+            out.append({"name": f["name"], "description": f.get("description") or "",
+                        "parameters": without_nulls(f.get("parameters"), notes) or NO_PARAMETERS})
+    return out
+
+
+def called_tools(messages: list[dict], extra_names: list = ()) -> list[dict]:
+    """Tool definitions with empty parameter schemas for every tool the messages call (when none are given)."""
+    names = [c["function"].get("name") for m in messages if isinstance(m, dict) for c in m.get("tool_calls") or []
+             if isinstance(c, dict) and isinstance(c.get("function"), dict)]
+    return [BASH_TOOL if n == BASH_TOOL["name"] else {"name": n, "description": "", "parameters": NO_PARAMETERS}
+            for n in dict.fromkeys(n for n in [*names, *extra_names] if isinstance(n, str))]
+
+
+def call(call_id: str, name: str, arguments: Any) -> dict:
+    """An OpenAI tool call; arguments given as an object become a JSON string."""
+    args = arguments if isinstance(arguments, str) else orjson.dumps(arguments if arguments is not None else {}).decode()
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def task_id_of(prefix: str, request: str) -> str:
+    """A task id for formats without one: the request's hash."""
+    return f"{prefix}-" + hashlib.sha256(request.encode()).hexdigest()[:12]
+
+
+def first_user_text(messages: list[dict]) -> str:
+    return next((m["content"] for m in messages if m.get("role") == "user" and m.get("content")), "")
+
+
+def trajectory(trajectory_id: str, task: dict, model: str, messages: list[dict], grade: dict | None = None,
+               role: str = "teacher", run_id: str | None = None, group_id: str | None = None) -> dict:
+    task = {"initial_state": {}, "tools": [], "checks": [], **task}
+    record = {"schema": "cowork.trajectory/v1", "trajectory_id": trajectory_id, "task": task,
+              "teacher": {"model": model, "run_id": run_id, "role": role},
+              "group_id": group_id or task["task_id"], "messages": messages}
+    if grade is not None:
+        record["grade"] = grade
+    return record
+
+
+def resolved_grade(passed: bool | None) -> dict | None:
+    """A pass/fail grade from a benchmark report (None: the run is ungraded)."""
+    return None if passed is None else {"score": 1.0 if passed else 0.0, "passed": passed, "checks": {}}
+
+
+def record_line(record: int, build, raw: Any, reason: str) -> RawLine:
+    """One record: `build()` as a cowork line, or — when the input lacks a part `build` needs — the raw
+    input quarantined with `reason` and what was missing."""
+    try:
+        return RawLine(record, orjson.dumps(build()))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        excerpt = raw if isinstance(raw, bytes) else orjson.dumps(raw, default=str)
+        return RawLine(record, excerpt[:EXCERPT_BYTES], f"{reason}: missing or malformed {exc}")

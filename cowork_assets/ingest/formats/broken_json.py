@@ -1,0 +1,18 @@
+"""A `*.json` file (or one that starts like JSON) that does not parse: one quarantined `bad_json` record,
+so the loss is counted rather than the file silently skipped."""
+
+from __future__ import annotations
+
+from cowork_assets.ingest.raw_files import RawLine
+
+NAME = "broken_json"
+PRIORITY = 95
+
+
+def detect(sample) -> bool:
+    return (not sample.is_lines and isinstance(sample.document, Exception)
+            and (sample.path.name.endswith(".json") or sample.head.lstrip()[:1] in (b"{", b"[")))
+
+
+def records(sample, batch):
+    yield RawLine(1, sample.head[:2000], f"bad_json: {sample.document}")

@@ -1,0 +1,178 @@
+"""tau2-bench simulation results (`*.json`: one object `{timestamp, info, tasks, simulations}`).
+
+One trajectory per simulation (raw_record = its 1-based position in `simulations`), with the task
+package from `tasks[]`:
+  * request: the user scenario's instructions (reason for call, known and unknown info, task
+    instructions); in solo runs (no simulated user) the ticket, given as the user's message;
+  * tools: `info.environment_info.tool_defs`, else `tools_<domain>.json` beside the file, else every
+    tool the agent calls in the file (one list per file, so a task has one package);
+  * checks from `evaluation_criteria`: assistant `actions` -> `tool_called` with their arguments (only
+    the `compare_args` keys when given); `communicate_info` -> `keywords_present`; `env_assertions` ->
+    `env_assertion` and the database comparison -> `db_match` (state checks: no text evidence);
+    `nl_assertions` -> `nl_assertion`. Checks outside `reward_basis` carry weight 0 (informational).
+  * grade: `reward_info.reward`, with per-check results from its action, communicate, environment,
+    database and NL parts; a simulation without `reward_info` is ungraded.
+Only the agent's view makes the conversation: the simulated user's own tool calls (telecom: on its
+phone) and their results are left out, and so is the orchestrator's fixed first greeting (an assistant
+message before any user message, written by the harness, not the model). Simulations with fewer or
+extra keys are read whenever the parts above are there; otherwise each is quarantined `bad_tau2_record`.
+"""
+
+from __future__ import annotations
+
+from cowork_assets.ingest.formats import _common, tool_definitions
+
+NAME = "tau2"
+PRIORITY = 25
+BASIS = {"ACTION": "tool_called", "COMMUNICATE": "keywords_present", "ENV_ASSERTION": "env_assertion",
+         "DB": "db_match", "NL_ASSERTION": "nl_assertion"}
+SCENARIO_PARTS = ("reason_for_call", "known_info", "unknown_info", "task_instructions")
+
+
+def detect(sample) -> bool:
+    doc = sample.document
+    return isinstance(doc, dict) and isinstance(doc.get("simulations"), list)
+
+
+def _request(task: dict, solo: bool) -> str:
+    if solo and task.get("ticket"):
+        return task["ticket"]
+    instructions = (task.get("user_scenario") or {}).get("instructions")
+    if isinstance(instructions, dict):
+        return "\n".join(str(instructions[k]) for k in SCENARIO_PARTS if instructions.get(k))
+    return str(instructions or task.get("ticket") or "")
+
+
+def checks(criteria: dict) -> list[dict]:
+    """The task's evaluation criteria as cowork checks."""
+    basis = {BASIS.get(b) for b in criteria.get("reward_basis") or BASIS}
+    out = []
+    for i, a in enumerate(criteria.get("actions") or []):
+        if a.get("requestor", "assistant") != "assistant":
+            continue  # the simulated user's own action
+        args = a.get("arguments") or {}
+        if isinstance(a.get("compare_args"), list):
+            args = {k: v for k, v in args.items() if k in a["compare_args"]}
+        out.append({"id": str(a.get("action_id") or f"action_{i}"), "type": "tool_called", "tool": a["name"],
+                    "args": args})
+    out += [{"id": f"communicate_{i}", "type": "keywords_present", "keywords": [info], "normalize": "tau_bench"}
+            for i, info in enumerate(criteria.get("communicate_info") or [])]
+    out += [{"id": f"env_{i}", "type": "env_assertion", **{k: e.get(k) for k in ("env_type", "func_name", "arguments",
+                                                                                  "assert_value")}}
+            for i, e in enumerate(criteria.get("env_assertions") or [])]
+    if "db_match" in basis:
+        out.append({"id": "db", "type": "db_match"})
+    out += [{"id": f"nl_{i}", "type": "nl_assertion", "assertion": text}
+            for i, text in enumerate(criteria.get("nl_assertions") or [])]
+    for c in out:
+        if c["type"] not in basis:
+            c["weight"] = 0.0
+    return out
+
+
+def grade(reward_info: dict | None, task_checks: list[dict]) -> dict | None:
+    if not isinstance(reward_info, dict) or reward_info.get("reward") is None:
+        return None
+    results: dict[str, bool] = {}
+    ids = {c["id"] for c in task_checks}
+    for a in reward_info.get("action_checks") or []:
+        if (aid := str((a.get("action") or {}).get("action_id"))) in ids:
+            results[aid] = bool(a.get("action_match"))
+    by_info = {c["keywords"][0]: c["id"] for c in task_checks if c["type"] == "keywords_present"}
+    for c in reward_info.get("communicate_checks") or []:
+        if c.get("info") in by_info:
+            results[by_info[c["info"]]] = bool(c.get("met"))
+    for i, e in enumerate(reward_info.get("env_assertions") or []):
+        if f"env_{i}" in ids:
+            results[f"env_{i}"] = bool(e.get("met"))
+    if "db" in ids and isinstance(reward_info.get("db_check"), dict):
+        results["db"] = bool(reward_info["db_check"].get("db_match"))
+    by_text = {c["assertion"]: c["id"] for c in task_checks if c["type"] == "nl_assertion"}
+    for n in reward_info.get("nl_assertions") or []:
+        if n.get("nl_assertion") in by_text:
+            results[by_text[n["nl_assertion"]]] = bool(n.get("met"))
+    reward = float(reward_info["reward"])
+    return {"score": reward, "passed": reward >= 1.0, "checks": results}
+
+
+def agent_view(messages: list[dict], policy: str | None, ticket: str | None) -> list[dict]:
+    """The conversation as the agent saw it (see the module docstring)."""
+    out = [{"role": "system", "content": policy}] if policy else []
+    if ticket:
+        out.append({"role": "user", "content": ticket})
+    names: dict[str, str] = {}
+    seen_user = bool(ticket)
+    for m in messages:
+        role = m["role"]
+        if role == "assistant":
+            calls = [c for c in m.get("tool_calls") or [] if c.get("requestor", "assistant") == "assistant"]
+            if not seen_user and not calls:
+                continue  # the orchestrator's fixed greeting
+            message = {"role": "assistant", "content": m.get("content")}
+            if calls:
+                message["tool_calls"] = [_common.call(c["id"], c["name"], c.get("arguments")) for c in calls]
+                names |= {c["id"]: c["name"] for c in calls}
+            out.append(message)
+        elif role == "user":
+            seen_user = True
+            if _common.text(m.get("content")):
+                out.append({"role": "user", "content": _common.text(m["content"])})
+        elif role == "tool":
+            if m.get("requestor", "assistant") == "assistant":
+                out.append({"role": "tool", "tool_call_id": m.get("id"), "name": names.get(m.get("id")),
+                            "content": _common.text(m.get("content")) or ""})
+        else:
+            out.append({"role": role, "content": _common.text(m.get("content"))})
+    return out
+
+
+def _file_tools(doc: dict, domain: str, batch) -> list[dict]:
+    env = (doc.get("info") or {}).get("environment_info") or {}
+    given = env.get("tool_defs")
+    if isinstance(given, dict):
+        given = list(given.values())
+    if given:
+        return _common.tool_definitions(given, batch.notes)
+    if (beside := tool_definitions.for_domain(batch, domain)) is not None:
+        return _common.tool_definitions(beside, batch.notes)
+    names = [c.get("name") for s in doc["simulations"] if isinstance(s, dict) for m in s.get("messages") or []
+             if isinstance(m, dict) and m.get("role") == "assistant" for c in m.get("tool_calls") or []
+             if isinstance(c, dict) and c.get("requestor", "assistant") == "assistant"]
+    names += [a.get("name") for t in doc.get("tasks") or [] if isinstance(t, dict)
+              for a in (t.get("evaluation_criteria") or {}).get("actions") or []
+              if isinstance(a, dict) and a.get("requestor", "assistant") == "assistant"]
+    return sorted(_common.called_tools([], names), key=lambda t: t["name"])
+
+
+def convert(sim: dict, position: int, doc: dict, context: dict) -> dict:
+    if "task_id" not in sim:
+        raise KeyError("task_id")
+    task = context["tasks"].get(str(sim["task_id"]))
+    if task is None:
+        raise KeyError(f"task {sim['task_id']!r} (not among the file's tasks)")
+    solo = not any(m.get("role") == "user" for m in sim["messages"])
+    task_checks = checks(task.get("evaluation_criteria") or {})
+    domain = context["domain"]
+    task_id = f"tau2-{domain}-{task['id']}"
+    messages = agent_view(sim["messages"], context["policy"], task.get("ticket") if solo else None)
+    return _common.trajectory(
+        f"{context['stem']}:{task['id']}:{sim.get('trial', position)}",
+        {"task_id": task_id, "category": f"tau2_{domain}", "request": _request(task, solo),
+         "initial_state": task.get("initial_state") or {}, "tools": context["tools"], "checks": task_checks},
+        context["model"], messages, grade=grade(sim.get("reward_info"), task_checks),
+        run_id=f"trial-{sim.get('trial', 0)}")
+
+
+def records(sample, batch):
+    doc = sample.document
+    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    env = info.get("environment_info") or {}
+    domain = str(env.get("domain_name") or sample.path.stem.split("_")[-1]).lower()
+    context = {
+        "stem": sample.path.stem, "domain": domain, "policy": env.get("policy"),
+        "model": str((info.get("agent_info") or {}).get("llm") or "unknown"),
+        "tasks": {str(t.get("id")): t for t in doc.get("tasks") or [] if isinstance(t, dict)},
+        "tools": _file_tools(doc, domain, batch),
+    }
+    for i, sim in enumerate(doc["simulations"], 1):
+        yield _common.record_line(i, lambda: convert(sim, i, doc, context), sim, "bad_tau2_record")
