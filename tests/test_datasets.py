@@ -7,7 +7,8 @@ import polars as pl
 import pytest
 
 from cowork_assets.datasets import publish as pub
-from cowork_assets.datasets.rl import assistant_turns, first_turns, group_rewards, tools_kwargs
+from cowork_assets.checks import first_turns
+from cowork_assets.datasets.rl import assistant_turns, group_rewards, tools_kwargs
 from cowork_assets.storage import partition_file, table_glob
 
 

@@ -31,10 +31,10 @@ EXPECTED = {
     "duplicate-ids": (2, 0, [("a.jsonl", 2, "duplicate_trajectory_id"), ("b.jsonl", 1, "duplicate_trajectory_id")], []),
     "orphan-result": (1, 0, [], []),
     "bad-json-mid-file": (2, 0, [("a.jsonl", 2, "bad_json"), ("a.jsonl", 3, "bad_json")], []),
-    "not-json-files": (1, 0, [], ["data.csv: not *.jsonl, *.jsonl.gz or *.json",
-                                  "notes.txt: not *.jsonl, *.jsonl.gz or *.json",
-                                  "other.json: JSON that is neither tau-bench results nor tool definitions"]),
-    "symlink-outside": (1, 0, [], ["link.jsonl: resolves outside the raw root"]),
+    "not-json-files": (1, 0, [], [("data.csv", "not JSON Lines (*.jsonl, *.jsonl.gz) or a JSON document any format reads"),
+                                  ("notes.txt", "not JSON Lines (*.jsonl, *.jsonl.gz) or a JSON document any format reads"),
+                                  ("other.json", "a JSON object (hello) that no format reads")]),
+    "symlink-outside": (1, 0, [], [("link.jsonl", "resolves outside the raw root")]),
     "name with spaces": (1, 0, [], []),
     "ünïcødé-batch": (1, 0, [], []),
 }
@@ -51,7 +51,10 @@ def test_each_hostile_case_has_a_defined_outcome(batch, tmp_path):
     report = ingest_batch(CORPUS, batch, tmp_path)
     q = pl.read_parquet(partition_file(tmp_path, "quarantine", batch))
     got = sorted((f.split("/", 1)[1], r, reason) for f, r, reason in q.select("raw_file", "raw_record", "reason").rows())
-    assert (report.parsed, report.blank_lines, got, report.ignored_files) == (parsed, blank, sorted(quarantined), ignored)
+    skipped = sorted((f.split("/", 1)[1], why) for f, why in report.skipped)
+    assert (report.parsed, report.blank_lines, got, skipped) == (parsed, blank, sorted(quarantined), ignored)
+    table = pl.read_parquet(partition_file(tmp_path, "skipped_inputs", batch))
+    assert sorted(table.select("raw_file", "reason").rows()) == sorted(report.skipped)
     assert report.balanced and report.raw_records == parsed + len(quarantined)
     assert (q["detail"].str.len_chars() > 0).all() and (q["excerpt"].str.len_chars() <= 200).all()
 

@@ -2,7 +2,8 @@
 
 import gzip
 
-from cowork_assets.ingest.raw_files import batch_files, discover_batches, iter_raw_lines
+from cowork_assets.ingest.formats import scan_batch
+from cowork_assets.ingest.raw_files import batch_entries, discover_batches, iter_raw_lines
 
 
 def _lines(path):
@@ -59,6 +60,12 @@ def test_discovery_skips_files_hidden_folders_and_lists_ignored_files(tmp_path):
     outside = tmp_path.parent / f"{tmp_path.name}-outside.jsonl"
     outside.write_text("{}\n")
     (tmp_path / "b1" / "link.jsonl").symlink_to(outside)
-    files, ignored = batch_files(tmp_path, "b1")
-    assert [f.name for f in files] == ["a.jsonl.gz", "z.jsonl"]
-    assert ignored == ["link.jsonl: resolves outside the raw root", "notes.txt: not *.jsonl, *.jsonl.gz or *.json"]
+    (tmp_path / "b1" / "nested").mkdir()
+    files, skipped = batch_entries(tmp_path, "b1")
+    assert [f.name for f in files] == ["a.jsonl.gz", "notes.txt", "z.jsonl"]
+    assert skipped == [("b1/link.jsonl", "resolves outside the raw root"),
+                       ("b1/nested", "a folder inside a batch folder (batches are flat)")]
+    sources = scan_batch(tmp_path, "b1")  # the formats decide what is raw data
+    assert [s.rel for s in sources.files] == ["b1/a.jsonl.gz", "b1/z.jsonl"]
+    assert sources.skipped[2:] == [
+        ("b1/notes.txt", "not JSON Lines (*.jsonl, *.jsonl.gz) or a JSON document any format reads")]

@@ -37,7 +37,7 @@ def test_results_file_becomes_trajectories_with_checks_grades_and_tools(tmp_path
     (batch / "broken-retail.json").write_bytes(b"[{")
     report = ingest_batch(tmp_path / "raw", "tau", tmp_path / "out")
     assert (report.raw_records, report.parsed, report.quarantined) == (4, 2, 2)
-    assert report.ignored_files == ["notes.json: JSON that is neither tau-bench results nor tool definitions"]
+    assert report.skipped == [("tau/notes.json", "a JSON object (hello) that no format reads")]
     q = pl.read_parquet(partition_file(tmp_path / "out", "quarantine", "tau")).sort("raw_file")
     assert q.select("raw_file", "raw_record", "reason").rows() == [
         ("tau/broken-retail.json", 1, "bad_json"), ("tau/x-retail.json", 3, "bad_tau_record")]

@@ -13,8 +13,8 @@ import msgspec
 import orjson
 import polars as pl
 
+from cowork_assets import checks as checks_home
 from cowork_assets.datasets.split import split_expr
-from cowork_assets.evidence.values import normalise
 from cowork_assets.tool_lists import named_tools
 
 CHECK = pl.Struct({"check_id": pl.String, "type": pl.String, "weight": pl.Float64, "reward": pl.Float64,
@@ -71,76 +71,6 @@ def build_rl_tasks(packages: pl.DataFrame, systems: pl.DataFrame, pass_rates: pl
     )
 
 
-class _Plan:
-    """A task's checks arranged for replaying runs: each call meets only the checks on its tool."""
-
-    def __init__(self, checks: list[dict]):
-        self.checks = checks
-        self.on_tool: dict[str, list[dict]] = {}
-        for c in checks:
-            if c.get("type") in ("distinct_items", "tool_called") and isinstance(c.get("tool"), str):
-                self.on_tool.setdefault(c.get("tool"), []).append(c)
-        self.per_turn = [c for c in checks if c.get("type") in ("keywords_present", "distinct_items")]
-        # Per check, as a rollout row lists it: (its id as the replay keys it, check_id, type, weight).
-        self.columns = [(c.get("id"), str(c.get("id")), str(c.get("type")), float(c.get("weight", 1.0))) for c in checks]
-        self._keywords: dict[int, list[str]] = {}
-
-    def keywords(self, c: dict) -> list[str]:
-        if id(c) not in self._keywords:
-            self._keywords[id(c)] = [normalise(str(k)) for k in c.get("keywords") or []]
-        return self._keywords[id(c)]
-
-
-def first_turns(checks: list[dict] | _Plan, turns: list[tuple[str | None, list[tuple[str, str]]]]) -> dict[str, int | None]:
-    """The 1-based assistant turn at which each check is first satisfied (None: never, or not decidable).
-
-    `turns`: the run's assistant turns in order, each (content, [(tool name, arguments JSON), ...])."""
-    plan = checks if isinstance(checks, _Plan) else _Plan(checks)
-    out: dict[str, int | None] = {}
-    created, calls_seen = {}, {}
-    seen: dict[str, int | None] = {c["id"]: None for c in plan.checks}
-    for turn, (content, calls) in enumerate(turns, 1):
-        for name, arguments in calls:
-            calls_seen[name] = calls_seen.get(name, 0) + 1
-            if name not in plan.on_tool:
-                continue
-            try:
-                args = orjson.loads(arguments)
-            except orjson.JSONDecodeError:
-                args = {}
-            for c in plan.on_tool[name]:
-                if c.get("type") == "distinct_items" and isinstance(args, dict):
-                    created.setdefault(c["id"], set()).add(normalise(str(args.get(c.get("key"), ""))))
-                if (c.get("type") == "tool_called" and seen[c["id"]] is None
-                        and _args_match(c.get("args") or {}, args)
-                        and calls_seen[name] >= int(c.get("min_calls") or 1)):
-                    seen[c["id"]] = turn
-        text = None
-        for c in plan.per_turn:
-            if seen[c["id"]] is not None:
-                continue
-            if c.get("type") == "keywords_present":
-                text = normalise(content or "") if text is None else text
-                if all(k in text for k in plan.keywords(c)):
-                    seen[c["id"]] = turn
-            elif len(created.get(c["id"], ())) >= int(c.get("expected") or 0):
-                seen[c["id"]] = turn
-    turn = len(turns)
-    for c in plan.checks:  # tool_not_called holds from the first turn unless the tool was called
-        if c.get("type") == "tool_not_called":
-            seen[c["id"]] = None if calls_seen.get(c.get("tool")) else (1 if turn else None)
-        out[c["id"]] = seen[c["id"]]
-    return out
-
-
-def _args_match(expected, actual) -> bool:
-    if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(k in actual and _args_match(v, actual[k]) for k, v in expected.items())
-    if isinstance(expected, list):
-        return isinstance(actual, list) and len(expected) == len(actual) and all(map(_args_match, expected, actual))
-    return normalise(str(expected)) == normalise(str(actual))
-
-
 def _mean_std(x: pl.Expr, sample: bool) -> tuple[pl.Expr, pl.Expr]:
     """A group's mean and standard deviation (sample: n - 1; a group of one has std 0), as plain sums."""
     n = pl.len()
@@ -179,7 +109,7 @@ def group_rewards(rollouts: pl.DataFrame, checks: pl.DataFrame, eps: float, samp
 
 
 def assistant_turns(messages: pl.DataFrame) -> dict[str, list[tuple[str | None, list[tuple[str, str]]]]]:
-    """trajectory_id -> its assistant turns for `first_turns`, read from flat rows (one per call): polars
+    """trajectory_id -> its assistant turns for `checks.first_turns`, read from flat rows (one per call): polars
     turns nested structs into Python dicts at ~3 us each."""
     call = pl.col("call")
     flat = (messages.filter(pl.col("role") == "assistant").sort("trajectory_id", "message_index")
@@ -201,7 +131,7 @@ def assistant_turns(messages: pl.DataFrame) -> dict[str, list[tuple[str | None, 
 def build_rl_rollouts(runs: pl.DataFrame, messages: pl.DataFrame, packages: pl.DataFrame, group_by: str,
                       eps: float, sample_std: bool) -> pl.DataFrame:
     """`runs`: trajectories rows of the rollouts (grade_score, grade_checks, group_id, task_hash)."""
-    plans = {h: _Plan([c for c in orjson.loads(c_json) if isinstance(c, dict)])
+    plans = {h: checks_home.Plan(checks_home.parse(c_json))
              for h, c_json in packages.filter(pl.col("task_hash").is_in(runs["task_hash"].unique().to_list()))
              .select("task_hash", "checks").unique("task_hash").iter_rows()}
     turns_of = assistant_turns(messages)
@@ -213,7 +143,7 @@ def build_rl_rollouts(runs: pl.DataFrame, messages: pl.DataFrame, packages: pl.D
         if plan is None or not plan.checks:
             continue
         passed = orjson.loads(grade) if grade else {}
-        turns = first_turns(plan, turns_of.get(tid, []))
+        turns = checks_home.first_turns(plan, turns_of.get(tid, []))
         flat += [(row, cid, kind, weight, 1.0 if passed.get(cid) else 0.0, turns.get(key))
                  for key, cid, kind, weight in plan.columns]
     replayed = {f: t for f, t in CHECK.to_schema().items() if f != "normalized"}

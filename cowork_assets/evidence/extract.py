@@ -12,16 +12,9 @@ from functools import lru_cache
 import orjson
 import polars as pl
 
-from cowork_assets.evidence.values import (
-    IDENTIFIER_PATTERN,
-    grounding_filter,
-    leaves,
-    named_value,
-    normalise,
-    record_value,
-)
+from cowork_assets import checks
+from cowork_assets.evidence.values import IDENTIFIER_PATTERN, grounding_filter, normalise, record_value
 
-KNOWN_CHECKS = ("tool_called", "tool_not_called", "keywords_present", "distinct_items", "state_equals")
 ITEM_SCHEMA = {
     "trajectory_id": pl.String, "check_id": pl.String, "check_type": pl.String,
     "source": pl.String, "value": pl.String, "norm": pl.String,
@@ -50,45 +43,29 @@ def enum_values(tools_json: str) -> frozenset[str]:
 
 
 def package_items(checks_json: str, tools_json: str) -> tuple[list[dict], list[dict], Counter]:
-    """(value items, distinct_items specs {check_id, tool, key}, unknown check types) of one package."""
-    checks, enums = orjson.loads(checks_json), enum_values(tools_json)
+    """(value items, created-item specs {check_id, tool, key}, unknown check types) of one package."""
+    enums = enum_values(tools_json)
     items, specs, unknown = [], [], Counter()
-
-    def add(check: dict, source: str, value: str | None) -> None:
-        if value is not None:
+    for check in checks.parse(checks_json):
+        kind = checks.type_of(check)
+        if kind is None:
+            unknown[str(check.get("type"))] += 1
+        for source, value in checks.evidence_values(check, enums):
             items.append({"check_id": str(check.get("id")), "check_type": str(check.get("type")),
                           "source": source, "value": value, "norm": normalise(value)})
-
-    for check in checks if isinstance(checks, list) else []:
-        if not isinstance(check, dict):
-            continue
-        kind = check.get("type")
-        for v in check.get("evidence") or [] if isinstance(check.get("evidence"), list) else []:
-            add(check, "explicit", named_value(v))
-        if kind == "tool_called":
-            for leaf in leaves(check.get("args") or {}):
-                add(check, "derived", record_value(leaf, enums))
-        elif kind == "keywords_present":
-            for kw in check.get("keywords") or []:
-                add(check, "derived", named_value(kw))
-        elif kind == "state_equals":
-            for leaf in leaves(check.get("value")):
-                add(check, "derived", record_value(leaf, enums))
-        elif kind == "distinct_items":
-            if isinstance(check.get("tool"), str) and isinstance(check.get("key"), str):
-                specs.append({"check_id": str(check.get("id")), "tool": check["tool"], "key": check["key"],
-                              "enums": enums})
-        elif kind not in KNOWN_CHECKS:
-            unknown[str(kind)] += 1
+        if kind is not None and (created := kind.created(check)):
+            specs.append({"check_id": str(check.get("id")), "check_type": kind.name, "tool": created[0],
+                          "key": created[1], "enums": enums})
     return items, specs, unknown
 
 
 def _created_items(trajectories: pl.DataFrame, tool_calls: pl.DataFrame, spec_rows: list[dict]) -> pl.DataFrame:
-    """distinct_items: the key values each run created with the check's tool (record-like, not enum values)."""
+    """Values each run created with a check's tool (e.g. distinct_items keys; record-like, not enum values)."""
     if not spec_rows:
         return pl.DataFrame(schema=ITEM_SCHEMA)
     enums = {(r["task_hash"], r["check_id"]): r["enums"] for r in spec_rows}
-    specs = pl.DataFrame([{k: r[k] for k in ("task_hash", "check_id", "tool", "key")} for r in spec_rows]).with_row_index("spec")
+    specs = pl.DataFrame([{k: r[k] for k in ("task_hash", "check_id", "check_type", "tool", "key")}
+                          for r in spec_rows]).with_row_index("spec")
     calls = (tool_calls.with_row_index("call").join(trajectories.select("trajectory_id", "task_hash"), on="trajectory_id")
              .join(specs, left_on=["task_hash", "tool_name"], right_on=["task_hash", "tool"]))
     created = pl.concat([  # one JSON path per distinct key name (there are few), not one pass per check
@@ -100,7 +77,7 @@ def _created_items(trajectories: pl.DataFrame, tool_calls: pl.DataFrame, spec_ro
                                   dtype=pl.Boolean))
     kept = kept.with_columns(norm=pl.Series([normalise(v) for v in kept["value"]], dtype=pl.String))
     return created.join(kept, on=["task_hash", "check_id", "value"], maintain_order="left").select(
-        "trajectory_id", "check_id", check_type=pl.lit("distinct_items"), source=pl.lit("derived"), value="value",
+        "trajectory_id", "check_id", "check_type", source=pl.lit("derived"), value="value",
         norm="norm").cast(ITEM_SCHEMA)
 
 

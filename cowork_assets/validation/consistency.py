@@ -14,7 +14,7 @@ from functools import lru_cache
 import orjson
 import polars as pl
 
-from cowork_assets.evidence.extract import KNOWN_CHECKS
+from cowork_assets import checks
 from cowork_assets.evidence.values import leaves
 from cowork_assets.tool_lists import named_tools
 from cowork_assets.validation.json_schema import schema_problem
@@ -87,7 +87,7 @@ def _suggest(name: str, interface: tuple[tuple[str, str], ...]) -> str | None:
 def package_findings(task_id: str, task_hash: str, request: str, tools_json: str, checks_json: str,
                      state_json: str) -> list[dict]:
     """Findings about one package alone (no runs needed)."""
-    checks = orjson.loads(checks_json)
+    task_checks = checks.parse(checks_json)
     (names, schema_problems), counts = interface(tools_json), requested_counts(request)
     out = []
 
@@ -97,24 +97,27 @@ def package_findings(task_id: str, task_hash: str, request: str, tools_json: str
 
     for problem in schema_problems:
         add("invalid_tool_schema", problem)
-    if not checks:
+    if not task_checks:
         add("no_checks", "the task has no grading checks: nothing to verify or reward", severity="warning",
             suggestion="add checks, or leave the task out of RL (it is)")
-    for check in checks if isinstance(checks, list) else []:
-        cid, kind, tool = str(check.get("id")), check.get("type"), check.get("tool")
-        if kind not in KNOWN_CHECKS:
-            add("unknown_check_type", f"check {cid} has unknown type {kind!r}; kept, not graded here", cid,
+    for check in task_checks:
+        cid, kind = str(check.get("id")), checks.type_of(check)
+        if kind is None:
+            add("unknown_check_type", f"check {cid} has unknown type {check.get('type')!r}; kept, not graded here", cid,
                 severity="warning")
-        if isinstance(tool, str) and tool not in names:
-            add("unexposed_tool_in_check", f"check {cid} ({kind}) names {tool}, which the tool interface does not expose",
-                cid, suggest(tool, names))
-        expected = check.get("expected") if kind == "distinct_items" else check.get("min_calls")
-        if isinstance(tool, str) and isinstance(expected, int) and not isinstance(expected, bool):
+            continue
+        for problem in kind.problems(check):
+            add("invalid_check", f"check {cid} ({kind.name}) {problem}", cid, "fix the check; it counts for nothing")
+        tool = kind.tool(check)
+        if tool is not None and tool not in names:
+            add("unexposed_tool_in_check", f"check {cid} ({kind.name}) names {tool}, which the tool interface does not "
+                "expose", cid, suggest(tool, names))
+        expected = kind.count(check)
+        if tool is not None and expected is not None:
             asked = counts.get(_tool_noun(tool), set())
-            if asked and expected not in asked:
+            if asked and expected[0] not in asked:
                 add("count_mismatch", f"request asks for {' or '.join(map(str, sorted(asked)))} {_tool_noun(tool)}(s); "
-                    f"check {cid} expects {expected}", cid, f"set {'expected' if kind == 'distinct_items' else 'min_calls'} "
-                    f"to {min(asked)}")
+                    f"check {cid} expects {expected[0]}", cid, f"set {expected[1]} to {min(asked)}")
     return out
 
 
@@ -133,9 +136,7 @@ def interface(tools_json: str) -> tuple[dict[str, str], tuple[str, ...]]:
 def referenced_ids(checks_json: str) -> list[tuple[str, str]]:
     """(check id, id value) for id-like values a check's arguments or expected value name."""
     out = []
-    for check in orjson.loads(checks_json) or []:
-        if not isinstance(check, dict):
-            continue
+    for check in checks.parse(checks_json):
         for leaf in [*leaves(check.get("args") or {}), *leaves(check.get("value")), *(check.get("evidence") or [])]:
             if isinstance(leaf, str) and _ID.match(leaf) and sum(c.isdigit() for c in leaf) >= 3:
                 out.append((str(check.get("id")), leaf))

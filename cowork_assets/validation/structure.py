@@ -40,9 +40,10 @@ def order_findings(messages: pl.DataFrame) -> list[pl.DataFrame]:
     owner_ids = m.filter(pl.col("calls") > 0).select(
         "trajectory_id", owner="message_index", ids=pl.col("tool_calls").list.eval(pl.element().struct.field("id")))
     tools = m.filter(pl.col("role") == "tool").join(owner_ids, on=["trajectory_id", "owner"], how="left")
+    # A result with no call id (ATIF makes the id optional) only has to follow an assistant turn.
     misplaced = tools.filter(
-        ~pl.col("prev_role").is_in(["assistant", "tool"]) | pl.col("ids").is_null()
-        | ~pl.col("ids").list.contains(pl.col("tool_call_id").fill_null(""))
+        ~pl.col("prev_role").is_in(["assistant", "tool"]) | pl.col("tool_call_id").is_not_null() & (
+            pl.col("ids").is_null() | ~pl.col("ids").list.contains(pl.col("tool_call_id")))
     )
     ends = m.select("trajectory_id", "message_index", "role", "calls")  # not the texts: they would be copied
     firsts = ends.filter(pl.col("role") != "system").group_by("trajectory_id").agg(pl.all().first())
@@ -65,8 +66,14 @@ def order_findings(messages: pl.DataFrame) -> list[pl.DataFrame]:
 
 def call_findings(messages: pl.DataFrame, tool_calls: pl.DataFrame, tools: pl.DataFrame) -> list[pl.DataFrame]:
     """Calls never answered, results with no call, and arguments that are not JSON or do not fit the schema."""
-    unanswered = tool_calls.filter(pl.col("observation_index").is_null())
-    results = messages.filter(pl.col("role") == "tool").select("trajectory_id", "message_index", "tool_call_id")
+    # Calls of a turn answered by results without call ids count as answered: the results are the turn's.
+    owners = messages.sort("trajectory_id", "message_index").with_columns(
+        owner=pl.when(pl.col("role") == "assistant").then(pl.col("message_index")).forward_fill().over("trajectory_id")
+    ).filter(pl.col("role") == "tool", pl.col("tool_call_id").is_null()).select("trajectory_id", message_index="owner")
+    unanswered = tool_calls.filter(pl.col("observation_index").is_null()).join(
+        owners.unique(), on=["trajectory_id", "message_index"], how="anti", maintain_order="left")
+    results = messages.filter(pl.col("role") == "tool", pl.col("tool_call_id").is_not_null()).select(
+        "trajectory_id", "message_index", "tool_call_id")
     earlier_calls = tool_calls.select("trajectory_id", call_at="message_index", tool_call_id="call_id")
     orphans = results.join(earlier_calls, on=["trajectory_id", "tool_call_id"], how="left").group_by(
         "trajectory_id", "message_index", "tool_call_id").agg(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import orjson
 import polars as pl
 
+from cowork_assets import checks
+from cowork_assets.checks import distinct_items
 from cowork_assets.validation.consistency import (
     SCHEMA, call_counting, interface, package_findings, referenced_ids, unexposed_calls,
 )
@@ -16,10 +17,9 @@ def _package_tables(packages: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     tools, specs = [], []
     for task_hash, tools_json, checks_json in packages.select("task_hash", "tools", "checks").iter_rows():
         tools += [(task_hash, name, endpoint) for name, endpoint in interface(tools_json)[0].items()]
-        for c in orjson.loads(checks_json) or []:
-            if (isinstance(c, dict) and c.get("type") == "distinct_items" and isinstance(c.get("tool"), str)
-                    and isinstance(c.get("key"), str) and isinstance(c.get("expected"), int)):
-                specs.append((task_hash, str(c.get("id")), c["tool"], c["key"], c["expected"]))
+        for c in checks.parse(checks_json):
+            if c.get("type") == "distinct_items" and (spec := distinct_items.spec(c)):
+                specs.append((task_hash, str(c.get("id")), *spec))
     return (
         pl.DataFrame(tools, schema={"task_hash": pl.String, "tool_name": pl.String, "endpoint": pl.String}, orient="row"),
         pl.DataFrame(specs, schema={"task_hash": pl.String, "check_id": pl.String, "tool": pl.String,

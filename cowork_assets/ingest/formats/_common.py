@@ -73,12 +73,37 @@ def first_user_text(messages: list[dict]) -> str:
     return next((m["content"] for m in messages if m.get("role") == "user" and m.get("content")), "")
 
 
+def unique_call_ids(messages: list[dict]) -> list[dict]:
+    """Messages whose repeated tool-call ids are made unique (`id~2`, ...), each tool result answering the
+    latest call with its id: harnesses that replay recorded runs reuse ids, and a result must answer one call."""
+    latest: dict[str, str] = {}
+    uses: dict[str, int] = {}
+    out = []
+    for m in messages:
+        if not isinstance(m, dict):
+            out.append(m)
+            continue
+        calls = m.get("tool_calls")
+        if isinstance(calls, list) and any(isinstance(c, dict) and c.get("id") in uses for c in calls):
+            calls = [dict(c) for c in calls]
+        for c in calls or []:
+            if isinstance(c, dict) and isinstance(c.get("id"), str):
+                n = uses[c["id"]] = uses.get(c["id"], 0) + 1
+                latest[c["id"]] = c["id"] = c["id"] if n == 1 else f"{c['id']}~{n}"
+        if calls is not m.get("tool_calls"):
+            m = {**m, "tool_calls": calls}
+        if m.get("role") == "tool" and m.get("tool_call_id") in latest and latest[m["tool_call_id"]] != m["tool_call_id"]:
+            m = {**m, "tool_call_id": latest[m["tool_call_id"]]}
+        out.append(m)
+    return out
+
+
 def trajectory(trajectory_id: str, task: dict, model: str, messages: list[dict], grade: dict | None = None,
                role: str = "teacher", run_id: str | None = None, group_id: str | None = None) -> dict:
     task = {"initial_state": {}, "tools": [], "checks": [], **task}
     record = {"schema": "cowork.trajectory/v1", "trajectory_id": trajectory_id, "task": task,
               "teacher": {"model": model, "run_id": run_id, "role": role},
-              "group_id": group_id or task["task_id"], "messages": messages}
+              "group_id": group_id or task["task_id"], "messages": unique_call_ids(messages)}
     if grade is not None:
         record["grade"] = grade
     return record

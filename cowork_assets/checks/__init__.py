@@ -1,0 +1,114 @@
+"""Grader check types: each declared once, in one module of this package, as a `CheckType` (`_base.py`):
+how it is validated, which evidence values it yields, how it is replayed on a transcript, and the
+counts and tools the consistency rules compare. Evidence, task findings and the RL datasets call it.
+A new check type is one module here defining `TYPE`; nothing else changes.
+
+A check of a type no module declares is kept and reported (`unknown_check_type`), never a crash.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterator
+from functools import cache
+from typing import Any
+
+import orjson
+
+from cowork_assets.checks._base import CheckType
+from cowork_assets.evidence.values import named_value, normalise, record_value
+
+
+@cache
+def types() -> dict[str, CheckType]:
+    """Every declared check type by name."""
+    found = {}
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            module = importlib.import_module(f"{__name__}.{info.name}")
+            if isinstance(getattr(module, "TYPE", None), CheckType):
+                found[module.TYPE.name] = module.TYPE
+    return found
+
+
+def type_of(check: dict) -> CheckType | None:
+    return types().get(check.get("type")) if isinstance(check.get("type"), str) else None
+
+
+def parse(checks_json: str) -> list[dict]:
+    """A package's checks: the objects of its JSON list (anything else is not a check)."""
+    checks = orjson.loads(checks_json)
+    return [c for c in checks if isinstance(c, dict)] if isinstance(checks, list) else []
+
+
+def weight(check: dict) -> float:
+    w = check.get("weight", 1.0)
+    return float(w) if isinstance(w, (int, float)) and not isinstance(w, bool) else 1.0
+
+
+def evidence_values(check: dict, enums: frozenset[str]) -> Iterator[tuple[str, str]]:
+    """(source, value) of each evidence value the check names: its explicit `evidence` list, then what its
+    type derives (record-like values from structured data; named words kept unless too small)."""
+    explicit = check.get("evidence")
+    for v in explicit if isinstance(explicit, list) else []:
+        if (value := named_value(v)) is not None:
+            yield "explicit", value
+    kind = type_of(check)
+    for how, v in kind.evidence(check, enums) if kind else ():
+        value = named_value(v) if how == "named" else record_value(v, enums)
+        if value is not None:
+            yield "derived", value
+
+
+class Plan:
+    """A task's checks arranged for replaying runs: each call meets only the checks on its tool."""
+
+    def __init__(self, checks: list[dict]):
+        self.checks = [(c, type_of(c)) for c in checks]
+        self.prepared = {id(c): kind.prepare(c) for c, kind in self.checks if kind}
+        self.on_tool: dict[str, list[tuple[dict, CheckType]]] = {}
+        for c, kind in self.checks:
+            if kind and (tool := kind.tool(c)) and type(kind).on_call is not CheckType.on_call:
+                self.on_tool.setdefault(tool, []).append((c, kind))
+        self.per_turn = [(c, kind) for c, kind in self.checks if kind and kind.per_turn]
+        # Per check, as a rollout row lists it: (its id as the replay keys it, check_id, type, weight).
+        self.columns = [(c.get("id"), str(c.get("id")), str(c.get("type")), weight(c)) for c, _ in self.checks]
+
+
+def first_turns(checks: list[dict] | Plan, turns: list[tuple[str | None, list[tuple[str, str]]]]) -> dict[Any, int | None]:
+    """The 1-based assistant turn at which each check is first satisfied (None: never, or not decidable).
+
+    `turns`: the run's assistant turns in order, each (content, [(tool name, arguments JSON), ...])."""
+    plan = checks if isinstance(checks, Plan) else Plan(checks)
+    calls_seen: dict[str, int] = {}
+    states: dict[int, dict] = {id(c): {} for c, _ in plan.checks}
+    seen: dict[int, int | None] = {id(c): None for c, _ in plan.checks}
+    for turn, (content, calls) in enumerate(turns, 1):
+        for name, arguments in calls:
+            calls_seen[name] = calls_seen.get(name, 0) + 1
+            if name not in plan.on_tool:
+                continue
+            try:
+                args = orjson.loads(arguments)
+            except orjson.JSONDecodeError:
+                args = {}
+            for c, kind in plan.on_tool[name]:
+                if kind.on_call(plan.prepared[id(c)], states[id(c)], args, calls_seen[name]) and seen[id(c)] is None:
+                    seen[id(c)] = turn
+        text: list[str] = []
+
+        def normalised() -> str:
+            if not text:
+                text.append(normalise(content or ""))
+            return text[0]
+
+        for c, kind in plan.per_turn:
+            if seen[id(c)] is None and kind.on_turn(plan.prepared[id(c)], states[id(c)], normalised):
+                seen[id(c)] = turn
+    out: dict[Any, int | None] = {}
+    for c, kind in plan.checks:  # a repeated check id is met when the first of its checks is
+        turn = kind.at_end(plan.prepared[id(c)], seen[id(c)], calls_seen, len(turns)) if kind else None
+        earlier = out.get(c.get("id"))
+        out[c.get("id")] = turn if earlier is None else earlier if turn is None else min(earlier, turn)
+    return out

@@ -1,0 +1,54 @@
+"""What a check type declares. Every hook has a neutral default, so a type states only what it does."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+class CheckType:
+    name: str = ""
+    decidable: bool = True  # whether replaying the transcript's text and calls can decide it
+    per_turn: bool = False  # whether `on_turn` runs after each assistant turn
+
+    # Parsing and validation
+    def problems(self, check: dict) -> list[str]:
+        """What is wrong with the check's own fields (an empty list: it is well formed)."""
+        return []
+
+    # Evidence
+    def evidence(self, check: dict, enums: frozenset[str]) -> Iterator[tuple[str, Any]]:
+        """(source, value) pairs the grader depends on, before the record-like filter: `derived` values
+        come from structured data, `named` ones are words the grader looks for."""
+        return iter(())
+
+    def created(self, check: dict) -> tuple[str, str] | None:
+        """(tool, argument key) whose values each run creates and the grader counts (their values are
+        evidence per run), or None."""
+        return None
+
+    # Consistency
+    def tool(self, check: dict) -> str | None:
+        """The tool the check names, which the package must expose."""
+        return check.get("tool") if isinstance(check.get("tool"), str) else None
+
+    def count(self, check: dict) -> tuple[int, str] | None:
+        """(the count the check expects, the field holding it), compared with counts the request states."""
+        return None
+
+    # Replay on a transcript
+    def prepare(self, check: dict) -> Any:
+        """Whatever the replay needs from the check, computed once per task (e.g. normalised keywords)."""
+        return check
+
+    def on_call(self, prepared: Any, state: dict, args: Any, calls_of_tool: int) -> bool:
+        """A call to `tool(check)` with parsed `args` (the `calls_of_tool`-th so far): satisfied now?"""
+        return False
+
+    def on_turn(self, prepared: Any, state: dict, text: Callable[[], str]) -> bool:
+        """After an assistant turn (`text()`: its normalised text): satisfied now?"""
+        return False
+
+    def at_end(self, prepared: Any, first: int | None, calls_seen: dict[str, int], turns: int) -> int | None:
+        """The first satisfying turn, given the one found while replaying."""
+        return first

@@ -1,0 +1,50 @@
+"""`distinct_items`: the run creates at least `expected` distinct items with `tool`, told apart by the
+argument `key` (normalised). One rule everywhere: the check needs a tool name, a key name and an integer
+`expected`; otherwise it is invalid and counts for nothing. The key values a run creates are evidence."""
+
+from __future__ import annotations
+
+from cowork_assets.checks._base import CheckType
+from cowork_assets.evidence.values import normalise
+
+
+def spec(check: dict) -> tuple[str, str, int] | None:
+    """(tool, key, expected), or None when the check lacks one of them."""
+    tool, key, expected = check.get("tool"), check.get("key"), check.get("expected")
+    if isinstance(tool, str) and isinstance(key, str) and isinstance(expected, int) and not isinstance(expected, bool):
+        return tool, key, expected
+    return None
+
+
+class DistinctItems(CheckType):
+    name = "distinct_items"
+    per_turn = True
+
+    def problems(self, check):
+        return [] if spec(check) else ["needs a tool name, a key name and an integer expected count"]
+
+    def created(self, check):
+        found = spec(check)
+        return found[:2] if found else None
+
+    def count(self, check):
+        found = spec(check)
+        return (found[2], "expected") if found else None
+
+    def prepare(self, check):
+        return spec(check)
+
+    def on_call(self, found, state, args, calls_of_tool):
+        if found is not None and isinstance(args, dict):
+            state.setdefault("items", set()).add(normalise(str(args.get(found[1], ""))))
+        return False
+
+    def on_turn(self, found, state, text):
+        return found is not None and len(state.get("items", ())) >= found[2]
+
+    def tool(self, check):
+        found = spec(check)
+        return found[0] if found else super().tool(check)
+
+
+TYPE = DistinctItems()

@@ -1,0 +1,18 @@
+"""`tool_not_called`: the run never calls `tool`; it holds from the first turn unless the tool is called."""
+
+from __future__ import annotations
+
+from cowork_assets.checks._base import CheckType
+
+
+class ToolNotCalled(CheckType):
+    name = "tool_not_called"
+
+    def problems(self, check):
+        return [] if self.tool(check) else ["has no tool name"]
+
+    def at_end(self, check, first, calls_seen, turns):
+        return None if calls_seen.get(check.get("tool")) else (1 if turns else None)
+
+
+TYPE = ToolNotCalled()
