@@ -15,6 +15,8 @@ import polars as pl
 from cowork_assets import checks
 from cowork_assets.evidence.values import IDENTIFIER_PATTERN, grounding_filter, normalise, record_value
 
+FILE_NAME = r"/([A-Za-z0-9_-][A-Za-z0-9_.-]*\.[A-Za-z][A-Za-z0-9]{0,7})$"
+
 ITEM_SCHEMA = {
     "trajectory_id": pl.String, "check_id": pl.String, "check_type": pl.String,
     "source": pl.String, "value": pl.String, "norm": pl.String,
@@ -92,8 +94,11 @@ def extract_items(trajectories: pl.DataFrame, packages: pl.DataFrame, tool_calls
     per_task = pl.DataFrame(rows, schema={"task_hash": pl.String, **{k: v for k, v in ITEM_SCHEMA.items() if k != "trajectory_id"}})
     checked = trajectories.select("trajectory_id", "task_hash").join(per_task, on="task_hash").drop("task_hash")
     frames = [checked.select(list(ITEM_SCHEMA)), _created_items(trajectories, tool_calls, spec_rows)]
+    tokens = pl.col("arguments").str.extract_all(IDENTIFIER_PATTERN)
+    # A file path's name alone is a value too: agents see `fields.py` in a listing and write the whole path.
+    names = tokens.list.eval(pl.element().filter(~pl.element().str.starts_with("http")).str.extract(FILE_NAME))
     grounding = (
-        tool_calls.select("trajectory_id", value=pl.col("arguments").str.extract_all(IDENTIFIER_PATTERN))
+        tool_calls.select("trajectory_id", value=pl.concat_list(tokens, names.list.drop_nulls()))
         .explode("value")
         .drop_nulls("value")
         .with_columns(pl.col("value").str.strip_chars_end(".:/-_"))

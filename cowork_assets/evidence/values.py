@@ -15,7 +15,7 @@ The rule (documented in the README, tested in tests/test_evidence_values.py):
   class `economy`, a status `approved` or a flag `no` do not count; `#W6390527`, `2024-05-21`,
   `ana@x.example` and `Draft the budget table` do.
 * Grounding values are identifier-like tokens in the assistant's tool-call arguments (the same
-  record-like rule, without phrases).
+  record-like rule, without phrases), and file paths with an extension (`src/app/fields.py`).
 """
 
 from __future__ import annotations
@@ -33,10 +33,12 @@ MIN_RECORD_CHARS = 4
 MIN_DIGITS = 3
 _NUMBER = re.compile(r"^[+-]?[\d,]*\.?\d+$")
 _RECORD_MARK = re.compile(r"[\d@#/:\s]")
-# Identifier-like tokens inside JSON argument text (polars regex: no look-arounds).
+# Identifier-like tokens inside JSON argument text (polars regex: no look-arounds): links, emails, file
+# paths with an extension (what coding agents open and edit), and tokens holding a digit.
 IDENTIFIER_PATTERN = (
     r"https?://[^\s\"'\\<>]+"
     r"|[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
+    r"|/?(?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_-][A-Za-z0-9_.-]*\.[A-Za-z][A-Za-z0-9]{0,7}"
     r"|#?[A-Za-z0-9][A-Za-z0-9_.:/-]*[0-9][A-Za-z0-9_.:/-]*"
 )
 
