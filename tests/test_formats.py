@@ -316,3 +316,17 @@ def test_terminus_style_atif_has_no_structural_errors_and_unique_ids(tmp_path):
     findings = structure_findings("b", read("trajectories"), read("task_packages"), read("messages"),
                                   read("tool_calls"), "o200k_base")
     assert findings.filter(pl.col("severity") == "error").is_empty()
+
+
+def test_terminus_style_atif_reaches_sft_when_ungraded_runs_are_accepted(tmp_path):
+    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_assets.settings import CurateSettings
+
+    (tmp_path / "raw" / "atif").mkdir(parents=True)
+    (tmp_path / "raw" / "atif" / "t1.json").write_bytes(orjson.dumps(TERMINUS))
+    settings = CurateSettings(raw_root=str(tmp_path / "raw"), data_root=str(tmp_path / "out"), accept_ungraded=True)
+    assert materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lambda _: None).failed == {}
+    sft = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "*.parquet")
+    assert sft["sample_id"].to_list() == ["s-1"]
+    assert [m["role"] for m in sft["messages"][0]] == ["user", "assistant", "tool", "assistant", "tool", "tool",
+                                                       "assistant"]
