@@ -35,6 +35,8 @@ def print_summary(settings: CurateSettings, outcome: RunOutcome) -> None:
         columns, rows = run_query(db, "SELECT reason, count(*) AS n_records FROM quarantine GROUP BY reason ORDER BY 2 DESC, 1")
         total = sum(r[1] for r in rows)
         print(f"\nquarantined raw records: {total}" + (("\n" + format_rows(columns, rows)) if rows else ""))
+        columns, rows = run_query(db, "SELECT raw_file, reason FROM skipped_inputs ORDER BY raw_file")
+        print(f"\nskipped inputs (no format reads them): {len(rows)}" + (("\n" + format_rows(columns, rows)) if rows else ""))
         _, [(teachers, selected)] = run_query(db, (
             "SELECT count(*) FILTER (WHERE teacher_role = 'teacher'), count(*) FILTER (WHERE teacher_role = 'teacher' "
             "AND trajectory_id NOT IN (SELECT trajectory_id FROM exclusions WHERE dataset = 'sft')) FROM trajectories"))

@@ -330,3 +330,33 @@ def test_terminus_style_atif_reaches_sft_when_ungraded_runs_are_accepted(tmp_pat
     assert sft["sample_id"].to_list() == ["s-1"]
     assert [m["role"] for m in sft["messages"][0]] == ["user", "assistant", "tool", "assistant", "tool", "tool",
                                                        "assistant"]
+
+
+def test_the_run_output_names_each_skipped_input(tmp_path, capsys):
+    from cowork_assets.cli import main
+
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    (tmp_path / "raw" / "b" / "x_retail.json").write_bytes(_tau2([_sim(0)]))
+    (tmp_path / "raw" / "b" / "README.md").write_text("notes")
+    (tmp_path / "raw" / "b" / "runs.json").write_bytes(b"[1, 2]")
+    code = main(["run", "--raw-root", str(tmp_path / "raw"), "--data-root", str(tmp_path / "out"),
+                 "--dagster-home", str(tmp_path / "home")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert ("skipped inputs (no format reads them): 2\n"
+            "raw_file     reason\n"
+            "-----------  ------------------------------------------------------------------------\n"
+            "b/README.md  not JSON Lines (*.jsonl, *.jsonl.gz) or a JSON document any format reads\n"
+            "b/runs.json  a JSON list of 2 items that no format reads\n") in out
+
+
+SAMPLE = Path(__file__).parent / "realdata"
+
+
+@pytest.mark.parametrize("batch, formats_read, runs", [
+    ("tau2", {"tau2": 3}, 80), ("tau_bench", {"tau_bench": 1}, 30),
+    ("coding", {"swe_agent": 1, "mini_swe_agent": 2, "openhands": 1}, 6)])
+def test_the_shipped_real_sample_is_read_whole(batch, formats_read, runs, tmp_path):
+    report = ingest_batch(SAMPLE, batch, tmp_path)
+    assert (dict(report.formats), report.parsed, report.quarantined) == (formats_read, runs, 0)
+    assert all(f.split("/")[1].startswith("LICENSE") for f, _ in report.skipped)
