@@ -110,12 +110,16 @@ def _cmd_sql(args: argparse.Namespace) -> int:
         params[name] = value
     import duckdb
 
+    from cowork_assets.warehouse.duckdb_file import QueryRefused
+
     try:
         columns, rows = run_query(_db(args), sql, params, normalize_root(args.data_root))
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
+    except QueryRefused as exc:
+        raise UsageError(f"refused: {exc}") from None
     except duckdb.Error as exc:
-        raise UsageError(f"query failed: {exc}") from None
+        raise UsageError(f"query failed: {str(exc).splitlines()[0]}") from None
     print(format_rows(columns, rows))
     return 0
 

@@ -2,6 +2,9 @@
 -- <data_root>/tables and <data_root>/published (absolute paths, or s3:// URIs) when the DuckDB file
 -- is built. Every table carries its own `batch` column.
 
+-- The data root the file was built for: the only place the read-only SQL modes may read.
+CREATE OR REPLACE VIEW cowork_data_root AS SELECT '{root}' AS root;
+
 CREATE OR REPLACE VIEW trajectories AS
 SELECT * FROM read_parquet('{tables}/trajectories/batch=*/data.parquet', union_by_name = true);
 

@@ -13,7 +13,7 @@ def test_definitions_load_with_groups_checks_and_jobs():
     groups = {k.to_user_string(): graph.get(k).group_name for k in graph.get_all_asset_keys()}
     assert groups == {"raw_batches": "raw", "trajectories": "staging", "messages": "staging",
                       "tool_calls": "staging", "task_packages": "staging", "quarantine": "staging",
-                      "evidence": "evidence", "curated_messages": "curation", "sample_stats": "curation",
+                      "skipped_inputs": "staging", "evidence": "evidence", "curated_messages": "curation", "sample_stats": "curation",
                       "evidence_audit": "curation", "evidence_rollup": "curation",
                       "structure_findings": "validation", "task_findings": "validation",
                       "dedup_signatures": "selection", "dedup_clusters": "selection", "exclusions": "selection",
@@ -30,7 +30,7 @@ def test_definitions_load_with_groups_checks_and_jobs():
             ("rl_rollouts_candidate", "quality_gate")} <= checks
     assert all(graph.get_check_spec(k).blocking for k in graph.asset_check_keys if k.name == "quality_gate")
     assert {a for a, n in checks if n == "matches_schema"} == {"trajectories", "messages", "tool_calls",
-                                                              "task_packages", "quarantine"}
+                                                              "task_packages", "quarantine", "skipped_inputs"}
     assert {"process_batch", "refresh_corpus", "refresh_warehouse"} <= set(repo.job_names)
     assert {s.name for s in repo.sensor_defs} == {"new_batch_sensor", "default_automation_condition_sensor"}
     assert graph.get(dg.AssetKey("trajectories")).partitions_def.name == "batches"

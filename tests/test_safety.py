@@ -44,3 +44,69 @@ def test_an_ungated_candidate_is_never_published(tmp_path):
     assert pub.current(tmp_path, "demo") is None
     pub.mark_gated(pub.candidate(tmp_path, "demo"))
     assert pub.publish(tmp_path, "demo").version.startswith("v0001-")
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    import hashlib
+
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).digest()
+            for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+def test_the_sql_modes_read_the_data_root_and_nothing_else(pipeline, tmp_path, capsys):
+    """An adversarial list: every statement is refused with one line and exit 2, and afterwards every file of
+    the data root (tables, published datasets, the DuckDB file) is byte-identical and no file appeared."""
+    settings, _, _ = pipeline
+    root = settings.local_root
+    db = str(settings.warehouse_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    escape = root / "tables" / "zz_escape"
+    escape.symlink_to(outside)  # a symlink inside the data root that leads out of it
+    current = root / "published" / "sft_dataset" / "current" / "train.parquet"
+    out = tmp_path / "written"
+    attacks = [
+        f"COPY (SELECT 1) TO '{out}.csv'",
+        f"COPY (SELECT 1) TO '{out}.parquet' (FORMAT parquet)",
+        f"COPY trajectories TO '{current}' (FORMAT parquet)",
+        f"COPY (SELECT 1) TO '{db}'",
+        f"EXPORT DATABASE '{out}'",
+        f"IMPORT DATABASE '{outside}'",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        f"ATTACH '{out}.duckdb' AS x",
+        "DETACH cowork",
+        "CREATE TABLE t AS SELECT 1",
+        "CREATE VIEW v AS SELECT 1",
+        "DROP VIEW trajectories",
+        "SET enable_external_access = true",
+        f"SET profiling_output = '{out}.txt'",
+        "PRAGMA enable_profiling",
+        "CREATE SECRET s (TYPE s3, KEY_ID 'a', SECRET 'b')",
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM read_json('/etc/os-release')",
+        f"SELECT * FROM read_parquet('{outside}/x.parquet')",
+        "SELECT * FROM read_text('/etc/hostname')",
+        "SELECT * FROM read_blob('/etc/hostname')",
+        "SELECT * FROM glob('/etc/*')",
+        f"SELECT * FROM read_text('{root}/tables/../../outside/secret.txt')",
+        f"SELECT * FROM read_text('{escape}/secret.txt')",
+        "SELECT 1; COPY (SELECT 1) TO 'x.csv'",
+        "CHECKPOINT",
+        "CALL pragma_version()",
+    ]
+    try:
+        before = _snapshot(root)
+        for sql in attacks:
+            assert main(["sql", "--db", db, sql]) == 2, sql
+            err = capsys.readouterr().err
+            assert err.startswith("cowork-curate sql: error: refused: ") and err.count("\n") == 1, (sql, err)
+        assert _snapshot(root) == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["outside"] and list(outside.iterdir()) == [outside / "secret.txt"]
+    finally:
+        escape.unlink()
+    # What the modes are for still works: the tables, the published datasets and direct reads of the root.
+    assert main(["sql", "--db", db, "SELECT count(*) FROM sft_dataset"]) == 0
+    assert main(["sql", "--db", db, f"SELECT count(*) FROM read_parquet('{root}/tables/trajectories/*/*.parquet')"]) == 0
+    assert main(["sql", "--db", db, "--query", "quarantine_reasons"]) == 0

@@ -9,6 +9,7 @@ extension has to be downloaded); a stock `duckdb` shell reads them with its http
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -44,7 +45,8 @@ def view_statements(data_root: str) -> list[tuple[str, str]]:
         body = "\n".join(line for line in statement.splitlines() if not line.strip().startswith("--")).strip()
         if body:
             name = _VIEW.search(body)
-            body = body.replace("{tables}", tables).replace("{published}", published)
+            body = body.replace("{tables}", tables).replace("{published}", published).replace(
+                "{root}", root.replace("'", "''"))
             out.append((name.group(1) if name else "?", _CURRENT.sub(lambda m: _current_folder(root, m[1]), body)))
     return out
 
@@ -97,13 +99,62 @@ def query_params(sql: str) -> dict[str, str]:
     return dict(_PARAM.findall(sql))
 
 
+class QueryRefused(ValueError):
+    """A query the read-only SQL modes will not run (a write, a setting, a file outside the data root, ...)."""
+
+
+READABLE = ("tables", "published")  # what a query may read, under the data root
+
+
+def confined(db_path: Path, data_root: str | None = None) -> duckdb.DuckDBPyConnection:
+    """A read-only connection that can read the data root's tables and published datasets and nothing else:
+    the file opened read-only, file access limited to those folders (DuckDB resolves `..` and symlinks
+    before it checks), no extension installed or loaded, and the configuration locked so no query can
+    undo any of it. The data root is the one the DuckDB file was built for."""
+    con = duckdb.connect(str(db_path), read_only=True, config={
+        "autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    try:
+        root = con.execute("SELECT root FROM cowork_data_root").fetchone()[0]
+    except duckdb.CatalogException:  # a file built before the view existed
+        root = normalize_root(data_root or db_path.parent)
+    if is_remote(root):
+        scheme = root.split("://", 1)[0]
+        wrapper = type(f"{scheme.title()}Store", (ArrowFSWrapper,), {"protocol": scheme})
+        con.register_filesystem(wrapper(filesystem(root)[0]))
+    folders = {join(base, part) + "/" for base in {root, *([] if is_remote(root) else [os.path.realpath(root)])}
+               for part in READABLE}
+    con.execute("SET allowed_directories = ?", [sorted(folders)])
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+    return con
+
+
+def refuse_unless_select(sql: str) -> None:
+    """Only one SELECT (or WITH ... SELECT) statement runs; anything else is refused by its type, from
+    DuckDB's own parser."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise QueryRefused(f"not valid SQL: {str(exc).splitlines()[0]}") from None
+    if len(statements) != 1:
+        raise QueryRefused(f"one statement at a time, got {len(statements)}")
+    kind = statements[0].type
+    if kind != duckdb.StatementType.SELECT:
+        raise QueryRefused(f"only SELECT queries run here (read-only); this is a {kind.name} statement")
+
+
 def run_query(db_path: Path, sql: str, params: dict[str, str] | None = None,
               data_root: str | None = None) -> tuple[list[str], list[tuple]]:
+    """Run one SELECT on a confined connection (`confined`); QueryRefused for anything else or for a
+    file outside the data root."""
     if not db_path.is_file():
         raise FileNotFoundError(f"no DuckDB file at {db_path}; run `cowork-curate run` first")
-    con = connect(db_path, data_root, read_only=True)
+    refuse_unless_select(sql)
+    con = confined(db_path, data_root)
     try:
         cur = con.execute(sql, params) if params else con.execute(sql)
         return [d[0] for d in cur.description or []], cur.fetchall()
+    except duckdb.PermissionException as exc:
+        raise QueryRefused(f"outside what queries may read: {str(exc).splitlines()[0]}") from None
     finally:
         con.close()
