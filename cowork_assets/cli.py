@@ -202,7 +202,7 @@ def parser() -> argparse.ArgumentParser:
     q.set_defaults(func=_cmd_sql)
 
     t = sub.add_parser("trace", help="the chain of a sample: raw line, curation, findings, exclusion or publication")
-    t.add_argument("id", help="sample or trajectory id (a LIKE pattern such as ops-00042% traces several)")
+    t.add_argument("id", help="sample or trajectory id (a LIKE pattern such as ops-00042%% traces several)")
     t.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"where the DuckDB file is [{DEFAULT_DATA_ROOT}]")
     t.add_argument("--db", help="path of the DuckDB file [<data-root>/cowork.duckdb]")
     t.set_defaults(func=_cmd_trace)

@@ -13,12 +13,22 @@ from pathlib import Path
 from typing import Any, Literal
 
 import dagster as dg
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError, field_validator
 
 from cowork_assets.storage import is_remote, normalize_root
 
 DEFAULT_RAW_ROOT = "data/raw"
 DEFAULT_DATA_ROOT = "data/curated"
+
+
+def cron_problem(cron: str) -> str | None:
+    """Why Dagster would refuse a cron string for a schedule, or None: the schedule is its only user."""
+    try:
+        dg.ScheduleDefinition(name="cron_check", cron_schedule=cron, job_name="cron_check")
+    except dg.DagsterInvalidDefinitionError:
+        return (f"{cron!r} is not a cron string Dagster accepts: five fields (minute hour day month weekday), "
+                "e.g. '0 3 * * *', or @hourly / @daily / @weekly / @monthly")
+    return None
 
 
 class CurateSettings(dg.ConfigurableResource):
@@ -38,9 +48,9 @@ class CurateSettings(dg.ConfigurableResource):
         description="DuckDB database file with a view per table, relative to the local root (data_root, "
         "or COWORK_WORK_DIR when data_root is an object store).",
     )
-    token_encoding: str = Field(
+    token_encoding: Literal["o200k_base", "cl100k_base"] = Field(
         default="o200k_base",
-        description="tiktoken encoding for token counts (bundled: o200k_base, cl100k_base).",
+        description="tiktoken encoding for token counts: one of the two bundled with the package.",
     )
     tokenizer_processes: int = Field(default=2, ge=1, description="Processes counting tokens with tiktoken at once, "
                                      "for many texts: the step's own and helpers (threads would take turns: tiktoken "
@@ -126,6 +136,13 @@ class CurateSettings(dg.ConfigurableResource):
         default="sample", description="Standard deviation used for group normalisation (sample: n - 1, as verl).",
     )
 
+    @field_validator("refresh_cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        if problem := cron_problem(value):
+            raise ValueError(problem)
+        return value
+
     def content(self) -> dict:
         """The settings that shape outputs (where files live is not one of them)."""
         return {k: v for k, v in self.model_dump().items() if k not in ("raw_root", "data_root", "warehouse_file")}
@@ -158,13 +175,23 @@ def local_root(data_root: str) -> Path:
     return base / re.sub(r"[^A-Za-z0-9._-]+", "_", root)
 
 
-def settings_from_env() -> CurateSettings:
-    """Settings for code locations (`dagster dev`): COWORK_RAW_ROOT, COWORK_DATA_ROOT, COWORK_REFRESH_CRON."""
+ENVIRONMENT = {"raw_root": "COWORK_RAW_ROOT", "data_root": "COWORK_DATA_ROOT", "refresh_cron": "COWORK_REFRESH_CRON"}
+
+
+def settings_from_env() -> tuple[CurateSettings, dict[str, str]]:
+    """Settings for code locations (`dagster dev`) from COWORK_RAW_ROOT, COWORK_DATA_ROOT and
+    COWORK_REFRESH_CRON, and the problems of values that were refused (variable -> why). A bad value falls
+    back to the default so the definitions still load; the problem is shown where the value is used."""
+    given = {name: os.environ[var] for name, var in ENVIRONMENT.items() if os.environ.get(var)}
+    problems = {}
+    if "refresh_cron" in given and (problem := cron_problem(given["refresh_cron"])):
+        problems[ENVIRONMENT["refresh_cron"]] = problem
+        del given["refresh_cron"]
     return CurateSettings(
-        raw_root=str(Path(os.environ.get("COWORK_RAW_ROOT", DEFAULT_RAW_ROOT)).resolve()),
-        data_root=normalize_root(os.environ.get("COWORK_DATA_ROOT", DEFAULT_DATA_ROOT)),
-        **({"refresh_cron": os.environ["COWORK_REFRESH_CRON"]} if "COWORK_REFRESH_CRON" in os.environ else {}),
-    )
+        raw_root=str(Path(given.get("raw_root", DEFAULT_RAW_ROOT)).resolve()),
+        data_root=normalize_root(given.get("data_root", DEFAULT_DATA_ROOT)),
+        **({"refresh_cron": given["refresh_cron"]} if "refresh_cron" in given else {}),
+    ), problems
 
 
 class SettingsError(ValueError):
@@ -193,5 +220,5 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
         CurateSettings(**out)  # run field constraints (ge=1, ...) now, not mid-run
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise SettingsError(f"bad value for {err['loc'][0]}: {err['msg']}") from None
+        raise SettingsError(f"bad value for {err['loc'][0]}: {err['msg'].removeprefix('Value error, ')}") from None
     return out

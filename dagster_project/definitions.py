@@ -12,7 +12,7 @@ from dagster_project.jobs import CROSS_BATCH, PER_BATCH, WAREHOUSE, process_batc
 from dagster_project.schedules import daily_refresh
 from dagster_project.sensors import new_batch_sensor
 
-SETTINGS = settings_from_env()
+SETTINGS, ENV_PROBLEMS = settings_from_env()
 
 # Jobs the CLI runs in order: every per-batch asset for each batch, then the cross-batch ones, then the
 # warehouse (even when a cross-batch step failed).
@@ -25,6 +25,6 @@ defs = dg.Definitions(
                   *dataset_checks],
     jobs=[process_batch, refresh_corpus, refresh_warehouse],
     sensors=[new_batch_sensor],
-    schedules=[daily_refresh(SETTINGS.refresh_cron)],
+    schedules=[daily_refresh(SETTINGS.refresh_cron, ENV_PROBLEMS.get("COWORK_REFRESH_CRON"))],
     resources={"settings": SETTINGS, "suites": QualitySuites()},
 )
