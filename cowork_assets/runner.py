@@ -22,7 +22,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from cowork_assets.ingest.raw_files import discover_batches, skipped_folders
+from cowork_assets.ingest.raw_files import discover_batches, not_batches
 from cowork_assets.locks import file_lock
 from cowork_assets.partitions import batches as batches_partitions
 from cowork_assets.resume import is_done, mark_done, sweep_stale_temporaries
@@ -99,8 +99,8 @@ def materialize_all(
 
     Batches already processed with the same raw files, settings and code are skipped unless `force`."""
     found = discover_batches(settings.raw_path)
-    for name, why in skipped_folders(settings.raw_path):
-        echo(f"skipped folder {name!r}: {why}")
+    for name, why in not_batches(settings.raw_path):
+        echo(f"skipped {name!r} at the raw root: {why}")
     if only:
         missing = sorted(set(only) - set(found))
         if missing:

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from cowork_assets.ingest.batch import ingest_batch
-from cowork_assets.ingest.raw_files import discover_batches, skipped_folders
+from cowork_assets.ingest.raw_files import discover_batches, not_batches
 from cowork_assets.storage import partition_file, table_glob
 from tests.helpers import call, result, trajectory
 
@@ -42,7 +42,7 @@ EXPECTED = {
 
 def test_batch_discovery_names_what_it_skips():
     assert set(discover_batches(CORPUS)) == set(EXPECTED)
-    assert [name for name, _ in skipped_folders(CORPUS)] == ["bad...name"]
+    assert [name for name, _ in not_batches(CORPUS)] == ["bad...name"]
 
 
 @pytest.mark.parametrize("batch", sorted(EXPECTED))
@@ -70,7 +70,7 @@ def test_the_whole_corpus_runs_through_the_pipeline(tmp_path):
     messages = []
     outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), echo=messages.append)
     assert outcome.failed == {} and sorted(outcome.batches) == sorted(EXPECTED)
-    assert any("skipped folder 'bad...name'" in m for m in messages)
+    assert any("skipped 'bad...name' at the raw root" in m for m in messages)
     findings = pl.read_parquet(table_glob(settings.root, "structure_findings"))
     assert ("orphan_result" in findings.filter(pl.col("trajectory_id") == "orphan-1")["kind"].to_list())
     sft = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "*.parquet")
@@ -109,3 +109,20 @@ def test_a_50_mb_observation_and_10_000_tool_calls(tmp_path):
     stats = pl.read_parquet(partition_file(settings.root, "sample_stats", "big"))
     assert dict(stats.select("trajectory_id", "verdict").rows()) == {"huge-observation": "kept", "many-calls": "dropped"}
     assert pl.read_parquet(partition_file(settings.root, "messages", "big")).height == 6 + 20_002
+
+
+def test_a_batch_folder_that_resolves_outside_the_raw_root_is_never_a_batch(tmp_path):
+    from cowork_assets.ingest.batch import record_root_skips
+
+    raw, elsewhere = tmp_path / "raw", tmp_path / "elsewhere"
+    (raw / "real").mkdir(parents=True)
+    elsewhere.mkdir()
+    (raw / "linked").symlink_to(elsewhere, target_is_directory=True)
+    (raw / "stray.jsonl").write_text("{}\n")
+    assert discover_batches(raw) == ["real"]
+    assert not_batches(raw) == [("linked", "resolves outside the raw root (a symlink): never a batch"),
+                                ("stray.jsonl", "a file at the raw root: batches are folders")]
+    assert record_root_skips(raw, str(tmp_path / "out")) == 2
+    table = pl.read_parquet(partition_file(tmp_path / "out", "skipped_inputs", "_raw_root"))
+    assert table.rows() == [("_raw_root", "linked", "resolves outside the raw root (a symlink): never a batch"),
+                            ("_raw_root", "stray.jsonl", "a file at the raw root: batches are folders")]

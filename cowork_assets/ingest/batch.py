@@ -18,10 +18,12 @@ import pyarrow as pa
 
 from cowork_assets.ingest import schemas, tables
 from cowork_assets.ingest.formats import scan_batch
+from cowork_assets.ingest.raw_files import not_batches
 from cowork_assets.ingest.record import BOM, excerpt, validate_line
 from cowork_assets.storage import PARQUET_OPTIONS, ArrowScratch, ParquetSink, atomic_path, partition_file
 
 BATCH_TABLES = tuple(schemas.MODELS)
+ROOT_PARTITION = "_raw_root"  # skipped_inputs rows for the raw root itself: never a batch name
 _COUNT_NAMES = ("n_trajectories", "first_trajectory_id")
 
 
@@ -208,3 +210,13 @@ def ingest_batch(
     )
     return report
 
+
+
+def record_root_skips(raw_root: Path, data_root: str) -> int:
+    """Write the raw root's entries that are not batches into `skipped_inputs` (its `_raw_root` partition)."""
+    rows = [(ROOT_PARTITION, name, why) for name, why in not_batches(raw_root)] if raw_root.is_dir() else []
+    sink = ParquetSink(partition_file(data_root, "skipped_inputs", ROOT_PARTITION),
+                       schemas.arrow_schema(schemas.SkippedInputs))
+    sink.write(pl.DataFrame(rows, orient="row", schema=schemas.polars_schema(schemas.SkippedInputs)))
+    sink.commit()
+    return len(rows)

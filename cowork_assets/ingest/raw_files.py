@@ -32,19 +32,25 @@ def batch_name_problem(name: str) -> str | None:
     return None
 
 
+def _not_a_batch(raw_root: Path, path: Path) -> str | None:
+    """Why an entry of the raw root is not a batch folder, or None if it is one."""
+    if not path.resolve().is_relative_to(raw_root.resolve()):
+        return "resolves outside the raw root (a symlink): never a batch"
+    if not path.is_dir():
+        return "a file at the raw root: batches are folders"
+    return batch_name_problem(path.name)
+
+
 def discover_batches(raw_root: Path) -> list[str]:
-    """Batch folder names under the raw root, sorted; files at the root (e.g. labels) are ignored."""
+    """Batch folder names under the raw root, sorted: folders inside it with a usable name."""
     if not raw_root.is_dir():
         raise FileNotFoundError(f"raw root {raw_root} is not a directory")
-    return sorted(
-        p.name for p in raw_root.iterdir() if p.is_dir() and batch_name_problem(p.name) is None
-    )
+    return sorted(p.name for p in raw_root.iterdir() if _not_a_batch(raw_root, p) is None)
 
 
-def skipped_folders(raw_root: Path) -> list[tuple[str, str]]:
-    """Folders under the raw root that are not batches, and why (shown to the user, never silent)."""
-    return sorted((p.name, why) for p in raw_root.iterdir() if p.is_dir() and (why := batch_name_problem(p.name))
-                  and not p.name.startswith((".", "_")))
+def not_batches(raw_root: Path) -> list[tuple[str, str]]:
+    """Entries of the raw root that are not batches, and why (shown to the user, never silent)."""
+    return sorted((p.name, why) for p in raw_root.iterdir() if (why := _not_a_batch(raw_root, p)))
 
 
 def batch_entries(raw_root: Path, batch: str) -> tuple[list[Path], list[tuple[str, str]]]:

@@ -4,7 +4,7 @@
 import dagster as dg
 
 from cowork_assets.curation.assets import TABLES as CURATION_TABLES
-from cowork_assets.ingest.batch import BATCH_TABLES
+from cowork_assets.ingest.batch import BATCH_TABLES, record_root_skips
 from cowork_assets.metadata import md_table
 from cowork_assets.settings import CurateSettings
 from cowork_assets.warehouse.duckdb_file import build_warehouse
@@ -20,6 +20,7 @@ from cowork_assets.warehouse.duckdb_file import build_warehouse
     "Open it with `duckdb <data_root>/cowork.duckdb` or `cowork-curate sql`.",
 )
 def warehouse(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    record_root_skips(settings.raw_path, settings.root)  # the raw root's non-batches, queryable beside the batches'
     rows, skipped = build_warehouse(settings.root, settings.warehouse_path)
     for view, why in skipped.items():
         context.log.warning(f"view {view} skipped: {why}")
