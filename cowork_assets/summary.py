@@ -6,6 +6,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import duckdb
+
 from cowork_assets.runner import RunOutcome
 from cowork_assets.settings import CurateSettings
 from cowork_assets.warehouse.duckdb_file import named_query, run_query
@@ -39,8 +41,15 @@ def print_summary(settings: CurateSettings, outcome: RunOutcome) -> None:
         print(f"\nskipped inputs (no format reads them): {len(rows)}" + (("\n" + format_rows(columns, rows)) if rows else ""))
         _, [(teachers, selected)] = run_query(db, (
             "SELECT count(*) FILTER (WHERE teacher_role = 'teacher'), count(*) FILTER (WHERE teacher_role = 'teacher' "
-            "AND trajectory_id NOT IN (SELECT trajectory_id FROM exclusions WHERE dataset = 'sft')) FROM trajectories"))
+            "AND (batch, trajectory_id) NOT IN (SELECT (batch, trajectory_id) FROM exclusions WHERE dataset = 'sft')) "
+            "FROM trajectories"))
         print(f"\nselected for SFT: {selected} of {teachers} teacher runs (why not: --query exclusions_by_stage)")
+        for dataset in ("sft_dataset", "rl_tasks", "rl_rollouts"):
+            try:
+                _, [(rows,)] = run_query(db, f"SELECT count(*) FROM {dataset}")
+            except duckdb.CatalogException:  # not published yet: no view
+                continue
+            print(f"published {dataset} (current version): {rows} rows")
     for where, error in outcome.failed.items():
         print(f"\nFAILED {where}: {error}")
     for name in outcome.failed_checks:

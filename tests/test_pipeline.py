@@ -1,5 +1,7 @@
 """The `make run` path end to end: Dagster materializes everything, checks pass, DuckDB agrees."""
 
+import re
+
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
@@ -149,3 +151,37 @@ def test_progress_lines_are_at_most_one_every_few_seconds(monkeypatch):
     for i in range(7):
         log(f"step {i}")
     assert said == ["step 0", "step 3", "step 5"]
+
+
+def test_every_count_the_summary_prints_is_what_the_tables_hold(tmp_path, capsys):
+    """A corpus whose last batch repeats another batch's runs (same trajectory ids, another batch)."""
+    import shutil
+
+
+
+    from cowork_assets.synthetic.generate import generate
+
+    raw = tmp_path / "raw"
+    generate(raw, trajectories=60, batches=2, seed=3)
+    first = sorted(p for p in raw.iterdir() if p.is_dir())[0]
+    shutil.copytree(first, raw / "zz-redelivered")
+    data = tmp_path / "curated"
+    assert main(["run", "--raw-root", str(raw), "--data-root", str(data), "--dagster-home", str(tmp_path / "home")]) == 0
+    out = capsys.readouterr().out
+
+    def number(pattern):
+        return int(re.search(pattern, out, re.M).group(1))
+
+    tables = data / "tables"
+    runs = pl.read_parquet(tables / "trajectories" / "*" / "data.parquet")
+    sft = pl.read_parquet(data / "published" / "sft_dataset" / "current" / "*.parquet")
+    excluded = pl.read_parquet(tables / "exclusions" / "data.parquet").filter(pl.col("dataset") == "sft")
+    assert runs.select("trajectory_id").n_unique() < runs.height  # the same ids in two batches
+    assert number(r"^trajectories +(\d+) +3$") == runs.height
+    assert number(r"^quarantined raw records: (\d+)$") == pl.read_parquet(tables / "quarantine" / "*" / "*.parquet").height
+    teachers = runs.filter(pl.col("teacher_role") == "teacher")
+    selected = teachers.join(excluded, on=["batch", "trajectory_id"], how="anti").height
+    assert re.search(rf"^selected for SFT: {sft.height} of {teachers.height} teacher runs", out, re.M)
+    assert selected == sft.height > 0
+    assert number(r"^published sft_dataset \(current version\): (\d+) rows$") == sft.height
+    assert number(r"^skipped inputs \(no format reads them\): (\d+)$") == 3  # the generator's files at the root
