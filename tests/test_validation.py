@@ -4,6 +4,7 @@ import orjson
 import polars as pl
 import pytest
 
+from cowork_assets.ingest.schemas import TOOL_CALL
 from cowork_assets.storage import partition_file, table_glob
 from cowork_assets.synthetic.services import TOOLS, UNEXPOSED
 from cowork_assets.validation.consistency import package_findings, requested_counts, suggest
@@ -152,3 +153,15 @@ def test_task_findings_match_the_generator_labels_exactly(pipeline, labels):
     dup = [l for l in labels if l["kind"] == "duplicate_creations"]
     assert sorted(by("call_counting_grader").select("trajectory_id", "check_id").rows()) == sorted(
         (l["trajectory_id"], l["check_id"]) for l in dup) and dup
+
+
+def test_finding_texts_read_as_sentences():
+    from cowork_assets.validation.structure import order_findings
+
+    frame = pl.DataFrame({"trajectory_id": ["t"] * 3, "message_index": [0, 1, 2], "role": ["assistant", "user", "tool"],
+                          "content": ["hi", "q", "r"], "tool_calls": [[], [], []], "tool_call_id": [None, None, "c"]},
+                         schema_overrides={"message_index": pl.Int32, "tool_calls": pl.List(TOOL_CALL)})
+    details = {f["kind"]: f["detail"] for f in pl.concat(order_findings(frame)).iter_rows(named=True)}
+    assert details["does_not_start_with_user"] == ("does not start with a user message: the first message after the "
+                                                   "system prompt is from the assistant")
+    assert details["does_not_end_with_assistant"] == "does not end with an assistant message: it ends on a tool message"

@@ -52,15 +52,15 @@ def order_findings(messages: pl.DataFrame) -> list[pl.DataFrame]:
                      pl.col("content").fill_null("").str.strip_chars() == "")
     return [
         _finding(misplaced, "tool_message_out_of_order", pl.format(
-            "tool message for call {} does not answer the assistant turn before it", pl.col("tool_call_id").fill_null("?"))),
+            "the tool message for call {} does not answer the assistant turn before it", pl.col("tool_call_id").fill_null("?"))),
         _finding(firsts.filter(pl.col("role") != "user"), "does_not_start_with_user",
-                 pl.format("first non-system message is {}", "role")),
+                 pl.format("does not start with a user message: the first message after the system prompt is from the {}", "role")),
         _finding(lasts.filter(~pl.col("role").is_in(["assistant", "user"]) | (pl.col("calls") > 0)),
-                 "does_not_end_with_assistant", pl.format("conversation ends on a {} message{}", "role", pl.when(
+                 "does_not_end_with_assistant", pl.format("does not end with an assistant message: it ends on a {} message{}", "role", pl.when(
                      pl.col("calls") > 0).then(pl.lit(" with pending tool calls")).otherwise(pl.lit("")))),
         _finding(lasts.filter(pl.col("role") == "user"), "ends_on_user_turn",
-                 pl.lit("a user turn follows the last answer; the SFT sample ends at the last assistant turn")),
-        _finding(empty, "empty_assistant_turn", pl.lit("assistant turn with no text and no tool calls")),
+                 pl.lit("a user turn follows the last answer: the SFT sample ends at the last assistant turn")),
+        _finding(empty, "empty_assistant_turn", pl.lit("an assistant turn has no text and no tool calls")),
     ]
 
 
@@ -90,8 +90,8 @@ def call_findings(messages: pl.DataFrame, tool_calls: pl.DataFrame, tools: pl.Da
         if params is not None and (problem := arguments_problem(params, args)):
             rows.append((tid, index, "arguments_schema_mismatch", "error", f"{name}: {problem}"))
     return [
-        _finding(unanswered, "unanswered_call", pl.format("call {} ({}) has no tool result", "call_id", "tool_name")),
-        _finding(orphans, "orphan_result", pl.format("tool result for {} answers no earlier call",
+        _finding(unanswered, "unanswered_call", pl.format("call {} to {} has no tool result", "call_id", "tool_name")),
+        _finding(orphans, "orphan_result", pl.format("the tool result for {} answers no earlier call",
                                                      pl.col("tool_call_id").fill_null("(no id)"))),
         pl.DataFrame(rows, schema=SCHEMA, orient="row"),
     ]
@@ -114,7 +114,7 @@ def text_findings(messages: pl.DataFrame, encoding: str) -> list[pl.DataFrame]:
         if not ok:
             failing.append((tid, index, "tokenizer_round_trip", "error", why))
     return [
-        _finding(control, "control_characters", pl.lit("text holds ASCII control characters")),
+        _finding(control, "control_characters", pl.lit("the text holds ASCII control characters")),
         pl.DataFrame(failing, schema=SCHEMA, orient="row"),
     ]
 
