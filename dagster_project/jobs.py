@@ -2,15 +2,15 @@
 
 import dagster as dg
 
-from cowork_assets.curation.assets import curation
+from cowork_assets.curation.assets import curation, truncation_sweep
 from cowork_assets.datasets.assets import dataset_assets
 from cowork_assets.evidence.assets import evidence
 from cowork_assets.ingest.assets import staging_tables
 from cowork_assets.selection.assets import dedup_clusters, dedup_signatures, exclusions
-from cowork_assets.validation.assets import structure_findings, task_findings
+from cowork_assets.validation.assets import regrade, structure_findings, task_findings
 from cowork_assets.warehouse.assets import warehouse
 
-PER_BATCH = [staging_tables, evidence, curation, structure_findings, dedup_signatures]
+PER_BATCH = [staging_tables, evidence, curation, truncation_sweep, structure_findings, regrade, dedup_signatures]
 CROSS_BATCH = [task_findings, dedup_clusters, exclusions, *dataset_assets]
 WAREHOUSE = [warehouse]
 # Cross-batch runs rewrite shared tables and publications: the run queue lets one run at a time.

@@ -23,6 +23,12 @@ SELECT * FROM read_parquet('{tables}/quarantine/batch=*/data.parquet', union_by_
 CREATE OR REPLACE VIEW skipped_inputs AS
 SELECT * FROM read_parquet('{tables}/skipped_inputs/batch=*/data.parquet', union_by_name = true);
 
+CREATE OR REPLACE VIEW truncation_sweep AS
+SELECT * FROM read_parquet('{tables}/truncation_sweep/batch=*/data.parquet', union_by_name = true);
+
+CREATE OR REPLACE VIEW regrade AS
+SELECT * FROM read_parquet('{tables}/regrade/batch=*/data.parquet', union_by_name = true);
+
 CREATE OR REPLACE VIEW evidence AS
 SELECT * FROM read_parquet('{tables}/evidence/batch=*/data.parquet', union_by_name = true);
 

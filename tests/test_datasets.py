@@ -8,7 +8,8 @@ import pytest
 
 from cowork_assets.datasets import publish as pub
 from cowork_assets.checks import first_turns
-from cowork_assets.datasets.rl import assistant_turns, group_rewards, tools_kwargs
+from cowork_assets.datasets.rl import group_rewards, tools_kwargs
+from cowork_assets.rewards import turns_by_trajectory as assistant_turns
 from cowork_assets.storage import partition_file, table_glob
 
 

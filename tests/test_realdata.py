@@ -21,7 +21,7 @@ def real_run(tmp_path_factory):
     from cowork_assets.settings import CurateSettings
 
     base = tmp_path_factory.mktemp("real")
-    for batch in ("tau2", "coding"):
+    for batch in ("tau2", "coding", "tau_bench"):
         shutil.copytree(REAL / batch, base / "raw" / batch)
     settings = CurateSettings(raw_root=str(base / "raw"), data_root=str(base / "curated"), accept_ungraded=True)
     outcome = materialize_all(settings, ensure_instance(base / "home"), echo=lambda _: None)
@@ -43,7 +43,8 @@ def test_every_tau2_simulation_is_parsed_or_quarantined_file_by_file(real_run):
         assert counts.pop(f"tau2/{path.name}") == len(json.loads(path.read_text())["simulations"]), path.name
     skipped = _table(real_run, "skipped_inputs")
     assert set(skipped["raw_file"]) == {"tau2/LICENSE", "coding/LICENSE-OpenHands", "coding/LICENSE-SWE-agent",
-                                        "coding/LICENSE-mini-swe-agent"}
+                                        "coding/LICENSE-mini-swe-agent", "tau_bench/LICENSE",
+                                        "tau_bench/policy_airline.md", "tau_bench/policy_retail.md"}
 
 
 def _record_like(value) -> bool:
@@ -121,3 +122,52 @@ def test_coding_runs_trace_back_to_their_raw_line(real_run, trajectory_id, raw, 
     assert main(["trace", trajectory_id, "--data-root", real_run.root]) == 0
     out = capsys.readouterr().out
     assert raw in out.replace(" line ", ":").replace(", line ", ":")
+
+
+def test_regrading_the_real_runs_agrees_as_the_readme_states(real_run):
+    from cowork_assets.validation.regrade import agreement
+
+    found = _table(real_run, "regrade")
+    by_source = {source: agreement(found.filter(pl.col("category").str.starts_with(source)))
+                 for source in ("tau2_", "tau_bench_")}
+    assert {s: (a["compared"], a["agree"]) for s, a in by_source.items()} == {"tau2_": (301, 237), "tau_bench_": (286, 214)}
+    assert dict((r, n) for r, n, _ in by_source["tau2_"]["reasons"]) == {
+        "undecidable": 59, "replay misses a check": 40, "undecided check failed": 21, "replay meets every check": 3}
+
+
+def test_compute_score_reproduces_the_regraded_score_of_every_real_run(real_run):
+    from cowork_assets.datasets.export import for_chat_template
+    from cowork_assets.rewards import compute_score
+    from tests.test_rewards import render
+
+    found = _table(real_run, "regrade").filter(pl.col("regraded_score").is_not_null())
+    messages = _table(real_run, "messages").filter(pl.col("trajectory_id").is_in(found["trajectory_id"]))
+    packages = _table(real_run, "task_packages").select("task_hash", "checks").unique("task_hash")
+    runs = _table(real_run, "trajectories").select("trajectory_id", "task_hash").join(packages, on="task_hash")
+    checks = dict(runs.select("trajectory_id", "checks").iter_rows())
+    compared = 0
+    for (tid,), rows in messages.sort("message_index").group_by("trajectory_id", maintain_order=True):
+        conversation = [{"role": r["role"], "content": r["content"] or "", "tool_call_id": r["tool_call_id"],
+                         "tool_calls": [{"id": c["id"], "type": "function", "function": {
+                             "name": c["name"], "arguments": c["arguments"]}} for c in r["tool_calls"]]}
+                        for r in rows.iter_rows(named=True)]
+        first_user = next((i for i, m in enumerate(conversation) if m["role"] == "user"), None)
+        if first_user is None:
+            continue
+        chat, _ = for_chat_template(conversation, "[]")
+        prompt = render("qwen2.5.jinja", chat[:first_user + 1], add_generation_prompt=True)
+        response = render("qwen2.5.jinja", chat)[len(prompt):].replace("<|im_start|>", "").replace("<|im_end|>", "")
+        expected = found.filter(pl.col("trajectory_id") == tid)["regraded_score"][0]
+        assert compute_score("cowork", response, checks[tid]) == pytest.approx(expected), tid
+        assert compute_score("cowork", "", checks[tid], {"messages": conversation}) == pytest.approx(expected), tid
+        compared += 1
+    assert compared == 587  # every run with a check replay can decide
+
+
+def test_the_sweeps_head_row_at_the_allowance_is_the_audits_head_loss(real_run):
+    audit = _table(real_run, "evidence_audit").group_by("batch").agg(pl.col("lost_under_head").sum())
+    sweep = (_table(real_run, "truncation_sweep")
+             .filter(pl.col("strategy") == "head", pl.col("max_observation_chars") == real_run.max_observation_chars)
+             .group_by("batch").agg(pl.col("lost_items").sum()))
+    assert sorted(audit.rows()) == sorted(sweep.rows()) and sum(n for _, n in audit.rows()) == 362
+    assert _table(real_run, "truncation_sweep").filter(pl.col("strategy") == "evidence_aware")["lost_items"].sum() == 0

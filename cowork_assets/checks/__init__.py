@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from cowork_assets.checks._base import CheckType
-from cowork_assets.evidence.values import named_value, normalise, record_value
+from cowork_assets.checks._base import CheckType, Turn
+from cowork_assets.evidence.values import named_value, record_value
 
 
 @cache
@@ -96,15 +96,9 @@ def first_turns(checks: list[dict] | Plan, turns: list[tuple[str | None, list[tu
             for c, kind in plan.on_tool[name]:
                 if kind.on_call(plan.prepared[id(c)], states[id(c)], args, calls_seen[name]) and seen[id(c)] is None:
                     seen[id(c)] = turn
-        text: list[str] = []
-
-        def normalised() -> str:
-            if not text:
-                text.append(normalise(content or ""))
-            return text[0]
-
+        text = Turn(content)
         for c, kind in plan.per_turn:
-            if seen[id(c)] is None and kind.on_turn(plan.prepared[id(c)], states[id(c)], normalised):
+            if seen[id(c)] is None and kind.on_turn(plan.prepared[id(c)], states[id(c)], text):
                 seen[id(c)] = turn
     out: dict[Any, int | None] = {}
     for c, kind in plan.checks:  # a repeated check id is met when the first of its checks is

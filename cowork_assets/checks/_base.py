@@ -2,8 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import cached_property
 from typing import Any
+
+from cowork_assets.evidence.values import normalise
+
+
+class Turn:
+    """An assistant turn's text, in the normal forms checks compare, each computed once when first asked."""
+
+    def __init__(self, content: str | None):
+        self.content = content or ""
+
+    @cached_property
+    def normalised(self) -> str:
+        return normalise(self.content)
+
+    @cached_property
+    def tau_bench(self) -> str:
+        """tau-bench's and tau2's form: lower-cased, commas removed."""
+        return self.content.lower().replace(",", "")
 
 
 class CheckType:
@@ -45,8 +64,8 @@ class CheckType:
         """A call to `tool(check)` with parsed `args` (the `calls_of_tool`-th so far): satisfied now?"""
         return False
 
-    def on_turn(self, prepared: Any, state: dict, text: Callable[[], str]) -> bool:
-        """After an assistant turn (`text()`: its normalised text): satisfied now?"""
+    def on_turn(self, prepared: Any, state: dict, turn: "Turn") -> bool:
+        """After an assistant turn (its text in `turn`): satisfied now?"""
         return False
 
     def at_end(self, prepared: Any, first: int | None, calls_seen: dict[str, int], turns: int) -> int | None:

@@ -39,7 +39,7 @@ class DistinctItems(CheckType):
             state.setdefault("items", set()).add(normalise(str(args.get(found[1], ""))))
         return False
 
-    def on_turn(self, found, state, text):
+    def on_turn(self, found, state, turn):
         return found is not None and len(state.get("items", ())) >= found[2]
 
     def tool(self, check):

@@ -1,5 +1,7 @@
-"""`keywords_present`: every keyword appears in one assistant message's text (normalised). The keywords
-are evidence the grader looks for."""
+"""`keywords_present`: every keyword appears in one assistant message's text, compared normalised
+(case-folded, a number also without its thousands separators), or with `"normalize": "tau_bench"` as
+tau-bench and tau2 compare (lower-cased, every comma removed). The keywords are evidence the grader
+looks for."""
 
 from __future__ import annotations
 
@@ -19,10 +21,14 @@ class KeywordsPresent(CheckType):
         return (("named", kw) for kw in check.get("keywords") or [])
 
     def prepare(self, check):
-        return [normalise(str(k)) for k in check.get("keywords") or []]
+        if check.get("normalize") == "tau_bench":
+            return "tau_bench", [str(k).lower().replace(",", "") for k in check.get("keywords") or []]
+        return "normalised", [normalise(str(k)) for k in check.get("keywords") or []]
 
-    def on_turn(self, keywords, state, text):
-        return all(k in text() for k in keywords)
+    def on_turn(self, prepared, state, turn):
+        form, keywords = prepared
+        text = getattr(turn, form)
+        return all(k in text for k in keywords)
 
 
 TYPE = KeywordsPresent()

@@ -5,14 +5,16 @@ import polars as pl
 
 from cowork_assets.curation.curate import CurationParams, curate_chunk
 from cowork_assets.curation.report import budget_report, strategy_report, truncation_report
-from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats
-from cowork_assets.ingest.schemas import arrow_schema
+from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats, TruncationSweep
+from cowork_assets.curation.sweep import ALLOWANCES, recommendation, sweep, sweep_chart
+from cowork_assets.ingest.schemas import arrow_schema, polars_schema
 from cowork_assets.lineage import column_lineage
+from cowork_assets.markdown import Markdown
 from cowork_assets.metadata import as_metadata, column_schema
 from cowork_assets.partitions import batches
 from cowork_assets.progress import throttled
 from cowork_assets.settings import CurateSettings
-from cowork_assets.storage import ParquetSink, iter_trajectory_chunks, partition_file
+from cowork_assets.storage import ParquetSink, iter_trajectory_chunks, partition_file, write_parquet_atomic
 
 TABLES = {
     "curated_messages": (CuratedMessages, "Every message after observation truncation and the sample budget, with "
@@ -73,6 +75,35 @@ def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
             "dagster/row_count": sink.rows, "path": dg.MetadataValue.path(str(sink.final)),
             "truncation_strategy": p.strategy, "max_observation_chars": p.allowance, **column_lineage(name),
         })
+
+
+@dg.asset(
+    group_name="curation", partitions_def=batches, deps=["messages", "trajectories", "evidence"],
+    kinds={"parquet", "polars"}, metadata={"dagster/column_schema": column_schema(TruncationSweep)},
+    description="At-risk evidence lost per truncation strategy (head, tail, middle: verl's rollout-time sides; "
+    "and evidence_aware) at allowances from 250 to 16,000 characters, per category: which allowance and side "
+    "keep the evidence the graders depend on.",
+)
+def truncation_sweep(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    batch, root = context.partition_key, settings.root
+    allowances = tuple(sorted(set(ALLOWANCES) | {settings.max_observation_chars}))
+    trajectories = pl.read_parquet(partition_file(root, "trajectories", batch), columns=["trajectory_id", "category"])
+    evidence = pl.read_parquet(partition_file(root, "evidence", batch))
+    frames = []  # a chunk of whole trajectories at a time, summed at the end
+    for messages in iter_trajectory_chunks(partition_file(root, "messages", batch),
+                                           ["trajectory_id", "message_index", "role", "content"]):
+        ids = messages["trajectory_id"].unique()
+        frames.append(sweep(trajectories.filter(pl.col("trajectory_id").is_in(ids)), messages,
+                            evidence.filter(pl.col("trajectory_id").is_in(ids)), settings.evidence_context_chars,
+                            allowances))
+    keys = ["category", "strategy", "max_observation_chars"]
+    found = (pl.concat(frames).group_by(keys).agg(pl.exclude(keys).sum()).sort(keys) if frames
+             else pl.DataFrame(schema=polars_schema(TruncationSweep)).drop("batch"))
+    found = found.with_columns(batch=pl.lit(batch)).select(polars_schema(TruncationSweep).names())
+    path = write_parquet_atomic(found, partition_file(root, "truncation_sweep", batch), arrow_schema(TruncationSweep))
+    return dg.MaterializeResult(metadata=as_metadata({
+        "dagster/row_count": found.height, "path": dg.MetadataValue.path(str(path)),
+        "lost_share": sweep_chart(found), "recommendation": Markdown("\n".join(f"- {line}" for line in recommendation(found)))}))
 
 
 def _read(settings: CurateSettings, table: str, batch: str, columns: list[str] | None = None) -> pl.DataFrame:

@@ -86,3 +86,17 @@ class EvidenceRollup(pa.DataFrameModel):
     lost_to_truncation: pl.Int32 = pa.Field(ge=0, description="items lost under the configured strategy")
     lost_to_budget: pl.Int32 = pa.Field(ge=0, description="items lost to the budget")
     verdict: str = pa.Field(description="the budget's verdict for the sample")
+
+
+class TruncationSweep(pa.DataFrameModel):
+    """Per category, truncation strategy and allowance: at-risk evidence lost and observation characters kept."""
+
+    batch: str = pa.Field(description="raw batch folder (the partition)")
+    category: str = pa.Field(description="task category (data source / domain)")
+    strategy: str = pa.Field(isin=["head", "tail", "middle", "evidence_aware"],
+                             description="head / tail / middle (verl's left / right / middle) or evidence_aware")
+    max_observation_chars: pl.Int64 = pa.Field(ge=1, description="the allowance")
+    at_risk_items: pl.Int64 = pa.Field(ge=0, description="at-risk evidence items")
+    lost_items: pl.Int64 = pa.Field(ge=0, description="of those, lost under this cut")
+    kept_chars: pl.Int64 = pa.Field(ge=0, description="tool observation characters kept")
+    observation_chars: pl.Int64 = pa.Field(ge=0, description="tool observation characters before the cut")

@@ -11,7 +11,7 @@ import polars as pl
 from pydantic import PrivateAttr
 
 from cowork_assets.datasets import publish as pub
-from cowork_assets.datasets.card import build_card, render_markdown, svg
+from cowork_assets.datasets.card import build_card, render_markdown, svg, sweep_svg
 from cowork_assets.datasets.gates import run_gate
 from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks
 from cowork_assets.datasets.schemas import MODELS
@@ -44,7 +44,7 @@ def _stage(context: dg.AssetExecutionContext, settings: CurateSettings, name: st
                                           **{f"{f}_rows": frame.height for f, frame in files.items()}})
 
 
-@dg.asset(group_name="datasets", deps=["exclusions", "curated_messages", "sample_stats", "task_packages"],
+@dg.asset(group_name="datasets", deps=["exclusions", "curated_messages", "sample_stats", "task_packages", "truncation_sweep"],
           automation_condition=EAGER,
           kinds={"parquet", "polars"}, metadata={"dagster/column_schema": column_schema(MODELS["sft_dataset"])},
           description="Candidate SFT dataset (staged, not yet published): selected runs as messages + tools with "
@@ -160,7 +160,9 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition, description: str) 
             cards["card"] = build_card(dataset, version, previous, {k: v.height for k, v in frames.items()}, **inputs)
             return {"card.json": orjson.dumps(cards["card"], option=orjson.OPT_INDENT_2).decode(),
                     "card.md": render_markdown(cards["card"]),
-                    "lengths.svg": svg(cards["card"]["length_histogram"], f"{dataset}: characters per sample")}
+                    "lengths.svg": svg(cards["card"]["length_histogram"], f"{dataset}: characters per sample"),
+                    **({"sweep.svg": sweep_svg(cards["card"]["truncation_sweep"], "at-risk evidence lost, by allowance")}
+                       if cards["card"]["truncation_sweep"] else {})}
 
         publication = pub.publish(settings.root, dataset, card_files)
         card = orjson.loads(read_bytes(join(publication.path, "card.json")))
@@ -195,6 +197,7 @@ def dataset_card(context: dg.AssetExecutionContext, settings: CurateSettings) ->
              for name in MODELS}
     root = join(settings.root, "published")
     text = "\n\n".join(render_markdown(card).replace("](lengths.svg)", f"]({name}/current/lengths.svg)")
+                       .replace("](sweep.svg)", f"]({name}/current/sweep.svg)")
                        for name, card in cards.items())
     write_text_atomic(join(root, "CARD.json"), orjson.dumps(cards, option=orjson.OPT_INDENT_2).decode())
     write_text_atomic(join(root, "CARD.md"), text)

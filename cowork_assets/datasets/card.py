@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import subprocess
 from importlib import metadata
 from pathlib import Path
 
 import orjson
+import polars as pl
 
+from cowork_assets.curation.sweep import recommendation
 from cowork_assets.markdown import table
 
 
@@ -59,14 +62,50 @@ def vega_lite(bars: list[dict], title: str) -> dict:
                                         "y": {"field": "count", "type": "quantitative"}}}
 
 
+COLOURS = {"head": "#dc2626", "tail": "#d97706", "middle": "#2563eb", "evidence_aware": "#059669"}
+
+
+def sweep_svg(sweep: list[dict], title: str) -> str:
+    """Lost share of at-risk evidence against the allowance (log scale), one line per strategy, as SVG."""
+    w, h, pad = 640, 280, 48
+    sizes = sorted({r["max_observation_chars"] for r in sweep})
+    if not sizes:
+        return ""
+    span = math.log(sizes[-1] / sizes[0]) or 1.0
+
+    def x(n: int) -> float:
+        return pad + (w - 2 * pad) * math.log(n / sizes[0]) / span
+
+    def y(share: float) -> float:
+        return h - pad - (h - 2 * pad) * share
+
+    parts = [f'<text x="{pad}" y="20" font-size="13">{title}</text>',
+             f'<line x1="{pad}" y1="{y(0):.1f}" x2="{w - pad}" y2="{y(0):.1f}" stroke="#999"/>',
+             f'<text x="{pad - 6}" y="{y(1):.1f}" font-size="10" text-anchor="end">100%</text>',
+             f'<text x="{pad - 6}" y="{y(0):.1f}" font-size="10" text-anchor="end">0%</text>']
+    parts += [f'<text x="{x(n):.1f}" y="{h - pad + 16}" font-size="10" text-anchor="middle">{n}</text>' for n in sizes]
+    for i, (strategy, colour) in enumerate(COLOURS.items()):
+        points = [(x(r["max_observation_chars"]), y(r["lost_share"])) for r in sweep if r["strategy"] == strategy]
+        if points:
+            parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="'
+                         + " ".join(f"{a:.1f},{b:.1f}" for a, b in points) + '"/>')
+            parts.append(f'<text x="{w - pad - 110}" y="{40 + 14 * i}" font-size="11" fill="{colour}">{strategy}</text>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif">'
+            + "".join(parts) + "</svg>")
+
+
 def build_card(dataset: str, version: str, previous: str | None, rows: dict, funnel: list[tuple[str, int]],
-               reasons: list[tuple], retention: dict, lengths: list[int], settings: dict) -> dict:
+               reasons: list[tuple], retention: dict, lengths: list[int], settings: dict,
+               sweep: list[dict] | None = None) -> dict:
     bars = histogram(lengths)
+    sweep = sweep or []
     return {
         "dataset": dataset, "version": version, "previous_version": previous, "rows": rows,
         "funnel": [{"stage": s, "remaining": n} for s, n in funnel],
         "drop_reasons": [{"stage": s, "reason": r, "count": n} for s, r, n in reasons],
         "evidence_retention": retention,
+        "truncation_sweep": sweep,
+        "rollout_truncation": recommendation(pl.DataFrame(sweep)) if sweep else [],
         "length_histogram": bars, "length_chart": vega_lite(bars, f"{dataset}: characters per sample"),
         "settings": settings, "settings_hash": settings_hash(settings), "code_version": code_version(),
     }
@@ -84,6 +123,14 @@ def render_markdown(card: dict) -> str:
         lines += ["", "## Evidence retention (at-risk values of passing teacher runs)", "",
                   table(["strategy", "retained", "at risk", "share"], [
                       (k, v["retained"], v["at_risk"], f"{v['share']:.1%}") for k, v in card["evidence_retention"].items()])]
+    if card.get("truncation_sweep"):
+        lines += ["", "## Truncation at rollout time (at-risk evidence lost, every batch)", "",
+                  "![lost share against allowance](sweep.svg)", "",
+                  table(["strategy", "allowance", "at risk", "lost", "lost share"], [
+                      (r["strategy"], r["max_observation_chars"], r["at_risk_items"], r["lost_items"],
+                       f"{r['lost_share']:.1%}") for r in card["truncation_sweep"]]), "",
+                  "Smallest allowance per side that keeps 99% (verl `actor_rollout_ref.rollout.multi_turn`):", "",
+                  *[f"- {line}" for line in card["rollout_truncation"]]]
     if card["length_histogram"]:
         lines += ["", "## Length distribution", "", "![characters per sample](lengths.svg)", "",
                   "(Vega-Lite spec in card.json under `length_chart`.)"]

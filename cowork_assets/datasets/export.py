@@ -1,5 +1,7 @@
 """Exports of the published SFT dataset to other trainers' formats.
 
+* Chat templates (TRL, transformers): `for_chat_template` gives a sample's messages and tools with
+  tool-call arguments as objects, ready for `tokenizer.apply_chat_template(messages, tools=tools)`.
 * OpenAI fine-tuning JSONL: one `{"messages": [...], "tools": [...]}` object per line.
 * LLaMA-Factory ShareGPT: a JSON list of `{"conversations", "system", "tools"}` plus the
   `dataset_info.json` entry that registers it. Roles map to human / gpt / function_call /
@@ -22,6 +24,20 @@ def _rows(data_root: str, split: str | None) -> pl.DataFrame:
     folder = current_path(data_root, "sft_dataset")
     files = [join(folder, f"{s}.parquet") for s in ([split] if split else ["train", "validation"])]
     return pl.concat([pl.read_parquet(f) for f in files if exists(f)])
+
+
+def for_chat_template(messages: list[dict], tools_json: str) -> tuple[list[dict], list[dict]]:
+    """A published sample as `apply_chat_template(messages, tools=tools)` expects it: tool-call arguments
+    as objects (the dataset keeps them as JSON strings; a template's `tojson` would encode them twice)."""
+    out = []
+    for m in messages:
+        message = {k: v for k, v in m.items() if v is not None and k != "tool_calls"}
+        if m.get("tool_calls"):
+            message["tool_calls"] = [{"id": c["id"], "type": c["type"], "function": {
+                "name": c["function"]["name"], "arguments": orjson.loads(c["function"]["arguments"])}}
+                for c in m["tool_calls"]]
+        out.append(message)
+    return out, orjson.loads(tools_json)
 
 
 def _openai_message(m: dict) -> dict:

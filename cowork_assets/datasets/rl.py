@@ -15,6 +15,7 @@ import polars as pl
 
 from cowork_assets import checks as checks_home
 from cowork_assets.datasets.split import split_expr
+from cowork_assets.rewards import turns_by_trajectory
 from cowork_assets.tool_lists import named_tools
 
 CHECK = pl.Struct({"check_id": pl.String, "type": pl.String, "weight": pl.Float64, "reward": pl.Float64,
@@ -108,33 +109,13 @@ def group_rewards(rollouts: pl.DataFrame, checks: pl.DataFrame, eps: float, samp
     )
 
 
-def assistant_turns(messages: pl.DataFrame) -> dict[str, list[tuple[str | None, list[tuple[str, str]]]]]:
-    """trajectory_id -> its assistant turns for `checks.first_turns`, read from flat rows (one per call): polars
-    turns nested structs into Python dicts at ~3 us each."""
-    call = pl.col("call")
-    flat = (messages.filter(pl.col("role") == "assistant").sort("trajectory_id", "message_index")
-            .select("trajectory_id", "message_index", "content", call="tool_calls").explode("call", empty_as_null=True)
-            .select("trajectory_id", "message_index", "content", call.is_not_null().alias("has_call"),
-                    call.struct.field("name"), call.struct.field("arguments")))
-    out: dict[str, list] = {}
-    last = None
-    for tid, index, content, has_call, name, arguments in flat.iter_rows():
-        if (tid, index) != last:
-            calls: list[tuple[str, str]] = []
-            out.setdefault(tid, []).append((content, calls))
-            last = (tid, index)
-        if has_call:
-            calls.append((name, arguments))
-    return out
-
-
 def build_rl_rollouts(runs: pl.DataFrame, messages: pl.DataFrame, packages: pl.DataFrame, group_by: str,
                       eps: float, sample_std: bool) -> pl.DataFrame:
     """`runs`: trajectories rows of the rollouts (grade_score, grade_checks, group_id, task_hash)."""
     plans = {h: checks_home.Plan(checks_home.parse(c_json))
              for h, c_json in packages.filter(pl.col("task_hash").is_in(runs["task_hash"].unique().to_list()))
              .select("task_hash", "checks").unique("task_hash").iter_rows()}
-    turns_of = assistant_turns(messages)
+    turns_of = turns_by_trajectory(messages)
     # Per (rollout, check) its reward, from the grade, and the turn it was first met, from the replay:
     # the only Python per run; the group statistics are polars'.
     flat = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from cowork_assets.curation.sweep import totals
 from cowork_assets.selection.exclusions import STAGES
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import partition_file, scan_table
@@ -54,6 +55,11 @@ def retention(settings: CurateSettings) -> dict:
     return out
 
 
+def truncation_sweep(settings: CurateSettings) -> list[dict]:
+    """The truncation sweep over every batch: one row per (strategy, allowance) with its lost share."""
+    return totals(scan_table(settings.root, "truncation_sweep").collect()).to_dicts()
+
+
 def card_inputs(settings: CurateSettings, dataset: str, frames: dict[str, pl.DataFrame]) -> dict:
     rows = sum(f.height for f in frames.values())
     if dataset == "sft_dataset":
@@ -66,6 +72,7 @@ def card_inputs(settings: CurateSettings, dataset: str, frames: dict[str, pl.Dat
         "funnel": funnel(settings, dataset, rows),
         "reasons": reasons(settings, EXCLUSION_SET[dataset]) if dataset in EXCLUSION_SET else [],
         "retention": retention(settings) if dataset == "sft_dataset" else {},
+        "sweep": truncation_sweep(settings) if dataset == "sft_dataset" else [],
         "lengths": lengths,
         "settings": settings.content(),
     }

@@ -9,7 +9,9 @@ from cowork_assets.partitions import batches
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import iter_trajectory_chunks, partition_file, table_glob, write_parquet_atomic
 from cowork_assets.ingest.schemas import arrow_schema, polars_schema
-from cowork_assets.validation.schemas import StructureFindings, TaskFindings
+from cowork_assets.validation.regrade import UNDECIDABLE, agreement
+from cowork_assets.validation.regrade import regrade as replay
+from cowork_assets.validation.schemas import Regrade, StructureFindings, TaskFindings
 from cowork_assets.validation.structure import structure_findings as find_structure
 from cowork_assets.validation.tasks import task_findings as find_task_findings
 
@@ -59,6 +61,44 @@ def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -
                                           "by_kind": counts_md(dict(found.group_by("kind").len().iter_rows()), "kind", "findings")})
 
 
+@dg.asset(
+    group_name="validation", partitions_def=batches, deps=["trajectories", "task_packages", "messages"],
+    kinds={"parquet", "polars"}, metadata={"dagster/column_schema": column_schema(Regrade)},
+    description="Every run re-graded by replaying its task's checks on its transcript (cowork_assets/rewards.py): "
+    "the recorded and the replayed verdict and score, per-check results, and why they differ.",
+)
+def regrade(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    b, root = context.partition_key, settings.root
+    runs = pl.read_parquet(partition_file(root, "trajectories", b), columns=[
+        "trajectory_id", "task_id", "category", "task_hash", "grade_score", "grade_passed", "grade_checks"])
+    packages = pl.read_parquet(partition_file(root, "task_packages", b), columns=["task_hash", "checks"])
+    frames = []  # a chunk of whole trajectories at a time
+    for messages in iter_trajectory_chunks(partition_file(root, "messages", b)):
+        ids = messages["trajectory_id"].unique()
+        frames.append(replay(b, runs.filter(pl.col("trajectory_id").is_in(ids)), messages, packages))
+    found = (pl.concat(frames) if frames else pl.DataFrame(schema=polars_schema(Regrade))).sort("trajectory_id")
+    path = write_parquet_atomic(found, partition_file(root, "regrade", b), arrow_schema(Regrade))
+    return dg.MaterializeResult(metadata={
+        "dagster/row_count": found.height, "path": dg.MetadataValue.path(str(path)),
+        "by_disagreement": counts_md(dict(found.group_by("disagreement").len().drop_nulls().iter_rows()),
+                                     "disagreement", "runs")})
+
+
+@dg.asset_check(asset=regrade, partitions_def=batches,
+                description="Warns when replaying the checks disagrees with the recorded verdict, with the agreement "
+                "rate and the disagreeing runs grouped by reason.")
+def grader_agreement(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
+    found = pl.read_parquet(partition_file(settings.root, "regrade", context.partition_key))
+    result = agreement(found)
+    disagreeing = sum(n for reason, n, _ in result["reasons"] if reason != UNDECIDABLE)
+    return dg.AssetCheckResult(passed=disagreeing == 0, severity=dg.AssetCheckSeverity.WARN, metadata=as_metadata({
+        "compared_runs": result["compared"], "agreeing_runs": result["agree"],
+        "agreement_rate": round(result["rate"], 4) if result["rate"] is not None else "—",
+        "by_reason": table(["disagreement", "runs", "examples"],
+                           [(r, n, ", ".join(ex)) for r, n, ex in result["reasons"]] or [("(none)", 0, "—")]),
+    }))
+
+
 @dg.asset_check(asset=structure_findings, partitions_def=batches, additional_deps=["trajectories"],
                 description="Warns when samples of the batch have structural errors (they are excluded from SFT).")
 def samples_structurally_valid(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
@@ -88,4 +128,4 @@ def tasks_consistent(context: dg.AssetCheckExecutionContext, settings: CurateSet
     }))
 
 
-validation_checks = [samples_structurally_valid, tasks_consistent]
+validation_checks = [samples_structurally_valid, tasks_consistent, grader_agreement]

@@ -12,7 +12,7 @@ from cowork_assets.warehouse.duckdb_file import build_warehouse
 
 @dg.asset(
     group_name="warehouse",
-    deps=[*BATCH_TABLES, "evidence", *CURATION_TABLES, "structure_findings", "dedup_signatures", "task_findings",
+    deps=[*BATCH_TABLES, "evidence", *CURATION_TABLES, "truncation_sweep", "structure_findings", "regrade", "dedup_signatures", "task_findings",
           "dedup_clusters", "exclusions", "dataset_card"],
     kinds={"duckdb"},
     automation_condition=dg.AutomationCondition.eager(),

@@ -1,0 +1,118 @@
+"""The truncation sweep: how much at-risk evidence each way of cutting tool observations loses, at
+allowances from 250 to 16,000 characters, so a trainer can pick its rollout-time truncation.
+
+verl's multi-turn rollout cuts tool responses by position (`max_tool_response_length`,
+`tool_response_truncate_side`): `head` keeps the first N characters (side `left`), `tail` the last N
+(`right`), `middle` the first N/2 and the last N - N/2 (`middle`). `evidence_aware` is this project's
+own cut (curation/truncate.py), which keeps every at-risk value and overflows the allowance when it
+must. An at-risk item survives a cut when some occurrence before its first use lies wholly in kept
+text (or in a message the cut leaves whole), and items are counted per check, exactly as the evidence
+audit decides and counts them.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from cowork_assets.curation.truncate import cut, survival
+from cowork_assets.evidence.locate import shown
+from cowork_assets.markdown import Markdown
+
+ALLOWANCES = (250, 500, 1000, 2000, 4000, 8000, 16000)
+POSITIONAL = ("head", "tail", "middle")
+STRATEGIES = (*POSITIONAL, "evidence_aware")
+VERL_SIDE = {"head": "left", "tail": "right", "middle": "middle"}
+TARGET = 0.99  # the share of at-risk evidence a recommended allowance keeps
+SCHEMA = {"category": pl.String, "strategy": pl.String, "max_observation_chars": pl.Int64,
+          "at_risk_items": pl.Int64, "lost_items": pl.Int64, "kept_chars": pl.Int64, "observation_chars": pl.Int64}
+
+
+def _kept(strategy: str) -> pl.Expr:
+    """Whether an occurrence [offset, offset + length) of a message of `size` characters survives a cut to `n`."""
+    o, end, size, n = pl.col("offset"), pl.col("offset") + pl.col("length"), pl.col("size"), pl.col("n")
+    whole = size <= n
+    if strategy == "head":
+        return whole | (end <= n)
+    if strategy == "tail":
+        return whole | (o >= size - n)
+    return whole | (end <= n // 2) | (o >= size - (n - n // 2))
+
+
+def sweep(trajectories: pl.DataFrame, messages: pl.DataFrame, evidence: pl.DataFrame, context: int,
+          allowances: tuple[int, ...] = ALLOWANCES) -> pl.DataFrame:
+    """Per (category, strategy, allowance): at-risk items, how many the cut loses, and the observation
+    characters it keeps (of how many). `messages`: trajectory_id, message_index, role, content."""
+    category = trajectories.select("trajectory_id", "category")
+    rows = evidence.filter(pl.col("status") == "at_risk")  # items as the evidence audit counts them: per check
+    at_risk = rows.unique(["trajectory_id", "norm"], maintain_order=True)
+    items = rows.select("trajectory_id", "norm").join(category, on="trajectory_id")
+    tools = messages.filter(pl.col("role") == "tool").select(
+        "trajectory_id", "message_index", size=pl.col("content").str.len_chars().fill_null(0).cast(pl.Int64))
+    sizes = pl.DataFrame({"n": list(allowances)}, schema={"n": pl.Int64})
+    occurrences = shown(at_risk).join(tools, on=["trajectory_id", "message_index"], how="left")
+    frames = []
+    for strategy in POSITIONAL:
+        survived = (occurrences.join(sizes, how="cross")
+                    .group_by("trajectory_id", "norm", "n").agg(survives=(pl.col("size").is_null() | _kept(strategy)).any()))
+        frames.append(_tally(strategy, items, survived, tools.join(sizes, how="cross").with_columns(
+            kept=pl.min_horizontal("size", "n")), category))
+    for n in allowances:
+        cuts = cut(messages, at_risk, "evidence_aware", n, context)
+        survived = survival(occurrences.select("trajectory_id", "norm", "message_index", "offset", "length"), cuts)
+        kept = tools.join(cuts.select("trajectory_id", "message_index", cut_kept=pl.col("kept_spans").list.eval(
+            pl.element().struct.field("end") - pl.element().struct.field("start")).list.sum()),
+            on=["trajectory_id", "message_index"], how="left")
+        frames.append(_tally("evidence_aware", items, survived.with_columns(n=pl.lit(n, pl.Int64)),
+                             kept.with_columns(n=pl.lit(n, pl.Int64), kept=pl.coalesce("cut_kept", "size")), category))
+    return pl.concat(frames).sort("category", "strategy", "max_observation_chars").cast(SCHEMA)
+
+
+def _tally(strategy: str, items: pl.DataFrame, survived: pl.DataFrame, kept: pl.DataFrame,
+           category: pl.DataFrame) -> pl.DataFrame:
+    lost = (items.join(survived, on=["trajectory_id", "norm"], how="left")
+            .group_by("category", "n").agg(at_risk_items=pl.len(), lost_items=(~pl.col("survives").fill_null(False)).sum()))
+    chars = kept.join(category, on="trajectory_id").group_by("category", "n").agg(
+        kept_chars=pl.col("kept").sum(), observation_chars=pl.col("size").sum())
+    return (chars.join(lost, on=["category", "n"], how="left")
+            .select("category", strategy=pl.lit(strategy), max_observation_chars="n",
+                    at_risk_items=pl.col("at_risk_items").fill_null(0), lost_items=pl.col("lost_items").fill_null(0),
+                    kept_chars="kept_chars", observation_chars="observation_chars"))
+
+
+def totals(frame: pl.DataFrame) -> pl.DataFrame:
+    """The sweep summed over categories (and batches): one row per (strategy, allowance), with the lost share."""
+    return (frame.group_by("strategy", "max_observation_chars")
+            .agg(pl.col("at_risk_items", "lost_items", "kept_chars", "observation_chars").sum())
+            .with_columns(lost_share=pl.when(pl.col("at_risk_items") > 0)
+                          .then(pl.col("lost_items") / pl.col("at_risk_items")).otherwise(0.0))
+            .sort("strategy", "max_observation_chars"))
+
+
+def recommendation(frame: pl.DataFrame) -> list[str]:
+    """Per verl truncation side, the smallest allowance that keeps at least 99% of at-risk evidence."""
+    summed = totals(frame)
+    lines = []
+    for strategy in POSITIONAL:
+        rows = summed.filter(pl.col("strategy") == strategy, pl.col("lost_share") <= 1 - TARGET)
+        side = VERL_SIDE[strategy]
+        if rows.is_empty():
+            largest = summed.filter(pl.col("strategy") == strategy)["max_observation_chars"].max()
+            lines.append(f"tool_response_truncate_side={side}: no allowance up to {largest} keeps 99% of at-risk "
+                         "evidence; keep tool responses whole or curate them evidence-aware first")
+        else:
+            best = rows.row(0, named=True)
+            lines.append(f"tool_response_truncate_side={side}: max_tool_response_length={best['max_observation_chars']} "
+                         f"keeps {1 - best['lost_share']:.1%} of {best['at_risk_items']} at-risk evidence items")
+    return lines
+
+
+def sweep_chart(frame: pl.DataFrame, width: int = 20) -> Markdown:
+    """The lost share per strategy and allowance as a Markdown table of bars (renders in the Dagster UI)."""
+    summed = totals(frame)
+    allowances = sorted(set(summed["max_observation_chars"]))
+    lines = ["| strategy | " + " | ".join(f"{n:,}" for n in allowances) + " |", "|---" * (len(allowances) + 1) + "|"]
+    for strategy in STRATEGIES:
+        shares = dict(summed.filter(pl.col("strategy") == strategy).select("max_observation_chars", "lost_share").iter_rows())
+        cells = [f"{'█' * round(shares[n] * width / 4):<1} {shares[n]:.1%}" if n in shares else "—" for n in allowances]
+        lines.append(f"| {strategy} | " + " | ".join(cells) + " |")
+    return Markdown("\n".join(["lost share of at-risk evidence", "", *lines]))

@@ -1,0 +1,149 @@
+"""Rewards from a transcript: replay a task's checks on a conversation (no Dagster needed).
+
+`score(messages, checks)` replays each check through its type (`cowork_assets/checks/`) and returns the
+reward and the per-check results. A check replay cannot decide (a database state, an environment
+assertion, an LLM judge) is reported as undecided and left out of the reward:
+
+* `passed`: every decidable check is met (None when the task has no decidable check);
+* `reward`: the weighted share of decidable checks met, with the checks' weights as the RL rollouts use
+  them (weight 1 unless the check says otherwise); when every decidable check has weight 0 (tau2 tasks
+  whose reward basis is the database) the unweighted share; 0.0 when nothing is decidable.
+
+`compute_score` is the same in verl's custom reward signature. Point verl at it with
+`custom_reward_function.path=<site-packages>/cowork_assets/rewards.py` and
+`custom_reward_function.name=compute_score`; `ground_truth` is `reward_model.ground_truth` of `rl_tasks`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from cowork_assets import checks as check_types
+
+
+@dataclass
+class Score:
+    reward: float
+    passed: bool | None
+    checks: list[dict] = field(default_factory=list)  # check_id, type, weight, decidable, met, first_turn
+
+
+def turns_of(messages: list[dict]) -> list[tuple[str | None, list[tuple[str, str]]]]:
+    """The assistant turns of an OpenAI-style conversation: (text, [(tool name, arguments JSON), ...])."""
+    turns = []
+    for m in messages:
+        if m.get("role") != "assistant":
+            continue
+        calls = []
+        for c in m.get("tool_calls") or []:
+            f = c.get("function", c)
+            args = f.get("arguments", f.get("parameters", {}))
+            calls.append((str(f.get("name")), args if isinstance(args, str) else json.dumps(args)))
+        turns.append((m.get("content") if isinstance(m.get("content"), str) else None, calls))
+    return turns
+
+
+def score_turns(turns: list[tuple[str | None, list[tuple[str, str]]]], checks: list[dict] | check_types.Plan) -> Score:
+    plan = checks if isinstance(checks, check_types.Plan) else check_types.Plan(checks)
+    first = check_types.first_turns(plan, turns)
+    rows, weights, met_weights, decided, met_count = [], 0.0, 0.0, 0, 0
+    for check, kind in plan.checks:
+        decidable = kind is not None and kind.decidable
+        met = first.get(check.get("id")) is not None if decidable else None
+        weight = check_types.weight(check)
+        rows.append({"check_id": str(check.get("id")), "type": str(check.get("type")), "weight": weight,
+                     "decidable": decidable, "met": met, "first_turn": first.get(check.get("id")) if decidable else None})
+        if decidable:
+            decided += 1
+            met_count += met
+            weights += weight
+            met_weights += weight * met
+    if not decided:
+        return Score(0.0, None, rows)
+    reward = met_weights / weights if weights > 0 else met_count / decided
+    return Score(reward, met_count == decided, rows)
+
+
+def score(messages: list[dict], checks: list[dict] | str) -> Score:
+    """Replay `checks` (a list, or its JSON as in `reward_model.ground_truth`) on an OpenAI-style conversation."""
+    if isinstance(checks, str):
+        checks = check_types.parse(checks)
+    return score_turns(turns_of(messages), checks)
+
+
+_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
+_TOOL_RESPONSE = re.compile(r"<tool_response>.*?</tool_response>", re.S)
+# Where a turn starts in decoded chat-template text: a template's role header, or (special tokens
+# skipped, as verl decodes) the role's name alone on a line.
+_ROLE = re.compile(r"(?:^|<\|im_start\|>|<\|start_header_id\|>)(system|user|assistant|tool|ipython)"
+                   r"(?:<\|end_header_id\|>)?[ \t]*\n", re.M)
+_SPECIAL = re.compile(r"<\|[a-z_]+\|>")
+
+
+def parse_response(text: str) -> list[tuple[str | None, list[tuple[str, str]]]]:
+    """The assistant turns of a decoded multi-turn response, as verl's rollout hands it to a reward function:
+    the text from the first assistant turn on, tool calls in `<tool_call>{"name", "arguments"}</tool_call>`
+    blocks (Hermes / Qwen style) or as `{"name", "parameters"}` lines (Llama 3.1 style), tool results in
+    `<tool_response>` blocks or `ipython` turns, and each later turn after its role's header (a template's
+    header, or the role's name alone on a line when special tokens were skipped). Only assistant turns count."""
+    turns, role, start = [], "assistant", 0
+    for found in [*_ROLE.finditer(text), None]:
+        end = found.start() if found else len(text)
+        if role == "assistant":
+            segment = _TOOL_RESPONSE.sub("", text[start:end])
+            blobs = _TOOL_CALL.findall(segment)
+            if not blobs:  # Llama style: each call a JSON object on its own line
+                blobs = [line for line in _SPECIAL.sub("", segment).splitlines() if line.strip().startswith('{"name"')]
+                segment = "\n".join(line for line in segment.splitlines() if line not in blobs)
+            calls = []
+            for blob in blobs:
+                try:
+                    call = json.loads(blob)
+                except json.JSONDecodeError:
+                    continue
+                args = call.get("arguments", call.get("parameters", {})) if isinstance(call, dict) else {}
+                if isinstance(call, dict) and isinstance(call.get("name"), str):
+                    calls.append((call["name"], args if isinstance(args, str) else json.dumps(args)))
+            content = _SPECIAL.sub("", _TOOL_CALL.sub("", segment)).strip()
+            if content or calls:
+                turns.append((content or None, calls))
+        if found:
+            role, start = found.group(1), found.end()
+    return turns
+
+
+def compute_score(data_source: str, solution_str: str, ground_truth: str | list, extra_info: dict | None = None,
+                  **_: Any) -> float:
+    """verl's custom reward function: the reward of a rollout against the task's checks. When the trainer
+    passes the conversation itself as `extra_info["messages"]`, it is replayed; otherwise the decoded
+    response `solution_str` is parsed (`parse_response`)."""
+    checks = check_types.parse(ground_truth) if isinstance(ground_truth, str) else ground_truth
+    messages = (extra_info or {}).get("messages")
+    if isinstance(messages, list):
+        return score(messages, checks).reward
+    return score_turns(parse_response(solution_str), checks).reward
+
+
+def turns_by_trajectory(messages: pl.DataFrame) -> dict[str, list[tuple[str | None, list[tuple[str, str]]]]]:
+    """trajectory_id -> its assistant turns, read from message rows (one row per call): polars turns nested
+    structs into Python dicts at ~3 us each."""
+    call = pl.col("call")
+    flat = (messages.filter(pl.col("role") == "assistant").sort("trajectory_id", "message_index")
+            .select("trajectory_id", "message_index", "content", call="tool_calls").explode("call", empty_as_null=True)
+            .select("trajectory_id", "message_index", "content", call.is_not_null().alias("has_call"),
+                    call.struct.field("name"), call.struct.field("arguments")))
+    out: dict[str, list] = {}
+    last = None
+    for tid, index, content, has_call, name, arguments in flat.iter_rows():
+        if (tid, index) != last:
+            calls: list[tuple[str, str]] = []
+            out.setdefault(tid, []).append((content, calls))
+            last = (tid, index)
+        if has_call:
+            calls.append((name, arguments))
+    return out
