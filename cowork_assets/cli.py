@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -70,6 +72,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from cowork_assets.summary import print_summary
 
     home = Path(args.dagster_home or os.environ.get("DAGSTER_HOME") or ".dagster_home").resolve()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     instance = ensure_instance(home)
     print(f"materializing {raw} -> {settings.root} (Dagster instance: {home})")
     try:
@@ -221,6 +225,10 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"where the datasets are published [{DEFAULT_DATA_ROOT}]")
     e.set_defaults(func=_cmd_export)
     return p
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)  # unwinds like Ctrl-C: the batch workers are stopped on the way out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -81,3 +81,9 @@ def column_lineage(asset: str) -> dict:
     return {"dagster/column_lineage": dg.TableColumnLineage(deps_by_column={
         column: [dg.TableColumnDep(asset_key=dg.AssetKey(a), column_name=c) for a, c in deps]
         for column, deps in COLUMN_LINEAGE[asset].items()})}
+
+
+def lineage_rows() -> list[tuple[str, str, str, str]]:
+    """(asset, column, source asset, source column) for every declared dependency."""
+    return [(asset, column, a, c) for asset, columns in COLUMN_LINEAGE.items()
+            for column, deps in columns.items() for a, c in deps]

@@ -9,8 +9,15 @@ class Markdown(str):
     """A string meant to be rendered as markdown (the Dagster wiring turns it into MetadataValue.md)."""
 
 
+MISSING = "—"  # how a missing value reads in a table
+
+
+def cell(value) -> str:
+    return MISSING if value is None else str(value).replace("|", "\\|").replace("\n", " ")
+
+
 def table(header: Iterable[str], rows: Iterable[Iterable]) -> Markdown:
     header = list(header)
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
     return Markdown("\n".join(lines))

@@ -23,9 +23,17 @@ def md_table(header: Iterable[str], rows: Iterable[Iterable]) -> dg.MetadataValu
     return dg.MetadataValue.md(table(header, rows))
 
 
-def as_metadata(values: Mapping[str, object]) -> dict:
-    """Report values for Dagster: Markdown strings render as markdown."""
-    return {k: dg.MetadataValue.md(v) if isinstance(v, Markdown) else v for k, v in values.items()}
+def as_metadata(values: Mapping[str, object], batch: str | None = None) -> dict:
+    """Report values for Dagster: Markdown strings render as markdown. For a result of one batch, numbers are
+    shown as text beside the batch's name: the UI would draw every batch's numbers as one time series."""
+    def value(v):
+        if isinstance(v, Markdown):
+            return dg.MetadataValue.md(v)
+        if batch is not None and isinstance(v, (int, float)) and not isinstance(v, bool):
+            return dg.MetadataValue.text(str(v))
+        return v
+
+    return ({"batch": batch} if batch is not None else {}) | {k: value(v) for k, v in values.items()}
 
 
 def counts_md(counts: Mapping[str, int], key: str = "reason", value: str = "records") -> dg.MetadataValue:

@@ -9,3 +9,7 @@ import dagster as dg
 warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec")
 
 batches = dg.DynamicPartitionsDefinition(name="batches")
+
+# Steps that read or rewrite every batch's tables: at most one run holding any of them at a time
+# (a Dagster pool, enforced per run by the run queue; see the instance's dagster.yaml).
+CROSS_BATCH_POOL = "cowork_cross_batch"

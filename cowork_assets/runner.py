@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
+from multiprocessing import active_children, get_context
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from cowork_assets.ingest.raw_files import discover_batches, not_batches
 from cowork_assets.locks import file_lock
 from cowork_assets.partitions import batches as batches_partitions
 from cowork_assets.resume import is_done, mark_done, sweep_stale_temporaries
+from cowork_assets.run_health import die_with_parent, in_flight, reap_dead_runs
 from cowork_assets.settings import CurateSettings
 from cowork_assets.tokens import TokenizerUnavailable, get_encoding
 
@@ -44,16 +45,25 @@ telemetry:
   enabled: false
 nux:
   enabled: false
+# Dagster's run monitoring (runs stuck starting or cancelling); dead_run_sensor finds runs whose process died.
 run_monitoring:
-  enabled: false
-# Backfills and sensor runs from the UI: at most this many runs at once (batches are partitions),
-# and one cross-batch run at a time.
-run_queue:
-  max_concurrent_runs: 2
-  tag_concurrency_limits:
-    - key: cowork/stage
-      value: cross-batch
-      limit: 1
+  enabled: true
+  poll_interval_seconds: 30
+# Freshness of the published datasets against refresh_cron, shown on their pages.
+freshness:
+  enabled: true
+concurrency:
+  # Backfills and sensor runs from the UI: at most this many runs at once (batches are partitions).
+  runs:
+    max_concurrent_runs: 2
+    tag_concurrency_limits:
+      - key: cowork/stage
+        value: cross-batch
+        limit: 1
+  # One run at a time may hold the cross-batch steps, however it was launched (pool cowork_cross_batch).
+  pools:
+    granularity: run
+    default_limit: 1
 """
 
 
@@ -98,6 +108,8 @@ def materialize_all(
     """Register batches and materialize every asset for them. Failures are reported, not raised.
 
     Batches already processed with the same raw files, settings and code are skipped unless `force`."""
+    if reaped := reap_dead_runs(instance):
+        echo(f"marked {len(reaped)} run(s) failed whose process had died: {', '.join(reaped)}")
     found = discover_batches(settings.raw_path)
     for name, why in not_batches(settings.raw_path):
         echo(f"skipped {name!r} at the raw root: {why}")
@@ -144,12 +156,17 @@ def materialize_all(
             outcome.failed_checks += failed_checks
             outcome.check_details |= details
             echo(f"[{i}/{len(todo)}] batch {batch}: {'ok' if ok else 'FAILED'} ({seconds:.1f}s)")
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM): the workers go too, not only when they finish
+        for child in active_children():
+            child.kill()
+        raise
     finally:
         if pool:  # finished workers exit on their own; waiting for their teardown would only delay what follows
             pool.shutdown(wait=False, cancel_futures=True)
     # Batches run in parallel across processes; the cross-batch steps of two runs take turns.
     with file_lock(settings.local_root / ".cross-batch.lock",
                    waiting=lambda: echo("waiting for another run's cross-batch step to finish")):
+        _wait_for_runs_elsewhere(instance, echo)
         for job in CORPUS_JOBS:
             result = defs.resolve_job_def(job).execute_in_process(
                 run_config=config, instance=instance, raise_on_error=False)
@@ -159,6 +176,19 @@ def materialize_all(
             _collect_failed_checks(outcome, result, None)
     outcome.seconds = time.monotonic() - started
     return outcome
+
+
+def _wait_for_runs_elsewhere(instance: dg.DagsterInstance, echo: Callable[[str], None]) -> None:
+    """The cross-batch steps wait for cross-batch runs launched elsewhere (the UI, a schedule) on this instance."""
+    from dagster_project.definitions import CORPUS_JOBS
+
+    told = False
+    while in_flight(instance, CORPUS_JOBS):
+        if not told:
+            echo("waiting for a cross-batch run launched from the Dagster UI to finish")
+            told = True
+        time.sleep(2)
+        reap_dead_runs(instance)
 
 
 def _warm_up(encoding: str) -> None:
@@ -198,6 +228,7 @@ def _start_worker(home: str) -> None:
     global _worker_instance
     from dagster_project.definitions import BATCH_JOB, defs
 
+    die_with_parent()
     defs.resolve_job_def(BATCH_JOB)
     _worker_instance = dg.DagsterInstance.from_config(home)
     atexit.register(_exit_at_once)

@@ -143,6 +143,13 @@ class CurateSettings(dg.ConfigurableResource):
             raise ValueError(problem)
         return value
 
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """Every run records the process that executes it, so a run whose process dies can be found."""
+        from cowork_assets.run_health import record_process
+
+        if context.instance is not None and context.run_id is not None:
+            record_process(context.instance, context.run_id)
+
     def content(self) -> dict:
         """The settings that shape outputs (where files live is not one of them)."""
         return {k: v for k, v in self.model_dump().items() if k not in ("raw_root", "data_root", "warehouse_file")}

@@ -9,8 +9,9 @@ from cowork_assets.selection.assets import selection_checks
 from cowork_assets.settings import settings_from_env
 from cowork_assets.validation.assets import validation_checks
 from dagster_project.jobs import CROSS_BATCH, PER_BATCH, WAREHOUSE, process_batch, refresh_corpus, refresh_warehouse
+from dagster_project.presentation import present
 from dagster_project.schedules import daily_refresh
-from dagster_project.sensors import new_batch_sensor
+from dagster_project.sensors import corpus_refresh_sensor, dead_run_sensor, new_batch_sensor
 
 SETTINGS, ENV_PROBLEMS = settings_from_env()
 
@@ -19,12 +20,17 @@ SETTINGS, ENV_PROBLEMS = settings_from_env()
 BATCH_JOB = process_batch.name
 CORPUS_JOBS = (refresh_corpus.name, refresh_warehouse.name)
 
+PER_BATCH_ASSETS = {key.to_user_string() for a in PER_BATCH for key in a.keys}
+
 defs = dg.Definitions(
-    assets=[raw_batches, *PER_BATCH, *CROSS_BATCH, *WAREHOUSE],
+    assets=present([raw_batches, *PER_BATCH, *CROSS_BATCH, *WAREHOUSE], SETTINGS.refresh_cron, PER_BATCH_ASSETS),
     asset_checks=[records_accounted_for, *schema_checks, *curation_checks, *validation_checks, *selection_checks,
                   *dataset_checks],
     jobs=[process_batch, refresh_corpus, refresh_warehouse],
-    sensors=[new_batch_sensor],
+    sensors=[new_batch_sensor, corpus_refresh_sensor, dead_run_sensor],
     schedules=[daily_refresh(SETTINGS.refresh_cron, ENV_PROBLEMS.get("COWORK_REFRESH_CRON"))],
     resources={"settings": SETTINGS, "suites": QualitySuites()},
+    # Steps run inside the run's own process, as `cowork-curate run` runs them: a process per step cost
+    # seconds each, far more than the steps themselves.
+    executor=dg.in_process_executor,
 )

@@ -1,17 +1,32 @@
-"""Sensors: new raw batch folders become partitions and get their per-batch run."""
+"""Sensors: new batch folders become partitions and get their run; the corpus is refreshed once no batch
+run is in flight; runs whose process died are marked failed.
+
+Intervals default to 30 s; COWORK_SENSOR_INTERVAL (seconds) sets them, e.g. for tests.
+"""
+
+import os
 
 import dagster as dg
 
 from cowork_assets.ingest.raw_files import discover_batches
 from cowork_assets.partitions import batches
+from cowork_assets.run_health import in_flight, reap_dead_runs
 from cowork_assets.settings import CurateSettings
-from dagster_project.jobs import process_batch
+from dagster_project.jobs import process_batch, refresh_corpus, refresh_warehouse
+
+INTERVAL = int(os.environ.get("COWORK_SENSOR_INTERVAL", "30"))
+CORPUS_JOBS = (refresh_corpus.name, refresh_warehouse.name)
+
+
+def _latest(instance: dg.DagsterInstance, job: str, statuses=None) -> dg.RunRecord | None:
+    records = instance.get_run_records(dg.RunsFilter(job_name=job, statuses=statuses), limit=1)
+    return records[0] if records else None
 
 
 @dg.sensor(
-    job=process_batch,
-    minimum_interval_seconds=30,
-    description="Registers each new batch folder under raw_root as a partition and requests its process_batch run.",
+    job=process_batch, minimum_interval_seconds=INTERVAL,
+    description="Registers each new batch folder under raw_root as a partition and requests its process_batch run "
+    "(not while a cross-batch run is reading every batch's tables).",
 )
 def new_batch_sensor(context: dg.SensorEvaluationContext, settings: CurateSettings):
     try:
@@ -22,7 +37,41 @@ def new_batch_sensor(context: dg.SensorEvaluationContext, settings: CurateSettin
     new = [b for b in found if b not in known]
     if not new:
         return dg.SkipReason(f"no new batch folders under {settings.raw_path}")
+    if busy := in_flight(context.instance, CORPUS_JOBS):
+        return dg.SkipReason(f"{len(new)} new batch folder(s) wait for {busy} cross-batch run(s) to finish")
     return dg.SensorResult(
         run_requests=[dg.RunRequest(partition_key=b, run_key=f"process:{b}") for b in new],
         dynamic_partitions_requests=[batches.build_add_request(new)],
     )
+
+
+@dg.sensor(
+    jobs=[refresh_corpus, refresh_warehouse], minimum_interval_seconds=INTERVAL,
+    description="Once every batch run in flight has finished, refreshes everything across batches (findings, dedup, "
+    "exclusions, the gated datasets) when a batch run succeeded since the last refresh, then the DuckDB file: a "
+    "dataset version is never built from a half-processed batch.",
+)
+def corpus_refresh_sensor(context: dg.SensorEvaluationContext):
+    instance = context.instance
+    if batch_runs := in_flight(instance, (process_batch.name,)):
+        return dg.SkipReason(f"waiting for {batch_runs} batch run(s) in flight")
+    if in_flight(instance, CORPUS_JOBS):
+        return dg.SkipReason("a cross-batch run is in flight")
+    batch = _latest(instance, process_batch.name, [dg.DagsterRunStatus.SUCCESS])
+    corpus = _latest(instance, refresh_corpus.name)
+    if batch is not None and (corpus is None or batch.end_time > corpus.create_timestamp.timestamp()):
+        return dg.RunRequest(job_name=refresh_corpus.name, run_key=f"corpus-after:{batch.dagster_run.run_id}")
+    warehouse = _latest(instance, refresh_warehouse.name)
+    if corpus is not None and (warehouse is None or (corpus.end_time or 0) > warehouse.create_timestamp.timestamp()):
+        return dg.RunRequest(job_name=refresh_warehouse.name, run_key=f"warehouse-after:{corpus.dagster_run.run_id}")
+    return dg.SkipReason("the corpus is up to date with every finished batch run")
+
+
+@dg.sensor(
+    minimum_interval_seconds=INTERVAL, default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Marks failed any run whose process is gone (killed, crashed), so it frees its place in the run queue.",
+)
+def dead_run_sensor(context: dg.SensorEvaluationContext):
+    reaped = reap_dead_runs(context.instance)
+    return dg.SkipReason(f"marked {len(reaped)} dead run(s) failed: {', '.join(reaped)}" if reaped
+                         else "no dead runs")

@@ -5,6 +5,10 @@
 -- The data root the file was built for: the only place the read-only SQL modes may read.
 CREATE OR REPLACE VIEW cowork_data_root AS SELECT '{root}' AS root;
 
+-- Column lineage (cowork_assets/lineage.py): which upstream columns each column is derived from.
+CREATE OR REPLACE VIEW column_lineage AS
+SELECT * FROM (VALUES {column_lineage}) AS t(asset, column_name, source_asset, source_column);
+
 CREATE OR REPLACE VIEW trajectories AS
 SELECT * FROM read_parquet('{tables}/trajectories/batch=*/data.parquet', union_by_name = true);
 

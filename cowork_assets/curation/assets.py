@@ -121,7 +121,7 @@ def evidence_lost_to_truncation(context: dg.AssetCheckExecutionContext, settings
         _read(settings, "evidence_audit", b), _read(settings, "evidence_rollup", b),
         _read(settings, "curated_messages", b, ["trajectory_id", "message_index", "kept_spans"]),  # not the text
         settings.max_truncation_loss_rate, params(settings))
-    return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=as_metadata(metadata))
+    return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=as_metadata(metadata, b))
 
 
 @dg.asset_check(
@@ -133,7 +133,7 @@ def evidence_lost_to_budget(context: dg.AssetCheckExecutionContext, settings: Cu
     b = context.partition_key
     passed, metadata = budget_report(_read(settings, "sample_stats", b), _read(settings, "evidence_audit", b),
                                      settings.min_category_retention)
-    return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=as_metadata(metadata))
+    return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=as_metadata(metadata, b))
 
 
 @dg.asset_check(
@@ -145,7 +145,7 @@ def strategy_comparison(context: dg.AssetCheckExecutionContext, settings: Curate
     b = context.partition_key
     metadata = strategy_report(_read(settings, "evidence_audit", b), _read(settings, "evidence_rollup", b),
                                _read(settings, "sample_stats", b), params(settings))
-    return dg.AssetCheckResult(passed=True, metadata=as_metadata(metadata))
+    return dg.AssetCheckResult(passed=True, metadata=as_metadata(metadata, b))
 
 
 curation_checks = [evidence_lost_to_truncation, evidence_lost_to_budget, strategy_comparison]

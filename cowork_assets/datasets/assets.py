@@ -20,6 +20,7 @@ from cowork_assets.datasets.stages import card_inputs
 from cowork_assets.datasets.suites import SuiteProcess
 from cowork_assets.ingest.schemas import arrow_schema
 from cowork_assets.lineage import column_lineage
+from cowork_assets.partitions import CROSS_BATCH_POOL
 from cowork_assets.markdown import table
 from cowork_assets.metadata import as_metadata, column_schema
 from cowork_assets.settings import CurateSettings
@@ -27,8 +28,6 @@ from cowork_assets.storage import join, partition_file, read_bytes, scan_table, 
 from cowork_assets.tokens import TokenCounter
 
 SPLITS = ("train", "validation")
-# New batches flow through to new dataset versions with no clicks (default_automation_condition_sensor).
-EAGER = dg.AutomationCondition.eager()
 
 
 def _excluded(settings: CurateSettings, dataset: str) -> pl.DataFrame:
@@ -45,7 +44,7 @@ def _stage(context: dg.AssetExecutionContext, settings: CurateSettings, name: st
 
 
 @dg.asset(group_name="datasets", deps=["exclusions", "curated_messages", "sample_stats", "task_packages", "truncation_sweep"],
-          automation_condition=EAGER,
+          pool=CROSS_BATCH_POOL,
           kinds={"parquet", "polars"}, metadata={"dagster/column_schema": column_schema(MODELS["sft_dataset"])},
           description="Candidate SFT dataset (staged, not yet published): selected runs as messages + tools with "
           "metadata and lineage, split by task into train and validation.")
@@ -68,7 +67,7 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
 
 
 @dg.asset(group_name="datasets", deps=["exclusions", "task_packages", "trajectories", "messages"],
-          automation_condition=EAGER,
+          pool=CROSS_BATCH_POOL,
           kinds={"parquet", "polars"}, metadata={"dagster/column_schema": column_schema(MODELS["rl_tasks"])},
           description="Candidate verl-style RL task rows (staged): one per validated, deduplicated task package; "
           "tasks with consistency errors are left out and recorded in exclusions.")
@@ -89,7 +88,7 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
 
 
 @dg.asset(group_name="datasets", deps=["trajectories", "messages", "task_packages"], kinds={"parquet", "polars"},
-          automation_condition=EAGER,
+          pool=CROSS_BATCH_POOL,
           metadata={"dagster/column_schema": column_schema(MODELS["rl_rollouts"])},
           description="Candidate processed rollout rewards (staged): per rollout the raw score, per-check rewards, "
           "GRPO and GDPO group-normalised advantages, zero-variance groups, and the turn each check was met.")
@@ -148,8 +147,11 @@ def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
 
 
 def _publish_asset(dataset: str, source: dg.AssetsDefinition, description: str) -> dg.AssetsDefinition:
-    @dg.asset(name=dataset, group_name="datasets", deps=[source], kinds={"parquet"}, automation_condition=EAGER,
-              metadata={"dagster/column_schema": column_schema(MODELS[dataset])}, description=description)
+    @dg.asset(name=dataset, group_name="datasets", deps=[source], kinds={"parquet"}, pool=CROSS_BATCH_POOL,
+              metadata={"dagster/column_schema": column_schema(MODELS[dataset])}, description=description,
+              check_specs=[dg.AssetCheckSpec("passed_quality_gate", asset=dataset, description=(
+                  f"The current version passed the blocking quality gate of {source.key.to_user_string()} "
+                  "(a candidate that fails it is never published)."))])
     def _asset(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
         staged = pub.candidate(settings.root, dataset)
         frames = {p.rsplit("/", 1)[-1].removesuffix(".parquet"): pl.read_parquet(p) for p in pub.parquet_files(staged)}
@@ -167,9 +169,13 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition, description: str) 
         publication = pub.publish(settings.root, dataset, card_files)
         card = orjson.loads(read_bytes(join(publication.path, "card.json")))
         context.log.info(f"{dataset}: {'published' if publication.new else 'unchanged, still'} {publication.version}")
-        return dg.MaterializeResult(metadata={
-            "version": publication.version, "previous_version": publication.previous or "none",
-            "path": dg.MetadataValue.path(str(publication.path)),
+        rows = sum(v.height for v in frames.values())
+        gate = dg.AssetCheckResult(check_name="passed_quality_gate", passed=True, metadata={
+            "version": publication.version, "rows": rows,
+            "gate": f"{source.key.to_user_string()}:quality_gate passed (pandera model, expectations/{dataset}.json)"})
+        return dg.MaterializeResult(check_results=[gate], metadata={
+            "dagster/row_count": rows, "version": publication.version,
+            "previous_version": publication.previous or "none", "path": dg.MetadataValue.path(str(publication.path)),
             "current": dg.MetadataValue.path(join(settings.root, "published", dataset, "CURRENT")),
             "card": dg.MetadataValue.md(render_markdown(card)), **column_lineage(dataset),
             **{f"{k}_rows": v.height for k, v in frames.items()}})
@@ -189,7 +195,7 @@ dataset_checks = [_gate("sft_dataset", sft_candidate), _gate("rl_tasks", rl_task
                   _gate("rl_rollouts", rl_rollouts_candidate)]
 
 
-@dg.asset(group_name="datasets", deps=[sft_dataset, rl_tasks, rl_rollouts], kinds={"json"}, automation_condition=EAGER,
+@dg.asset(group_name="datasets", deps=[sft_dataset, rl_tasks, rl_rollouts], kinds={"json"}, pool=CROSS_BATCH_POOL,
           description="The combined card of the current publications: <data_root>/published/CARD.md and CARD.json, "
           "naming each dataset's current and previous version (each version folder also holds its own card).")
 def dataset_card(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:

@@ -8,7 +8,8 @@ import pyarrow.parquet as pq
 from cowork_assets.ingest.batch import BATCH_TABLES, ingest_batch
 from cowork_assets.ingest.formats import scan_batch
 from cowork_assets.ingest.schemas import MODELS, validate_table
-from cowork_assets.metadata import column_schema, counts_md, md_table
+from cowork_assets.markdown import table
+from cowork_assets.metadata import as_metadata, column_schema, counts_md, md_table
 from cowork_assets.partitions import batches
 from cowork_assets.progress import throttled
 from cowork_assets.settings import CurateSettings
@@ -126,8 +127,8 @@ def records_accounted_for(context: dg.AssetCheckExecutionContext, settings: Cura
     quarantined = _rows(partition_file(settings.root, "quarantine", batch))
     return dg.AssetCheckResult(
         passed=raw == parsed + quarantined,
-        metadata={"raw_records": raw, "parsed": parsed, "quarantined": quarantined,
-                  "unaccounted": raw - parsed - quarantined},
+        metadata=as_metadata({"raw_records": raw, "parsed": parsed, "quarantined": quarantined,
+                              "unaccounted": raw - parsed - quarantined}, batch),
     )
 
 
@@ -143,9 +144,10 @@ def _schema_check(table: str) -> dg.AssetChecksDefinition:
     def _check(context: dg.AssetCheckExecutionContext, settings: CurateSettings) -> dg.AssetCheckResult:
         rows, failures = validate_table(partition_file(settings.root, table, context.partition_key), model)
         if failures is not None:
-            return dg.AssetCheckResult(passed=False, metadata={
-                "rows": rows, "failures": failures.height, "examples": md_table(failures.columns, failures.head(20).rows())})
-        return dg.AssetCheckResult(passed=True, metadata={"rows": rows})
+            return dg.AssetCheckResult(passed=False, metadata=as_metadata({
+                "rows": rows, "failures": failures.height, "examples": table(failures.columns, failures.head(20).rows())},
+                context.partition_key))
+        return dg.AssetCheckResult(passed=True, metadata=as_metadata({"rows": rows}, context.partition_key))
 
     return _check
 

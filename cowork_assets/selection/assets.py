@@ -6,7 +6,7 @@ import polars as pl
 from cowork_assets.ingest.schemas import arrow_schema
 from cowork_assets.markdown import table
 from cowork_assets.metadata import as_metadata, column_schema
-from cowork_assets.partitions import batches
+from cowork_assets.partitions import CROSS_BATCH_POOL, batches
 from cowork_assets.selection.dedup import clusters
 from cowork_assets.selection.exclusions import exclusions as find_exclusions
 from cowork_assets.selection.schemas import DedupClusters, DedupSignatures, Exclusions
@@ -43,7 +43,7 @@ def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings
 
 @dg.asset(
     group_name="selection", deps=[dedup_signatures], kinds={"parquet", "polars"},
-    automation_condition=dg.AutomationCondition.eager(),
+    pool=CROSS_BATCH_POOL,
     metadata={"dagster/column_schema": column_schema(DedupClusters)},
     description="Duplicate clusters of teacher runs within each task, across all batches: exact (same normalised "
     "content) and near (MinHash LSH candidates verified by exact Jaccard >= near_dup_threshold). The best member "
@@ -83,7 +83,7 @@ def duplicate_rate(context: dg.AssetCheckExecutionContext, settings: CurateSetti
 
 @dg.asset(
     group_name="selection", kinds={"parquet", "polars"},
-    automation_condition=dg.AutomationCondition.eager(),
+    pool=CROSS_BATCH_POOL,
     deps=["trajectories", "structure_findings", "task_findings", "evidence_rollup", "sample_stats", dedup_clusters],
     metadata={"dagster/column_schema": column_schema(Exclusions)},
     description="Why each trajectory is not in the SFT set: one row per (trajectory, stage, reason) — role, grade, "

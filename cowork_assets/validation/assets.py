@@ -5,7 +5,7 @@ import polars as pl
 
 from cowork_assets.markdown import table
 from cowork_assets.metadata import as_metadata, column_schema, counts_md
-from cowork_assets.partitions import batches
+from cowork_assets.partitions import CROSS_BATCH_POOL, batches
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import iter_trajectory_chunks, partition_file, table_glob, write_parquet_atomic
 from cowork_assets.ingest.schemas import arrow_schema, polars_schema
@@ -46,7 +46,7 @@ def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettin
 
 @dg.asset(
     group_name="validation", deps=["task_packages", "trajectories", "tool_calls"], kinds={"parquet", "polars"},
-    automation_condition=dg.AutomationCondition.eager(),
+    pool=CROSS_BATCH_POOL,
     metadata={"dagster/column_schema": column_schema(TaskFindings)},
     description="Inconsistent task packages across all batches: calls and checks naming tools the interface does "
     "not expose (closest one suggested), request counts that disagree with the grader, call-counting graders "
@@ -96,7 +96,7 @@ def grader_agreement(context: dg.AssetCheckExecutionContext, settings: CurateSet
         "agreement_rate": round(result["rate"], 4) if result["rate"] is not None else "—",
         "by_reason": table(["disagreement", "runs", "examples"],
                            [(r, n, ", ".join(ex)) for r, n, ex in result["reasons"]] or [("(none)", 0, "—")]),
-    }))
+    }, context.partition_key))
 
 
 @dg.asset_check(asset=structure_findings, partitions_def=batches, additional_deps=["trajectories"],
@@ -112,7 +112,7 @@ def samples_structurally_valid(context: dg.AssetCheckExecutionContext, settings:
             pl.len(), pl.col("trajectory_id").n_unique()).sort("kind").rows()),
         "examples": table(["trajectory", "message", "kind", "detail"], found.head(EXAMPLES).select(
             "trajectory_id", "message_index", "kind", "detail").rows()),
-    }))
+    }, context.partition_key))
 
 
 @dg.asset_check(asset=task_findings, description="Warns when task packages have consistency errors "

@@ -35,6 +35,12 @@ def _current_folder(root: str, dataset: str) -> str:
         return join(root, "published", dataset, "unpublished")
 
 
+def _lineage_values() -> str:
+    from cowork_assets.lineage import lineage_rows
+
+    return ", ".join("(" + ", ".join("'" + v.replace("'", "''") + "'" for v in row) + ")" for row in lineage_rows())
+
+
 def view_statements(data_root: str) -> list[tuple[str, str]]:
     """(view name, SQL) for each statement of sql/views.sql, with the tables folder filled in."""
     text = (project_dir("sql") / "views.sql").read_text()
@@ -46,7 +52,7 @@ def view_statements(data_root: str) -> list[tuple[str, str]]:
         if body:
             name = _VIEW.search(body)
             body = body.replace("{tables}", tables).replace("{published}", published).replace(
-                "{root}", root.replace("'", "''"))
+                "{root}", root.replace("'", "''")).replace("{column_lineage}", _lineage_values())
             out.append((name.group(1) if name else "?", _CURRENT.sub(lambda m: _current_folder(root, m[1]), body)))
     return out
 

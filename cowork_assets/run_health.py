@@ -1,0 +1,68 @@
+"""Runs whose process died: each run records the process that executes it, and a run still marked in
+progress whose process is gone is marked failed, so its place in the run queue is freed.
+
+Dagster's default run launcher cannot check a run worker's health, so a killed run would otherwise stay
+STARTED forever. The process is named by host, pid and start time (a pid alone can be reused), and only
+runs recorded on this host are judged: another host's processes cannot be seen from here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+
+import dagster as dg
+
+from cowork_assets.procfs import stat_fields
+
+PROCESS_TAG = "cowork/process"
+IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+WAITING = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, *IN_PROGRESS]
+
+
+def in_flight(instance: dg.DagsterInstance, jobs: tuple[str, ...]) -> int:
+    """Runs of these jobs queued or in progress."""
+    return sum(len(instance.get_run_records(dg.RunsFilter(job_name=job, statuses=WAITING), limit=10)) for job in jobs)
+
+
+def process_identity(pid: int) -> str | None:
+    """`host:pid:start time` of a live process (None once it is gone)."""
+    fields = stat_fields(pid)
+    return f"{socket.gethostname()}:{pid}:{fields[19].decode()}" if len(fields) > 19 else None
+
+
+def record_process(instance: dg.DagsterInstance, run_id: str) -> None:
+    """Tag the run with the process executing it (this one)."""
+    if identity := process_identity(os.getpid()):
+        instance.add_run_tags(run_id, {PROCESS_TAG: identity})
+
+
+def is_dead(identity: str) -> bool:
+    """Whether the recorded process is gone (False for another host's: it cannot be seen from here)."""
+    host, pid, _ = identity.rsplit(":", 2)
+    return host == socket.gethostname() and process_identity(int(pid)) != identity
+
+
+def reap_dead_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Mark failed every in-progress run whose process is gone; returns their run ids."""
+    reaped = []
+    for record in instance.get_run_records(dg.RunsFilter(statuses=IN_PROGRESS)):
+        run = record.dagster_run
+        identity = run.tags.get(PROCESS_TAG)
+        if identity and is_dead(identity):
+            instance.report_run_failed(run, f"the run's process ({identity}) is gone: it was killed or crashed")
+            reaped.append(run.run_id)
+    return reaped
+
+
+def die_with_parent() -> None:
+    """Linux: this process is killed when the process that started it exits, however that one ends (even by
+    SIGKILL), so a killed `cowork-curate run` leaves no batch worker behind."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the parent's own clean-up has to do
+        return
+    if os.getppid() == 1:  # the parent is already gone
+        os._exit(1)
