@@ -47,6 +47,18 @@ def with_sources(schema: dg.TableSchema, lineage: dict[str, list[tuple[str, str]
         for c in schema.columns])
 
 
+@cache
+def freshness(refresh_cron: str) -> dg.FreshnessPolicy:
+    """Fresh when materialized within a day before each refresh tick, or within the cron's own interval
+    when it is shorter (Dagster refuses a window longer than the smallest interval)."""
+    for window in (timedelta(days=1), timedelta(hours=1), timedelta(minutes=5), timedelta(minutes=1)):
+        try:
+            return dg.FreshnessPolicy.cron(deadline_cron=refresh_cron, lower_bound_delta=window)
+        except Exception:  # noqa: BLE001 - Dagster's invariant error for a window longer than the interval
+            continue
+    raise ValueError(f"no freshness window fits refresh_cron {refresh_cron!r}")
+
+
 def present(assets: list, refresh_cron: str, per_batch: set[str]) -> list:
     """The assets with groups in pipeline order, owners, tags, code versions, freshness and source links."""
 
@@ -57,8 +69,7 @@ def present(assets: list, refresh_cron: str, per_batch: set[str]) -> list:
             s = s.merge_attributes(metadata={"dagster/column_schema": with_sources(schema, COLUMN_LINEAGE[name])})
         s = s.replace_attributes(
             group_name=ordered(group), code_version=code_version(group),
-            freshness_policy=dg.FreshnessPolicy.cron(deadline_cron=refresh_cron, lower_bound_delta=timedelta(days=1))
-            if name in PUBLISHED else None)
+            freshness_policy=freshness(refresh_cron) if name in PUBLISHED else None)
         return s.merge_attributes(owners=OWNERS, tags={"stage": group, "scope": (
             "per-batch" if name in per_batch else "source" if group == "raw" else "cross-batch")})
 

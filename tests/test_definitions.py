@@ -11,6 +11,7 @@ def test_definitions_load_with_groups_checks_and_jobs():
     repo = defs.get_repository_def()
     graph = repo.asset_graph
     groups = {k.to_user_string(): graph.get(k).group_name for k in graph.get_all_asset_keys()}
+    groups = {k: g.split("_", 1)[1] for k, g in groups.items()}  # the UI's names carry their position in order
     assert groups == {"raw_batches": "raw", "trajectories": "staging", "messages": "staging",
                       "tool_calls": "staging", "task_packages": "staging", "quarantine": "staging",
                       "skipped_inputs": "staging", "evidence": "evidence", "curated_messages": "curation", "sample_stats": "curation",
@@ -33,7 +34,14 @@ def test_definitions_load_with_groups_checks_and_jobs():
     assert {a for a, n in checks if n == "matches_schema"} == {"trajectories", "messages", "tool_calls",
                                                               "task_packages", "quarantine", "skipped_inputs"}
     assert {"process_batch", "refresh_corpus", "refresh_warehouse"} <= set(repo.job_names)
-    assert {s.name for s in repo.sensor_defs} == {"new_batch_sensor", "default_automation_condition_sensor"}
+    assert {s.name for s in repo.sensor_defs} == {"new_batch_sensor", "corpus_refresh_sensor", "dead_run_sensor"}
+    assert {repo.get_job(j).executor_def.name for j in repo.job_names} == {"in_process"}  # as the CLI runs them
+    assert sorted({graph.get(k).group_name for k in graph.get_all_asset_keys()}) == [
+        "1_raw", "2_staging", "3_evidence", "4_curation", "5_validation", "6_selection", "7_datasets", "8_warehouse"]
+    published = graph.get(dg.AssetKey("sft_dataset"))
+    assert published.freshness_policy is not None and published.owners == ["team:cowork-curate"]
+    assert published.code_version and published.tags["scope"] == "cross-batch"
+    assert ("sft_dataset", "passed_quality_gate") in checks
     assert graph.get(dg.AssetKey("trajectories")).partitions_def.name == "batches"
 
 

@@ -1,0 +1,98 @@
+"""Dead runs and processes: a run whose process is killed is marked failed and frees its place in the
+queue; a killed `cowork-curate run` leaves no batch worker behind."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from cowork_assets.procfs import stat_fields
+from cowork_assets.run_health import PROCESS_TAG, in_flight
+from cowork_assets.synthetic.generate import generate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    raw = tmp_path_factory.mktemp("health") / "raw"
+    generate(raw, trajectories=3000, batches=2, seed=5)
+    return raw
+
+
+def _wait(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+    return value
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process whose parent chain leads to `pid`."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (fields := stat_fields(int(entry))):
+            parents[int(entry)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _alive(pid: int) -> bool:
+    fields = stat_fields(pid)
+    return bool(fields) and fields[0] != b"Z"  # a zombie has exited; only its exit status is left
+
+
+def test_a_killed_runs_process_is_found_and_its_slot_freed(corpus, tmp_path):
+    from dagster_project.sensors import dead_run_sensor
+
+    home, data = tmp_path / "home", tmp_path / "data"
+    batch = sorted(p.name for p in corpus.iterdir() if p.is_dir())[0]
+    script = (
+        "from cowork_assets.runner import ensure_instance, _run_config\n"
+        "from cowork_assets.settings import CurateSettings\n"
+        "from dagster_project.definitions import defs\n"
+        "import pathlib, sys\n"
+        f"instance = ensure_instance(pathlib.Path({str(home)!r}))\n"
+        f"instance.add_dynamic_partitions('batches', [{batch!r}])\n"
+        f"s = CurateSettings(raw_root={str(corpus)!r}, data_root={str(data)!r})\n"
+        f"defs.resolve_job_def('process_batch').execute_in_process(run_config=_run_config(s), instance=instance, "
+        f"partition_key={batch!r})\n")
+    worker = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    from cowork_assets.runner import ensure_instance
+
+    instance = ensure_instance(home)
+    started = dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])
+    run = _wait(lambda: next((r.dagster_run for r in instance.get_run_records(started)
+                              if PROCESS_TAG in r.dagster_run.tags), None), 120, "the run to start")
+    assert run.tags[PROCESS_TAG].split(":")[1] == str(worker.pid)
+    worker.kill()
+    worker.wait()
+    assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.STARTED  # nothing else notices
+    assert in_flight(instance, ("process_batch",)) == 1  # it holds its place in the queue
+    result = dead_run_sensor(dg.build_sensor_context(instance=instance))
+    assert run.run_id in result.skip_message
+    assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
+    assert in_flight(instance, ("process_batch",)) == 0
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["SIGINT", "SIGTERM", "SIGKILL"])
+def test_a_killed_cli_run_leaves_no_process_behind(corpus, tmp_path, how):
+    cli = subprocess.Popen([str(ROOT / ".venv" / "bin" / "cowork-curate"), "run", "--raw-root", str(corpus),
+                            "--data-root", str(tmp_path / "data"), "--dagster-home", str(tmp_path / "home")],
+                           cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # the two batch workers (and whatever helpers) are up and working
+    workers = _wait(lambda: found if len(found := _descendants(cli.pid)) >= 2 else None, 120, "the batch workers")
+    time.sleep(1.0)
+    workers = _descendants(cli.pid) | workers
+    cli.send_signal(how)
+    cli.wait(timeout=60)
+    _wait(lambda: not any(_alive(p) for p in workers), 30, f"{sorted(workers)} to exit after {how.name}")
