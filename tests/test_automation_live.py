@@ -1,9 +1,10 @@
-"""No clicks past switching automation on: a newly dropped batch becomes a new dataset version.
+"""No clicks past switching automation on, and never a half-built corpus.
 
-Starts `dagster dev` (webserver + daemon) on a temporary instance whose data was published once,
-switches on `new_batch_sensor` and the automation sensor through the GraphQL API the UI uses, drops a
-new batch folder, and waits for the sensor's `process_batch` run and the eager cross-batch assets to
-publish the next SFT version holding the new batch's samples.
+Starts `dagster dev` (webserver + daemon, sensors every 3 s) on a temporary instance whose data was
+published once, switches on `new_batch_sensor` and `corpus_refresh_sensor` through the GraphQL API the
+UI uses, drops two batch folders a few seconds apart, and waits until a version holding both is current
+and nothing is in flight. Then: no two cross-batch runs overlapped, and every version that was published
+holds exactly what a CLI run over the same batch folders publishes (each batch whole).
 """
 
 import json
@@ -44,24 +45,46 @@ def _wait(what: str, condition, timeout: float, server: subprocess.Popen, log: P
     return value
 
 
-def test_a_dropped_batch_flows_through_to_a_new_dataset_version(tmp_path):
+def _sample_ids_by_batch(folder: Path) -> dict[str, set[str]]:
+    frame = pl.read_parquet(folder / "*.parquet")
+    return {b: set(ids) for b, ids in frame.group_by("batch").agg(pl.col("sample_id")).iter_rows()}
+
+
+def _cli_run(raw: Path, batches: set[str], work: Path) -> dict[str, set[str]]:
+    """The SFT samples per batch of `cowork-curate run` over exactly these batch folders."""
     from cowork_assets.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
+
+    for batch in batches:
+        shutil.copytree(raw / batch, work / "raw" / batch)
+    settings = CurateSettings(raw_root=str(work / "raw"), data_root=str(work / "curated"))
+    assert materialize_all(settings, ensure_instance(work / "home"), echo=lambda _: None).failed == {}
+    return _sample_ids_by_batch(Path(pub.current_path(settings.root, "sft_dataset")))
+
+
+def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at_a_time(tmp_path):
+    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_assets.run_health import IN_PROGRESS
+    from cowork_assets.settings import CurateSettings
+    import dagster as dg
 
     raw = tmp_path / "raw"
     generate(raw, trajectories=40, batches=1, seed=11)
     settings = CurateSettings(raw_root=str(raw), data_root=str(tmp_path / "curated"))
     home = tmp_path / "home"
-    assert materialize_all(settings, ensure_instance(home), echo=lambda _: None).failed == {}
+    instance = ensure_instance(home)
+    assert materialize_all(settings, instance, echo=lambda _: None).failed == {}
     first = pub.current(settings.root, "sft_dataset")
 
     port, log = _free_port(), tmp_path / "dagster-dev.log"
-    env = {**os.environ, "DAGSTER_HOME": str(home), "COWORK_RAW_ROOT": str(raw), "COWORK_DATA_ROOT": settings.root}
+    env = {**os.environ, "DAGSTER_HOME": str(home), "COWORK_RAW_ROOT": str(raw), "COWORK_DATA_ROOT": settings.root,
+           "COWORK_SENSOR_INTERVAL": "3"}
     with open(log, "w") as out:
         server = subprocess.Popen([str(ROOT / ".venv" / "bin" / "dagster"), "dev", "-w", "workspace.yaml", "-h",
                                    "127.0.0.1", "-p", str(port)], cwd=ROOT, env=env, stdout=out,
                                   stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
+    dropped = ["2026-12-01-teacher-b", "2026-12-01-teacher-c"]
     try:
         def repository():
             try:
@@ -72,26 +95,42 @@ def test_a_dropped_batch_flows_through_to_a_new_dataset_version(tmp_path):
 
         repo = _wait("the code location to load", repository, 120, server, log)
         sensors = {s["name"]: s["sensorState"]["status"] for s in repo["sensors"]}
-        assert "new_batch_sensor" in sensors and "default_automation_condition_sensor" in sensors
-        for name in ("new_batch_sensor", "default_automation_condition_sensor"):
-            if sensors[name] != "RUNNING":  # what the toggle in Automation does
-                selector = {"repositoryLocationName": repo["location"]["name"], "repositoryName": repo["name"],
-                            "sensorName": name}
-                started = _graphql(base, START, {"s": selector})["startSensor"]
-                assert started["__typename"] == "Sensor", started
-                assert started["sensorState"]["status"] == "RUNNING"
+        assert sensors["dead_run_sensor"] == "RUNNING"  # on by default
+        for name in ("new_batch_sensor", "corpus_refresh_sensor"):  # what the toggles in Automation do
+            selector = {"repositoryLocationName": repo["location"]["name"], "repositoryName": repo["name"],
+                        "sensorName": name}
+            started = _graphql(base, START, {"s": selector})["startSensor"]
+            assert started["__typename"] == "Sensor" and started["sensorState"]["status"] == "RUNNING", started
 
-        drop = tmp_path / "drop"
-        generate(drop, trajectories=30, batches=1, seed=12)
-        (batch,) = [p for p in drop.iterdir() if p.is_dir()]
-        shutil.move(batch, raw / "2026-12-01-teacher-new")
+        for seed, name in zip((12, 13), dropped):  # two drops a few seconds apart
+            drop = tmp_path / f"drop-{seed}"
+            generate(drop, trajectories=30, batches=1, seed=seed)
+            (batch,) = [p for p in drop.iterdir() if p.is_dir()]
+            shutil.move(batch, raw / name)
+            time.sleep(4)
 
-        second = _wait("a new sft_dataset version", lambda: (v := pub.current(settings.root, "sft_dataset")) != first
-                       and v, 400, server, log)
+        busy = dg.RunsFilter(statuses=[dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, *IN_PROGRESS])
+
+        def settled():
+            current = pub.current(settings.root, "sft_dataset")
+            if current == first or instance.get_run_records(busy):
+                return None
+            return current if set(_sample_ids_by_batch(Path(pub.current_path(settings.root, "sft_dataset")))) >= set(
+                dropped) else None
+
+        last = _wait("a version with both new batches and nothing in flight", settled, 400, server, log)
+        time.sleep(8)  # a few more sensor ticks: nothing more may be started
+        assert not instance.get_run_records(busy) and pub.current(settings.root, "sft_dataset") == last
     finally:
         os.killpg(server.pid, signal.SIGKILL)  # dagster dev ignores SIGTERM from a non-interactive shell
-    assert second.startswith("v0002-")
-    published = pl.read_parquet(Path(pub.current_path(settings.root, "sft_dataset")) / "*.parquet")
-    assert set(published["batch"]) == {"2026-11-29-teacher-a", "2026-12-01-teacher-new"}
-    card = json.loads((Path(pub.current_path(settings.root, "sft_dataset")) / "card.json").read_text())
-    assert card["previous_version"] == first
+
+    corpus_runs = sorted((r for job in ("refresh_corpus", "refresh_warehouse")
+                          for r in instance.get_run_records(dg.RunsFilter(job_name=job))), key=lambda r: r.start_time)
+    for earlier, later in zip(corpus_runs, corpus_runs[1:]):
+        assert later.start_time >= earlier.end_time, "two cross-batch runs overlapped"
+    versions = sorted(p for p in (Path(settings.root) / "published" / "sft_dataset").iterdir()
+                      if p.is_dir() and p.name.startswith("v"))
+    assert len(versions) >= 2 and versions[-1].name == last
+    for i, version in enumerate(versions):  # each version holds whole batches: what a CLI run over them gives
+        published = _sample_ids_by_batch(version)
+        assert _cli_run(raw, set(published), tmp_path / f"cli-{i}") == published, version.name
