@@ -24,8 +24,10 @@ SELECT * FROM read_parquet('{tables}/task_packages/batch=*/data.parquet', union_
 CREATE OR REPLACE VIEW quarantine AS
 SELECT * FROM read_parquet('{tables}/quarantine/batch=*/data.parquet', union_by_name = true);
 
+-- Per batch, and (batch `_raw_root`) what the raw root itself holds that is not a batch.
 CREATE OR REPLACE VIEW skipped_inputs AS
-SELECT * FROM read_parquet('{tables}/skipped_inputs/batch=*/data.parquet', union_by_name = true);
+SELECT * FROM read_parquet(['{tables}/skipped_inputs/batch=*/data.parquet', '{tables}/skipped_inputs/raw_root.parquet'],
+                           union_by_name = true);
 
 CREATE OR REPLACE VIEW truncation_sweep AS
 SELECT * FROM read_parquet('{tables}/truncation_sweep/batch=*/data.parquet', union_by_name = true);

@@ -112,7 +112,7 @@ def test_a_50_mb_observation_and_10_000_tool_calls(tmp_path):
 
 
 def test_a_batch_folder_that_resolves_outside_the_raw_root_is_never_a_batch(tmp_path):
-    from cowork_assets.ingest.batch import record_root_skips
+    from cowork_assets.ingest.batch import record_root_skips, root_skips_file
 
     raw, elsewhere = tmp_path / "raw", tmp_path / "elsewhere"
     (raw / "real").mkdir(parents=True)
@@ -123,6 +123,6 @@ def test_a_batch_folder_that_resolves_outside_the_raw_root_is_never_a_batch(tmp_
     assert not_batches(raw) == [("linked", "resolves outside the raw root (a symlink): never a batch"),
                                 ("stray.jsonl", "a file at the raw root: batches are folders")]
     assert record_root_skips(raw, str(tmp_path / "out")) == 2
-    table = pl.read_parquet(partition_file(tmp_path / "out", "skipped_inputs", "_raw_root"))
+    table = pl.read_parquet(root_skips_file(str(tmp_path / "out")))
     assert table.rows() == [("_raw_root", "linked", "resolves outside the raw root (a symlink): never a batch"),
                             ("_raw_root", "stray.jsonl", "a file at the raw root: batches are folders")]

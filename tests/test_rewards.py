@@ -149,9 +149,10 @@ def test_rewards_import_without_dagster():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
 
 
-def test_tau_bench_keywords_match_as_tau_bench_compares_them():
-    check = {"id": "o", "type": "keywords_present", "keywords": ["1093.34"], "normalize": "tau_bench"}
-    plain = {**check, "normalize": None}
-    said = [{"role": "assistant", "content": "The refund is $1,093.34."}]
-    assert score(said, [check]).passed is True  # tau-bench removes every comma
-    assert score(said, [plain]).passed is False  # a grouped number is not the value as written
+def test_keywords_match_as_evidence_does_or_as_tau_bench_compares_them():
+    said = [{"role": "assistant", "content": "The refund of $1,093.34 is on card ORD-77001."}]
+    for keyword in ("1093.34", "1,093.34", "ord-77001"):  # grouping and case do not matter
+        assert score(said, [{"id": "k", "type": "keywords_present", "keywords": [keyword]}]).passed is True
+    tau = {"id": "o", "type": "keywords_present", "keywords": ["ORD-770"], "normalize": "tau_bench"}
+    assert score(said, [tau]).passed is True  # tau-bench: a substring of the lower-cased text without commas
+    assert score(said, [{**tau, "normalize": None}]).passed is False  # evidence matching: whole tokens only

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from functools import cached_property
 from typing import Any
 
-from cowork_assets.evidence.values import normalise
+from cowork_assets.evidence.values import matches
 
 
 class Turn:
@@ -16,8 +16,13 @@ class Turn:
         self.content = content or ""
 
     @cached_property
-    def normalised(self) -> str:
-        return normalise(self.content)
+    def lowered(self) -> str:
+        return self.content.lower()
+
+    def shows(self, norm: str) -> bool:
+        """Whether the text shows a normalised value, as evidence is matched: case-folded, on token
+        boundaries, a number also with its thousands separators."""
+        return next(matches(norm, self.content, self.lowered), None) is not None
 
     @cached_property
     def tau_bench(self) -> str:

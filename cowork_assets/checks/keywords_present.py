@@ -1,7 +1,7 @@
-"""`keywords_present`: every keyword appears in one assistant message's text, compared normalised
-(case-folded, a number also without its thousands separators), or with `"normalize": "tau_bench"` as
-tau-bench and tau2 compare (lower-cased, every comma removed). The keywords are evidence the grader
-looks for."""
+"""`keywords_present`: every keyword appears in one assistant message's text, matched as evidence is
+(case-folded, on token boundaries, a number also with its thousands separators: `1,234.50` shows
+`1234.50`), or with `"normalize": "tau_bench"` as tau-bench and tau2 compare (lower-cased, every comma
+removed, as a substring). The keywords are evidence the grader looks for."""
 
 from __future__ import annotations
 
@@ -27,8 +27,9 @@ class KeywordsPresent(CheckType):
 
     def on_turn(self, prepared, state, turn):
         form, keywords = prepared
-        text = getattr(turn, form)
-        return all(k in text for k in keywords)
+        if form == "tau_bench":
+            return all(k in turn.tau_bench for k in keywords)
+        return all(turn.shows(k) for k in keywords)
 
 
 TYPE = KeywordsPresent()

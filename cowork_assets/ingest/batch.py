@@ -20,10 +20,11 @@ from cowork_assets.ingest import schemas, tables
 from cowork_assets.ingest.formats import scan_batch
 from cowork_assets.ingest.raw_files import not_batches
 from cowork_assets.ingest.record import BOM, excerpt, validate_line
-from cowork_assets.storage import PARQUET_OPTIONS, ArrowScratch, ParquetSink, atomic_path, partition_file
+from cowork_assets.storage import (
+    PARQUET_OPTIONS, ArrowScratch, ParquetSink, atomic_path, join, partition_file, table_dir)
 
 BATCH_TABLES = tuple(schemas.MODELS)
-ROOT_PARTITION = "_raw_root"  # skipped_inputs rows for the raw root itself: never a batch name
+ROOT_PARTITION = "_raw_root"  # the batch column of skipped_inputs rows about the raw root itself
 _COUNT_NAMES = ("n_trajectories", "first_trajectory_id")
 
 
@@ -212,11 +213,15 @@ def ingest_batch(
 
 
 
+def root_skips_file(data_root: str) -> str:
+    """Where the raw root's own skipped entries are kept: beside skipped_inputs' batch partitions, not one."""
+    return join(table_dir(data_root, "skipped_inputs"), "raw_root.parquet")
+
+
 def record_root_skips(raw_root: Path, data_root: str) -> int:
-    """Write the raw root's entries that are not batches into `skipped_inputs` (its `_raw_root` partition)."""
+    """Write the raw root's entries that are not batches (batch `_raw_root`) beside `skipped_inputs`."""
     rows = [(ROOT_PARTITION, name, why) for name, why in not_batches(raw_root)] if raw_root.is_dir() else []
-    sink = ParquetSink(partition_file(data_root, "skipped_inputs", ROOT_PARTITION),
-                       schemas.arrow_schema(schemas.SkippedInputs))
+    sink = ParquetSink(root_skips_file(data_root), schemas.arrow_schema(schemas.SkippedInputs))
     sink.write(pl.DataFrame(rows, orient="row", schema=schemas.polars_schema(schemas.SkippedInputs)))
     sink.commit()
     return len(rows)
