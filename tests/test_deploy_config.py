@@ -28,7 +28,7 @@ def test_instance_file_passes_dagsters_schema():
     assert custom_class is None
     assert set(config["storage"]) == {"postgres"}
     assert config["run_launcher"]["class"] == "K8sRunLauncher"
-    assert config["run_queue"]["max_concurrent_runs"] == 8
+    assert config["concurrency"]["runs"]["max_concurrent_runs"] == 8
 
 
 def test_the_run_launcher_imports_and_accepts_its_config(instance_yaml):
@@ -49,7 +49,7 @@ def test_cross_batch_jobs_are_limited_to_one_run_by_their_tag(instance_yaml):
     from dagster_project.definitions import defs
     from dagster_project.jobs import CROSS_BATCH_TAG
 
-    (limit,) = instance_yaml["run_queue"]["tag_concurrency_limits"]
+    (limit,) = instance_yaml["concurrency"]["runs"]["tag_concurrency_limits"]
     assert {limit["key"]: limit["value"]} == CROSS_BATCH_TAG and limit["limit"] == 1
     for job in ("refresh_corpus", "refresh_warehouse"):
         assert CROSS_BATCH_TAG.items() <= defs.resolve_job_def(job).tags.items()
@@ -66,4 +66,4 @@ def test_helm_values_match_the_instance_file(instance_yaml):
     assert env["COWORK_DATA_ROOT"] == launcher_env["COWORK_DATA_ROOT"] and env["COWORK_DATA_ROOT"].startswith("s3://")
     assert values["runLauncher"]["type"] == "K8sRunLauncher"
     queued = values["dagsterDaemon"]["runCoordinator"]["config"]["queuedRunCoordinator"]
-    assert queued["tagConcurrencyLimits"] == instance_yaml["run_queue"]["tag_concurrency_limits"]
+    assert queued["tagConcurrencyLimits"] == instance_yaml["concurrency"]["runs"]["tag_concurrency_limits"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from cowork_assets.ingest.raw_files import RawLine
+from cowork_assets.ingest.raw_files import RawLine, iter_raw_lines
 
 NO_PARAMETERS = {"type": "object", "properties": {}}
 BASH_TOOL = {"name": "bash", "description": "run a shell command",
@@ -122,3 +122,22 @@ def record_line(record: int, build, raw: Any, reason: str) -> RawLine:
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         excerpt = raw if isinstance(raw, bytes) else orjson.dumps(raw, default=str)
         return RawLine(record, excerpt[:EXCERPT_BYTES], f"{reason}: missing or malformed {exc}")
+
+
+def json_lines(sample, looks_like, convert, reason: str, expected: str):
+    """The records of a JSON Lines format: each line `convert`ed to a cowork line; a line that is not
+    JSON passes through for validation to name its problem; one that is JSON but not this format's
+    record is quarantined with `reason` and what was `expected`."""
+    for line in iter_raw_lines(sample.path):
+        if line.error is not None or not line.data.strip():
+            yield line
+            continue
+        try:
+            obj = orjson.loads(line.data)
+        except orjson.JSONDecodeError:
+            yield line
+            continue
+        if not looks_like(obj):
+            yield RawLine(line.record, line.data, f"{reason}: expected {expected}")
+            continue
+        yield record_line(line.record, lambda: convert(obj, line.record), line.data, reason)

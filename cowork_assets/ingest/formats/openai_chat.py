@@ -6,10 +6,7 @@ given as a list of parts is joined into text. Detected from the file's first rec
 
 from __future__ import annotations
 
-import orjson
-
 from cowork_assets.ingest.formats import _common
-from cowork_assets.ingest.raw_files import RawLine, iter_raw_lines
 
 NAME = "openai_chat"
 PRIORITY = 40
@@ -36,17 +33,5 @@ def convert(obj: dict, stem: str, record: int, notes) -> dict:
 
 def records(sample, batch):
     stem = sample.path.name.split(".")[0]
-    for line in iter_raw_lines(sample.path):
-        if line.error is not None or not line.data.strip():
-            yield line
-            continue
-        try:
-            obj = orjson.loads(line.data)
-        except orjson.JSONDecodeError:
-            yield line  # validation names the JSON problem
-            continue
-        if not looks_like(obj):
-            yield RawLine(line.record, line.data, "bad_openai_record: expected an object with a messages list")
-            continue
-        yield _common.record_line(line.record, lambda: convert(obj, stem, line.record, batch.notes), line.data,
-                                  "bad_openai_record")
+    return _common.json_lines(sample, looks_like, lambda obj, record: convert(obj, stem, record, batch.notes),
+                              "bad_openai_record", "an object with a messages list")

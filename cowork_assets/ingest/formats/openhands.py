@@ -12,10 +12,7 @@ ungraded."""
 
 from __future__ import annotations
 
-import orjson
-
 from cowork_assets.ingest.formats import _common, swebench_report
-from cowork_assets.ingest.raw_files import RawLine, iter_raw_lines
 
 NAME = "openhands"
 PRIORITY = 30
@@ -105,17 +102,5 @@ def convert(run: dict, stem: str, sample, batch) -> dict:
 
 def records(sample, batch):
     stem = sample.path.name.split(".")[0]
-    for line in iter_raw_lines(sample.path):
-        if line.error is not None or not line.data.strip():
-            yield line
-            continue
-        try:
-            run = orjson.loads(line.data)
-        except orjson.JSONDecodeError:
-            yield line  # validation names the JSON problem
-            continue
-        if not looks_like(run):
-            yield RawLine(line.record, line.data, "bad_openhands_record: expected an object with instance_id and history")
-            continue
-        yield _common.record_line(line.record, lambda: convert(run, stem, sample, batch), line.data,
-                                  "bad_openhands_record")
+    return _common.json_lines(sample, looks_like, lambda run, record: convert(run, stem, sample, batch),
+                              "bad_openhands_record", "an object with instance_id and history")
