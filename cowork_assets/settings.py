@@ -15,6 +15,7 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field, TypeAdapter, ValidationError, field_validator
 
+from cowork_assets.run_health import record_process
 from cowork_assets.storage import is_remote, normalize_root
 
 DEFAULT_RAW_ROOT = "data/raw"
@@ -145,8 +146,6 @@ class CurateSettings(dg.ConfigurableResource):
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         """Every run records the process that executes it, so a run whose process dies can be found."""
-        from cowork_assets.run_health import record_process
-
         if context.instance is not None and context.run_id is not None:
             record_process(context.instance, context.run_id)
 

@@ -24,7 +24,7 @@ from cowork_assets.storage import (
     PARQUET_OPTIONS, ArrowScratch, ParquetSink, atomic_path, join, partition_file, table_dir)
 
 BATCH_TABLES = tuple(schemas.MODELS)
-ROOT_PARTITION = "_raw_root"  # the batch column of skipped_inputs rows about the raw root itself
+ROOT_BATCH = "_raw_root"  # the batch column of skipped_inputs rows about the raw root itself
 _COUNT_NAMES = ("n_trajectories", "first_trajectory_id")
 
 
@@ -220,7 +220,7 @@ def root_skips_file(data_root: str) -> str:
 
 def record_root_skips(raw_root: Path, data_root: str) -> int:
     """Write the raw root's entries that are not batches (batch `_raw_root`) beside `skipped_inputs`."""
-    rows = [(ROOT_PARTITION, name, why) for name, why in not_batches(raw_root)] if raw_root.is_dir() else []
+    rows = [(ROOT_BATCH, name, why) for name, why in not_batches(raw_root)] if raw_root.is_dir() else []
     sink = ParquetSink(root_skips_file(data_root), schemas.arrow_schema(schemas.SkippedInputs))
     sink.write(pl.DataFrame(rows, orient="row", schema=schemas.polars_schema(schemas.SkippedInputs)))
     sink.commit()

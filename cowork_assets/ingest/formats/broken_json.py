@@ -3,6 +3,7 @@ so the loss is counted rather than the file silently skipped."""
 
 from __future__ import annotations
 
+from cowork_assets.ingest.formats._common import EXCERPT_BYTES
 from cowork_assets.ingest.raw_files import RawLine
 
 NAME = "broken_json"
@@ -15,4 +16,4 @@ def detect(sample) -> bool:
 
 
 def records(sample, batch):
-    yield RawLine(1, sample.head[:2000], f"bad_json: {sample.document}")
+    yield RawLine(1, sample.head[:EXCERPT_BYTES], f"bad_json: {sample.document}")
