@@ -45,7 +45,7 @@ bench: setup
 	$(BIN)/cowork-curate bench --size $(SIZE) --batches $(BATCHES) --out bench
 
 ui: setup
-	@$(BIN)/python -c "from cowork_assets.runner import ensure_instance; ensure_instance(__import__('pathlib').Path('$(DAGSTER_HOME)'))"
+	@$(BIN)/python -c "from cowork_cli.runner import ensure_instance; ensure_instance(__import__('pathlib').Path('$(DAGSTER_HOME)'))"
 	@echo "Dagster UI on http://127.0.0.1:$(PORT)  (instance: $(DAGSTER_HOME); Ctrl-C to stop)"
 	COWORK_RAW_ROOT=$(RAW_ROOT) COWORK_DATA_ROOT=$(DATA_ROOT) $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p $(PORT)
 

@@ -1,6 +1,14 @@
-"""The code location: every asset, check, job, sensor and resource of cowork-curate."""
+"""The code location: every asset, check, job, sensor and resource of cowork-curate.
 
-import dagster as dg
+This module is the entry point of `dagster dev` and of the runner's processes: it tunes the process
+(`cowork_assets.tuning`) before anything imports polars.
+"""
+
+from cowork_assets.tuning import tune_process
+
+tune_process()
+
+import dagster as dg  # noqa: E402
 
 from cowork_assets.curation.assets import curation_checks
 from cowork_assets.datasets.assets import QualitySuites, dataset_checks

@@ -37,7 +37,7 @@ def labels(default_raw) -> list[dict]:
 @pytest.fixture(scope="session")
 def pipeline(default_raw, tmp_path_factory):
     """The `make run` path: every asset for every batch through Dagster, on a temporary instance."""
-    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
 
     base = tmp_path_factory.mktemp("pipeline")

@@ -52,7 +52,7 @@ def _sample_ids_by_batch(folder: Path) -> dict[str, set[str]]:
 
 def _cli_run(raw: Path, batches: set[str], work: Path) -> dict[str, set[str]]:
     """The SFT samples per batch of `cowork-curate run` over exactly these batch folders."""
-    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
 
     for batch in batches:
@@ -63,8 +63,8 @@ def _cli_run(raw: Path, batches: set[str], work: Path) -> dict[str, set[str]]:
 
 
 def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at_a_time(tmp_path):
-    from cowork_assets.runner import ensure_instance, materialize_all
-    from cowork_assets.run_health import IN_PROGRESS
+    from cowork_cli.runner import ensure_instance, materialize_all
+    from cowork_assets.run_health import WAITING
     from cowork_assets.settings import CurateSettings
     import dagster as dg
 
@@ -109,11 +109,17 @@ def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at
             shutil.move(batch, raw / name)
             time.sleep(4)
 
-        busy = dg.RunsFilter(statuses=[dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, *IN_PROGRESS])
+        busy = dg.RunsFilter(statuses=WAITING)
 
-        def settled():
+        def latest(job: str) -> dg.RunRecord | None:
+            return next(iter(instance.get_run_records(dg.RunsFilter(job_name=job), limit=1)), None)
+
+        def settled():  # both batches published, the DuckDB file refreshed after it, nothing in flight
             current = pub.current(settings.root, "sft_dataset")
-            if current == first or instance.get_run_records(busy):
+            corpus, warehouse = latest("refresh_corpus"), latest("refresh_warehouse")
+            if current == first or instance.get_run_records(busy) or corpus is None or warehouse is None:
+                return None
+            if warehouse.create_timestamp.timestamp() < (corpus.end_time or float("inf")):
                 return None
             return current if set(_sample_ids_by_batch(Path(pub.current_path(settings.root, "sft_dataset")))) >= set(
                 dropped) else None

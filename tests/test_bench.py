@@ -9,7 +9,7 @@ import time
 import orjson
 import pytest
 
-from cowork_assets.bench import FLOOR_REPEATS, _by_role, _role, _tree_memory_mb, bench, floor_seconds, report
+from cowork_cli.bench import FLOOR_REPEATS, _by_role, _role, _tree_memory_mb, bench, floor_seconds, report
 
 
 def test_bench_writes_its_figures_and_the_growth_between_sizes(tmp_path):
@@ -38,7 +38,7 @@ def test_bench_writes_its_figures_and_the_growth_between_sizes(tmp_path):
 
 def test_the_floor_is_measured_in_a_fresh_interpreter(tmp_path, monkeypatch):
     bench(60, 2, tmp_path)
-    monkeypatch.setattr("cowork_assets.bench._measure_floor", lambda *a: pytest.fail("measured in the bench's process"))
+    monkeypatch.setattr("cowork_cli.bench._measure_floor", lambda *a: pytest.fail("measured in the bench's process"))
     floor = floor_seconds(tmp_path / "raw-60", tmp_path / "data-60", "o200k_base", 2)
     assert floor["sft_messages"] > 0 and len(floor["tokenize_runs"]) == FLOOR_REPEATS
     with pytest.raises(RuntimeError, match=r"measuring the floor failed \(exit 1\): polars.exceptions.ComputeError: .*nowhere"):

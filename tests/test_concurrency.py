@@ -18,7 +18,7 @@ def test_two_runs_on_different_batches_at_once_corrupt_nothing(tmp_path):
     generate(raw, 200, 2, 5)
     batches = sorted(p.name for p in raw.iterdir() if p.is_dir())
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
-    runs = [subprocess.Popen([sys.executable, "-m", "cowork_assets.cli", "run", "--raw-root", str(raw),
+    runs = [subprocess.Popen([sys.executable, "-m", "cowork_cli.cli", "run", "--raw-root", str(raw),
                               "--data-root", str(tmp_path / "data"), "--batch", b], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for b in batches]
     outputs = [r.communicate(timeout=600)[0] for r in runs]
@@ -27,7 +27,7 @@ def test_two_runs_on_different_batches_at_once_corrupt_nothing(tmp_path):
         for table in ("trajectories", "messages", "curated_messages", "evidence_audit"):
             pq.read_table(partition_file(tmp_path / "data", table, b))  # whole, readable files
     # A later run over both batches skips them (both were recorded as done) and publishes from both.
-    final = subprocess.run([sys.executable, "-m", "cowork_assets.cli", "run", "--raw-root", str(raw),
+    final = subprocess.run([sys.executable, "-m", "cowork_cli.cli", "run", "--raw-root", str(raw),
                             "--data-root", str(tmp_path / "data")], env=env, capture_output=True, text=True, timeout=600)
     assert final.returncode == 0 and final.stdout.count("up to date") == 2, final.stdout
     sft = pl.read_parquet(tmp_path / "data" / "published" / "sft_dataset" / "current" / "*.parquet")
@@ -50,7 +50,7 @@ def test_the_duckdb_file_is_rebuilt_while_a_reader_has_it_open(pipeline):
 
 
 def test_batch_workers_share_the_cores_and_keep_a_setting_the_user_made(monkeypatch):
-    from cowork_assets import runner
+    from cowork_cli import runner
 
     monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
@@ -66,7 +66,7 @@ def test_batch_workers_share_the_cores_and_keep_a_setting_the_user_made(monkeypa
 def _allocator_setting(env: dict[str, str]) -> str:
     """Polars' allocator setting in a fresh process that loads the pipeline (and in the workers it starts,
     which inherit its environment)."""
-    code = "import cowork_assets.runner, polars, os; print(os.environ['_RJEM_MALLOC_CONF'])"
+    code = "import dagster_project.definitions, polars, os; print(os.environ['_RJEM_MALLOC_CONF'])"
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
 
 
@@ -74,7 +74,7 @@ def test_polars_allocator_keeps_freed_pages_unless_the_user_says_otherwise():
     """Polars writes its own default into the environment on import: the pipeline's must come first, or
     it is lost (it was, unnoticed, for a day: ~3 s of the 80,000 benchmark). jemalloc applies its
     options in order, the last one winning."""
-    from cowork_assets import JEMALLOC_CONF
+    from cowork_assets.tuning import JEMALLOC_CONF
 
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
     assert _allocator_setting(env).endswith("," + JEMALLOC_CONF)
@@ -87,7 +87,7 @@ def test_a_batch_worker_exits_at_once_without_losing_what_it_logged(tmp_path):
     log = tmp_path / "worker.log"
     code = f"""
 import logging, logging.handlers, pathlib
-from cowork_assets.runner import _start_worker, ensure_instance
+from cowork_cli.runner import _start_worker, ensure_instance
 ensure_instance(pathlib.Path({str(tmp_path / "home")!r}))
 _start_worker({str(tmp_path / "home")!r})
 buffered = logging.handlers.MemoryHandler(100, target=logging.FileHandler({str(log)!r}))

@@ -9,7 +9,7 @@ import time
 import polars as pl
 import pyarrow.parquet as pq
 
-from cowork_assets.resume import sweep_stale_temporaries
+from cowork_cli.resume import sweep_stale_temporaries
 from cowork_assets.synthetic.generate import generate
 
 TABLES = ["trajectories", "messages", "tool_calls", "quarantine", "evidence", "curated_messages", "sample_stats",
@@ -18,7 +18,7 @@ TABLES = ["trajectories", "messages", "tool_calls", "quarantine", "evidence", "c
 
 def _run(raw, data, home, *extra):
     env = {**os.environ, "DAGSTER_HOME": str(home)}
-    return subprocess.Popen([sys.executable, "-m", "cowork_assets.cli", "run", "--raw-root", str(raw),
+    return subprocess.Popen([sys.executable, "-m", "cowork_cli.cli", "run", "--raw-root", str(raw),
                              "--data-root", str(data), *extra], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True, env=env, start_new_session=True)
 

@@ -46,7 +46,7 @@ def test_sft_tokens_count_exactly_the_published_text(pipeline):
 
 
 def test_the_benchmark_floor_tokenizes_exactly_the_text_the_pipeline_counts(pipeline):
-    from cowork_assets.bench import published_sft_texts
+    from cowork_cli.bench import published_sft_texts
     from cowork_assets.tokens import count_tokens
 
     settings, _, _ = pipeline
@@ -206,7 +206,7 @@ def test_published_parquet_loads_with_hugging_face_datasets(pipeline):
 
 
 def test_exports(pipeline, tmp_path):
-    from cowork_assets.cli import main
+    from cowork_cli.cli import main
 
     settings, _, _ = pipeline
     root = str(settings.root)
@@ -228,7 +228,7 @@ def test_exports(pipeline, tmp_path):
 
 def test_a_broken_dataset_fails_its_gate_and_is_not_published(default_raw, tmp_path, monkeypatch):
     from cowork_assets.datasets import assets as dataset_assets
-    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
 
     settings = CurateSettings(raw_root=str(default_raw), data_root=str(tmp_path / "d"))
@@ -276,7 +276,7 @@ def test_rollouts_publish_without_waiting_for_exclusions(pipeline, tmp_path):
 
     import dagster as dg
 
-    from cowork_assets.runner import _run_config, ensure_instance
+    from cowork_cli.runner import _run_config, ensure_instance
     from dagster_project.definitions import defs
 
     settings, _, _ = pipeline
@@ -333,7 +333,7 @@ def test_a_run_never_imports_great_expectations_in_the_process_that_runs_it(defa
     import subprocess
     import sys
 
-    script = ("import sys; from pathlib import Path; from cowork_assets.runner import ensure_instance, materialize_all; "
+    script = ("import sys; from pathlib import Path; from cowork_cli.runner import ensure_instance, materialize_all; "
               "from cowork_assets.settings import CurateSettings; "
               f"s = CurateSettings(raw_root={str(default_raw)!r}, data_root={str(tmp_path / 'd')!r}); "
               f"o = materialize_all(s, ensure_instance(Path({str(tmp_path / 'home')!r})), echo=lambda _: None); "

@@ -319,7 +319,7 @@ def test_terminus_style_atif_has_no_structural_errors_and_unique_ids(tmp_path):
 
 
 def test_terminus_style_atif_reaches_sft_when_ungraded_runs_are_accepted(tmp_path):
-    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
 
     (tmp_path / "raw" / "atif").mkdir(parents=True)
@@ -333,7 +333,7 @@ def test_terminus_style_atif_reaches_sft_when_ungraded_runs_are_accepted(tmp_pat
 
 
 def test_the_run_output_names_each_skipped_input(tmp_path, capsys):
-    from cowork_assets.cli import main
+    from cowork_cli.cli import main
 
     (tmp_path / "raw" / "b").mkdir(parents=True)
     (tmp_path / "raw" / "b" / "x_retail.json").write_bytes(_tau2([_sim(0)]))

@@ -60,7 +60,7 @@ def test_each_hostile_case_has_a_defined_outcome(batch, tmp_path):
 
 
 def test_the_whole_corpus_runs_through_the_pipeline(tmp_path):
-    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
 
     raw = tmp_path / "raw"
@@ -85,7 +85,7 @@ def test_the_whole_corpus_runs_through_the_pipeline(tmp_path):
 
 
 def test_a_50_mb_observation_and_10_000_tool_calls(tmp_path):
-    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
 
     record = '{"id": "r_%06d", "note": "a plain sentence about an order and its items", "amount": "%d.50"}'

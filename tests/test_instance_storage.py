@@ -1,9 +1,10 @@
 """The instance cowork-curate writes keeps Dagster's SQLite layout, with connections kept open."""
 
 import dagster as dg
+import pytest
 
-from cowork_assets.instance_storage import OPEN_RUN_SHARDS, PooledSqliteEventLogStorage, PooledSqliteRunStorage
-from cowork_assets.runner import INSTANCE_HEADER, ensure_instance
+from cowork_cli.instance_storage import OPEN_RUN_SHARDS, PooledSqliteEventLogStorage, PooledSqliteRunStorage
+from cowork_cli.runner import INSTANCE_HEADER, ensure_instance
 
 
 @dg.op
@@ -55,3 +56,13 @@ def test_the_instance_file_is_brought_up_to_date_unless_the_user_took_it_over(tm
     config.write_text(own)
     ensure_instance(home)
     assert config.read_text() == own
+
+
+def test_dagsters_own_storage_is_one_switch_away(tmp_path, monkeypatch):
+    monkeypatch.setenv("COWORK_INSTANCE_STORAGE", "dagster")
+    instance = ensure_instance(tmp_path / "home")
+    assert type(instance.event_log_storage).__name__ == "SqliteEventLogStorage"
+    assert tiny.execute_in_process(instance=instance).success
+    monkeypatch.setenv("COWORK_INSTANCE_STORAGE", "fast")
+    with pytest.raises(ValueError, match="COWORK_INSTANCE_STORAGE='fast': expected one of pooled, dagster"):
+        ensure_instance(tmp_path / "other")

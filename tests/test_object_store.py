@@ -47,7 +47,7 @@ def s3(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def remote_run(s3, default_raw, tmp_path_factory):
-    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
 
     settings = CurateSettings(raw_root=str(default_raw), data_root=f"s3://{BUCKET}/team/curated/")
@@ -100,7 +100,7 @@ def test_datasets_are_published_in_the_bucket_behind_current(remote_run, pipelin
 
 
 def test_duckdb_views_and_trace_read_the_bucket(remote_run, pipeline, capsys):
-    from cowork_assets.cli import main
+    from cowork_cli.cli import main
     from cowork_assets.warehouse.duckdb_file import run_query
 
     settings, _, _ = remote_run
@@ -116,7 +116,7 @@ def test_duckdb_views_and_trace_read_the_bucket(remote_run, pipeline, capsys):
 
 def test_a_fresh_machine_resumes_from_the_bucket(remote_run, tmp_path, monkeypatch):
     """Done-markers live in the bucket: another working directory and instance skip every batch."""
-    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_cli.runner import ensure_instance, materialize_all
 
     settings, _, _ = remote_run
     monkeypatch.setenv("COWORK_WORK_DIR", str(tmp_path / "other-work"))
@@ -127,7 +127,7 @@ def test_a_fresh_machine_resumes_from_the_bucket(remote_run, tmp_path, monkeypat
 
 
 def test_a_missing_bucket_or_unreachable_store_is_a_clear_error(s3, default_raw, tmp_path, monkeypatch, capsys):
-    from cowork_assets.cli import main
+    from cowork_cli.cli import main
 
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     assert main(["run", "--raw-root", str(default_raw), "--data-root", "s3://no-such-bucket/curated"]) == 2

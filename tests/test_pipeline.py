@@ -6,7 +6,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from cowork_assets.cli import main
+from cowork_cli.cli import main
 from cowork_assets.ingest.batch import BATCH_TABLES, root_skips_file
 from cowork_assets.storage import table_glob
 from cowork_assets.warehouse.duckdb_file import named_query, query_names, query_params, run_query
@@ -66,7 +66,7 @@ def test_published_datasets_are_queryable_per_split_and_category(pipeline):
 
 
 def test_rerun_is_idempotent(pipeline):
-    from cowork_assets.runner import materialize_all
+    from cowork_cli.runner import materialize_all
 
     settings, instance, _ = pipeline
     before = {t: pl.read_parquet(table_glob(settings.root, t)) for t in BATCH_TABLES}

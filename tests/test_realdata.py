@@ -17,7 +17,7 @@ ALLOWANCE = 1000
 
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory):
-    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
 
     base = tmp_path_factory.mktemp("real")
@@ -117,7 +117,7 @@ def test_every_coding_agent_file_yields_calls_answered_by_observations(real_run)
     ("minisweagent_github_issue", "coding/minisweagent_github_issue.traj.json:1"),
 ])
 def test_coding_runs_trace_back_to_their_raw_line(real_run, trajectory_id, raw, capsys):
-    from cowork_assets.cli import main
+    from cowork_cli.cli import main
 
     assert main(["trace", trajectory_id, "--data-root", real_run.root]) == 0
     out = capsys.readouterr().out

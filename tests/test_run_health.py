@@ -57,7 +57,7 @@ def test_a_killed_runs_process_is_found_and_its_slot_freed(corpus, tmp_path):
     home, data = tmp_path / "home", tmp_path / "data"
     batch = sorted(p.name for p in corpus.iterdir() if p.is_dir())[0]
     script = (
-        "from cowork_assets.runner import ensure_instance, _run_config\n"
+        "from cowork_cli.runner import ensure_instance, _run_config\n"
         "from cowork_assets.settings import CurateSettings\n"
         "from dagster_project.definitions import defs\n"
         "import pathlib, sys\n"
@@ -67,7 +67,7 @@ def test_a_killed_runs_process_is_found_and_its_slot_freed(corpus, tmp_path):
         f"defs.resolve_job_def('process_batch').execute_in_process(run_config=_run_config(s), instance=instance, "
         f"partition_key={batch!r})\n")
     worker = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    from cowork_assets.runner import ensure_instance
+    from cowork_cli.runner import ensure_instance
 
     instance = ensure_instance(home)
     started = dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])

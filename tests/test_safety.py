@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cowork_assets.cli import main
+from cowork_cli.cli import main
 from cowork_assets.datasets import publish as pub
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cowork_assets"

@@ -143,7 +143,7 @@ def test_every_teacher_run_not_selected_is_explained(pipeline):
 
 
 def test_why_excluded_answers_for_any_trajectory(pipeline, labels, capsys):
-    from cowork_assets.cli import main
+    from cowork_cli.cli import main
 
     settings, _, _ = pipeline
     copy = next(l for l in labels if l["kind"] == "exact_duplicate")

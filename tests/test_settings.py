@@ -48,7 +48,7 @@ def test_data_root_may_be_a_folder_a_file_uri_or_an_object_store(monkeypatch, tm
     ("budget_policy=cut", "bad value for budget_policy: Input should be 'drop' or 'trim'"),
 ])
 def test_bad_values_are_refused_before_any_work(pair, message, tmp_path, capsys):
-    from cowork_assets.cli import main
+    from cowork_cli.cli import main
 
     with pytest.raises(SettingsError, match=message):
         parse_overrides([pair])
@@ -86,7 +86,7 @@ def test_definitions_load_with_a_bad_cron_in_the_environment_and_say_so():
 
 @pytest.mark.parametrize("command", ["generate", "run", "sql", "export", "trace", "bench"])
 def test_every_subcommand_has_working_help(command, capsys):
-    from cowork_assets.cli import main
+    from cowork_cli.cli import main
 
     with pytest.raises(SystemExit) as exit_:
         main([command, "--help"])

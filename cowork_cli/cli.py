@@ -68,13 +68,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         check_root(settings.root)
     except (ConnectionError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from None
-    from cowork_assets.runner import ensure_instance, materialize_all
-    from cowork_assets.summary import print_summary
+    from cowork_cli.runner import ensure_instance, materialize_all
+    from cowork_cli.summary import print_summary
 
     home = Path(args.dagster_home or os.environ.get("DAGSTER_HOME") or ".dagster_home").resolve()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
-    instance = ensure_instance(home)
+    try:
+        instance = ensure_instance(home)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     print(f"materializing {raw} -> {settings.root} (Dagster instance: {home})")
     try:
         outcome = materialize_all(settings, instance, only=args.batch, force=args.force)
@@ -92,7 +95,7 @@ def _db(args: argparse.Namespace) -> Path:
 
 
 def _cmd_sql(args: argparse.Namespace) -> int:
-    from cowork_assets.summary import format_rows
+    from cowork_cli.summary import format_rows
     from cowork_assets.warehouse.duckdb_file import named_query, query_names, query_params, run_query
 
     if args.list:
@@ -163,7 +166,7 @@ def _cmd_trace(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from cowork_assets.bench import bench, report
+    from cowork_cli.bench import bench, report
 
     if args.size < 1 or args.batches < 1:
         raise UsageError("--size and --batches must be positive")

@@ -23,9 +23,9 @@ from pathlib import Path
 import dagster as dg
 
 from cowork_assets.ingest.raw_files import discover_batches, not_batches
-from cowork_assets.locks import file_lock
+from cowork_cli.locks import file_lock
 from cowork_assets.partitions import batches as batches_partitions
-from cowork_assets.resume import is_done, mark_done, sweep_stale_temporaries
+from cowork_cli.resume import is_done, mark_done, sweep_stale_temporaries
 from cowork_assets.run_health import die_with_parent, in_flight, reap_dead_runs
 from cowork_assets.settings import CurateSettings
 from cowork_assets.tokens import TokenizerUnavailable, get_encoding
@@ -34,13 +34,7 @@ INSTANCE_HEADER = "# Written by cowork-curate: a local SQLite-backed instance."
 INSTANCE_YAML = INSTANCE_HEADER + """
 # cowork-curate rewrites this file when it differs from what it would write; delete the line above
 # to keep your own edits.
-# Dagster's SQLite storage, keeping its database connections open (see cowork_assets/instance_storage.py).
-storage:
-  custom:
-    module: cowork_assets.instance_storage
-    class: PooledSqliteStorage
-    config:
-      base_dir: {home}
+{storage}
 telemetry:
   enabled: false
 nux:
@@ -67,12 +61,31 @@ concurrency:
 """
 
 
+# COWORK_INSTANCE_STORAGE picks the storage: `pooled` (default) is Dagster's SQLite storage with its database
+# connections kept open, which subclasses private Dagster classes (see cowork_cli/instance_storage.py and the
+# test that fails when an upgrade changes them); `dagster` is Dagster's own SQLite storage.
+STORAGE_YAML = {
+    "pooled": "storage:\n  custom:\n    module: cowork_cli.instance_storage\n    class: PooledSqliteStorage\n"
+              "    config:\n      base_dir: {home}",
+    "dagster": "storage:\n  sqlite:\n    base_dir: {home}",
+}
+
+
+def instance_storage() -> str:
+    choice = os.environ.get("COWORK_INSTANCE_STORAGE", "pooled")
+    if choice not in STORAGE_YAML:
+        raise ValueError(f"COWORK_INSTANCE_STORAGE={choice!r}: expected one of {', '.join(STORAGE_YAML)}")
+    return choice
+
+
 def ensure_instance(home: Path) -> dg.DagsterInstance:
     """The instance at `home`, created if needed (its `dagster.yaml` brought up to date if this tool wrote
     it). Creation is serialised: two processes creating the SQLite schema at once would corrupt it."""
     home.mkdir(parents=True, exist_ok=True)
     with file_lock(home / ".create.lock"):
-        config, wanted = home / "dagster.yaml", INSTANCE_YAML.format(home=json.dumps(str(home.resolve())))
+        home_path = json.dumps(str(home.resolve()))
+        config = home / "dagster.yaml"
+        wanted = INSTANCE_YAML.format(storage=STORAGE_YAML[instance_storage()].format(home=home_path))
         current = config.read_text() if config.exists() else INSTANCE_HEADER
         if current.startswith(INSTANCE_HEADER) and current != wanted:
             config.write_text(wanted)
@@ -226,7 +239,7 @@ _worker_instance: dg.DagsterInstance | None = None
 def _start_worker(home: str) -> None:
     """Pool initializer: import the code and open the instance once per worker process."""
     global _worker_instance
-    from dagster_project.definitions import BATCH_JOB, defs
+    from dagster_project.definitions import BATCH_JOB, defs  # tunes the process, as in the parent
 
     die_with_parent()
     defs.resolve_job_def(BATCH_JOB)

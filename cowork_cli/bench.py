@@ -117,7 +117,7 @@ def floor_seconds(raw_root: Path, data_root: Path, encoding: str, workers: int) 
     least the work costs): the batch API's two threads take turns on the GIL, and a single measurement
     at 80,000 took 11.1-14.1 s in fresh processes, 12.6-15.3 s in this one after the run.
     """
-    command = [sys.executable, "-m", "cowork_assets.bench", str(raw_root), str(data_root), encoding, str(workers)]
+    command = [sys.executable, "-m", "cowork_cli.bench", str(raw_root), str(data_root), encoding, str(workers)]
     done = subprocess.run(command, capture_output=True)
     if done.returncode:
         why = (done.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]  # the exception
@@ -188,7 +188,7 @@ def phase_seconds(instance, since: float, wall: float) -> dict[str, float]:
 
 
 def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
-    from cowork_assets.runner import ensure_instance, materialize_all
+    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
     from cowork_assets.synthetic.generate import generate
 

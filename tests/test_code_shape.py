@@ -1,0 +1,53 @@
+"""The layering the README's layout section promises, checked on the source itself."""
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _imports(package: str) -> dict[str, set[str]]:
+    """Every module of a package and the top-level names of what it imports (at any depth of the file)."""
+    found = {}
+    for path in (ROOT / package).rglob("*.py"):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module)
+        found[str(path.relative_to(ROOT))] = names
+    return found
+
+
+def test_the_library_imports_neither_the_command_line_nor_the_orchestration_layer():
+    offenders = {m: sorted(n for n in names if n.split(".")[0] in ("cowork_cli", "dagster_project"))
+                 for m, names in _imports("cowork_assets").items()}
+    assert {m: n for m, n in offenders.items() if n} == {}
+
+
+def test_no_private_dagster_import_outside_the_storage_switch():
+    private = {m: sorted(n for n in names if n.startswith("dagster._"))
+               for package in ("cowork_assets", "cowork_cli", "dagster_project") for m, names in _imports(package).items()}
+    assert {m: n for m, n in private.items() if n} == {"cowork_cli/instance_storage.py": [
+        "dagster._core.storage.event_log.sqlite.sqlite_event_log", "dagster._core.storage.runs.sqlite.sqlite_run_storage",
+        "dagster._core.storage.schedules.sqlite.sqlite_schedule_storage", "dagster._core.storage.sqlite",
+        "dagster._core.storage.sqlite_storage"]}
+
+
+def test_importing_the_library_changes_nothing_in_the_process():
+    """No collector thresholds and no allocator setting of its own (polars writes its default on import)."""
+    from cowork_assets.tuning import JEMALLOC_CONF
+
+    modules = sorted(str(p.relative_to(ROOT).with_suffix("")).replace("/", ".").removesuffix(".__init__")
+                     for p in (ROOT / "cowork_assets").rglob("*.py") if p.stem != "__main__")
+    code = ("import gc, os, importlib\nbefore = gc.get_threshold()\n"
+            f"for m in {modules!r}: importlib.import_module(m)\n"
+            "print(before == gc.get_threshold(), os.environ.get('_RJEM_MALLOC_CONF'))")
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    unchanged, allocator = out.stdout.split()
+    assert unchanged == "True" and JEMALLOC_CONF not in allocator and len(modules) > 90
