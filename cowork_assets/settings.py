@@ -1,8 +1,8 @@
-"""The one typed settings object. Every field has a documented default.
+"""The one typed settings object, its fields grouped per stage. Every field has one documented default.
 
-It is a Dagster resource so the launchpad can override any field per run; the CLI maps
-`--set NAME=VALUE` onto the same fields. Pure logic never imports this module: assets pass
-plain values down.
+`CurateSettings` is a Dagster resource made of the stage groups, so the launchpad can override any field per
+run and the CLI maps `--set NAME=VALUE` onto the same fields. A stage's logic takes its own group
+(`CurationSettings`, ...) and reads each setting by the name a user sets it by.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def cron_problem(cron: str) -> str | None:
     return None
 
 
-class CurateSettings(dg.ConfigurableResource):
-    """Settings of the cowork-curate pipeline."""
+class StorageSettings(dg.Config):
+    """Where the raw batches are read and the outputs written."""
 
     raw_root: str = Field(
         default=DEFAULT_RAW_ROOT,
@@ -49,10 +49,11 @@ class CurateSettings(dg.ConfigurableResource):
         description="DuckDB database file with a view per table, relative to the local root (data_root, "
         "or COWORK_WORK_DIR when data_root is an object store).",
     )
-    token_encoding: Literal["o200k_base", "cl100k_base"] = Field(
-        default="o200k_base",
-        description="tiktoken encoding for token counts: one of the two bundled with the package.",
-    )
+
+
+class RunSettings(dg.Config):
+    """How runs are executed: processes, chunks, the refresh schedule."""
+
     tokenizer_processes: int = Field(default=2, ge=1, description="Processes counting tokens with tiktoken at once, "
                                      "for many texts: the step's own and helpers (threads would take turns: tiktoken "
                                      "holds the GIL).")
@@ -70,6 +71,21 @@ class CurateSettings(dg.ConfigurableResource):
         description="Raw records parsed and written per chunk; bounds ingestion memory.",
     )
 
+    @field_validator("refresh_cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        if problem := cron_problem(value):
+            raise ValueError(problem)
+        return value
+
+
+class CurationSettings(dg.Config):
+    """Stage curation: observation truncation, the sample budget, token counting."""
+
+    token_encoding: Literal["o200k_base", "cl100k_base"] = Field(
+        default="o200k_base",
+        description="tiktoken encoding for token counts: one of the two bundled with the package.",
+    )
     truncation_strategy: Literal["head", "evidence_aware"] = Field(
         default="evidence_aware",
         description="How long tool observations are cut: `head` keeps the first max_observation_chars; "
@@ -90,6 +106,11 @@ class CurateSettings(dg.ConfigurableResource):
         description="Over budget: `drop` the sample, or `trim` the oldest observations down to their evidence "
         "windows and drop only if still over.",
     )
+
+
+class CheckSettings(dg.Config):
+    """Thresholds of the curation and selection checks."""
+
     max_truncation_loss_rate: float = Field(
         default=0.0,
         ge=0.0,
@@ -103,6 +124,14 @@ class CurateSettings(dg.ConfigurableResource):
         le=1.0,
         description="The budget check errors when a category keeps less than this share of its passing samples.",
     )
+    max_duplicate_rate: float = Field(
+        default=0.2, ge=0.0, le=1.0,
+        description="The duplicate_rate check warns when more than this share of teacher runs are duplicates.",
+    )
+
+
+class SelectionSettings(dg.Config):
+    """Stage selection: deduplication and what reaches SFT."""
 
     near_dup_threshold: float = Field(
         default=0.9, gt=0.0, le=1.0,
@@ -118,10 +147,10 @@ class CurateSettings(dg.ConfigurableResource):
         default="drop",
         description="A passing sample that lost evidence to truncation: `drop` it from SFT, or `flag` it and keep it.",
     )
-    max_duplicate_rate: float = Field(
-        default=0.2, ge=0.0, le=1.0,
-        description="The duplicate_rate check warns when more than this share of teacher runs are duplicates.",
-    )
+
+
+class DatasetSettings(dg.Config):
+    """Stage datasets: the split and the RL rollout rewards."""
 
     validation_fraction: float = Field(
         default=0.1, ge=0.0, le=1.0, description="Share of tasks (not samples) whose data goes to the validation split.",
@@ -137,17 +166,16 @@ class CurateSettings(dg.ConfigurableResource):
         default="sample", description="Standard deviation used for group normalisation (sample: n - 1, as verl).",
     )
 
-    @field_validator("refresh_cron")
-    @classmethod
-    def _cron(cls, value: str) -> str:
-        if problem := cron_problem(value):
-            raise ValueError(problem)
-        return value
+
+# Fields are listed group by group, StorageSettings first (pydantic collects the bases' fields in reverse order).
+class CurateSettings(dg.ConfigurableResource, DatasetSettings, SelectionSettings, CheckSettings, CurationSettings,
+                     RunSettings, StorageSettings):
+    """Settings of the cowork-curate pipeline: every stage's group in one resource."""
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         """Every run records the process that executes it, so a run whose process dies can be found."""
-        if context.instance is not None and context.run_id is not None:
-            record_process(context.instance, context.run_id)
+        if context.instance is not None and context.run is not None:
+            record_process(context.instance, context.run.run_id)
 
     def content(self) -> dict:
         """The settings that shape outputs (where files live is not one of them)."""

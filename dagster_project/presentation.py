@@ -9,9 +9,12 @@ from datetime import timedelta
 from functools import cache
 from pathlib import Path
 
+import warnings
+
 import dagster as dg
 
 from cowork_assets.lineage import COLUMN_LINEAGE
+from cowork_assets.tables import published
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cowork_assets"
 # Pipeline order; the UI sorts groups by name, so each gets its position as a prefix.
@@ -20,7 +23,7 @@ GROUPS = ("raw", "staging", "evidence", "curation", "validation", "selection", "
 STAGE_CODE = {"raw": ["ingest"], "staging": ["ingest"], "evidence": ["evidence", "checks"],
               "curation": ["curation"], "validation": ["validation", "checks"], "selection": ["selection"],
               "datasets": ["datasets", "checks"], "warehouse": ["warehouse"]}
-PUBLISHED = ("sft_dataset", "rl_tasks", "rl_rollouts", "dataset_card")
+PUBLISHED = (*published(), "dataset_card")
 OWNERS = ["team:cowork-curate"]
 
 
@@ -73,4 +76,6 @@ def present(assets: list, refresh_cron: str, per_batch: set[str]) -> list:
         return s.merge_attributes(owners=OWNERS, tags={"stage": group, "scope": (
             "per-batch" if name in per_batch else "source" if group == "raw" else "cross-batch")})
 
-    return list(dg.with_source_code_references(dg.map_asset_specs(spec, assets)))
+    with warnings.catch_warnings():  # source links are a beta feature; say so once in the docs, not per asset
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return list(dg.with_source_code_references(dg.map_asset_specs(spec, assets)))

@@ -5,7 +5,8 @@ import json
 import polars as pl
 import pytest
 
-from cowork_assets.curation.curate import CurationParams, curate_chunk
+from cowork_assets.curation.curate import curate_chunk
+from cowork_assets.settings import CurationSettings
 from cowork_assets.curation.spans import MARKER_RE, evidence_spans, merge, render, total
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.evidence.values import normalise
@@ -41,7 +42,7 @@ def test_evidence_spans(length, allowance, cores, context, spans, overflow):
 def _curate(*trajs, **params):
     f = flatten(*trajs)
     ev, _ = build_evidence("b", f["trajectories"], f["task_packages"], f["tool_calls"], f["messages"])
-    return curate_chunk("b", f["trajectories"], f["messages"], ev, CurationParams(**params))
+    return curate_chunk("b", f["trajectories"], f["messages"], ev, CurationSettings(**params))
 
 
 def _sample(tid="t1", n_obs=1, obs_len=3000, target_at=2500):
@@ -56,7 +57,7 @@ def _sample(tid="t1", n_obs=1, obs_len=3000, target_at=2500):
 
 
 def test_head_keeps_the_first_n_characters_and_loses_evidence_beyond():
-    out = _curate(_sample(), strategy="head", allowance=1000)
+    out = _curate(_sample(), truncation_strategy="head", max_observation_chars=1000)
     obs = out["curated_messages"].filter(pl.col("role") == "tool", pl.col("truncated")).row(0, named=True)
     assert obs["content"] == "x" * 1000 + "[...2000 chars cut...]"
     assert (obs["original_chars"], obs["kept_chars"], obs["kept_spans"]) == (3000, 1000, [{"start": 0, "end": 1000}])
@@ -66,7 +67,7 @@ def test_head_keeps_the_first_n_characters_and_loses_evidence_beyond():
 
 
 def test_evidence_aware_keeps_a_window_around_the_evidence_within_the_allowance():
-    out = _curate(_sample(), allowance=1000, context=30)
+    out = _curate(_sample(), max_observation_chars=1000, evidence_context_chars=30)
     obs = out["curated_messages"].filter(pl.col("role") == "tool", pl.col("truncated")).row(0, named=True)
     assert obs["kept_chars"] == 1000 and obs["overflow_chars"] == 0
     assert "id_0000077" in obs["content"] and len(MARKER_RE.findall(obs["content"])) == 2
@@ -77,14 +78,14 @@ def test_evidence_aware_keeps_a_window_around_the_evidence_within_the_allowance(
 
 def test_drop_policy_drops_and_loses_every_item():
     big = _sample(n_obs=8)  # 8 observations of ~1000 kept chars each
-    out = _curate(big, char_budget=5000, policy="drop")
+    out = _curate(big, char_budget=5000, budget_policy="drop")
     stats = out["sample_stats"].row(0, named=True)
     assert stats["verdict"] == "dropped" and stats["reason"].startswith("over budget:")
     assert out["evidence_audit"]["lost_to_budget"].all() and not out["evidence_audit"]["lost_to_truncation"].any()
 
 
 def test_trim_policy_shortens_oldest_observations_to_their_evidence_and_keeps_it():
-    out = _curate(_sample(n_obs=8), char_budget=5000, policy="trim", context=20)
+    out = _curate(_sample(n_obs=8), char_budget=5000, budget_policy="trim", evidence_context_chars=20)
     stats = out["sample_stats"].row(0, named=True)
     curated = out["curated_messages"]
     assert stats["verdict"] == "trimmed" and stats["chars_after"] <= 5000
@@ -100,7 +101,7 @@ def test_trim_policy_shortens_oldest_observations_to_their_evidence_and_keeps_it
 
 
 def test_trim_that_cannot_fit_drops_with_reason():
-    out = _curate(_sample(n_obs=8), char_budget=200, policy="trim")
+    out = _curate(_sample(n_obs=8), char_budget=200, budget_policy="trim")
     stats = out["sample_stats"].row(0, named=True)
     assert stats["verdict"] == "dropped" and "over budget after trimming 8 observation(s)" in stats["reason"]
 
@@ -114,10 +115,10 @@ def test_token_budget_counts_the_curated_text_and_applies_too():
     texts = [(c or "") + "\n" + "\n".join(f"{x['name']} {x['arguments']}" for x in k)
              for c, k in zip(curated["content"].to_list(), calls)]
     assert out["sample_stats"]["tokens_after"].to_list() == [sum(count_tokens(texts, "o200k_base"))]
-    dropped = _curate(sample, token_budget=50, policy="drop")["sample_stats"].row(0, named=True)
+    dropped = _curate(sample, token_budget=50, budget_policy="drop")["sample_stats"].row(0, named=True)
     assert dropped["verdict"] == "dropped" and dropped["reason"].endswith(f"{dropped['tokens_after']} tokens")
     full = _curate(_sample(n_obs=8), token_budget=10**6)["sample_stats"]["tokens_after"][0]
-    trimmed = _curate(_sample(n_obs=8), token_budget=full * 3 // 4, policy="trim", context=20)
+    trimmed = _curate(_sample(n_obs=8), token_budget=full * 3 // 4, budget_policy="trim", evidence_context_chars=20)
     stats = trimmed["sample_stats"].row(0, named=True)
     assert stats["verdict"] == "trimmed" and stats["tokens_after"] <= full * 3 // 4 < full
     assert not trimmed["evidence_audit"]["lost_to_budget"].any()

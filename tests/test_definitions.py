@@ -68,18 +68,31 @@ def test_sensor_skips_cleanly_without_a_raw_root(tmp_path):
         assert isinstance(result, dg.SkipReason) and "not a directory" in result.skip_message
 
 
-def test_every_staging_column_is_described_for_the_ui():
-    from cowork_assets.curation.assets import TABLES
-    from cowork_assets.datasets.schemas import MODELS as DATASETS
-    from cowork_assets.evidence.schemas import Evidence
-    from cowork_assets.ingest.schemas import MODELS
-    from cowork_assets.selection import schemas as selection
-    from cowork_assets.validation import schemas as validation
+def test_every_column_of_every_table_is_described_for_the_ui():
+    from cowork_assets.tables import REGISTRY
 
-    others = [Evidence, validation.StructureFindings, validation.TaskFindings, selection.DedupSignatures,
-              selection.DedupClusters, selection.Exclusions, *DATASETS.values()]
-    for table, model in {**MODELS, **{k: m for k, (m, _) in TABLES.items()}, **{m.__name__: m for m in others}}.items():
-        assert all(col.description for col in model.to_schema().columns.values()), table
+    assert len(REGISTRY) == 24
+    for table in REGISTRY:
+        assert all(col.description for col in table.model.to_schema().columns.values()), table.name
+
+
+def test_the_registry_is_what_dagster_and_the_warehouse_see(tmp_path):
+    """Every registered table is an asset with the registry's group, partitioning, deps and description, and
+    every table outside the staging area has its view; every other asset is one the registry names as not a
+    table."""
+    from cowork_assets.tables import REGISTRY
+    from cowork_assets.warehouse.duckdb_file import view_statements
+
+    specs = {s.key.to_user_string(): s for s in defs.resolve_all_asset_specs()}
+    for table in REGISTRY:
+        spec = specs[table.name]
+        assert spec.group_name.endswith("_" + table.stage) and spec.description == table.description, table.name
+        assert {d.asset_key for d in spec.deps} == set(table.deps), table.name
+        assert (spec.partitions_def is not None) == table.per_batch, table.name
+    assert set(specs) - {t.name for t in REGISTRY} == {"raw_batches", "dataset_card", "warehouse"}
+    views = {name for name, _ in view_statements(str(tmp_path))}
+    assert views == {t.name for t in REGISTRY if t.location != "staged"} | {
+        "cowork_data_root", "column_lineage", "publications"}
 
 
 def test_the_daily_refresh_schedule_is_off_by_default_and_its_cron_is_a_setting(monkeypatch):

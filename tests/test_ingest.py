@@ -234,7 +234,8 @@ def test_empty_batch_writes_empty_tables(tmp_path):
 def test_schema_validation_reports_every_failure_with_its_row_in_the_file(tmp_path):
     import pyarrow.parquet as pq
 
-    from cowork_assets.ingest.schemas import Messages, Trajectories, polars_schema, validate_table
+    from cowork_assets.ingest.schemas import Messages, Trajectories
+    from cowork_assets.schema import polars_schema, validate_table
 
     good = {"batch": "b", "trajectory_id": "t", "message_index": 0, "role": "user", "content": "hi",
             "tool_calls": [], "tool_call_id": None, "name": None, "chars": 2}

@@ -3,20 +3,14 @@
 import dagster as dg
 import pytest
 
-from cowork_assets.curation.assets import TABLES
-from cowork_assets.datasets.schemas import MODELS as DATASETS
-from cowork_assets.evidence.schemas import Evidence
-from cowork_assets.ingest.schemas import MODELS as STAGING
-from cowork_assets.ingest.schemas import polars_schema
 from cowork_assets.lineage import COLUMN_LINEAGE
+from cowork_assets.schema import polars_schema
+from cowork_assets.tables import TABLES
 from dagster_project.definitions import defs
-
-MODELS = {**STAGING, "evidence": Evidence, **{name: model for name, (model, _) in TABLES.items()},
-          **DATASETS, **{f"{name.removesuffix('_dataset')}_candidate": model for name, model in DATASETS.items()}}
 
 
 def _columns(asset: str) -> set[str]:
-    return set(polars_schema(MODELS[asset]).names())
+    return set(polars_schema(TABLES[asset].model).names())
 
 
 @pytest.mark.parametrize("asset", sorted(COLUMN_LINEAGE))

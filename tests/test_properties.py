@@ -8,7 +8,8 @@ import polars as pl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cowork_assets.curation.curate import CurationParams, curate_chunk
+from cowork_assets.curation.curate import curate_chunk
+from cowork_assets.settings import CurationSettings
 from cowork_assets.curation.spans import MARKER_RE, evidence_spans, merge, render, total
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.ingest.batch import ingest_batch
@@ -95,7 +96,7 @@ def _curate(frames, params):
        st.sampled_from(["head", "evidence_aware"]), st.sampled_from([2000, 40000]))
 def test_curating_curated_data_changes_nothing(positions, length, strategy, budget):
     frames = flatten(_sample([p for p in positions if p < length - 12], length))
-    params = CurationParams(strategy=strategy, char_budget=budget)
+    params = CurationSettings(truncation_strategy=strategy, char_budget=budget)
     once = _curate(frames, params)
     again_input = dict(frames, messages=once["curated_messages"].select(frames["messages"].columns))
     twice = _curate(again_input, params)

@@ -4,7 +4,7 @@ import orjson
 import polars as pl
 import pytest
 
-from cowork_assets.ingest.schemas import TOOL_CALL
+from cowork_assets.schema import TOOL_CALL
 from cowork_assets.storage import partition_file, table_glob
 from cowork_assets.synthetic.services import TOOLS, UNEXPOSED
 from cowork_assets.validation.consistency import package_findings, requested_counts, suggest

@@ -3,63 +3,37 @@
 import dagster as dg
 import polars as pl
 
-from cowork_assets.curation.curate import CurationParams, curate_chunk
+from cowork_assets.curation.curate import curate_chunk
 from cowork_assets.curation.report import budget_report, strategy_report, truncation_report
-from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats, TruncationSweep
+from cowork_assets.curation.schemas import TruncationSweep
 from cowork_assets.curation.sweep import ALLOWANCES, recommendation, sweep, sweep_chart
-from cowork_assets.ingest.schemas import arrow_schema, polars_schema
 from cowork_assets.lineage import column_lineage
 from cowork_assets.markdown import Markdown
-from cowork_assets.metadata import as_metadata, column_schema
+from cowork_assets.metadata import as_metadata
 from cowork_assets.partitions import batches
 from cowork_assets.progress import throttled
+from cowork_assets.schema import arrow_schema, polars_schema
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import ParquetSink, iter_trajectory_chunks, partition_file, write_parquet_atomic
+from cowork_assets.tables import TABLES, stage
 
-TABLES = {
-    "curated_messages": (CuratedMessages, "Every message after observation truncation and the sample budget, with "
-                         "its original and kept length and the kept spans: what a trainer would see."),
-    "sample_stats": (SampleStats, "Per trajectory: characters and tokens before and after curation, characters "
-                     "under each truncation strategy, and the budget's verdict (kept / trimmed / dropped) and reason."),
-    "evidence_audit": (EvidenceAudit, "Per evidence item: lost to truncation (under head, under evidence_aware, "
-                       "under the configured strategy) and lost to the budget."),
-    "evidence_rollup": (EvidenceRollup, "Per trajectory: evidence items, at-risk items, and how many were lost "
-                        "to truncation and to the budget."),
-}
+# The tables the curation step writes together; truncation_sweep is its own asset.
+CURATED = {name: t for name, t in stage("curation").items() if name != "truncation_sweep"}
 
 
-def params(settings: CurateSettings) -> CurationParams:
-    return CurationParams(
-        strategy=settings.truncation_strategy, allowance=settings.max_observation_chars,
-        context=settings.evidence_context_chars, char_budget=settings.char_budget,
-        token_budget=settings.token_budget, policy=settings.budget_policy,
-        encoding=settings.token_encoding,
-    )
-
-
-@dg.multi_asset(
-    specs=[
-        dg.AssetSpec(name, group_name="curation", description=description, kinds={"parquet", "polars"},
-                     deps=["messages", "trajectories", "evidence"],
-                     metadata={"dagster/column_schema": column_schema(model)})
-        for name, (model, description) in TABLES.items()
-    ],
-    partitions_def=batches,
-    can_subset=False,
-)
+@dg.multi_asset(specs=[t.spec() for t in CURATED.values()], partitions_def=batches, can_subset=False)
 def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
     """Truncate observations, apply the budget, and audit which evidence each step removed."""
-    batch, root, p = context.partition_key, settings.root, params(settings)
+    batch, root = context.partition_key, settings.root
     trajectories = pl.read_parquet(partition_file(root, "trajectories", batch))
     evidence = pl.read_parquet(partition_file(root, "evidence", batch))
-    sinks = {name: ParquetSink(partition_file(root, name, batch), arrow_schema(model))
-             for name, (model, _) in TABLES.items()}
+    sinks = {name: ParquetSink(partition_file(root, name, batch), arrow_schema(t.model)) for name, t in CURATED.items()}
     progress = throttled(context.log.info)
     try:
         for messages in iter_trajectory_chunks(partition_file(root, "messages", batch)):
             ids = messages["trajectory_id"].unique().to_list()
             frames = curate_chunk(batch, trajectories.filter(pl.col("trajectory_id").is_in(ids)), messages,
-                                  evidence.filter(pl.col("trajectory_id").is_in(ids)), p)
+                                  evidence.filter(pl.col("trajectory_id").is_in(ids)), settings)
             for name, frame in frames.items():
                 sinks[name].write(frame)
             progress(f"{batch}: curated {sinks['sample_stats'].rows} trajectories")
@@ -69,21 +43,16 @@ def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
         for sink in sinks.values():
             sink.abort()
         raise
-    context.log.info(f"{batch}: strategy={p.strategy} allowance={p.allowance} budget={p.char_budget} ({p.policy})")
+    context.log.info(f"{batch}: truncation_strategy={settings.truncation_strategy} max_observation_chars="
+                     f"{settings.max_observation_chars} char_budget={settings.char_budget} ({settings.budget_policy})")
     for name, sink in sinks.items():
         yield dg.MaterializeResult(asset_key=name, metadata={
             "dagster/row_count": sink.rows, "path": dg.MetadataValue.path(str(sink.final)),
-            "truncation_strategy": p.strategy, "max_observation_chars": p.allowance, **column_lineage(name),
+            "truncation_strategy": settings.truncation_strategy, "max_observation_chars": settings.max_observation_chars, **column_lineage(name),
         })
 
 
-@dg.asset(
-    group_name="curation", partitions_def=batches, deps=["messages", "trajectories", "evidence"],
-    kinds={"parquet", "polars"}, metadata={"dagster/column_schema": column_schema(TruncationSweep)},
-    description="At-risk evidence lost per truncation strategy (head, tail, middle: verl's rollout-time sides; "
-    "and evidence_aware) at allowances from 250 to 16,000 characters, per category: which allowance and side "
-    "keep the evidence the graders depend on.",
-)
+@dg.asset(**TABLES["truncation_sweep"].asset_args())
 def truncation_sweep(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     batch, root = context.partition_key, settings.root
     allowances = tuple(sorted(set(ALLOWANCES) | {settings.max_observation_chars}))
@@ -120,7 +89,7 @@ def evidence_lost_to_truncation(context: dg.AssetCheckExecutionContext, settings
     passed, metadata = truncation_report(
         _read(settings, "evidence_audit", b), _read(settings, "evidence_rollup", b),
         _read(settings, "curated_messages", b, ["trajectory_id", "message_index", "kept_spans"]),  # not the text
-        settings.max_truncation_loss_rate, params(settings))
+        settings.max_truncation_loss_rate, settings)
     return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=as_metadata(metadata, b))
 
 
@@ -144,7 +113,7 @@ def evidence_lost_to_budget(context: dg.AssetCheckExecutionContext, settings: Cu
 def strategy_comparison(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
     b = context.partition_key
     metadata = strategy_report(_read(settings, "evidence_audit", b), _read(settings, "evidence_rollup", b),
-                               _read(settings, "sample_stats", b), params(settings))
+                               _read(settings, "sample_stats", b), settings)
     return dg.AssetCheckResult(passed=True, metadata=as_metadata(metadata, b))
 
 

@@ -6,37 +6,21 @@ costs against the other; only the configured one is applied.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import polars as pl
 
-from cowork_assets.curation.budget import Budget, trim
+from cowork_assets.curation.budget import trim
 from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats
 from cowork_assets.curation.truncate import STRATEGIES, cores, cut, survival
 from cowork_assets.evidence.locate import shown
-from cowork_assets.ingest.schemas import polars_schema
+from cowork_assets.schema import polars_schema
+from cowork_assets.settings import CurationSettings
 from cowork_assets.tokens import count_tokens, token_text
 
 KEY = ["trajectory_id", "message_index"]
 SPAN_LEN = pl.element().struct.field("end") - pl.element().struct.field("start")
 
 
-@dataclass(frozen=True)
-class CurationParams:
-    strategy: str = "evidence_aware"
-    allowance: int = 1000
-    context: int = 60
-    char_budget: int = 40000
-    token_budget: int | None = None
-    policy: str = "trim"
-    encoding: str = "o200k_base"
-
-    @property
-    def budget(self) -> Budget:
-        return Budget(self.char_budget, self.token_budget, self.policy, self.context, self.encoding)
-
-
-def apply_cuts(messages: pl.DataFrame, cuts: pl.DataFrame, params: CurationParams) -> pl.DataFrame:
+def apply_cuts(messages: pl.DataFrame, cuts: pl.DataFrame, settings: CurationSettings) -> pl.DataFrame:
     """Messages with the cuts applied. Tokens are counted only when a token budget needs them: otherwise
     they are counted once, for the samples that are published."""
     length = pl.col("original").str.len_chars().fill_null(0)
@@ -58,45 +42,45 @@ def apply_cuts(messages: pl.DataFrame, cuts: pl.DataFrame, params: CurationParam
             chars=pl.col("chars") - pl.col("original_chars") + pl.col("content").str.len_chars().fill_null(0),
         )
     )
-    if params.token_budget is None:
+    if settings.token_budget is None:
         return out.with_columns(tokens=pl.lit(None, pl.Int64))
     texts = out.select(token_text(pl.col("content"), pl.col("tool_calls")))[:, 0].to_list()
     # In this process: batches already run side by side, and helpers per chunk would not repay starting.
-    return out.with_columns(tokens=pl.Series(count_tokens(texts, params.encoding, workers=1), dtype=pl.Int64))
+    return out.with_columns(tokens=pl.Series(count_tokens(texts, settings.token_encoding, workers=1), dtype=pl.Int64))
 
 
 def curate_chunk(batch: str, trajectories: pl.DataFrame, messages: pl.DataFrame, evidence: pl.DataFrame,
-                 params: CurationParams) -> dict[str, pl.DataFrame]:
+                 settings: CurationSettings) -> dict[str, pl.DataFrame]:
     at_risk = evidence.filter(pl.col("status") == "at_risk").unique(["trajectory_id", "norm"], maintain_order=True)
     occurrences = shown(at_risk)  # found by the evidence stage; not searched again
-    cuts = {s: cut(messages, at_risk, s, params.allowance, params.context) for s in STRATEGIES}
+    cuts = {s: cut(messages, at_risk, s, settings.max_observation_chars, settings.evidence_context_chars) for s in STRATEGIES}
     survives = {s: survival(occurrences, cuts[s]) for s in STRATEGIES}
-    curated = apply_cuts(messages, cuts[params.strategy], params)
+    curated = apply_cuts(messages, cuts[settings.truncation_strategy], settings)
 
     # The budget.
     totals = curated.group_by("trajectory_id", maintain_order=True).agg(
         chars_after=pl.col("chars").sum(), tokens_after=pl.col("tokens").sum().cast(pl.Int64)
-        if params.token_budget is not None else pl.lit(None, pl.Int64),
+        if settings.token_budget is not None else pl.lit(None, pl.Int64),
         truncated_messages=pl.col("truncated").sum().cast(pl.Int32), overflow_chars=pl.col("overflow_chars").sum())
-    over = pl.col("chars_after") > params.char_budget
-    if params.token_budget is not None:
-        over = over | (pl.col("tokens_after") > params.token_budget)
+    over = pl.col("chars_after") > settings.char_budget
+    if settings.token_budget is not None:
+        over = over | (pl.col("tokens_after") > settings.token_budget)
     over_ids = totals.filter(over)["trajectory_id"].to_list()
-    if params.policy == "trim" and over_ids:
-        replaced, verdict = trim(curated, cores(at_risk), over_ids, params.budget)
+    if settings.budget_policy == "trim" and over_ids:
+        replaced, verdict = trim(curated, cores(at_risk), over_ids, settings)
         curated = curated.update(replaced.with_columns(trimmed=pl.lit(True)), on=KEY)
     else:
         verdict = totals.filter(over).select(
             "trajectory_id", "chars_after", "tokens_after", verdict=pl.lit("dropped"),
             trimmed_messages=pl.lit(0, pl.Int32),
             reason=pl.format("over budget: {} chars, {} tokens", "chars_after", "tokens_after")
-            if params.token_budget is not None else pl.format("over budget: {} chars", "chars_after"))
+            if settings.token_budget is not None else pl.format("over budget: {} chars", "chars_after"))
     stats = _sample_stats(batch, trajectories, messages, cuts, totals, verdict)
 
     # What the budget took: dropped samples lose everything; trimmed ones are re-checked.
     final_cuts = curated.filter(pl.col("truncated") | pl.col("trimmed")).select(*KEY, "kept_spans")
     survives["final"] = survival(occurrences, final_cuts)
-    audit = _audit(batch, evidence, survives, stats, params.strategy)
+    audit = _audit(batch, evidence, survives, stats, settings.truncation_strategy)
     return {
         "curated_messages": curated.with_columns(batch=pl.lit(batch)).select(polars_schema(CuratedMessages).names()),
         "sample_stats": stats,

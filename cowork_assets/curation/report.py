@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from cowork_assets.curation.curate import CurationParams
+from cowork_assets.settings import CurationSettings
 from cowork_assets.markdown import table
 
 EXAMPLES = 20
@@ -15,7 +15,7 @@ def _spans(spans) -> str:
 
 
 def truncation_report(audit: pl.DataFrame, rollup: pl.DataFrame, curated: pl.DataFrame, threshold: float,
-                      params: CurationParams) -> tuple[bool, dict]:
+                      settings: CurationSettings) -> tuple[bool, dict]:
     """Lost at-risk evidence of passing teacher trajectories under the configured strategy."""
     population = audit.join(rollup.select("trajectory_id", "passing_teacher"), on="trajectory_id").filter(
         pl.col("status") == "at_risk", pl.col("passing_teacher"))
@@ -25,8 +25,8 @@ def truncation_report(audit: pl.DataFrame, rollup: pl.DataFrame, curated: pl.Dat
         curated.select("trajectory_id", pl.col("message_index").alias("found_at"), "kept_spans"),
         on=["trajectory_id", "found_at"], how="left", maintain_order="left")
     return rate <= threshold, {
-        "truncation_strategy": params.strategy,
-        "max_observation_chars": params.allowance,
+        "truncation_strategy": settings.truncation_strategy,
+        "max_observation_chars": settings.max_observation_chars,
         "at_risk_items": population.height,
         "lost_items": lost.height,
         "loss_rate": round(rate, 4),
@@ -72,10 +72,10 @@ def budget_report(stats: pl.DataFrame, audit: pl.DataFrame, min_retention: float
     }
 
 
-def strategy_report(audit: pl.DataFrame, rollup: pl.DataFrame, stats: pl.DataFrame, params: CurationParams) -> dict:
+def strategy_report(audit: pl.DataFrame, rollup: pl.DataFrame, stats: pl.DataFrame, settings: CurationSettings) -> dict:
     """Items and trajectories lost under each strategy, and the characters each keeps."""
     passing = rollup.filter(pl.col("passing_teacher")).select("trajectory_id")
-    rows, out = [], {"configured": params.strategy, "max_observation_chars": params.allowance}
+    rows, out = [], {"configured": settings.truncation_strategy, "max_observation_chars": settings.max_observation_chars}
     for strategy in ("head", "evidence_aware"):
         lost = audit.filter(pl.col(f"lost_under_{strategy}"))
         values = {

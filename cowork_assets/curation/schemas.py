@@ -4,7 +4,7 @@ import pandera.polars as pa
 import polars as pl
 
 from cowork_assets.curation.truncate import SPAN
-from cowork_assets.ingest.schemas import TOOL_CALL
+from cowork_assets.schema import TOOL_CALL
 
 VERDICTS = ["kept", "trimmed", "dropped"]
 

@@ -14,11 +14,12 @@ from cowork_assets.datasets import publish as pub
 from cowork_assets.datasets.card import build_card, render_markdown, svg, sweep_svg
 from cowork_assets.datasets.gates import run_gate
 from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks
-from cowork_assets.datasets.schemas import MODELS
+
 from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft
 from cowork_assets.datasets.stages import card_inputs
 from cowork_assets.datasets.suites import SuiteProcess
-from cowork_assets.ingest.schemas import arrow_schema
+from cowork_assets.schema import arrow_schema
+from cowork_assets.tables import TABLES, published
 from cowork_assets.lineage import column_lineage
 from cowork_assets.partitions import CROSS_BATCH_POOL
 from cowork_assets.markdown import table
@@ -36,18 +37,14 @@ def _excluded(settings: CurateSettings, dataset: str) -> pl.DataFrame:
 
 def _stage(context: dg.AssetExecutionContext, settings: CurateSettings, name: str,
            files: dict[str, pl.DataFrame]) -> dg.MaterializeResult:
-    schema = arrow_schema(MODELS[name])
+    schema = arrow_schema(TABLES[name].model)
     path = pub.stage(settings.root, name, files, {f: schema for f in files})
     return dg.MaterializeResult(metadata={"staged": dg.MetadataValue.path(str(path)),
                                           **column_lineage(context.asset_key.path[-1]),
                                           **{f"{f}_rows": frame.height for f, frame in files.items()}})
 
 
-@dg.asset(group_name="datasets", deps=["exclusions", "curated_messages", "sample_stats", "task_packages", "truncation_sweep"],
-          pool=CROSS_BATCH_POOL,
-          kinds={"parquet", "polars"}, metadata={"dagster/column_schema": column_schema(MODELS["sft_dataset"])},
-          description="Candidate SFT dataset (staged, not yet published): selected runs as messages + tools with "
-          "metadata and lineage, split by task into train and validation.")
+@dg.asset(**TABLES["sft_candidate"].asset_args())
 def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     run = ["batch", "trajectory_id"]
     # The tokenizer's helper processes start first: they load the encoding while the samples are read.
@@ -66,11 +63,7 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
     return _stage(context, settings, "sft_dataset", {s: rows.filter(pl.col("split") == s) for s in SPLITS})
 
 
-@dg.asset(group_name="datasets", deps=["exclusions", "task_packages", "trajectories", "messages"],
-          pool=CROSS_BATCH_POOL,
-          kinds={"parquet", "polars"}, metadata={"dagster/column_schema": column_schema(MODELS["rl_tasks"])},
-          description="Candidate verl-style RL task rows (staged): one per validated, deduplicated task package; "
-          "tasks with consistency errors are left out and recorded in exclusions.")
+@dg.asset(**TABLES["rl_tasks_candidate"].asset_args())
 def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     excluded = _excluded(settings, "rl_tasks").select("task_id").unique()
     packages = (scan_table(settings.root, "task_packages").collect()
@@ -87,11 +80,7 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
     return _stage(context, settings, "rl_tasks", {s: rows.filter(split == s) for s in SPLITS})
 
 
-@dg.asset(group_name="datasets", deps=["trajectories", "messages", "task_packages"], kinds={"parquet", "polars"},
-          pool=CROSS_BATCH_POOL,
-          metadata={"dagster/column_schema": column_schema(MODELS["rl_rollouts"])},
-          description="Candidate processed rollout rewards (staged): per rollout the raw score, per-check rewards, "
-          "GRPO and GDPO group-normalised advantages, zero-variance groups, and the turn each check was met.")
+@dg.asset(**TABLES["rl_rollouts_candidate"].asset_args())
 def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     runs = scan_table(settings.root, "trajectories")
     if settings.rl_rollout_role != "all":
@@ -146,12 +135,10 @@ def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
     return _check
 
 
-def _publish_asset(dataset: str, source: dg.AssetsDefinition, description: str) -> dg.AssetsDefinition:
-    @dg.asset(name=dataset, group_name="datasets", deps=[source], kinds={"parquet"}, pool=CROSS_BATCH_POOL,
-              metadata={"dagster/column_schema": column_schema(MODELS[dataset])}, description=description,
-              check_specs=[dg.AssetCheckSpec("passed_quality_gate", asset=dataset, description=(
-                  f"The current version passed the blocking quality gate of {source.key.to_user_string()} "
-                  "(a candidate that fails it is never published)."))])
+def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefinition:
+    @dg.asset(**TABLES[dataset].asset_args(), check_specs=[dg.AssetCheckSpec(
+        "passed_quality_gate", asset=dataset, description=f"The current version passed the blocking quality gate of "
+        f"{source.key.to_user_string()} (a candidate that fails it is never published).")])
     def _asset(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
         staged = pub.candidate(settings.root, dataset)
         frames = {p.rsplit("/", 1)[-1].removesuffix(".parquet"): pl.read_parquet(p) for p in pub.parquet_files(staged)}
@@ -183,12 +170,9 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition, description: str) 
     return _asset
 
 
-sft_dataset = _publish_asset("sft_dataset", sft_candidate, "The published SFT dataset: the current version under "
-                             "<data_root>/published/sft_dataset/current/{train,validation}.parquet, with its card.")
-rl_tasks = _publish_asset("rl_tasks", rl_tasks_candidate, "The published verl-style RL task dataset: "
-                          "<data_root>/published/rl_tasks/current/{train,validation}.parquet, with its card.")
-rl_rollouts = _publish_asset("rl_rollouts", rl_rollouts_candidate, "The published rollout rewards: "
-                             "<data_root>/published/rl_rollouts/current/rollouts.parquet, with its card.")
+sft_dataset = _publish_asset("sft_dataset", sft_candidate)
+rl_tasks = _publish_asset("rl_tasks", rl_tasks_candidate)
+rl_rollouts = _publish_asset("rl_rollouts", rl_rollouts_candidate)
 
 dataset_assets = [sft_candidate, rl_tasks_candidate, rl_rollouts_candidate, sft_dataset, rl_tasks, rl_rollouts]
 dataset_checks = [_gate("sft_dataset", sft_candidate), _gate("rl_tasks", rl_tasks_candidate),
@@ -200,7 +184,7 @@ dataset_checks = [_gate("sft_dataset", sft_candidate), _gate("rl_tasks", rl_task
           "naming each dataset's current and previous version (each version folder also holds its own card).")
 def dataset_card(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     cards = {name: orjson.loads(read_bytes(join(pub.current_path(settings.root, name), "card.json")))
-             for name in MODELS}
+             for name in published()}
     root = join(settings.root, "published")
     text = "\n\n".join(render_markdown(card).replace("](lengths.svg)", f"]({name}/current/lengths.svg)")
                        .replace("](sweep.svg)", f"]({name}/current/sweep.svg)")

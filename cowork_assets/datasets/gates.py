@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandera.errors
 import polars as pl
 
-from cowork_assets.datasets.schemas import MODELS
+from cowork_assets.tables import published
 from cowork_assets.datasets.suites import SuiteProcess
 
 ROLES = ["system", "user", "assistant", "tool"]
@@ -45,7 +45,7 @@ def run_gate(dataset: str, frame: pl.DataFrame, parameters: dict, suites: SuiteP
     """(passed, failures) for the pandera model and the GX suite of a dataset (run by `suites`)."""
     failures = []
     try:
-        MODELS[dataset].validate(frame, lazy=True)
+        published()[dataset].model.validate(frame, lazy=True)
     except pandera.errors.SchemaErrors as exc:
         cases = exc.failure_cases.head(20)
         failures += [{"expectation": f"pandera: {c}", "column": col, "unexpected": 1, "examples": str(v)[:200]}

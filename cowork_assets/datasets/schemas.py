@@ -63,4 +63,3 @@ class RlRollouts(pa.DataFrameModel):
     gdpo_advantage: float = pa.Field(description="sum of weighted per-check group-normalised rewards")
 
 
-MODELS = {"sft_dataset": SftDataset, "rl_tasks": RlTasks, "rl_rollouts": RlRollouts}

@@ -7,7 +7,8 @@ import polars as pl
 
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.evidence.schemas import Evidence
-from cowork_assets.ingest.schemas import arrow_schema
+from cowork_assets.schema import arrow_schema
+from cowork_assets.tables import TABLES
 from cowork_assets.metadata import column_schema, counts_md, md_table
 from cowork_assets.partitions import batches
 from cowork_assets.progress import throttled
@@ -15,16 +16,7 @@ from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import ParquetSink, iter_trajectory_chunks, partition_file
 
 
-@dg.asset(
-    group_name="evidence",
-    partitions_def=batches,
-    deps=["trajectories", "messages", "tool_calls", "task_packages"],
-    kinds={"parquet", "polars"},
-    metadata={"dagster/column_schema": column_schema(Evidence)},
-    description="One row per evidence item: the values each trajectory's grader depends on (explicit, derived "
-    "from checks, or grounding ids in tool-call arguments), where the agent first uses each, and where it was "
-    "first seen: given (system/user), at_risk (a tool observation, with offset), produced, or unused.",
-)
+@dg.asset(**TABLES["evidence"].asset_args())
 def evidence(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     batch, root = context.partition_key, settings.root
     trajectories = pl.read_parquet(partition_file(root, "trajectories", batch), columns=["trajectory_id", "task_hash"])

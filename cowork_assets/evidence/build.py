@@ -9,7 +9,7 @@ import polars as pl
 from cowork_assets.evidence.extract import extract_items
 from cowork_assets.evidence.locate import STATUS, locate
 from cowork_assets.evidence.schemas import Evidence
-from cowork_assets.ingest.schemas import polars_schema
+from cowork_assets.schema import polars_schema
 
 
 def build_evidence(batch: str, trajectories: pl.DataFrame, packages: pl.DataFrame, tool_calls: pl.DataFrame,

@@ -7,13 +7,14 @@ import pyarrow.parquet as pq
 
 from cowork_assets.ingest.batch import BATCH_TABLES, ingest_batch
 from cowork_assets.ingest.formats import scan_batch
-from cowork_assets.ingest.schemas import MODELS, validate_table
 from cowork_assets.markdown import table
-from cowork_assets.metadata import as_metadata, column_schema, counts_md, md_table
+from cowork_assets.metadata import as_metadata, counts_md, md_table
 from cowork_assets.partitions import batches
 from cowork_assets.progress import throttled
 from cowork_assets.settings import CurateSettings
+from cowork_assets.schema import validate_table
 from cowork_assets.storage import partition_file
+from cowork_assets.tables import TABLES, stage
 
 raw_batches = dg.AssetSpec(
     "raw_batches",
@@ -25,33 +26,7 @@ raw_batches = dg.AssetSpec(
     kinds={"file"},
 )
 
-DESCRIPTIONS = {
-    "trajectories": "One row per parsed trajectory: task, teacher, grade, counts, characters, and "
-    "lineage (raw_file, raw_record = 1-based line).",
-    "messages": "One row per message, tool calls normalised (arguments as JSON strings), with character counts "
-    "(tokens are counted once, for the published samples).",
-    "tool_calls": "One row per tool call with the observation that answered it and its length.",
-    "task_packages": "One row per distinct task package (request, initial state, tools, checks) in the batch.",
-    "quarantine": "Raw records that could not be parsed: file, 1-based record, reason, detail, excerpt.",
-    "skipped_inputs": "Files and folders of the batch folder that no input format reads, with the reason.",
-}
-
-
-@dg.multi_asset(
-    specs=[
-        dg.AssetSpec(
-            name,
-            group_name="staging",
-            deps=[raw_batches],
-            description=DESCRIPTIONS[name],
-            kinds={"parquet", "polars"},
-            metadata={"dagster/column_schema": column_schema(MODELS[name])},
-        )
-        for name in BATCH_TABLES
-    ],
-    partitions_def=batches,
-    can_subset=False,
-)
+@dg.multi_asset(specs=[t.spec() for t in stage("staging").values()], partitions_def=batches, can_subset=False)
 def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
     """Parse one raw batch into the staging tables; bad records go to `quarantine`, never fail the run."""
     batch = context.partition_key
@@ -133,7 +108,7 @@ def records_accounted_for(context: dg.AssetCheckExecutionContext, settings: Cura
 
 
 def _schema_check(table: str) -> dg.AssetChecksDefinition:
-    model = MODELS[table]
+    model = TABLES[table].model
 
     @dg.asset_check(
         asset=table,

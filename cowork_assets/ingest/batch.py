@@ -20,10 +20,12 @@ from cowork_assets.ingest import schemas, tables
 from cowork_assets.ingest.formats import scan_batch
 from cowork_assets.ingest.raw_files import not_batches
 from cowork_assets.ingest.record import BOM, excerpt, validate_line
+from cowork_assets.schema import arrow_schema, polars_schema
 from cowork_assets.storage import (
     PARQUET_OPTIONS, ArrowScratch, ParquetSink, atomic_path, join, partition_file, table_dir)
+from cowork_assets.tables import stage
 
-BATCH_TABLES = tuple(schemas.MODELS)
+BATCH_TABLES = tuple(stage("staging"))
 ROOT_BATCH = "_raw_root"  # the batch column of skipped_inputs rows about the raw root itself
 _COUNT_NAMES = ("n_trajectories", "first_trajectory_id")
 
@@ -53,13 +55,13 @@ class _Writer:
     def __init__(self, data_root: str, batch: str):
         self.batch = batch
         self.sinks = {
-            name: ParquetSink(partition_file(data_root, name, batch), schemas.arrow_schema(model))
-            for name, model in schemas.MODELS.items()
+            name: ParquetSink(partition_file(data_root, name, batch), arrow_schema(table.model))
+            for name, table in stage("staging").items()
             if name != "task_packages"
         }
         # Task packages are written once, when first seen; only their counts stay in memory.
         self.packages_final = partition_file(data_root, "task_packages", batch)
-        full = schemas.arrow_schema(schemas.TaskPackages)
+        full = arrow_schema(schemas.TaskPackages)
         self.packages_seen = ArrowScratch(  # joined with the counts at the end
             self.packages_final, pa.schema([f for f in full if f.name not in _COUNT_NAMES])
         )
@@ -72,7 +74,7 @@ class _Writer:
     def skip(self, skipped: list[tuple[str, str]]) -> None:
         self.sinks["skipped_inputs"].write(pl.DataFrame(
             [(self.batch, f, why) for f, why in skipped], orient="row",
-            schema=schemas.polars_schema(schemas.SkippedInputs)))
+            schema=polars_schema(schemas.SkippedInputs)))
 
     def add(self, text: bytes, raw_file: str, raw_record: int) -> None:
         self.texts.append(text)
@@ -100,7 +102,7 @@ class _Writer:
                     self.sinks[name].write(frame)
                 parsed = raw.height
         if self.quarantine:
-            self.sinks["quarantine"].write(pl.DataFrame(self.quarantine, schema=schemas.polars_schema(schemas.Quarantine)))
+            self.sinks["quarantine"].write(pl.DataFrame(self.quarantine, schema=polars_schema(schemas.Quarantine)))
             self.quarantine = []
         return parsed
 
@@ -147,7 +149,7 @@ class _Writer:
             (
                 self.packages_seen.scan()
                 .join(counts.lazy(), on="task_hash", how="left", maintain_order="left")
-                .select(schemas.polars_schema(schemas.TaskPackages).names())
+                .select(polars_schema(schemas.TaskPackages).names())
                 .sink_parquet(tmp, compression=PARQUET_OPTIONS["compression"])
             )
         self.packages_seen.remove()
@@ -221,7 +223,7 @@ def root_skips_file(data_root: str) -> str:
 def record_root_skips(raw_root: Path, data_root: str) -> int:
     """Write the raw root's entries that are not batches (batch `_raw_root`) beside `skipped_inputs`."""
     rows = [(ROOT_BATCH, name, why) for name, why in not_batches(raw_root)] if raw_root.is_dir() else []
-    sink = ParquetSink(root_skips_file(data_root), schemas.arrow_schema(schemas.SkippedInputs))
-    sink.write(pl.DataFrame(rows, orient="row", schema=schemas.polars_schema(schemas.SkippedInputs)))
+    sink = ParquetSink(root_skips_file(data_root), arrow_schema(schemas.SkippedInputs))
+    sink.write(pl.DataFrame(rows, orient="row", schema=polars_schema(schemas.SkippedInputs)))
     sink.commit()
     return len(rows)

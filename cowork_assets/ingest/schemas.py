@@ -6,15 +6,12 @@ written partition against them.
 
 from __future__ import annotations
 
-import pandera.errors
 import pandera.polars as pa
 import polars as pl
-import pyarrow as pa_arrow
-from pandera.config import ValidationDepth, config_context
 
 from cowork_assets.ingest.record import ROLES
+from cowork_assets.schema import TOOL_CALL
 
-TOOL_CALL = pl.Struct({"id": pl.String, "type": pl.String, "name": pl.String, "arguments": pl.String})
 
 
 class Trajectories(pa.DataFrameModel):
@@ -105,42 +102,3 @@ class SkippedInputs(pa.DataFrameModel):
     batch: str = pa.Field(description="raw batch folder (the partition)")
     raw_file: str = pa.Field(description="the file or folder, relative to raw_root")
     reason: str = pa.Field(description="why it was not read, e.g. 'a JSON list of 3 items that no format reads'")
-
-
-MODELS: dict[str, type[pa.DataFrameModel]] = {
-    "trajectories": Trajectories,
-    "messages": Messages,
-    "tool_calls": ToolCalls,
-    "task_packages": TaskPackages,
-    "quarantine": Quarantine,
-    "skipped_inputs": SkippedInputs,
-}
-
-
-def polars_schema(model: type[pa.DataFrameModel]) -> pl.Schema:
-    return pl.Schema({name: col.dtype.type for name, col in model.to_schema().columns.items()})
-
-
-def arrow_schema(model: type[pa.DataFrameModel]) -> pa_arrow.Schema:
-    return pl.DataFrame(schema=polars_schema(model)).to_arrow().schema
-
-
-def empty(model: type[pa.DataFrameModel]) -> pl.DataFrame:
-    return pl.DataFrame(schema=polars_schema(model))
-
-
-def validate_table(location: str, model: type[pa.DataFrameModel]) -> tuple[int, pl.DataFrame | None]:
-    """(rows, failure cases or None) of a Parquet file against a pandera model.
-
-    Validated over a lazy scan, data checks included: each check reads only the columns it needs, so
-    memory stays bounded and long text columns are not loaded just to confirm a type the file's schema
-    already states (the messages of a 20,000-trajectory batch: 0.57 s -> 0.04 s).
-    """
-    frame = pl.scan_parquet(location)
-    rows = frame.select(pl.len()).collect().item()
-    with config_context(validation_depth=ValidationDepth.SCHEMA_AND_DATA):
-        try:
-            model.validate(frame, lazy=True)
-        except pandera.errors.SchemaErrors as exc:
-            return rows, exc.failure_cases
-    return rows, None

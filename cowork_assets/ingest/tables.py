@@ -19,7 +19,8 @@ import duckdb
 import orjson
 import polars as pl
 
-from cowork_assets.ingest.schemas import TOOL_CALL, Messages, ToolCalls, Trajectories, polars_schema
+from cowork_assets.ingest.schemas import Messages, ToolCalls, Trajectories
+from cowork_assets.schema import TOOL_CALL, polars_schema
 
 RAW_SCHEMA = pl.Schema(
     {

@@ -3,7 +3,8 @@
 import dagster as dg
 import polars as pl
 
-from cowork_assets.ingest.schemas import arrow_schema
+from cowork_assets.schema import arrow_schema
+from cowork_assets.tables import TABLES
 from cowork_assets.markdown import table
 from cowork_assets.metadata import as_metadata, column_schema
 from cowork_assets.partitions import CROSS_BATCH_POOL, batches
@@ -15,12 +16,7 @@ from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import ParquetSink, iter_trajectory_chunks, partition_file, table_glob, write_parquet_atomic
 
 
-@dg.asset(
-    group_name="selection", partitions_def=batches, deps=["curated_messages", "trajectories", "sample_stats"],
-    kinds={"parquet", "polars"}, metadata={"dagster/column_schema": column_schema(DedupSignatures)},
-    description="Per teacher run: content hash, shingle hashes and MinHash signature of the curated conversation, "
-    "so cross-batch deduplication never needs the text.",
-)
+@dg.asset(**TABLES["dedup_signatures"].asset_args())
 def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     b, root = context.partition_key, settings.root
     teachers = pl.read_parquet(partition_file(root, "trajectories", b), columns=[
@@ -41,14 +37,7 @@ def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings
     return dg.MaterializeResult(metadata={"dagster/row_count": sink.rows, "path": dg.MetadataValue.path(str(sink.final))})
 
 
-@dg.asset(
-    group_name="selection", deps=[dedup_signatures], kinds={"parquet", "polars"},
-    pool=CROSS_BATCH_POOL,
-    metadata={"dagster/column_schema": column_schema(DedupClusters)},
-    description="Duplicate clusters of teacher runs within each task, across all batches: exact (same normalised "
-    "content) and near (MinHash LSH candidates verified by exact Jaccard >= near_dup_threshold). The best member "
-    "(highest score, then fewest characters) is kept.",
-)
+@dg.asset(**TABLES["dedup_clusters"].asset_args())
 def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     sigs = (pl.scan_parquet(table_glob(settings.root, "dedup_signatures"))
             .select("trajectory_id", "batch", "task_id", "content_hash", "shingles", "minhash", "score", "chars")
@@ -81,15 +70,7 @@ def duplicate_rate(context: dg.AssetCheckExecutionContext, settings: CurateSetti
                                    "examples": table(["cluster", "task", "members", "kinds"], largest.rows())}))
 
 
-@dg.asset(
-    group_name="selection", kinds={"parquet", "polars"},
-    pool=CROSS_BATCH_POOL,
-    deps=["trajectories", "structure_findings", "task_findings", "evidence_rollup", "sample_stats", dedup_clusters],
-    metadata={"dagster/column_schema": column_schema(Exclusions)},
-    description="Why each trajectory is not in the SFT set: one row per (trajectory, stage, reason) — role, grade, "
-    "structure, task_consistency, evidence, budget, dedup, then the per-task cap. Query it with "
-    "`cowork-curate sql --query why_excluded --param trajectory_id=...`.",
-)
+@dg.asset(**TABLES["exclusions"].asset_args())
 def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     root = settings.root
     read = lambda t, cols=None: pl.scan_parquet(table_glob(root, t)).select(cols or pl.all()).collect()  # noqa: E731

@@ -8,7 +8,8 @@ from cowork_assets.metadata import as_metadata, column_schema, counts_md
 from cowork_assets.partitions import CROSS_BATCH_POOL, batches
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import iter_trajectory_chunks, partition_file, table_glob, write_parquet_atomic
-from cowork_assets.ingest.schemas import arrow_schema, polars_schema
+from cowork_assets.schema import arrow_schema, polars_schema
+from cowork_assets.tables import TABLES
 from cowork_assets.validation.regrade import UNDECIDABLE, agreement
 from cowork_assets.validation.regrade import regrade as replay
 from cowork_assets.validation.schemas import Regrade, StructureFindings, TaskFindings
@@ -18,13 +19,7 @@ from cowork_assets.validation.tasks import task_findings as find_task_findings
 EXAMPLES = 20
 
 
-@dg.asset(
-    group_name="validation", partitions_def=batches, deps=["trajectories", "task_packages", "messages", "tool_calls"],
-    kinds={"parquet", "polars"}, metadata={"dagster/column_schema": column_schema(StructureFindings)},
-    description="Structural defects per sample: tool calls without a result and results without a call, arguments "
-    "that are not JSON or do not fit the tool schema, message order a chat template would reject, empty assistant "
-    "turns, control characters, text that does not survive a tokenizer round trip.",
-)
+@dg.asset(**TABLES["structure_findings"].asset_args())
 def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     b, root = context.partition_key, settings.root
     read = lambda t, columns: pl.read_parquet(partition_file(root, t, b), columns=columns)  # noqa: E731
@@ -44,14 +39,7 @@ def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettin
                                           "by_kind": counts_md(dict(found.group_by("kind").len().iter_rows()), "kind", "findings")})
 
 
-@dg.asset(
-    group_name="validation", deps=["task_packages", "trajectories", "tool_calls"], kinds={"parquet", "polars"},
-    pool=CROSS_BATCH_POOL,
-    metadata={"dagster/column_schema": column_schema(TaskFindings)},
-    description="Inconsistent task packages across all batches: calls and checks naming tools the interface does "
-    "not expose (closest one suggested), request counts that disagree with the grader, call-counting graders "
-    "(re-graded from the runs), ids no state or run contains, invalid tool schemas, unknown check types.",
-)
+@dg.asset(**TABLES["task_findings"].asset_args())
 def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     root = settings.root
     scan = lambda t: pl.scan_parquet(table_glob(root, t))  # noqa: E731
@@ -61,12 +49,7 @@ def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -
                                           "by_kind": counts_md(dict(found.group_by("kind").len().iter_rows()), "kind", "findings")})
 
 
-@dg.asset(
-    group_name="validation", partitions_def=batches, deps=["trajectories", "task_packages", "messages"],
-    kinds={"parquet", "polars"}, metadata={"dagster/column_schema": column_schema(Regrade)},
-    description="Every run re-graded by replaying its task's checks on its transcript (cowork_assets/rewards.py): "
-    "the recorded and the replayed verdict and score, per-check results, and why they differ.",
-)
+@dg.asset(**TABLES["regrade"].asset_args())
 def regrade(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     b, root = context.partition_key, settings.root
     runs = pl.read_parquet(partition_file(root, "trajectories", b), columns=[

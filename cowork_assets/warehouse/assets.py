@@ -3,18 +3,17 @@
 
 import dagster as dg
 
-from cowork_assets.curation.assets import TABLES as CURATION_TABLES
-from cowork_assets.ingest.batch import BATCH_TABLES, record_root_skips
+from cowork_assets.ingest.batch import record_root_skips
 from cowork_assets.metadata import md_table
 from cowork_assets.partitions import CROSS_BATCH_POOL
 from cowork_assets.settings import CurateSettings
+from cowork_assets.tables import in_warehouse
 from cowork_assets.warehouse.duckdb_file import build_warehouse
 
 
 @dg.asset(
     group_name="warehouse",
-    deps=[*BATCH_TABLES, "evidence", *CURATION_TABLES, "truncation_sweep", "structure_findings", "regrade", "dedup_signatures", "task_findings",
-          "dedup_clusters", "exclusions", "dataset_card"],
+    deps=[*(t.name for t in in_warehouse()), "dataset_card"],
     kinds={"duckdb"},
     pool=CROSS_BATCH_POOL,
     description="DuckDB database file with one view per Parquet table (sql/views.sql), rebuilt after each run. "

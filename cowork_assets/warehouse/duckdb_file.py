@@ -42,8 +42,11 @@ def _lineage_values() -> str:
 
 
 def view_statements(data_root: str) -> list[tuple[str, str]]:
-    """(view name, SQL) for each statement of sql/views.sql, with the tables folder filled in."""
-    text = (project_dir("sql") / "views.sql").read_text()
+    """(view name, SQL): one view per registered table, then each statement of sql/views.sql, with the
+    folders filled in."""
+    from cowork_assets.tables import in_warehouse
+
+    text = ";\n".join(t.view_sql() for t in in_warehouse()) + ";\n" + (project_dir("sql") / "views.sql").read_text()
     root = normalize_root(data_root)
     tables, published = (join(root, part).replace("'", "''") for part in ("tables", "published"))
     out = []

