@@ -86,10 +86,11 @@ class CurationSettings(dg.Config):
         default="o200k_base",
         description="tiktoken encoding for token counts: one of the two bundled with the package.",
     )
-    truncation_strategy: Literal["head", "evidence_aware"] = Field(
+    truncation_strategy: str = Field(
         default="evidence_aware",
-        description="How long tool observations are cut: `head` keeps the first max_observation_chars; "
-        "`evidence_aware` spends the same allowance on windows around at-risk evidence first, then the head.",
+        description="How long tool observations are cut, one of the strategies in curation/strategies/: `head` "
+        "keeps the first max_observation_chars, `tail` the last, `middle` both ends; `evidence_aware` spends the "
+        "same allowance on windows around at-risk evidence first, then the head.",
     )
     max_observation_chars: int = Field(
         default=1000, ge=1, description="Characters of an observation kept by truncation (the allowance)."
@@ -106,6 +107,14 @@ class CurationSettings(dg.Config):
         description="Over budget: `drop` the sample, or `trim` the oldest observations down to their evidence "
         "windows and drop only if still over.",
     )
+
+    @field_validator("truncation_strategy")
+    @classmethod
+    def _strategy(cls, value: str) -> str:
+        from cowork_assets.curation.strategies import strategy
+
+        strategy(value)  # a ValueError naming the registered strategies
+        return value
 
 
 class CheckSettings(dg.Config):

@@ -1,10 +1,15 @@
 """Curation: spans and markers, truncation strategies, the budget, and the evidence audit."""
 
 import json
+import subprocess
+import sys
+
+from pathlib import Path
 
 import polars as pl
 import pytest
 
+from cowork_assets.curation import strategies
 from cowork_assets.curation.curate import curate_chunk
 from cowork_assets.settings import CurationSettings
 from cowork_assets.curation.spans import MARKER_RE, evidence_spans, merge, render, total
@@ -13,6 +18,8 @@ from cowork_assets.evidence.values import normalise
 from cowork_assets.storage import table_glob
 from cowork_assets.tokens import count_tokens
 from tests.helpers import call, flatten, result, trajectory
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_merge_sorts_and_joins_overlapping_and_adjacent_spans():
@@ -62,8 +69,8 @@ def test_head_keeps_the_first_n_characters_and_loses_evidence_beyond():
     assert obs["content"] == "x" * 1000 + "[...2000 chars cut...]"
     assert (obs["original_chars"], obs["kept_chars"], obs["kept_spans"]) == (3000, 1000, [{"start": 0, "end": 1000}])
     audit = out["evidence_audit"]
-    assert audit.select("value", "lost_under_head", "lost_under_evidence_aware", "lost_to_truncation").rows() == [
-        ("id_0000077", True, False, True)]
+    assert audit.select("value", "lost_under", "lost_to_truncation").rows() == [
+        ("id_0000077", ["head"], True)]  # at offset 2,500 of 3,000: the last 500 (middle) and 1,000 (tail) keep it
 
 
 def test_evidence_aware_keeps_a_window_around_the_evidence_within_the_allowance():
@@ -73,7 +80,9 @@ def test_evidence_aware_keeps_a_window_around_the_evidence_within_the_allowance(
     assert "id_0000077" in obs["content"] and len(MARKER_RE.findall(obs["content"])) == 2
     assert out["evidence_audit"]["lost_to_truncation"].to_list() == [False]
     stats = out["sample_stats"].row(0, named=True)
-    assert stats["chars_head"] < stats["chars_before"] and stats["verdict"] == "kept"
+    under = {c["strategy"]: c["chars"] for c in stats["chars_under"]}
+    assert set(under) == {"evidence_aware", "head", "middle", "tail"} and stats["verdict"] == "kept"
+    assert under["head"] == under["tail"] == under["middle"] == stats["chars_before"] - 2000 + len("[...2000 chars cut...]")
 
 
 def test_drop_policy_drops_and_loses_every_item():
@@ -135,10 +144,10 @@ def _labels(raw, allowance=1000):
 def test_every_value_beyond_the_allowance_is_lost_under_head_kept_under_evidence_aware(pipeline, default_raw):
     settings, _, _ = pipeline
     audit = pl.read_parquet(table_glob(settings.root, "evidence_audit"))
-    lost_head = set(audit.filter(pl.col("lost_under_head")).select("trajectory_id", pl.col("value").map_elements(
+    lost_head = set(audit.filter(pl.col("lost_under").list.contains("head")).select("trajectory_id", pl.col("value").map_elements(
         normalise, return_dtype=pl.String)).iter_rows())
     assert lost_head == _labels(default_raw) and len(lost_head) > 300  # nothing unlabelled is reported lost
-    assert not audit["lost_under_evidence_aware"].any() and not audit["lost_to_truncation"].any()
+    assert not audit["lost_under"].list.contains("evidence_aware").any() and not audit["lost_to_truncation"].any()
     assert not audit["lost_to_budget"].any()  # trim keeps evidence
 
 
@@ -167,3 +176,42 @@ def test_head_and_drop_fail_the_checks_with_named_values(default_raw, tmp_path, 
     stats = pl.read_parquet(table_glob(settings.root, "sample_stats"))
     over = {l["trajectory_id"] for l in labels if l["kind"] == "over_budget" and l["batch"] == batch}
     assert set(stats.filter(pl.col("verdict") == "dropped")["trajectory_id"]) == over
+
+
+def test_a_new_truncation_strategy_is_one_module():
+    """Dropped into curation/strategies/, a module can be configured, and is audited and swept like the others
+    through the same schemas: here a copy of `tail` under another name must give exactly tail's results."""
+    folder = Path(strategies.__file__).parent
+    module = folder / "zz_last_chars.py"
+    module.write_text((folder / "tail.py").read_text())
+    code = """
+import json, polars as pl
+from tests.helpers import flatten
+from tests.test_curation import _curate, _sample
+from cowork_assets.curation.schemas import EvidenceAudit, SampleStats, TruncationSweep
+from cowork_assets.curation.sweep import sweep
+from cowork_assets.evidence.build import build_evidence
+traj = _sample(target_at=200)
+out = {s: _curate(traj, max_observation_chars=1000, truncation_strategy=s) for s in ("tail", "zz_last_chars")}
+for o in out.values():
+    EvidenceAudit.validate(o["evidence_audit"]); SampleStats.validate(o["sample_stats"])
+f = flatten(traj)
+evidence, _ = build_evidence("b", f["trajectories"], f["task_packages"], f["tool_calls"], f["messages"])
+swept = sweep(f["trajectories"], f["messages"], evidence, 60, (1000,)).with_columns(batch=pl.lit("b"))
+TruncationSweep.validate(swept)
+print(json.dumps({
+    "same_text": out["tail"]["curated_messages"]["content"].to_list() == out["zz_last_chars"]["curated_messages"]["content"].to_list(),
+    "lost_under": out["tail"]["evidence_audit"]["lost_under"].to_list(),
+    "chars": {c["strategy"]: c["chars"] for c in out["tail"]["sample_stats"]["chars_under"][0]},
+    "swept": {r["strategy"]: [r["lost_items"], r["kept_chars"]] for r in swept.to_dicts()}}))
+"""
+    try:
+        run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    finally:
+        module.unlink()
+    assert run.returncode == 0, run.stderr[-3000:]
+    found = json.loads(run.stdout)
+    assert found["same_text"] and found["lost_under"] == [["tail", "zz_last_chars"]]
+    assert found["chars"]["zz_last_chars"] == found["chars"]["tail"] == found["chars"]["head"]  # 1,000 + a marker
+    assert found["swept"]["zz_last_chars"] == found["swept"]["tail"] == [1, 1002]  # and the 2 chars of "ok"
+    assert found["swept"]["head"] == [0, 1002]

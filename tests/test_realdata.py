@@ -88,7 +88,7 @@ def _hidden_by_head(sim: dict, task: dict) -> bool:
 def test_head_truncation_is_flagged_exactly_where_required_ids_sit_past_the_allowance(real_run):
     audit = _table(real_run, "evidence_audit")
     runs = _table(real_run, "trajectories").filter(pl.col("grade_passed") & pl.col("category").str.starts_with("tau2"))
-    flagged = set(audit.filter(pl.col("lost_under_head") & (pl.col("check_type") == "tool_called"))["trajectory_id"])
+    flagged = set(audit.filter(pl.col("lost_under").list.contains("head") & (pl.col("check_type") == "tool_called"))["trajectory_id"])
     expected = set()
     for path in sorted((REAL / "tau2").glob("*.json")):
         doc = json.loads(path.read_text())
@@ -98,7 +98,7 @@ def test_head_truncation_is_flagged_exactly_where_required_ids_sit_past_the_allo
             if tid in set(runs["trajectory_id"]) and _hidden_by_head(sim, tasks[str(sim["task_id"])]):
                 expected.add(tid)
     assert len(expected) == 23 and expected == flagged & set(runs["trajectory_id"])
-    assert audit.filter(pl.col("lost_under_evidence_aware")).is_empty()
+    assert audit.filter(pl.col("lost_under").list.contains("evidence_aware")).is_empty()
 
 
 def test_every_coding_agent_file_yields_calls_answered_by_observations(real_run):
@@ -165,7 +165,8 @@ def test_compute_score_reproduces_the_regraded_score_of_every_real_run(real_run)
 
 
 def test_the_sweeps_head_row_at_the_allowance_is_the_audits_head_loss(real_run):
-    audit = _table(real_run, "evidence_audit").group_by("batch").agg(pl.col("lost_under_head").sum())
+    audit = _table(real_run, "evidence_audit").group_by("batch").agg(
+        lost_under_head=pl.col("lost_under").list.contains("head").sum())
     sweep = (_table(real_run, "truncation_sweep")
              .filter(pl.col("strategy") == "head", pl.col("max_observation_chars") == real_run.max_observation_chars)
              .group_by("batch").agg(pl.col("lost_items").sum()))

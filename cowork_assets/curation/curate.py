@@ -1,7 +1,7 @@
 """Curate one chunk of trajectories: truncate, apply the budget, and audit the evidence.
 
-Both truncation strategies are computed every time, so the audit can say what the configured choice
-costs against the other; only the configured one is applied.
+Every registered truncation strategy (curation/strategies/) is computed at the configured allowance, so
+the audit can say what the configured choice costs against the others; only the configured one is applied.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import polars as pl
 
 from cowork_assets.curation.budget import trim
 from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats
-from cowork_assets.curation.truncate import STRATEGIES, cores, cut, survival
+from cowork_assets.curation.strategies import names
+from cowork_assets.curation.truncate import cores, cut, long_observations, survival
 from cowork_assets.evidence.locate import shown
 from cowork_assets.schema import polars_schema
 from cowork_assets.settings import CurationSettings
@@ -53,8 +54,10 @@ def curate_chunk(batch: str, trajectories: pl.DataFrame, messages: pl.DataFrame,
                  settings: CurationSettings) -> dict[str, pl.DataFrame]:
     at_risk = evidence.filter(pl.col("status") == "at_risk").unique(["trajectory_id", "norm"], maintain_order=True)
     occurrences = shown(at_risk)  # found by the evidence stage; not searched again
-    cuts = {s: cut(messages, at_risk, s, settings.max_observation_chars, settings.evidence_context_chars) for s in STRATEGIES}
-    survives = {s: survival(occurrences, cuts[s]) for s in STRATEGIES}
+    long = long_observations(messages, at_risk, settings.max_observation_chars)
+    cuts = {s: cut(messages, at_risk, s, settings.max_observation_chars, settings.evidence_context_chars, long)
+            for s in names()}
+    survives = {s: survival(occurrences, cuts[s]) for s in names()}
     curated = apply_cuts(messages, cuts[settings.truncation_strategy], settings)
 
     # The budget.
@@ -90,18 +93,19 @@ def curate_chunk(batch: str, trajectories: pl.DataFrame, messages: pl.DataFrame,
 
 
 def _sample_stats(batch, trajectories, messages, cuts, totals, verdict) -> pl.DataFrame:
-    def chars_under(strategy: str) -> pl.DataFrame:
-        saved = cuts[strategy].join(messages.select(*KEY, "content"), on=KEY).group_by("trajectory_id").agg(
-            saved=(pl.col("content").str.len_chars() - pl.col("new_content").str.len_chars()).sum())
-        return saved.rename({"saved": f"saved_{strategy}"})
-
+    chars = pl.concat([
+        cut.join(messages.select(*KEY, "content"), on=KEY).group_by("trajectory_id").agg(
+            strategy=pl.lit(name), saved=(pl.col("content").str.len_chars() - pl.col("new_content").str.len_chars()).sum())
+        for name, cut in cuts.items()])
     stats = trajectories.select(
         "trajectory_id", "task_id", "category", "teacher_role", "grade_passed",
         chars_before="chars_total",
     ).join(totals, on="trajectory_id", how="left", maintain_order="left")
-    for strategy in STRATEGIES:
-        stats = stats.join(chars_under(strategy), on="trajectory_id", how="left", maintain_order="left").with_columns(
-            (pl.col("chars_before") - pl.col(f"saved_{strategy}").fill_null(0)).alias(f"chars_{strategy}"))
+    under = (stats.select("trajectory_id", "chars_before").join(pl.DataFrame({"strategy": list(cuts)}), how="cross")
+             .join(chars, on=["trajectory_id", "strategy"], how="left", maintain_order="left")
+             .group_by("trajectory_id", maintain_order=True).agg(chars_under=pl.struct(
+                 "strategy", chars=(pl.col("chars_before") - pl.col("saved").fill_null(0)).cast(pl.Int64))))
+    stats = stats.join(under, on="trajectory_id", how="left", maintain_order="left")
     stats = stats.with_columns(verdict=pl.lit("kept"), trimmed_messages=pl.lit(0, pl.Int32), reason=pl.lit(None, pl.String))
     stats = stats.update(verdict, on="trajectory_id")
     return stats.with_columns(batch=pl.lit(batch)).select(polars_schema(SampleStats).names())
@@ -115,10 +119,11 @@ def _audit(batch, evidence, survives, stats, strategy) -> pl.DataFrame:
     at_risk = pl.col("status") == "at_risk"
     lost = {name: at_risk & ~pl.col(f"survives_{name}").fill_null(False) for name in survives}
     dropped = stats.filter(pl.col("verdict") == "dropped").select("trajectory_id", dropped=pl.lit(True))
+    strategies = [name for name in survives if name != "final"]
     return (
         audit.join(dropped, on="trajectory_id", how="left", maintain_order="left")
         .with_columns(
-            lost_under_head=lost["head"], lost_under_evidence_aware=lost["evidence_aware"],
+            lost_under=pl.concat_list(pl.when(lost[name]).then(pl.lit(name)) for name in strategies).list.drop_nulls(),
             lost_to_truncation=lost[strategy],
         )
         .with_columns(lost_to_budget=pl.col("dropped").fill_null(False) | (lost["final"] & ~pl.col("lost_to_truncation")))
@@ -131,15 +136,13 @@ def _rollup(batch, audit, stats) -> pl.DataFrame:
     counts = audit.group_by("trajectory_id").agg(
         items=pl.len().cast(pl.Int32),
         at_risk=(pl.col("status") == "at_risk").sum().cast(pl.Int32),
-        **{c: pl.col(c).sum().cast(pl.Int32) for c in
-           ("lost_under_head", "lost_under_evidence_aware", "lost_to_truncation", "lost_to_budget")},
+        **{c: pl.col(c).sum().cast(pl.Int32) for c in ("lost_to_truncation", "lost_to_budget")},
     )
     return (
         stats.select("trajectory_id", "task_id", "category", "verdict",
                      passing_teacher=(pl.col("teacher_role") == "teacher") & pl.col("grade_passed").fill_null(False))
         .join(counts, on="trajectory_id", how="left", maintain_order="left")
-        .with_columns(pl.col(c).fill_null(0) for c in ("items", "at_risk", "lost_under_head",
-                                                       "lost_under_evidence_aware", "lost_to_truncation", "lost_to_budget"))
+        .with_columns(pl.col(c).fill_null(0) for c in ("items", "at_risk", "lost_to_truncation", "lost_to_budget"))
         .with_columns(batch=pl.lit(batch))
         .select(polars_schema(EvidenceRollup).names())
     )

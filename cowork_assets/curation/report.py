@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from cowork_assets.curation.strategies import names
 from cowork_assets.settings import CurationSettings
 from cowork_assets.markdown import table
 
@@ -76,13 +77,15 @@ def strategy_report(audit: pl.DataFrame, rollup: pl.DataFrame, stats: pl.DataFra
     """Items and trajectories lost under each strategy, and the characters each keeps."""
     passing = rollup.filter(pl.col("passing_teacher")).select("trajectory_id")
     rows, out = [], {"configured": settings.truncation_strategy, "max_observation_chars": settings.max_observation_chars}
-    for strategy in ("head", "evidence_aware"):
-        lost = audit.filter(pl.col(f"lost_under_{strategy}"))
+    chars = dict(stats.select(pl.col("chars_under").explode().struct.unnest()).group_by("strategy").agg(
+        pl.col("chars").sum()).iter_rows())
+    for strategy in names():
+        lost = audit.filter(pl.col("lost_under").list.contains(strategy))
         values = {
             "items_lost": lost.height,
             "items_lost_passing_teachers": lost.join(passing, on="trajectory_id").height,
             "trajectories_losing_evidence": lost["trajectory_id"].n_unique(),
-            "chars_after_truncation": int(stats[f"chars_{strategy}"].sum()),
+            "chars_after_truncation": int(chars.get(strategy, 0)),
         }
         out |= {f"{strategy}_{k}": v for k, v in values.items()}
         rows.append((strategy, *values.values()))

@@ -3,10 +3,11 @@
 import pandera.polars as pa
 import polars as pl
 
-from cowork_assets.curation.truncate import SPAN
+from cowork_assets.curation.strategies import SPAN, names
 from cowork_assets.schema import TOOL_CALL
 
 VERDICTS = ["kept", "trimmed", "dropped"]
+CHARS_UNDER = pl.Struct({"strategy": pl.String, "chars": pl.Int64})
 
 
 class CuratedMessages(pa.DataFrameModel):
@@ -39,8 +40,8 @@ class SampleStats(pa.DataFrameModel):
     teacher_role: str = pa.Field(description="teacher or student")
     grade_passed: bool = pa.Field(nullable=True, description="recorded grader verdict")
     chars_before: pl.Int64 = pa.Field(ge=0, description="characters before curation")
-    chars_head: pl.Int64 = pa.Field(ge=0, description="characters after truncation under `head`")
-    chars_evidence_aware: pl.Int64 = pa.Field(ge=0, description="characters after truncation under `evidence_aware`")
+    chars_under: pl.List(CHARS_UNDER) = pa.Field(description="per truncation strategy (curation/strategies/): "
+                                                 "characters after truncation under it, at the configured allowance")
     chars_after: pl.Int64 = pa.Field(ge=0, description="characters after truncation and budget")
     tokens_after: pl.Int64 = pa.Field(ge=0, nullable=True, description="tokens after truncation and budget "
                                       "(counted only when a token budget is set)")
@@ -52,7 +53,7 @@ class SampleStats(pa.DataFrameModel):
 
 
 class EvidenceAudit(pa.DataFrameModel):
-    """One row per evidence item: was it lost to truncation (under each strategy) or to the budget?"""
+    """One row per evidence item: the strategies it is lost under, and was it lost to truncation or the budget?"""
 
     batch: str = pa.Field(description="raw batch folder (the partition)")
     trajectory_id: str = pa.Field(description="trajectory the item belongs to")
@@ -65,8 +66,8 @@ class EvidenceAudit(pa.DataFrameModel):
     found_offset: pl.Int64 = pa.Field(nullable=True, description="character offset there")
     found_message_chars: pl.Int64 = pa.Field(nullable=True, description="length of that message")
     used_at: pl.Int32 = pa.Field(nullable=True, description="message where the agent first uses it")
-    lost_under_head: bool = pa.Field(description="no message before its use shows it after `head` truncation")
-    lost_under_evidence_aware: bool = pa.Field(description="same, after `evidence_aware` truncation")
+    lost_under: pl.List(pl.String) = pa.Field(description="the truncation strategies under which no message before "
+                                              "its use shows it, at the configured allowance")
     lost_to_truncation: bool = pa.Field(description="lost under the configured strategy")
     lost_to_budget: bool = pa.Field(description="sample dropped by the budget, or the value trimmed away")
 
@@ -81,8 +82,6 @@ class EvidenceRollup(pa.DataFrameModel):
     passing_teacher: bool = pa.Field(description="a teacher demonstration whose recorded grade passed")
     items: pl.Int32 = pa.Field(ge=0, description="evidence items")
     at_risk: pl.Int32 = pa.Field(ge=0, description="items first seen in a tool observation")
-    lost_under_head: pl.Int32 = pa.Field(ge=0, description="items lost under `head`")
-    lost_under_evidence_aware: pl.Int32 = pa.Field(ge=0, description="items lost under `evidence_aware`")
     lost_to_truncation: pl.Int32 = pa.Field(ge=0, description="items lost under the configured strategy")
     lost_to_budget: pl.Int32 = pa.Field(ge=0, description="items lost to the budget")
     verdict: str = pa.Field(description="the budget's verdict for the sample")
@@ -93,8 +92,7 @@ class TruncationSweep(pa.DataFrameModel):
 
     batch: str = pa.Field(description="raw batch folder (the partition)")
     category: str = pa.Field(description="task category (data source / domain)")
-    strategy: str = pa.Field(isin=["head", "tail", "middle", "evidence_aware"],
-                             description="head / tail / middle (verl's left / right / middle) or evidence_aware")
+    strategy: str = pa.Field(isin=list(names()), description="truncation strategy (curation/strategies/)")
     max_observation_chars: pl.Int64 = pa.Field(ge=1, description="the allowance")
     at_risk_items: pl.Int64 = pa.Field(ge=0, description="at-risk evidence items")
     lost_items: pl.Int64 = pa.Field(ge=0, description="of those, lost under this cut")

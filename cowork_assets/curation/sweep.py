@@ -14,28 +14,15 @@ from __future__ import annotations
 
 import polars as pl
 
-from cowork_assets.curation.truncate import cut, survival
+from cowork_assets.curation.strategies import STRATEGIES, names
+from cowork_assets.curation.truncate import KEY, kept_spans, long_observations, survival
 from cowork_assets.evidence.locate import shown
 from cowork_assets.markdown import Markdown
 
 ALLOWANCES = (250, 500, 1000, 2000, 4000, 8000, 16000)
-POSITIONAL = ("head", "tail", "middle")
-STRATEGIES = (*POSITIONAL, "evidence_aware")
-VERL_SIDE = {"head": "left", "tail": "right", "middle": "middle"}
 TARGET = 0.99  # the share of at-risk evidence a recommended allowance keeps
 SCHEMA = {"category": pl.String, "strategy": pl.String, "max_observation_chars": pl.Int64,
           "at_risk_items": pl.Int64, "lost_items": pl.Int64, "kept_chars": pl.Int64, "observation_chars": pl.Int64}
-
-
-def _kept(strategy: str) -> pl.Expr:
-    """Whether an occurrence [offset, offset + length) of a message of `size` characters survives a cut to `n`."""
-    o, end, size, n = pl.col("offset"), pl.col("offset") + pl.col("length"), pl.col("size"), pl.col("n")
-    whole = size <= n
-    if strategy == "head":
-        return whole | (end <= n)
-    if strategy == "tail":
-        return whole | (o >= size - n)
-    return whole | (end <= n // 2) | (o >= size - (n - n // 2))
 
 
 def sweep(trajectories: pl.DataFrame, messages: pl.DataFrame, evidence: pl.DataFrame, context: int,
@@ -47,23 +34,17 @@ def sweep(trajectories: pl.DataFrame, messages: pl.DataFrame, evidence: pl.DataF
     at_risk = rows.unique(["trajectory_id", "norm"], maintain_order=True)
     items = rows.select("trajectory_id", "norm").join(category, on="trajectory_id")
     tools = messages.filter(pl.col("role") == "tool").select(
-        "trajectory_id", "message_index", size=pl.col("content").str.len_chars().fill_null(0).cast(pl.Int64))
-    sizes = pl.DataFrame({"n": list(allowances)}, schema={"n": pl.Int64})
-    occurrences = shown(at_risk).join(tools, on=["trajectory_id", "message_index"], how="left")
+        *KEY, size=pl.col("content").str.len_chars().fill_null(0).cast(pl.Int64))
+    occurrences = shown(at_risk).select("trajectory_id", "norm", "message_index", "offset", "length")
     frames = []
-    for strategy in POSITIONAL:
-        survived = (occurrences.join(sizes, how="cross")
-                    .group_by("trajectory_id", "norm", "n").agg(survives=(pl.col("size").is_null() | _kept(strategy)).any()))
-        frames.append(_tally(strategy, items, survived, tools.join(sizes, how="cross").with_columns(
-            kept=pl.min_horizontal("size", "n")), category))
     for n in allowances:
-        cuts = cut(messages, at_risk, "evidence_aware", n, context)
-        survived = survival(occurrences.select("trajectory_id", "norm", "message_index", "offset", "length"), cuts)
-        kept = tools.join(cuts.select("trajectory_id", "message_index", cut_kept=pl.col("kept_spans").list.eval(
-            pl.element().struct.field("end") - pl.element().struct.field("start")).list.sum()),
-            on=["trajectory_id", "message_index"], how="left")
-        frames.append(_tally("evidence_aware", items, survived.with_columns(n=pl.lit(n, pl.Int64)),
-                             kept.with_columns(n=pl.lit(n, pl.Int64), kept=pl.coalesce("cut_kept", "size")), category))
+        long = long_observations(messages, at_risk, n)
+        for name in names():
+            found = kept_spans(long, name, n, context)
+            kept = tools.join(found.select(*KEY, cut_kept=pl.col("kept_spans").list.eval(
+                pl.element().struct.field("end") - pl.element().struct.field("start")).list.sum()), on=KEY, how="left")
+            frames.append(_tally(name, items, survival(occurrences, found).with_columns(n=pl.lit(n, pl.Int64)),
+                                 kept.with_columns(n=pl.lit(n, pl.Int64), kept=pl.coalesce("cut_kept", "size")), category))
     return pl.concat(frames).sort("category", "strategy", "max_observation_chars").cast(SCHEMA)
 
 
@@ -92,9 +73,11 @@ def recommendation(frame: pl.DataFrame) -> list[str]:
     """Per verl truncation side, the smallest allowance that keeps at least 99% of at-risk evidence."""
     summed = totals(frame)
     lines = []
-    for strategy in POSITIONAL:
+    for strategy, module in STRATEGIES.items():
+        if module.VERL_SIDE is None:
+            continue
         rows = summed.filter(pl.col("strategy") == strategy, pl.col("lost_share") <= 1 - TARGET)
-        side = VERL_SIDE[strategy]
+        side = module.VERL_SIDE
         if rows.is_empty():
             largest = summed.filter(pl.col("strategy") == strategy)["max_observation_chars"].max()
             lines.append(f"tool_response_truncate_side={side}: no allowance up to {largest} keeps 99% of at-risk "
@@ -111,7 +94,7 @@ def sweep_chart(frame: pl.DataFrame, width: int = 20) -> Markdown:
     summed = totals(frame)
     allowances = sorted(set(summed["max_observation_chars"]))
     lines = ["| strategy | " + " | ".join(f"{n:,}" for n in allowances) + " |", "|---" * (len(allowances) + 1) + "|"]
-    for strategy in STRATEGIES:
+    for strategy in names():
         shares = dict(summed.filter(pl.col("strategy") == strategy).select("max_observation_chars", "lost_share").iter_rows())
         cells = [f"{'█' * round(shares[n] * width / 4):<1} {shares[n]:.1%}" if n in shares else "—" for n in allowances]
         lines.append(f"| {strategy} | " + " | ".join(cells) + " |")

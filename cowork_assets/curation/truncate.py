@@ -1,21 +1,20 @@
-"""Truncate long tool observations under a strategy, and decide which at-risk evidence survives.
-
-`head` is columnar. `evidence_aware` starts from the head cut and recomputes only the observations
-that hold at-risk evidence, in Python (interval arithmetic per observation, see spans.py).
+"""Cut long tool observations under a strategy, render the cut text, and decide which at-risk evidence
+survives. The same for every strategy (curation/strategies/): a strategy only chooses the kept spans.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from cowork_assets.curation.spans import MARKER, MARKER_RE, evidence_spans, render
+from cowork_assets.curation.spans import MARKER, MARKER_RE
+from cowork_assets.curation.strategies import SPAN, strategy
 
-SPAN = pl.Struct({"start": pl.Int64, "end": pl.Int64})
+KEY = ["trajectory_id", "message_index"]
 CUT_SCHEMA = {
     "trajectory_id": pl.String, "message_index": pl.Int32, "kept_spans": pl.List(SPAN),
     "overflow_chars": pl.Int64, "new_content": pl.String,
 }
-STRATEGIES = ("head", "evidence_aware")
+_BEFORE, _AFTER = MARKER.split("{n}")
 
 
 def cores(at_risk: pl.DataFrame) -> pl.DataFrame:
@@ -24,42 +23,53 @@ def cores(at_risk: pl.DataFrame) -> pl.DataFrame:
         start=pl.col("found_offset"), end=pl.col("found_offset") + pl.col("found_length"))
 
 
-def cut(messages: pl.DataFrame, at_risk: pl.DataFrame, strategy: str, allowance: int, context: int) -> pl.DataFrame:
-    """One row per truncated observation: kept spans, overflow beyond the allowance, and new text."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown truncation strategy {strategy!r}; use one of {STRATEGIES}")
-    # Markers do not count against the allowance, so curating curated text changes nothing.
+def long_observations(messages: pl.DataFrame, at_risk: pl.DataFrame, allowance: int) -> pl.DataFrame:
+    """Tool observations longer than the allowance, with their length and evidence spans (`cores`).
+    Markers do not count against the allowance, so curating curated text changes nothing."""
     shown = pl.col("content").str.replace_all(MARKER_RE.pattern, "").str.len_chars()
-    long = messages.filter(pl.col("role") == "tool", shown > allowance).select(
-        "trajectory_id", "message_index", "content", length=pl.col("content").str.len_chars())
-    before, after = MARKER.split("{n}")
-    head = long.with_columns(
-        kept_spans=pl.concat_list(pl.struct(start=pl.lit(0, pl.Int64), end=pl.lit(allowance, pl.Int64))),
-        overflow_chars=pl.lit(0, pl.Int64),
-        new_content=pl.concat_str([pl.col("content").str.slice(0, allowance), pl.lit(before),
-                                   (pl.col("length") - allowance).cast(pl.String), pl.lit(after)]),
-    ).select(list(CUT_SCHEMA))
-    if strategy == "head":
-        return head
-    rows = []
-    for tid, index, content, length, starts, ends in long.join(
-        cores(at_risk), on=["trajectory_id", "message_index"]
-    ).select("trajectory_id", "message_index", "content", "length", "start", "end").iter_rows():
-        spans, overflow = evidence_spans(length, allowance, list(zip(starts, ends)), context)
-        rows.append((tid, index, [{"start": s, "end": e} for s, e in spans], overflow, render(content, spans)))
-    windowed = pl.DataFrame(rows, schema=CUT_SCHEMA, orient="row")
-    return pl.concat([head.join(windowed, on=["trajectory_id", "message_index"], how="anti", maintain_order="left"),
-                      windowed]).sort("trajectory_id", "message_index")
+    evidence = at_risk.group_by("trajectory_id", pl.col("found_at").alias("message_index")).agg(
+        cores=pl.struct(start=pl.col("found_offset"), end=pl.col("found_offset") + pl.col("found_length")))
+    return (messages.filter(pl.col("role") == "tool", shown > allowance)
+            .select(*KEY, "content", length=pl.col("content").str.len_chars().cast(pl.Int64))
+            .join(evidence, on=KEY, how="left", maintain_order="left"))
+
+
+def kept_spans(long: pl.DataFrame, name: str, allowance: int, context: int) -> pl.DataFrame:
+    """`long` with the kept spans and overflow of strategy `name`, in (trajectory, message) order."""
+    return strategy(name).kept(long, allowance, context).sort(KEY)
+
+
+def render(cut: pl.DataFrame) -> pl.Series:
+    """The kept text of each cut observation, a marker in every gap (as spans.render, columnar)."""
+    pieces = (cut.select(pl.int_range(pl.len()).alias("row"), "content", "length", "kept_spans")
+              .explode("kept_spans").unnest("kept_spans")
+              .with_columns(gap=pl.col("start") - pl.col("end").shift(1, fill_value=0).over("row")))
+    marker = lambda n: pl.concat_str([pl.lit(_BEFORE), n.cast(pl.String), pl.lit(_AFTER)])  # noqa: E731
+    text = (pieces.with_columns(piece=pl.concat_str([
+        pl.when(pl.col("gap") > 0).then(marker(pl.col("gap"))).otherwise(pl.lit("")),
+        pl.col("content").str.slice(pl.col("start"), pl.col("end") - pl.col("start"))]))
+        .group_by("row", maintain_order=True)
+        .agg(pl.col("piece").str.join(""), tail=pl.col("length").first() - pl.col("end").last()))
+    return text.select(pl.concat_str([pl.col("piece"), pl.when(pl.col("tail") > 0).then(marker(pl.col("tail")))
+                                      .otherwise(pl.lit(""))]).alias("new_content")).to_series()
+
+
+def cut(messages: pl.DataFrame, at_risk: pl.DataFrame, name: str, allowance: int, context: int,
+        long: pl.DataFrame | None = None) -> pl.DataFrame:
+    """One row per truncated observation: kept spans, overflow beyond the allowance, and new text."""
+    if long is None:
+        long = long_observations(messages, at_risk, allowance)
+    found = kept_spans(long, name, allowance, context)
+    return found.with_columns(new_content=render(found)).select(list(CUT_SCHEMA))
 
 
 def survival(occurrences: pl.DataFrame, cuts: pl.DataFrame) -> pl.DataFrame:
     """Per (trajectory_id, norm): does any occurrence before first use lie wholly in kept text?"""
-    key = ["trajectory_id", "message_index"]
-    spans = cuts.select(*key, "kept_spans").explode("kept_spans").unnest("kept_spans")
+    spans = cuts.select(*KEY, "kept_spans").explode("kept_spans").unnest("kept_spans")
     inside = (pl.col("start") <= pl.col("offset")) & (pl.col("offset") + pl.col("length") <= pl.col("end"))
     return (
-        occurrences.join(cuts.select(*key, cut=pl.lit(True)), on=key, how="left")
-        .join(spans, on=key, how="left")
+        occurrences.join(cuts.select(*KEY, cut=pl.lit(True)), on=KEY, how="left")
+        .join(spans, on=KEY, how="left")
         .group_by("trajectory_id", "norm")
         .agg(survives=(pl.col("cut").is_null() | inside.fill_null(False)).any())
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from cowork_assets.curation.strategies import names
 from cowork_assets.curation.sweep import totals
 from cowork_assets.selection.exclusions import STAGES
 from cowork_assets.settings import CurateSettings
@@ -42,17 +43,14 @@ def reasons(settings: CurateSettings, dataset: str) -> list[tuple]:
 
 
 def retention(settings: CurateSettings) -> dict:
+    """At-risk evidence of passing teacher runs kept under the configured strategy and under each strategy."""
     passing = scan_table(settings.root, "evidence_rollup").filter(pl.col("passing_teacher")).select("trajectory_id")
-    audit = scan_table(settings.root, "evidence_audit").filter(pl.col("status") == "at_risk").join(passing, on="trajectory_id")
-    counts = audit.select(pl.len().alias("n"), *[(~pl.col(c)).sum().alias(c) for c in
-                                                 ("lost_to_truncation", "lost_under_head", "lost_under_evidence_aware")]).collect()
-    n = counts["n"][0]
-    out = {}
-    for label, column in ((f"configured ({settings.truncation_strategy})", "lost_to_truncation"),
-                          ("head", "lost_under_head"), ("evidence_aware", "lost_under_evidence_aware")):
-        kept = int(counts[column][0])
-        out[label] = {"retained": kept, "at_risk": n, "share": kept / n if n else 1.0}
-    return out
+    audit = (scan_table(settings.root, "evidence_audit").filter(pl.col("status") == "at_risk")
+             .join(passing, on="trajectory_id").select("lost_to_truncation", "lost_under").collect())
+    n = audit.height
+    kept = {f"configured ({settings.truncation_strategy})": n - int(audit["lost_to_truncation"].sum())}
+    kept |= {name: n - int(audit["lost_under"].list.contains(name).sum()) for name in names()}
+    return {label: {"retained": k, "at_risk": n, "share": k / n if n else 1.0} for label, k in kept.items()}
 
 
 def truncation_sweep(settings: CurateSettings) -> list[dict]:

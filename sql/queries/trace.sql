@@ -23,9 +23,13 @@ SELECT s.trajectory_id, 4, 'budget',
 FROM sample_stats s JOIN t USING (batch, trajectory_id)
 UNION ALL
 SELECT r.trajectory_id, 5, 'evidence',
-       format('{} items, {} at risk; lost to truncation: {} (head would lose {}), lost to the budget: {}',
-              r.items, r.at_risk, r.lost_to_truncation, r.lost_under_head, r.lost_to_budget)
+       format('{} items, {} at risk; lost to truncation: {}, lost to the budget: {}',
+              r.items, r.at_risk, r.lost_to_truncation, r.lost_to_budget)
 FROM evidence_rollup r JOIN t USING (batch, trajectory_id)
+UNION ALL
+SELECT a.trajectory_id, 5, 'evidence', format('{} ({}) would be lost under {}', a.value, a.check_id,
+                                             array_to_string(a.lost_under, ', '))
+FROM evidence_audit a JOIN t USING (batch, trajectory_id) WHERE len(a.lost_under) > 0
 UNION ALL
 SELECT f.trajectory_id, 6, 'finding', format('{} ({}): {}', f.kind, f.severity, f.detail)
 FROM structure_findings f JOIN t USING (batch, trajectory_id)

@@ -1,0 +1,11 @@
+"""Keep the last `allowance` characters (verl's side `right`)."""
+
+import polars as pl
+
+from cowork_assets.curation.strategies import positional, spans
+
+VERL_SIDE = "right"
+
+
+def kept(observations: pl.DataFrame, allowance: int, context: int) -> pl.DataFrame:
+    return positional(observations, spans((pl.col("length") - allowance, pl.col("length"))))
