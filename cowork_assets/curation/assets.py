@@ -107,8 +107,8 @@ def evidence_lost_to_budget(context: dg.AssetCheckExecutionContext, settings: Cu
 
 @dg.asset_check(
     asset="curated_messages", partitions_def=batches, additional_deps=["evidence_audit", "sample_stats"],
-    description="At the configured allowance: evidence items and trajectories lost under head versus "
-    "evidence_aware, and the characters each keeps — what the choice of strategy costs. Informational.",
+    description="At the configured allowance: evidence items and trajectories lost under each truncation "
+    "strategy, and the characters each keeps — what the choice of strategy costs. Informational.",
 )
 def strategy_comparison(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
     b = context.partition_key
