@@ -38,7 +38,10 @@ data: $(RAW_ROOT)/manifest.json
 run: setup data
 	$(BIN)/cowork-curate run --raw-root $(RAW_ROOT) --data-root $(DATA_ROOT)
 
+# Lint and format are part of the tests: ruff's settings are in pyproject.toml.
 test: setup
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 bench: setup

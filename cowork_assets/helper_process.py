@@ -16,8 +16,9 @@ class HelperProcess:
 
     def __init__(self, module: str, *args: str):
         self._stderr = tempfile.TemporaryFile()
-        self._process = subprocess.Popen([sys.executable, "-m", module, *args],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", module, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr
+        )
 
     @property
     def pid(self) -> int:

@@ -42,8 +42,10 @@ _RL_ROLLOUTS = {
     "batch": [("trajectories", "batch")],
     "score": [("trajectories", "grade_score")],
     "checks": [("task_packages", "checks"), ("messages", "content"), ("messages", "tool_calls")],
-    **{c: [("trajectories", "grade_score"), ("trajectories", "group_id")]
-       for c in ("group_size", "group_mean", "group_std", "zero_variance", "grpo_advantage", "gdpo_advantage")},
+    **{
+        c: [("trajectories", "grade_score"), ("trajectories", "group_id")]
+        for c in ("group_size", "group_mean", "group_std", "zero_variance", "grpo_advantage", "gdpo_advantage")
+    },
 }
 
 COLUMN_LINEAGE: dict[str, dict[str, list[tuple[str, str]]]] = {
@@ -78,12 +80,21 @@ def column_lineage(asset: str) -> dict:
     """`dagster/column_lineage` metadata for an asset's materialization (empty when none is declared)."""
     if asset not in COLUMN_LINEAGE:
         return {}
-    return {"dagster/column_lineage": dg.TableColumnLineage(deps_by_column={
-        column: [dg.TableColumnDep(asset_key=dg.AssetKey(a), column_name=c) for a, c in deps]
-        for column, deps in COLUMN_LINEAGE[asset].items()})}
+    return {
+        "dagster/column_lineage": dg.TableColumnLineage(
+            deps_by_column={
+                column: [dg.TableColumnDep(asset_key=dg.AssetKey(a), column_name=c) for a, c in deps]
+                for column, deps in COLUMN_LINEAGE[asset].items()
+            }
+        )
+    }
 
 
 def lineage_rows() -> list[tuple[str, str, str, str]]:
     """(asset, column, source asset, source column) for every declared dependency."""
-    return [(asset, column, a, c) for asset, columns in COLUMN_LINEAGE.items()
-            for column, deps in columns.items() for a, c in deps]
+    return [
+        (asset, column, a, c)
+        for asset, columns in COLUMN_LINEAGE.items()
+        for column, deps in columns.items()
+        for a, c in deps
+    ]

@@ -26,6 +26,7 @@ def md_table(header: Iterable[str], rows: Iterable[Iterable]) -> dg.MetadataValu
 def as_metadata(values: Mapping[str, object], batch: str | None = None) -> dict:
     """Report values for Dagster: Markdown strings render as markdown. For a result of one batch, numbers are
     shown as text beside the batch's name: the UI would draw every batch's numbers as one time series."""
+
     def value(v):
         if isinstance(v, Markdown):
             return dg.MetadataValue.md(v)

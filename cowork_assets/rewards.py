@@ -56,8 +56,16 @@ def score_turns(turns: list[tuple[str | None, list[tuple[str, str]]]], checks: l
         decidable = kind is not None and kind.decidable
         met = first.get(check.get("id")) is not None if decidable else None
         weight = check_types.weight(check)
-        rows.append({"check_id": str(check.get("id")), "type": str(check.get("type")), "weight": weight,
-                     "decidable": decidable, "met": met, "first_turn": first.get(check.get("id")) if decidable else None})
+        rows.append(
+            {
+                "check_id": str(check.get("id")),
+                "type": str(check.get("type")),
+                "weight": weight,
+                "decidable": decidable,
+                "met": met,
+                "first_turn": first.get(check.get("id")) if decidable else None,
+            }
+        )
         if decidable:
             decided += 1
             met_count += met
@@ -80,8 +88,11 @@ _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 _TOOL_RESPONSE = re.compile(r"<tool_response>.*?</tool_response>", re.S)
 # Where a turn starts in decoded chat-template text: a template's role header, or (special tokens
 # skipped, as verl decodes) the role's name alone on a line.
-_ROLE = re.compile(r"(?:^|<\|im_start\|>|<\|start_header_id\|>)(system|user|assistant|tool|ipython)"
-                   r"(?:<\|end_header_id\|>)?[ \t]*\n", re.M)
+_ROLE = re.compile(
+    r"(?:^|<\|im_start\|>|<\|start_header_id\|>)(system|user|assistant|tool|ipython)"
+    r"(?:<\|end_header_id\|>)?[ \t]*\n",
+    re.M,
+)
 _SPECIAL = re.compile(r"<\|[a-z_]+\|>")
 
 
@@ -117,8 +128,9 @@ def parse_response(text: str) -> list[tuple[str | None, list[tuple[str, str]]]]:
     return turns
 
 
-def compute_score(data_source: str, solution_str: str, ground_truth: str | list, extra_info: dict | None = None,
-                  **_: Any) -> float:
+def compute_score(
+    data_source: str, solution_str: str, ground_truth: str | list, extra_info: dict | None = None, **_: Any
+) -> float:
     """verl's custom reward function: the reward of a rollout against the task's checks. When the trainer
     passes the conversation itself as `extra_info["messages"]`, it is replayed; otherwise the decoded
     response `solution_str` is parsed (`parse_response`)."""
@@ -133,10 +145,20 @@ def turns_by_trajectory(messages: pl.DataFrame) -> dict[str, list[tuple[str | No
     """trajectory_id -> its assistant turns, read from message rows (one row per call): polars turns nested
     structs into Python dicts at ~3 us each."""
     call = pl.col("call")
-    flat = (messages.filter(pl.col("role") == "assistant").sort("trajectory_id", "message_index")
-            .select("trajectory_id", "message_index", "content", call="tool_calls").explode("call", empty_as_null=True)
-            .select("trajectory_id", "message_index", "content", call.is_not_null().alias("has_call"),
-                    call.struct.field("name"), call.struct.field("arguments")))
+    flat = (
+        messages.filter(pl.col("role") == "assistant")
+        .sort("trajectory_id", "message_index")
+        .select("trajectory_id", "message_index", "content", call="tool_calls")
+        .explode("call", empty_as_null=True)
+        .select(
+            "trajectory_id",
+            "message_index",
+            "content",
+            call.is_not_null().alias("has_call"),
+            call.struct.field("name"),
+            call.struct.field("arguments"),
+        )
+    )
     out: dict[str, list] = {}
     last = None
     for tid, index, content, has_call, name, arguments in flat.iter_rows():

@@ -27,8 +27,10 @@ def cron_problem(cron: str) -> str | None:
     try:
         dg.ScheduleDefinition(name="cron_check", cron_schedule=cron, job_name="cron_check")
     except dg.DagsterInvalidDefinitionError:
-        return (f"{cron!r} is not a cron string Dagster accepts: five fields (minute hour day month weekday), "
-                "e.g. '0 3 * * *', or @hourly / @daily / @weekly / @monthly")
+        return (
+            f"{cron!r} is not a cron string Dagster accepts: five fields (minute hour day month weekday), "
+            "e.g. '0 3 * * *', or @hourly / @daily / @weekly / @monthly"
+        )
     return None
 
 
@@ -54,16 +56,22 @@ class StorageSettings(dg.Config):
 class RunSettings(dg.Config):
     """How runs are executed: processes, chunks, the refresh schedule."""
 
-    tokenizer_processes: int = Field(default=2, ge=1, description="Processes counting tokens with tiktoken at once, "
-                                     "for many texts: the step's own and helpers (threads would take turns: tiktoken "
-                                     "holds the GIL).")
+    tokenizer_processes: int = Field(
+        default=2,
+        ge=1,
+        description="Processes counting tokens with tiktoken at once, "
+        "for many texts: the step's own and helpers (threads would take turns: tiktoken "
+        "holds the GIL).",
+    )
     refresh_cron: str = Field(
         default="0 3 * * *",
         description="When the daily_refresh schedule runs the cross-batch refresh (cron; COWORK_REFRESH_CRON for "
         "`dagster dev`). The schedule is off until switched on in the UI.",
     )
     max_concurrent: int = Field(
-        default=2, ge=1, description="Batches processed at once by `cowork-curate run` (one process each).",
+        default=2,
+        ge=1,
+        description="Batches processed at once by `cowork-curate run` (one process each).",
     )
     read_chunk_records: int = Field(
         default=2000,
@@ -134,7 +142,9 @@ class CheckSettings(dg.Config):
         description="The budget check errors when a category keeps less than this share of its passing samples.",
     )
     max_duplicate_rate: float = Field(
-        default=0.2, ge=0.0, le=1.0,
+        default=0.2,
+        ge=0.0,
+        le=1.0,
         description="The duplicate_rate check warns when more than this share of teacher runs are duplicates.",
     )
 
@@ -143,7 +153,9 @@ class SelectionSettings(dg.Config):
     """Stage selection: deduplication and what reaches SFT."""
 
     near_dup_threshold: float = Field(
-        default=0.9, gt=0.0, le=1.0,
+        default=0.9,
+        gt=0.0,
+        le=1.0,
         description="Jaccard similarity (word 3-grams of assistant text and actions) at which two runs of a task "
         "are near-duplicates.",
     )
@@ -162,23 +174,36 @@ class DatasetSettings(dg.Config):
     """Stage datasets: the split and the RL rollout rewards."""
 
     validation_fraction: float = Field(
-        default=0.1, ge=0.0, le=1.0, description="Share of tasks (not samples) whose data goes to the validation split.",
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="Share of tasks (not samples) whose data goes to the validation split.",
     )
     rl_rollout_role: Literal["student", "teacher", "all"] = Field(
-        default="student", description="Which trajectories rl_rollouts processes: student rollouts, teacher runs, or all.",
+        default="student",
+        description="Which trajectories rl_rollouts processes: student rollouts, teacher runs, or all.",
     )
     rl_group_by: Literal["group_id", "task"] = Field(
-        default="group_id", description="Group rollouts by their group_id (falling back to the task), or by task.",
+        default="group_id",
+        description="Group rollouts by their group_id (falling back to the task), or by task.",
     )
     rl_advantage_epsilon: float = Field(default=1e-6, gt=0.0, description="eps in (r - mean) / (std + eps).")
     rl_std: Literal["sample", "population"] = Field(
-        default="sample", description="Standard deviation used for group normalisation (sample: n - 1, as verl).",
+        default="sample",
+        description="Standard deviation used for group normalisation (sample: n - 1, as verl).",
     )
 
 
 # Fields are listed group by group, StorageSettings first (pydantic collects the bases' fields in reverse order).
-class CurateSettings(dg.ConfigurableResource, DatasetSettings, SelectionSettings, CheckSettings, CurationSettings,
-                     RunSettings, StorageSettings):
+class CurateSettings(
+    dg.ConfigurableResource,
+    DatasetSettings,
+    SelectionSettings,
+    CheckSettings,
+    CurationSettings,
+    RunSettings,
+    StorageSettings,
+):
     """Settings of the cowork-curate pipeline: every stage's group in one resource."""
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:

@@ -21,9 +21,14 @@ import polars as pl
 
 from cowork_assets.procfs import read, stat_fields
 
-ROLES = {"cowork_assets.tokens": "tokenizer helper", "cowork_assets.datasets.suites": "Great Expectations helper",
-         "spawn_main": "batch worker",
-         "resource_tracker": "resource tracker", "tail -F": "log capture", "watch_orphans": "log capture"}
+ROLES = {
+    "cowork_assets.tokens": "tokenizer helper",
+    "cowork_assets.datasets.suites": "Great Expectations helper",
+    "spawn_main": "batch worker",
+    "resource_tracker": "resource tracker",
+    "tail -F": "log capture",
+    "watch_orphans": "log capture",
+}
 
 
 def _role(pid: int) -> str:
@@ -75,8 +80,11 @@ class PeakMemory:
                 tree = _tree_memory_mb(os.getpid())
                 if (now := sum(tree.values())) > self.peak:
                     self.peak, self.peak_at = now, time.monotonic() - started
-                    self.peak_processes = [{"process": _role(pid), "mb": round(mb)}
-                                           for pid, mb in sorted(tree.items(), key=lambda kv: -kv[1]) if mb >= 1]
+                    self.peak_processes = [
+                        {"process": _role(pid), "mb": round(mb)}
+                        for pid, mb in sorted(tree.items(), key=lambda kv: -kv[1])
+                        if mb >= 1
+                    ]
                 self._stop.wait(self.interval)
 
         self._thread = threading.Thread(target=sample, daemon=True)
@@ -94,8 +102,9 @@ def published_sft_texts(data_root: Path) -> list[str]:
     from cowork_assets.tokens import token_text
 
     function = pl.element().struct.field("function")
-    calls = pl.col("tool_calls").list.eval(pl.struct(name=function.struct.field("name"),
-                                                     arguments=function.struct.field("arguments")))
+    calls = pl.col("tool_calls").list.eval(
+        pl.struct(name=function.struct.field("name"), arguments=function.struct.field("arguments"))
+    )
     sft = pl.read_parquet(data_root / "published" / "sft_dataset" / "current" / "*.parquet", columns=["messages"])
     messages = sft.select(pl.col("messages").explode()).unnest("messages")
     return messages.select(token_text(pl.col("content"), calls)).to_series().to_list()
@@ -151,9 +160,15 @@ def _measure_floor(raw_root: Path, data_root: Path, encoding: str, workers: int)
     batch_api = timed_runs(lambda: enc.encode_ordinary_batch(texts, num_threads=workers))
     with TokenCounter(encoding, workers) as counter:
         loop = timed_runs(lambda: counter.count(texts))
-    return {"read_seconds": round(read, 2), "tokenize_seconds": min(batch_api), "tokenize_runs": batch_api,
-            "seconds": round(read + min(batch_api), 2), "tokenize_loop_seconds": min(loop),
-            "strict_seconds": round(read + min(loop), 2), "sft_messages": len(texts)}
+    return {
+        "read_seconds": round(read, 2),
+        "tokenize_seconds": min(batch_api),
+        "tokenize_runs": batch_api,
+        "seconds": round(read + min(batch_api), 2),
+        "tokenize_loop_seconds": min(loop),
+        "strict_seconds": round(read + min(loop), 2),
+        "sft_messages": len(texts),
+    }
 
 
 def _runs_since(instance, since: float) -> list:
@@ -183,14 +198,18 @@ def phase_seconds(instance, since: float, wall: float) -> dict[str, float]:
     first = min(start for start, _ in spans["batches"])
     batches = max(end for _, end in spans["batches"]) - first
     cross = sum(end - start for start, end in spans["cross_batch"])
-    return {"startup": round(first - since, 1), "batches": round(batches, 1), "cross_batch": round(cross, 1),
-            "other": round(wall - (first - since) - batches - cross, 1)}
+    return {
+        "startup": round(first - since, 1),
+        "batches": round(batches, 1),
+        "cross_batch": round(cross, 1),
+        "other": round(wall - (first - since) - batches - cross, 1),
+    }
 
 
 def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
-    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
     from cowork_assets.synthetic.generate import generate
+    from cowork_cli.runner import ensure_instance, materialize_all
 
     raw = out / f"raw-{size}"
     if not (raw / "manifest.json").exists():
@@ -212,12 +231,20 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
         wall = time.monotonic() - started
     floor = floor_seconds(raw, data, settings.token_encoding, settings.tokenizer_processes)
     figures = {
-        "trajectories": size, "batches": batches, "raw_mb": round(raw_mb, 1), "wall_seconds": round(wall, 1),
-        "trajectories_per_second": round(size / wall, 1), "mb_per_second": round(raw_mb / wall, 2),
-        "peak_memory_mb": round(memory.peak), "peak_at_seconds": round(memory.peak_at, 1),
-        "peak_processes": memory.peak_processes, "floor": floor, "wall_over_floor": round(wall / max(floor["seconds"], 0.01), 2),
+        "trajectories": size,
+        "batches": batches,
+        "raw_mb": round(raw_mb, 1),
+        "wall_seconds": round(wall, 1),
+        "trajectories_per_second": round(size / wall, 1),
+        "mb_per_second": round(raw_mb / wall, 2),
+        "peak_memory_mb": round(memory.peak),
+        "peak_at_seconds": round(memory.peak_at, 1),
+        "peak_processes": memory.peak_processes,
+        "floor": floor,
+        "wall_over_floor": round(wall / max(floor["seconds"], 0.01), 2),
         "wall_over_strict_floor": round(wall / max(floor["strict_seconds"], 0.01), 2),
-        "max_concurrent": settings.max_concurrent, "failed": outcome.failed,
+        "max_concurrent": settings.max_concurrent,
+        "failed": outcome.failed,
         "phase_seconds": phase_seconds(instance, since, wall),
         "per_asset_seconds": {k: round(v, 1) for k, v in per_asset_seconds(instance, since).items()},
     }
@@ -226,43 +253,59 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
     smaller = sorted((f for f in earlier if "peak_memory_mb" in f), key=lambda f: f["trajectories"])
     if smaller and smaller[0]["trajectories"] < size:  # growth from the smallest earlier run in the same folder
         base = smaller[0]
-        figures["growth"] = {"from_trajectories": base["trajectories"],
-                             "wall": round(wall / base["wall_seconds"], 2),
-                             "peak_memory": round(memory.peak / base["peak_memory_mb"], 2)}
+        figures["growth"] = {
+            "from_trajectories": base["trajectories"],
+            "wall": round(wall / base["wall_seconds"], 2),
+            "peak_memory": round(memory.peak / base["peak_memory_mb"], 2),
+        }
     (out / f"bench-{size}.json").write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))
     return figures
 
 
 def _by_role(processes: list[dict]) -> str:
-    """"1800 MB 2 x batch worker, 452 MB main process, ...": memory by role, largest first."""
+    """ "1800 MB 2 x batch worker, 452 MB main process, ...": memory by role, largest first."""
     roles: dict[str, list[int]] = defaultdict(list)
     for p in processes:
         roles[p["process"]].append(p["mb"])
-    return ", ".join(f"{sum(mbs)} MB " + (f"{len(mbs)} x {role}" if len(mbs) > 1 else role)
-                     for role, mbs in sorted(roles.items(), key=lambda kv: -sum(kv[1])))
+    return ", ".join(
+        f"{sum(mbs)} MB " + (f"{len(mbs)} x {role}" if len(mbs) > 1 else role)
+        for role, mbs in sorted(roles.items(), key=lambda kv: -sum(kv[1]))
+    )
 
 
 def report(figures: dict) -> str:
-    lines = [f"{figures['trajectories']} trajectories in {figures['batches']} batches ({figures['raw_mb']} MB raw)",
-             f"  wall            {figures['wall_seconds']} s  ({figures['trajectories_per_second']} traj/s, "
-             f"{figures['mb_per_second']} MB/s)",
-             f"  peak memory     {figures['peak_memory_mb']} MB (all processes; {figures['peak_at_seconds']} s into the run: "
-             + _by_role(figures["peak_processes"]) + ")",
-             f"  floor           {figures['floor']['seconds']} s (read {figures['floor']['read_seconds']} s + tokenize "
-             f"SFT text {figures['floor']['tokenize_seconds']} s with tiktoken's batch API, the best of "
-             f"{', '.join(map(str, figures['floor']['tokenize_runs']))} s); wall / floor = {figures['wall_over_floor']}",
-             f"  strict floor    {figures['floor']['strict_seconds']} s (the same text tokenized as the pipeline does "
-             f"it: {figures['floor']['tokenize_loop_seconds']} s); wall / strict floor = "
-             f"{figures['wall_over_strict_floor']}",
-             *([f"  growth from {g['from_trajectories']} trajectories: wall x{g['wall']}, peak memory x{g['peak_memory']}"]
-               if (g := figures.get("growth")) else []),
-             *([f"  phases          {p['startup']} s starting, {p['batches']} s batches (in parallel), "
-                f"{p['cross_batch']} s cross-batch, {p['other']} s between and after runs"]
-               if (p := figures.get("phase_seconds")) else []),
-             "  time per asset (summed over runs):"]
+    lines = [
+        f"{figures['trajectories']} trajectories in {figures['batches']} batches ({figures['raw_mb']} MB raw)",
+        f"  wall            {figures['wall_seconds']} s  ({figures['trajectories_per_second']} traj/s, "
+        f"{figures['mb_per_second']} MB/s)",
+        f"  peak memory     {figures['peak_memory_mb']} MB "
+        f"(all processes; {figures['peak_at_seconds']} s into the run: " + _by_role(figures["peak_processes"]) + ")",
+        f"  floor           {figures['floor']['seconds']} s (read {figures['floor']['read_seconds']} s + tokenize "
+        f"SFT text {figures['floor']['tokenize_seconds']} s with tiktoken's batch API, the best of "
+        f"{', '.join(map(str, figures['floor']['tokenize_runs']))} s); wall / floor = {figures['wall_over_floor']}",
+        f"  strict floor    {figures['floor']['strict_seconds']} s (the same text tokenized as the pipeline does "
+        f"it: {figures['floor']['tokenize_loop_seconds']} s); wall / strict floor = "
+        f"{figures['wall_over_strict_floor']}",
+        *(
+            [f"  growth from {g['from_trajectories']} trajectories: wall x{g['wall']}, peak memory x{g['peak_memory']}"]
+            if (g := figures.get("growth"))
+            else []
+        ),
+        *(
+            [
+                f"  phases          {p['startup']} s starting, {p['batches']} s batches (in parallel), "
+                f"{p['cross_batch']} s cross-batch, {p['other']} s between and after runs"
+            ]
+            if (p := figures.get("phase_seconds"))
+            else []
+        ),
+        "  time per asset (summed over runs):",
+    ]
     lines += [f"    {k:<40} {v:>8.1f} s" for k, v in figures["per_asset_seconds"].items()]
     return "\n".join(lines)
 
 
 if __name__ == "__main__":  # the floor, measured in a fresh interpreter (floor_seconds)
-    sys.stdout.buffer.write(orjson.dumps(_measure_floor(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]))))
+    sys.stdout.buffer.write(
+        orjson.dumps(_measure_floor(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])))
+    )

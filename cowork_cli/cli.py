@@ -33,14 +33,20 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         manifest = generate(
-            Path(args.out), args.trajectories, args.batches, args.seed, rates,
+            Path(args.out),
+            args.trajectories,
+            args.batches,
+            args.seed,
+            rates,
             progress=lambda n: print(f"  {n}/{args.trajectories} trajectories", file=sys.stderr),
         )
     except (FileExistsError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     bad = sum(sum(b["quarantined"].values()) for b in manifest["batches"].values())
-    print(f"wrote {args.trajectories} trajectories (+{bad} malformed lines) in {args.batches} batches "
-          f"to {args.out} in {time.monotonic() - started:.1f}s; labels in {args.out}/labels.jsonl")
+    print(
+        f"wrote {args.trajectories} trajectories (+{bad} malformed lines) in {args.batches} batches "
+        f"to {args.out} in {time.monotonic() - started:.1f}s; labels in {args.out}/labels.jsonl"
+    )
     return 0
 
 
@@ -95,14 +101,14 @@ def _db(args: argparse.Namespace) -> Path:
 
 
 def _cmd_sql(args: argparse.Namespace) -> int:
-    from cowork_cli.summary import format_rows
     from cowork_assets.warehouse.duckdb_file import named_query, query_names, query_params, run_query
+    from cowork_cli.summary import format_rows
 
     if args.list:
         print("\n".join(query_names()))
         return 0
     if bool(args.statement) == bool(args.query):
-        raise UsageError('give either a SQL statement or --query NAME (see --list)')
+        raise UsageError("give either a SQL statement or --query NAME (see --list)")
     try:
         sql = named_query(args.query) if args.query else args.statement
     except KeyError as exc:
@@ -154,8 +160,10 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     if not rows:
-        raise UsageError(f"no trajectory or sample {args.id!r} (ids are case-sensitive; quarantined records have no "
-                         "id: see --query quarantine_reasons)")
+        raise UsageError(
+            f"no trajectory or sample {args.id!r} (ids are case-sensitive; quarantined records have no "
+            "id: see --query quarantine_reasons)"
+        )
     current = None
     for trajectory_id, _, stage, detail in rows:
         if trajectory_id != current:
@@ -190,12 +198,18 @@ def parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="materialize every asset for every batch through Dagster (headless)")
     r.add_argument("--raw-root", default=DEFAULT_RAW_ROOT, help=f"folder of batch folders [{DEFAULT_RAW_ROOT}]")
-    r.add_argument("--data-root", default=DEFAULT_DATA_ROOT,
-                   help=f"output folder or object-store URI (s3://bucket/prefix) [{DEFAULT_DATA_ROOT}]")
+    r.add_argument(
+        "--data-root",
+        default=DEFAULT_DATA_ROOT,
+        help=f"output folder or object-store URI (s3://bucket/prefix) [{DEFAULT_DATA_ROOT}]",
+    )
     r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a setting")
     r.add_argument("--batch", action="append", default=[], help="only this batch (repeatable)")
-    r.add_argument("--force", action="store_true",
-                   help="reprocess batches even if already done with the same files, settings and code")
+    r.add_argument(
+        "--force",
+        action="store_true",
+        help="reprocess batches even if already done with the same files, settings and code",
+    )
     r.add_argument("--dagster-home", help="Dagster instance folder [$DAGSTER_HOME or ./.dagster_home]")
     r.set_defaults(func=_cmd_run)
 
@@ -221,11 +235,17 @@ def parser() -> argparse.ArgumentParser:
     b.set_defaults(func=_cmd_bench)
 
     e = sub.add_parser("export", help="export the current published SFT dataset to another trainer's format")
-    e.add_argument("--format", required=True, choices=["openai", "llamafactory"],
-                   help="openai: fine-tuning JSONL (--out FILE); llamafactory: ShareGPT + dataset_info.json (--out DIR)")
+    e.add_argument(
+        "--format",
+        required=True,
+        choices=["openai", "llamafactory"],
+        help="openai: fine-tuning JSONL (--out FILE); llamafactory: ShareGPT + dataset_info.json (--out DIR)",
+    )
     e.add_argument("--out", required=True, help="output file (openai) or folder (llamafactory)")
     e.add_argument("--split", default="train", choices=["train", "validation", "all"], help="which split [train]")
-    e.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"where the datasets are published [{DEFAULT_DATA_ROOT}]")
+    e.add_argument(
+        "--data-root", default=DEFAULT_DATA_ROOT, help=f"where the datasets are published [{DEFAULT_DATA_ROOT}]"
+    )
     e.set_defaults(func=_cmd_export)
     return p
 

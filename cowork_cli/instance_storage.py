@@ -19,8 +19,12 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventL
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
 from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
-from dagster._core.storage.sqlite_storage import (DagsterSqliteStorage, _event_logs_directory, _runs_directory,
-                                                  _schedule_directory)
+from dagster._core.storage.sqlite_storage import (
+    DagsterSqliteStorage,
+    _event_logs_directory,
+    _runs_directory,
+    _schedule_directory,
+)
 from sqlalchemy import Engine, create_engine, event
 
 OPEN_RUN_SHARDS = 4  # event shards of recent runs kept open (a process writes one or two at a time)

@@ -17,13 +17,15 @@ from cowork_assets.procfs import stat_fields
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import exists, join, read_bytes, write_text_atomic
 
+
 def fingerprint(settings: CurateSettings, batch: str) -> str:
     from cowork_assets.datasets.card import code_version
 
     folder = settings.raw_path / batch
     files = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file())
-    payload = orjson.dumps({"files": files, "settings": settings.content(), "code": code_version()},
-                           option=orjson.OPT_SORT_KEYS)
+    payload = orjson.dumps(
+        {"files": files, "settings": settings.content(), "code": code_version()}, option=orjson.OPT_SORT_KEYS
+    )
     return hashlib.sha256(payload).hexdigest()
 
 

@@ -14,24 +14,26 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
 from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import active_children, get_context
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from multiprocessing import active_children, get_context
 from pathlib import Path
 
 import dagster as dg
 
 from cowork_assets.ingest.raw_files import discover_batches, not_batches
-from cowork_cli.locks import file_lock
 from cowork_assets.partitions import batches as batches_partitions
-from cowork_cli.resume import is_done, mark_done, sweep_stale_temporaries
 from cowork_assets.run_health import die_with_parent, in_flight, reap_dead_runs
 from cowork_assets.settings import CurateSettings
 from cowork_assets.tokens import TokenizerUnavailable, get_encoding
+from cowork_cli.locks import file_lock
+from cowork_cli.resume import is_done, mark_done, sweep_stale_temporaries
 
 INSTANCE_HEADER = "# Written by cowork-curate: a local SQLite-backed instance."
-INSTANCE_YAML = INSTANCE_HEADER + """
+INSTANCE_YAML = (
+    INSTANCE_HEADER
+    + """
 # cowork-curate rewrites this file when it differs from what it would write; delete the line above
 # to keep your own edits.
 {storage}
@@ -59,6 +61,7 @@ concurrency:
     granularity: run
     default_limit: 1
 """
+)
 
 
 # COWORK_INSTANCE_STORAGE picks the storage: `pooled` (default) is Dagster's SQLite storage with its database
@@ -66,7 +69,7 @@ concurrency:
 # test that fails when an upgrade changes them); `dagster` is Dagster's own SQLite storage.
 STORAGE_YAML = {
     "pooled": "storage:\n  custom:\n    module: cowork_cli.instance_storage\n    class: PooledSqliteStorage\n"
-              "    config:\n      base_dir: {home}",
+    "    config:\n      base_dir: {home}",
     "dagster": "storage:\n  sqlite:\n    base_dir: {home}",
 }
 
@@ -152,8 +155,12 @@ def materialize_all(
     if workers > 1:
         # Workers start first: they import the code and open the instance while this process does the same.
         with _environment(**worker_environment(workers)):
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
-                                       initializer=_start_worker, initargs=(instance.root_directory,))
+            pool = ProcessPoolExecutor(
+                max_workers=workers,
+                mp_context=get_context("spawn"),
+                initializer=_start_worker,
+                initargs=(instance.root_directory,),
+            )
             results = pool.map(_process_batch, [config] * len(todo), todo)
     else:
         pool, results = None, (_process_batch(config, b, instance) for b in todo)
@@ -177,12 +184,15 @@ def materialize_all(
         if pool:  # finished workers exit on their own; waiting for their teardown would only delay what follows
             pool.shutdown(wait=False, cancel_futures=True)
     # Batches run in parallel across processes; the cross-batch steps of two runs take turns.
-    with file_lock(settings.local_root / ".cross-batch.lock",
-                   waiting=lambda: echo("waiting for another run's cross-batch step to finish")):
+    with file_lock(
+        settings.local_root / ".cross-batch.lock",
+        waiting=lambda: echo("waiting for another run's cross-batch step to finish"),
+    ):
         _wait_for_runs_elsewhere(instance, echo)
         for job in CORPUS_JOBS:
             result = defs.resolve_job_def(job).execute_in_process(
-                run_config=config, instance=instance, raise_on_error=False)
+                run_config=config, instance=instance, raise_on_error=False
+            )
             echo(f"{job}: {'ok' if result.success else 'FAILED'}")
             if not result.success:
                 outcome.failed[job] = _first_error(result)
@@ -263,7 +273,8 @@ def _process_batch(config: dict, batch: str, instance: dg.DagsterInstance | None
 
     t0 = time.monotonic()
     result = defs.resolve_job_def(BATCH_JOB).execute_in_process(
-        run_config=config, instance=instance or _worker_instance, partition_key=batch, raise_on_error=False)
+        run_config=config, instance=instance or _worker_instance, partition_key=batch, raise_on_error=False
+    )
     checks = RunOutcome([])
     _collect_failed_checks(checks, result, batch)
     error = None if result.success else _first_error(result)
@@ -277,7 +288,11 @@ def _collect_failed_checks(outcome: RunOutcome, result, batch: str | None) -> No
             continue
         name = f"{e.asset_key.to_user_string()}:{e.check_name}{where} ({e.severity.value})"
         outcome.failed_checks.append(name)
-        lines = [f"{k}: {v.value}" for k, v in e.metadata.items() if isinstance(v.value, (int, float, str)) and "\n" not in str(v.value)]
+        lines = [
+            f"{k}: {v.value}"
+            for k, v in e.metadata.items()
+            if isinstance(v.value, (int, float, str)) and "\n" not in str(v.value)
+        ]
         lines += [str(v.value) for k, v in e.metadata.items() if k in ("examples", "failures")]
         outcome.check_details[name] = "\n".join(lines)
 
@@ -289,4 +304,3 @@ def _first_error(result) -> str:
             if error is not None:
                 return error.message.strip()
     return "run failed (see the Dagster UI for the event log)"
-

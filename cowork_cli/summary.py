@@ -8,9 +8,9 @@ from pathlib import Path
 
 import duckdb
 
-from cowork_cli.runner import RunOutcome
 from cowork_assets.settings import CurateSettings
 from cowork_assets.warehouse.duckdb_file import named_query, run_query
+from cowork_cli.runner import RunOutcome
 
 
 def format_rows(columns: Sequence[str], rows: Sequence[Sequence], limit: int = 200) -> str:
@@ -34,15 +34,25 @@ def print_summary(settings: CurateSettings, outcome: RunOutcome) -> None:
             + ") GROUP BY table_name ORDER BY table_name",
         )
         print("\nrows per table:\n" + format_rows(columns, rows))
-        columns, rows = run_query(db, "SELECT reason, count(*) AS n_records FROM quarantine GROUP BY reason ORDER BY 2 DESC, 1")
+        columns, rows = run_query(
+            db, "SELECT reason, count(*) AS n_records FROM quarantine GROUP BY reason ORDER BY 2 DESC, 1"
+        )
         total = sum(r[1] for r in rows)
         print(f"\nquarantined raw records: {total}" + (("\n" + format_rows(columns, rows)) if rows else ""))
         columns, rows = run_query(db, "SELECT raw_file, reason FROM skipped_inputs ORDER BY raw_file")
-        print(f"\nskipped inputs (no format reads them): {len(rows)}" + (("\n" + format_rows(columns, rows)) if rows else ""))
-        _, [(teachers, selected)] = run_query(db, (
-            "SELECT count(*) FILTER (WHERE teacher_role = 'teacher'), count(*) FILTER (WHERE teacher_role = 'teacher' "
-            "AND (batch, trajectory_id) NOT IN (SELECT (batch, trajectory_id) FROM exclusions WHERE dataset = 'sft')) "
-            "FROM trajectories"))
+        print(
+            f"\nskipped inputs (no format reads them): {len(rows)}"
+            + (("\n" + format_rows(columns, rows)) if rows else "")
+        )
+        _, [(teachers, selected)] = run_query(
+            db,
+            (
+                "SELECT count(*) FILTER (WHERE teacher_role = 'teacher'), "
+                "count(*) FILTER (WHERE teacher_role = 'teacher' AND (batch, trajectory_id) NOT IN "
+                "(SELECT (batch, trajectory_id) FROM exclusions WHERE dataset = 'sft')) "
+                "FROM trajectories"
+            ),
+        )
         print(f"\nselected for SFT: {selected} of {teachers} teacher runs (why not: --query exclusions_by_stage)")
         for dataset in ("sft_dataset", "rl_tasks", "rl_rollouts"):
             try:

@@ -32,8 +32,14 @@ PER_BATCH_ASSETS = {key.to_user_string() for a in PER_BATCH for key in a.keys}
 
 defs = dg.Definitions(
     assets=present([raw_batches, *PER_BATCH, *CROSS_BATCH, *WAREHOUSE], SETTINGS.refresh_cron, PER_BATCH_ASSETS),
-    asset_checks=[records_accounted_for, *schema_checks, *curation_checks, *validation_checks, *selection_checks,
-                  *dataset_checks],
+    asset_checks=[
+        records_accounted_for,
+        *schema_checks,
+        *curation_checks,
+        *validation_checks,
+        *selection_checks,
+        *dataset_checks,
+    ],
     jobs=[process_batch, refresh_corpus, refresh_warehouse],
     sensors=[new_batch_sensor, corpus_refresh_sensor, dead_run_sensor],
     schedules=[daily_refresh(SETTINGS.refresh_cron, ENV_PROBLEMS.get("COWORK_REFRESH_CRON"))],

@@ -5,11 +5,10 @@ of the published datasets against the refresh schedule, and links to the source.
 from __future__ import annotations
 
 import hashlib
+import warnings
 from datetime import timedelta
 from functools import cache
 from pathlib import Path
-
-import warnings
 
 import dagster as dg
 
@@ -20,9 +19,16 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cowork_assets"
 # Pipeline order; the UI sorts groups by name, so each gets its position as a prefix.
 GROUPS = ("raw", "staging", "evidence", "curation", "validation", "selection", "datasets", "warehouse")
 # The code behind each group: its stage folder, plus what the stage's logic is built on.
-STAGE_CODE = {"raw": ["ingest"], "staging": ["ingest"], "evidence": ["evidence", "checks"],
-              "curation": ["curation"], "validation": ["validation", "checks"], "selection": ["selection"],
-              "datasets": ["datasets", "checks"], "warehouse": ["warehouse"]}
+STAGE_CODE = {
+    "raw": ["ingest"],
+    "staging": ["ingest"],
+    "evidence": ["evidence", "checks"],
+    "curation": ["curation"],
+    "validation": ["validation", "checks"],
+    "selection": ["selection"],
+    "datasets": ["datasets", "checks"],
+    "warehouse": ["warehouse"],
+}
 PUBLISHED = (*published(), "dataset_card")
 OWNERS = ["team:cowork-curate"]
 
@@ -44,10 +50,21 @@ def code_version(group: str) -> str:
 def with_sources(schema: dg.TableSchema, lineage: dict[str, list[tuple[str, str]]]) -> dg.TableSchema:
     """Each column's description ending with the upstream columns it is derived from: column lineage that
     reads without Dagster+."""
-    return dg.TableSchema(columns=[
-        dg.TableColumn(c.name, c.type, description=c.description + (
-            " — derived from " + ", ".join(f"{a}.{col}" for a, col in lineage[c.name]) if c.name in lineage else ""))
-        for c in schema.columns])
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(
+                c.name,
+                c.type,
+                description=c.description
+                + (
+                    " — derived from " + ", ".join(f"{a}.{col}" for a, col in lineage[c.name])
+                    if c.name in lineage
+                    else ""
+                ),
+            )
+            for c in schema.columns
+        ]
+    )
 
 
 @cache
@@ -71,10 +88,17 @@ def present(assets: list, refresh_cron: str, per_batch: set[str]) -> list:
         if schema is not None and name in COLUMN_LINEAGE:
             s = s.merge_attributes(metadata={"dagster/column_schema": with_sources(schema, COLUMN_LINEAGE[name])})
         s = s.replace_attributes(
-            group_name=ordered(group), code_version=code_version(group),
-            freshness_policy=freshness(refresh_cron) if name in PUBLISHED else None)
-        return s.merge_attributes(owners=OWNERS, tags={"stage": group, "scope": (
-            "per-batch" if name in per_batch else "source" if group == "raw" else "cross-batch")})
+            group_name=ordered(group),
+            code_version=code_version(group),
+            freshness_policy=freshness(refresh_cron) if name in PUBLISHED else None,
+        )
+        return s.merge_attributes(
+            owners=OWNERS,
+            tags={
+                "stage": group,
+                "scope": ("per-batch" if name in per_batch else "source" if group == "raw" else "cross-batch"),
+            },
+        )
 
     with warnings.catch_warnings():  # source links are a beta feature; say so once in the docs, not per asset
         warnings.simplefilter("ignore", dg.BetaWarning)

@@ -24,7 +24,8 @@ def _latest(instance: dg.DagsterInstance, job: str, statuses=None) -> dg.RunReco
 
 
 @dg.sensor(
-    job=process_batch, minimum_interval_seconds=INTERVAL,
+    job=process_batch,
+    minimum_interval_seconds=INTERVAL,
     description="Registers each new batch folder under raw_root as a partition and requests its process_batch run "
     "(not while a cross-batch run is reading every batch's tables).",
 )
@@ -46,7 +47,8 @@ def new_batch_sensor(context: dg.SensorEvaluationContext, settings: CurateSettin
 
 
 @dg.sensor(
-    jobs=[refresh_corpus, refresh_warehouse], minimum_interval_seconds=INTERVAL,
+    jobs=[refresh_corpus, refresh_warehouse],
+    minimum_interval_seconds=INTERVAL,
     description="Once every batch run in flight has finished, refreshes everything across batches (findings, dedup, "
     "exclusions, the gated datasets) when a batch run succeeded since the last refresh, then the DuckDB file: a "
     "dataset version is never built from a half-processed batch.",
@@ -68,10 +70,10 @@ def corpus_refresh_sensor(context: dg.SensorEvaluationContext):
 
 
 @dg.sensor(
-    minimum_interval_seconds=INTERVAL, default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=INTERVAL,
+    default_status=dg.DefaultSensorStatus.RUNNING,
     description="Marks failed any run whose process is gone (killed, crashed), so it frees its place in the run queue.",
 )
 def dead_run_sensor(context: dg.SensorEvaluationContext):
     reaped = reap_dead_runs(context.instance)
-    return dg.SkipReason(f"marked {len(reaped)} dead run(s) failed: {', '.join(reaped)}" if reaped
-                         else "no dead runs")
+    return dg.SkipReason(f"marked {len(reaped)} dead run(s) failed: {', '.join(reaped)}" if reaped else "no dead runs")

@@ -37,8 +37,8 @@ def labels(default_raw) -> list[dict]:
 @pytest.fixture(scope="session")
 def pipeline(default_raw, tmp_path_factory):
     """The `make run` path: every asset for every batch through Dagster, on a temporary instance."""
-    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
+    from cowork_cli.runner import ensure_instance, materialize_all
 
     base = tmp_path_factory.mktemp("pipeline")
     settings = CurateSettings(raw_root=str(default_raw), data_root=str(base / "curated"))

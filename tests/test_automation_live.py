@@ -52,8 +52,8 @@ def _sample_ids_by_batch(folder: Path) -> dict[str, set[str]]:
 
 def _cli_run(raw: Path, batches: set[str], work: Path) -> dict[str, set[str]]:
     """The SFT samples per batch of `cowork-curate run` over exactly these batch folders."""
-    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
+    from cowork_cli.runner import ensure_instance, materialize_all
 
     for batch in batches:
         shutil.copytree(raw / batch, work / "raw" / batch)
@@ -63,10 +63,11 @@ def _cli_run(raw: Path, batches: set[str], work: Path) -> dict[str, set[str]]:
 
 
 def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at_a_time(tmp_path):
-    from cowork_cli.runner import ensure_instance, materialize_all
+    import dagster as dg
+
     from cowork_assets.run_health import WAITING
     from cowork_assets.settings import CurateSettings
-    import dagster as dg
+    from cowork_cli.runner import ensure_instance, materialize_all
 
     raw = tmp_path / "raw"
     generate(raw, trajectories=40, batches=1, seed=11)
@@ -77,15 +78,35 @@ def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at
     first = pub.current(settings.root, "sft_dataset")
 
     port, log = _free_port(), tmp_path / "dagster-dev.log"
-    env = {**os.environ, "DAGSTER_HOME": str(home), "COWORK_RAW_ROOT": str(raw), "COWORK_DATA_ROOT": settings.root,
-           "COWORK_SENSOR_INTERVAL": "3"}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "COWORK_RAW_ROOT": str(raw),
+        "COWORK_DATA_ROOT": settings.root,
+        "COWORK_SENSOR_INTERVAL": "3",
+    }
     with open(log, "w") as out:
-        server = subprocess.Popen([str(ROOT / ".venv" / "bin" / "dagster"), "dev", "-w", "workspace.yaml", "-h",
-                                   "127.0.0.1", "-p", str(port)], cwd=ROOT, env=env, stdout=out,
-                                  stderr=subprocess.STDOUT, start_new_session=True)
+        server = subprocess.Popen(
+            [
+                str(ROOT / ".venv" / "bin" / "dagster"),
+                "dev",
+                "-w",
+                "workspace.yaml",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     base = f"http://127.0.0.1:{port}"
     dropped = ["2026-12-01-teacher-b", "2026-12-01-teacher-c"]
     try:
+
         def repository():
             try:
                 nodes = _graphql(base, SENSORS)["repositoriesOrError"]["nodes"]
@@ -97,8 +118,11 @@ def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at
         sensors = {s["name"]: s["sensorState"]["status"] for s in repo["sensors"]}
         assert sensors["dead_run_sensor"] == "RUNNING"  # on by default
         for name in ("new_batch_sensor", "corpus_refresh_sensor"):  # what the toggles in Automation do
-            selector = {"repositoryLocationName": repo["location"]["name"], "repositoryName": repo["name"],
-                        "sensorName": name}
+            selector = {
+                "repositoryLocationName": repo["location"]["name"],
+                "repositoryName": repo["name"],
+                "sensorName": name,
+            }
             started = _graphql(base, START, {"s": selector})["startSensor"]
             assert started["__typename"] == "Sensor" and started["sensorState"]["status"] == "RUNNING", started
 
@@ -121,8 +145,11 @@ def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at
                 return None
             if warehouse.create_timestamp.timestamp() < (corpus.end_time or float("inf")):
                 return None
-            return current if set(_sample_ids_by_batch(Path(pub.current_path(settings.root, "sft_dataset")))) >= set(
-                dropped) else None
+            return (
+                current
+                if set(_sample_ids_by_batch(Path(pub.current_path(settings.root, "sft_dataset")))) >= set(dropped)
+                else None
+            )
 
         last = _wait("a version with both new batches and nothing in flight", settled, 400, server, log)
         time.sleep(8)  # a few more sensor ticks: nothing more may be started
@@ -130,12 +157,21 @@ def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at
     finally:
         os.killpg(server.pid, signal.SIGKILL)  # dagster dev ignores SIGTERM from a non-interactive shell
 
-    corpus_runs = sorted((r for job in ("refresh_corpus", "refresh_warehouse")
-                          for r in instance.get_run_records(dg.RunsFilter(job_name=job))), key=lambda r: r.start_time)
+    corpus_runs = sorted(
+        (
+            r
+            for job in ("refresh_corpus", "refresh_warehouse")
+            for r in instance.get_run_records(dg.RunsFilter(job_name=job))
+        ),
+        key=lambda r: r.start_time,
+    )
     for earlier, later in zip(corpus_runs, corpus_runs[1:]):
         assert later.start_time >= earlier.end_time, "two cross-batch runs overlapped"
-    versions = sorted(p for p in (Path(settings.root) / "published" / "sft_dataset").iterdir()
-                      if p.is_dir() and p.name.startswith("v"))
+    versions = sorted(
+        p
+        for p in (Path(settings.root) / "published" / "sft_dataset").iterdir()
+        if p.is_dir() and p.name.startswith("v")
+    )
     assert len(versions) >= 2 and versions[-1].name == last
     for i, version in enumerate(versions):  # each version holds whole batches: what a CLI run over them gives
         published = _sample_ids_by_batch(version)

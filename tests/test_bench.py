@@ -41,13 +41,19 @@ def test_the_floor_is_measured_in_a_fresh_interpreter(tmp_path, monkeypatch):
     monkeypatch.setattr("cowork_cli.bench._measure_floor", lambda *a: pytest.fail("measured in the bench's process"))
     floor = floor_seconds(tmp_path / "raw-60", tmp_path / "data-60", "o200k_base", 2)
     assert floor["sft_messages"] > 0 and len(floor["tokenize_runs"]) == FLOOR_REPEATS
-    with pytest.raises(RuntimeError, match=r"measuring the floor failed \(exit 1\): polars.exceptions.ComputeError: .*nowhere"):
+    with pytest.raises(
+        RuntimeError, match=r"measuring the floor failed \(exit 1\): polars.exceptions.ComputeError: .*nowhere"
+    ):
         floor_seconds(tmp_path / "raw-60", tmp_path / "nowhere", "o200k_base", 2)
 
 
 def test_the_peak_is_reported_by_role_largest_first():
-    processes = [{"process": "main process", "mb": 450}, {"process": "batch worker", "mb": 900},
-                 {"process": "batch worker", "mb": 880}, {"process": "log capture", "mb": 9}]
+    processes = [
+        {"process": "main process", "mb": 450},
+        {"process": "batch worker", "mb": 900},
+        {"process": "batch worker", "mb": 880},
+        {"process": "log capture", "mb": 9},
+    ]
     assert _by_role(processes) == "1780 MB 2 x batch worker, 450 MB main process, 9 MB log capture"
 
 

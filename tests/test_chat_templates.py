@@ -46,8 +46,9 @@ def test_qwen_style_rendering_keeps_arguments_as_objects(samples):
     assert calls_seen > 100
     # What the helper prevents: the stored JSON strings through `tojson` come out encoded twice.
     _, messages, tools = next(r for r in rows if any(m["tool_calls"] for m in r[1]))
-    raw = render("qwen2.5.jinja", [{k: v for k, v in m.items() if v is not None} for m in messages],
-                 orjson.loads(tools))
+    raw = render(
+        "qwen2.5.jinja", [{k: v for k, v in m.items() if v is not None} for m in messages], orjson.loads(tools)
+    )
     first = _blocks(raw.split("<|im_end|>", 1)[1], "<tool_call>\n", "\n</tool_call>")[0]
     assert isinstance(json.loads(first)["arguments"], str)
 

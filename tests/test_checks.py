@@ -14,8 +14,20 @@ CHECK_MODULES = Path(checks.__file__).parent
 
 def test_every_type_module_is_registered_by_its_file():
     declared = sorted(p.stem for p in CHECK_MODULES.glob("*.py") if not p.stem.startswith("_"))
-    assert sorted(types()) == declared == ["db_match", "distinct_items", "env_assertion", "keywords_present",
-                                           "nl_assertion", "state_equals", "tool_called", "tool_not_called"]
+    assert (
+        sorted(types())
+        == declared
+        == [
+            "db_match",
+            "distinct_items",
+            "env_assertion",
+            "keywords_present",
+            "nl_assertion",
+            "state_equals",
+            "tool_called",
+            "tool_not_called",
+        ]
+    )
 
 
 CHECKS = [
@@ -42,20 +54,38 @@ def test_evidence_values_per_type():
     got = {c["id"]: list(evidence_values(c, frozenset({"sms"}))) for c in CHECKS}
     assert got == {
         "sent": [("derived", "c_4201")],  # booleans and enum choices are not records
-        "twice": [], "never": [],
+        "twice": [],
+        "never": [],
         "kw": [("explicit", "REF-77"), ("derived", "Q3-Final"), ("derived", "1,200")],
-        "items": [], "state": [("derived", "Plan 2027 budget")],
-        "env": [], "db": [], "nl": [],  # state and judge checks: no text evidence
+        "items": [],
+        "state": [("derived", "Plan 2027 budget")],
+        "env": [],
+        "db": [],
+        "nl": [],  # state and judge checks: no text evidence
         "odd": [("explicit", "ORD-9000")],  # an unknown type keeps its explicit evidence
     }
     assert type_of(CHECKS[4]).created(CHECKS[4]) == ("todo", "title")
 
 
 def test_replay_finds_the_first_satisfying_turn_and_leaves_undecidable_checks_open():
-    assert first_turns(CHECKS, TURNS) == {"sent": 1, "twice": 3, "never": 1, "kw": 4, "items": 3, "state": None,
-                                          "env": None, "db": None, "nl": None, "odd": None}
-    assert [c for c in types() if not types()[c].decidable] == ["db_match", "env_assertion", "nl_assertion",
-                                                              "state_equals"]
+    assert first_turns(CHECKS, TURNS) == {
+        "sent": 1,
+        "twice": 3,
+        "never": 1,
+        "kw": 4,
+        "items": 3,
+        "state": None,
+        "env": None,
+        "db": None,
+        "nl": None,
+        "odd": None,
+    }
+    assert [c for c in types() if not types()[c].decidable] == [
+        "db_match",
+        "env_assertion",
+        "nl_assertion",
+        "state_equals",
+    ]
 
 
 def test_distinct_items_has_one_rule_everywhere():
@@ -65,7 +95,9 @@ def test_distinct_items_has_one_rule_everywhere():
     assert first_turns([broken], TURNS) == {"items": None}  # never met, not met at once
     _, specs, _ = package_items(orjson.dumps([broken]).decode(), "[]")
     assert specs == []
-    findings = package_findings("t", "h" * 16, "add two todos", '[{"name": "todo"}]', orjson.dumps([broken]).decode(), "{}")
+    findings = package_findings(
+        "t", "h" * 16, "add two todos", '[{"name": "todo"}]', orjson.dumps([broken]).decode(), "{}"
+    )
     assert [(f["kind"], f["check_id"]) for f in findings] == [("invalid_check", "items")]
 
 

@@ -24,30 +24,66 @@ def _imports(package: str) -> dict[str, set[str]]:
 
 
 def test_the_library_imports_neither_the_command_line_nor_the_orchestration_layer():
-    offenders = {m: sorted(n for n in names if n.split(".")[0] in ("cowork_cli", "dagster_project"))
-                 for m, names in _imports("cowork_assets").items()}
+    offenders = {
+        m: sorted(n for n in names if n.split(".")[0] in ("cowork_cli", "dagster_project"))
+        for m, names in _imports("cowork_assets").items()
+    }
     assert {m: n for m, n in offenders.items() if n} == {}
 
 
 def test_no_private_dagster_import_outside_the_storage_switch():
-    private = {m: sorted(n for n in names if n.startswith("dagster._"))
-               for package in ("cowork_assets", "cowork_cli", "dagster_project") for m, names in _imports(package).items()}
-    assert {m: n for m, n in private.items() if n} == {"cowork_cli/instance_storage.py": [
-        "dagster._core.storage.event_log.sqlite.sqlite_event_log", "dagster._core.storage.runs.sqlite.sqlite_run_storage",
-        "dagster._core.storage.schedules.sqlite.sqlite_schedule_storage", "dagster._core.storage.sqlite",
-        "dagster._core.storage.sqlite_storage"]}
+    private = {
+        m: sorted(n for n in names if n.startswith("dagster._"))
+        for package in ("cowork_assets", "cowork_cli", "dagster_project")
+        for m, names in _imports(package).items()
+    }
+    assert {m: n for m, n in private.items() if n} == {
+        "cowork_cli/instance_storage.py": [
+            "dagster._core.storage.event_log.sqlite.sqlite_event_log",
+            "dagster._core.storage.runs.sqlite.sqlite_run_storage",
+            "dagster._core.storage.schedules.sqlite.sqlite_schedule_storage",
+            "dagster._core.storage.sqlite",
+            "dagster._core.storage.sqlite_storage",
+        ]
+    }
 
 
 def test_importing_the_library_changes_nothing_in_the_process():
     """No collector thresholds and no allocator setting of its own (polars writes its default on import)."""
     from cowork_assets.tuning import JEMALLOC_CONF
 
-    modules = sorted(str(p.relative_to(ROOT).with_suffix("")).replace("/", ".").removesuffix(".__init__")
-                     for p in (ROOT / "cowork_assets").rglob("*.py") if p.stem != "__main__")
-    code = ("import gc, os, importlib\nbefore = gc.get_threshold()\n"
-            f"for m in {modules!r}: importlib.import_module(m)\n"
-            "print(before == gc.get_threshold(), os.environ.get('_RJEM_MALLOC_CONF'))")
+    modules = sorted(
+        str(p.relative_to(ROOT).with_suffix("")).replace("/", ".").removesuffix(".__init__")
+        for p in (ROOT / "cowork_assets").rglob("*.py")
+        if p.stem != "__main__"
+    )
+    code = (
+        "import gc, os, importlib\nbefore = gc.get_threshold()\n"
+        f"for m in {modules!r}: importlib.import_module(m)\n"
+        "print(before == gc.get_threshold(), os.environ.get('_RJEM_MALLOC_CONF'))"
+    )
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     unchanged, allocator = out.stdout.split()
     assert unchanged == "True" and JEMALLOC_CONF not in allocator and len(modules) > 90
+
+
+def test_the_readme_layout_names_every_module():
+    layout = (ROOT / "README.md").read_text().split("## Layout", 1)[1]
+    missing = [
+        str(p.relative_to(ROOT))
+        for package in ("cowork_assets", "cowork_cli", "dagster_project")
+        for p in (ROOT / package).rglob("*.py")
+        if p.stem != "__init__"
+        and p.stem != "_base"
+        and p.stem != "_common"
+        and p.name not in layout
+        and p.stem not in layout
+    ]
+    assert missing == []
+
+
+def test_the_recount_of_raw_records_shares_no_code_with_ingest():
+    """records_accounted_for compares ingest with ingest/recount.py: only the standard library there."""
+    imported = _imports("cowork_assets")["cowork_assets/ingest/recount.py"]
+    assert imported == {"__future__", "json", "zlib", "collections.abc", "pathlib"}

@@ -18,17 +18,40 @@ def test_two_runs_on_different_batches_at_once_corrupt_nothing(tmp_path):
     generate(raw, 200, 2, 5)
     batches = sorted(p.name for p in raw.iterdir() if p.is_dir())
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
-    runs = [subprocess.Popen([sys.executable, "-m", "cowork_cli.cli", "run", "--raw-root", str(raw),
-                              "--data-root", str(tmp_path / "data"), "--batch", b], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for b in batches]
+    runs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "cowork_cli.cli",
+                "run",
+                "--raw-root",
+                str(raw),
+                "--data-root",
+                str(tmp_path / "data"),
+                "--batch",
+                b,
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for b in batches
+    ]
     outputs = [r.communicate(timeout=600)[0] for r in runs]
     assert [r.returncode for r in runs] == [0, 0], outputs
     for b in batches:
         for table in ("trajectories", "messages", "curated_messages", "evidence_audit"):
             pq.read_table(partition_file(tmp_path / "data", table, b))  # whole, readable files
     # A later run over both batches skips them (both were recorded as done) and publishes from both.
-    final = subprocess.run([sys.executable, "-m", "cowork_cli.cli", "run", "--raw-root", str(raw),
-                            "--data-root", str(tmp_path / "data")], env=env, capture_output=True, text=True, timeout=600)
+    final = subprocess.run(
+        [sys.executable, "-m", "cowork_cli.cli", "run", "--raw-root", str(raw), "--data-root", str(tmp_path / "data")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert final.returncode == 0 and final.stdout.count("up to date") == 2, final.stdout
     sft = pl.read_parquet(tmp_path / "data" / "published" / "sft_dataset" / "current" / "*.parquet")
     assert set(sft["batch"]) == set(batches)
@@ -67,7 +90,9 @@ def _allocator_setting(env: dict[str, str]) -> str:
     """Polars' allocator setting in a fresh process that loads the pipeline (and in the workers it starts,
     which inherit its environment)."""
     code = "import dagster_project.definitions, polars, os; print(os.environ['_RJEM_MALLOC_CONF'])"
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def test_polars_allocator_keeps_freed_pages_unless_the_user_says_otherwise():

@@ -9,18 +9,33 @@ import time
 import polars as pl
 import pyarrow.parquet as pq
 
-from cowork_cli.resume import sweep_stale_temporaries
 from cowork_assets.synthetic.generate import generate
+from cowork_cli.resume import sweep_stale_temporaries
 
-TABLES = ["trajectories", "messages", "tool_calls", "quarantine", "evidence", "curated_messages", "sample_stats",
-          "evidence_audit", "structure_findings", "dedup_signatures"]
+TABLES = [
+    "trajectories",
+    "messages",
+    "tool_calls",
+    "quarantine",
+    "evidence",
+    "curated_messages",
+    "sample_stats",
+    "evidence_audit",
+    "structure_findings",
+    "dedup_signatures",
+]
 
 
 def _run(raw, data, home, *extra):
     env = {**os.environ, "DAGSTER_HOME": str(home)}
-    return subprocess.Popen([sys.executable, "-m", "cowork_cli.cli", "run", "--raw-root", str(raw),
-                             "--data-root", str(data), *extra], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, env=env, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "cowork_cli.cli", "run", "--raw-root", str(raw), "--data-root", str(data), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
 
 
 def _tables(data):

@@ -3,7 +3,6 @@
 import json
 import subprocess
 import sys
-
 from pathlib import Path
 
 import polars as pl
@@ -11,10 +10,10 @@ import pytest
 
 from cowork_assets.curation import strategies
 from cowork_assets.curation.curate import curate_chunk
-from cowork_assets.settings import CurationSettings
 from cowork_assets.curation.spans import MARKER_RE, evidence_spans, merge, render, total
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.evidence.values import normalise
+from cowork_assets.settings import CurationSettings
 from cowork_assets.storage import table_glob
 from cowork_assets.tokens import count_tokens
 from tests.helpers import call, flatten, result, trajectory
@@ -32,14 +31,17 @@ def test_marker_format_says_how_much_was_cut():
     assert [int(n) for n in MARKER_RE.findall(render("x" * 50, [(10, 20)]))] == [10, 30]
 
 
-@pytest.mark.parametrize("length, allowance, cores, context, spans, overflow", [
-    (3000, 1000, [(2500, 2510)], 60, [(0, 870), (2440, 2570)], 0),  # window first, the head gets the rest
-    (3000, 1000, [(100, 110)], 60, [(0, 1000)], 0),  # evidence inside the head: plain head
-    (3000, 1000, [(950, 1100)], 60, [(0, 730), (890, 1160)], 0),  # evidence straddling the cut
-    (3000, 20, [(100, 110), (2000, 2015)], 60, [(100, 110), (2000, 2015)], 5),  # evidence alone exceeds: overflow
-    (3000, 40, [(100, 110), (2000, 2010)], 60, [(95, 115), (1995, 2015)], 0),  # context shrinks to fit
-    (500, 1000, [(400, 410)], 60, [(0, 500)], 0),  # shorter than the allowance: all of it
-])
+@pytest.mark.parametrize(
+    "length, allowance, cores, context, spans, overflow",
+    [
+        (3000, 1000, [(2500, 2510)], 60, [(0, 870), (2440, 2570)], 0),  # window first, the head gets the rest
+        (3000, 1000, [(100, 110)], 60, [(0, 1000)], 0),  # evidence inside the head: plain head
+        (3000, 1000, [(950, 1100)], 60, [(0, 730), (890, 1160)], 0),  # evidence straddling the cut
+        (3000, 20, [(100, 110), (2000, 2015)], 60, [(100, 110), (2000, 2015)], 5),  # evidence alone exceeds: overflow
+        (3000, 40, [(100, 110), (2000, 2010)], 60, [(95, 115), (1995, 2015)], 0),  # context shrinks to fit
+        (500, 1000, [(400, 410)], 60, [(0, 500)], 0),  # shorter than the allowance: all of it
+    ],
+)
 def test_evidence_spans(length, allowance, cores, context, spans, overflow):
     got, over = evidence_spans(length, allowance, cores, context)
     assert (got, over) == (spans, overflow)
@@ -57,8 +59,12 @@ def _sample(tid="t1", n_obs=1, obs_len=3000, target_at=2500):
     messages = [{"role": "user", "content": "Find the record and send it."}]
     for i in range(n_obs):
         body = "x" * (target_at - 1) + f" id_{i:05d}77 " + "y" * (obs_len - target_at - 11)  # id at target_at
-        messages += [call("lookup", {"q": "x"}, f"c{i}a"), result(body, f"c{i}a"),
-                     call("send", {"record": f"id_{i:05d}77"}, f"c{i}b"), result("ok", f"c{i}b")]
+        messages += [
+            call("lookup", {"q": "x"}, f"c{i}a"),
+            result(body, f"c{i}a"),
+            call("send", {"record": f"id_{i:05d}77"}, f"c{i}b"),
+            result("ok", f"c{i}b"),
+        ]
     messages.append({"role": "assistant", "content": "Sent."})
     return trajectory(messages, tid=tid)
 
@@ -70,7 +76,8 @@ def test_head_keeps_the_first_n_characters_and_loses_evidence_beyond():
     assert (obs["original_chars"], obs["kept_chars"], obs["kept_spans"]) == (3000, 1000, [{"start": 0, "end": 1000}])
     audit = out["evidence_audit"]
     assert audit.select("value", "lost_under", "lost_to_truncation").rows() == [
-        ("id_0000077", ["head"], True)]  # at offset 2,500 of 3,000: the last 500 (middle) and 1,000 (tail) keep it
+        ("id_0000077", ["head"], True)
+    ]  # at offset 2,500 of 3,000: the last 500 (middle) and 1,000 (tail) keep it
 
 
 def test_evidence_aware_keeps_a_window_around_the_evidence_within_the_allowance():
@@ -82,7 +89,12 @@ def test_evidence_aware_keeps_a_window_around_the_evidence_within_the_allowance(
     stats = out["sample_stats"].row(0, named=True)
     under = {c["strategy"]: c["chars"] for c in stats["chars_under"]}
     assert set(under) == {"evidence_aware", "head", "middle", "tail"} and stats["verdict"] == "kept"
-    assert under["head"] == under["tail"] == under["middle"] == stats["chars_before"] - 2000 + len("[...2000 chars cut...]")
+    assert (
+        under["head"]
+        == under["tail"]
+        == under["middle"]
+        == stats["chars_before"] - 2000 + len("[...2000 chars cut...]")
+    )
 
 
 def test_drop_policy_drops_and_loses_every_item():
@@ -121,8 +133,10 @@ def test_token_budget_counts_the_curated_text_and_applies_too():
     assert out["sample_stats"]["verdict"].to_list() == ["kept"]
     curated = out["curated_messages"]
     calls = curated["tool_calls"].to_list()
-    texts = [(c or "") + "\n" + "\n".join(f"{x['name']} {x['arguments']}" for x in k)
-             for c, k in zip(curated["content"].to_list(), calls)]
+    texts = [
+        (c or "") + "\n" + "\n".join(f"{x['name']} {x['arguments']}" for x in k)
+        for c, k in zip(curated["content"].to_list(), calls)
+    ]
     assert out["sample_stats"]["tokens_after"].to_list() == [sum(count_tokens(texts, "o200k_base"))]
     dropped = _curate(sample, token_budget=50, budget_policy="drop")["sample_stats"].row(0, named=True)
     assert dropped["verdict"] == "dropped" and dropped["reason"].endswith(f"{dropped['tokens_after']} tokens")
@@ -135,17 +149,24 @@ def test_token_budget_counts_the_curated_text_and_applies_too():
 
 # The synthetic ground truth, through the whole pipeline (default settings: evidence_aware, trim).
 
+
 def _labels(raw, allowance=1000):
     needed = [json.loads(l) for l in (raw / "needed_values.jsonl").read_text().splitlines()]
-    return {(n["trajectory_id"], normalise(n["value"])) for n in needed
-            if n["role"] == "tool" and n["offset"] + n["length"] > allowance}
+    return {
+        (n["trajectory_id"], normalise(n["value"]))
+        for n in needed
+        if n["role"] == "tool" and n["offset"] + n["length"] > allowance
+    }
 
 
 def test_every_value_beyond_the_allowance_is_lost_under_head_kept_under_evidence_aware(pipeline, default_raw):
     settings, _, _ = pipeline
     audit = pl.read_parquet(table_glob(settings.root, "evidence_audit"))
-    lost_head = set(audit.filter(pl.col("lost_under").list.contains("head")).select("trajectory_id", pl.col("value").map_elements(
-        normalise, return_dtype=pl.String)).iter_rows())
+    lost_head = set(
+        audit.filter(pl.col("lost_under").list.contains("head"))
+        .select("trajectory_id", pl.col("value").map_elements(normalise, return_dtype=pl.String))
+        .iter_rows()
+    )
     assert lost_head == _labels(default_raw) and len(lost_head) > 300  # nothing unlabelled is reported lost
     assert not audit["lost_under"].list.contains("evidence_aware").any() and not audit["lost_to_truncation"].any()
     assert not audit["lost_to_budget"].any()  # trim keeps evidence
@@ -161,12 +182,13 @@ def test_over_budget_samples_are_trimmed_by_default(pipeline, labels):
 
 
 def test_head_and_drop_fail_the_checks_with_named_values(default_raw, tmp_path, labels):
-    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
+    from cowork_cli.runner import ensure_instance, materialize_all
 
     batch = next(l["batch"] for l in labels if l["kind"] == "over_budget")
-    settings = CurateSettings(raw_root=str(default_raw), data_root=str(tmp_path / "d"), truncation_strategy="head",
-                              budget_policy="drop")
+    settings = CurateSettings(
+        raw_root=str(default_raw), data_root=str(tmp_path / "d"), truncation_strategy="head", budget_policy="drop"
+    )
     outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), only=[batch], echo=lambda _: None)
     assert outcome.failed == {}
     assert f"evidence_audit:evidence_lost_to_truncation [{batch}] (ERROR)" in outcome.failed_checks
@@ -200,7 +222,7 @@ evidence, _ = build_evidence("b", f["trajectories"], f["task_packages"], f["tool
 swept = sweep(f["trajectories"], f["messages"], evidence, 60, (1000,)).with_columns(batch=pl.lit("b"))
 TruncationSweep.validate(swept)
 print(json.dumps({
-    "same_text": out["tail"]["curated_messages"]["content"].to_list() == out["zz_last_chars"]["curated_messages"]["content"].to_list(),
+    "same_text": out["tail"]["curated_messages"]["content"].equals(out["zz_last_chars"]["curated_messages"]["content"]),
     "lost_under": out["tail"]["evidence_audit"]["lost_under"].to_list(),
     "chars": {c["strategy"]: c["chars"] for c in out["tail"]["sample_stats"]["chars_under"][0]},
     "swept": {r["strategy"]: [r["lost_items"], r["kept_chars"]] for r in swept.to_dicts()}}))

@@ -6,8 +6,8 @@ import math
 import polars as pl
 import pytest
 
-from cowork_assets.datasets import publish as pub
 from cowork_assets.checks import first_turns
+from cowork_assets.datasets import publish as pub
 from cowork_assets.datasets.rl import group_rewards, tools_kwargs
 from cowork_assets.rewards import turns_by_trajectory as assistant_turns
 from cowork_assets.storage import partition_file, table_glob
@@ -25,10 +25,19 @@ def test_sft_rows_round_trip_to_the_curated_messages_of_their_source(pipeline):
     assert sft.height > 100
     for row in sft.iter_rows(named=True):
         source = curated.filter(pl.col("trajectory_id") == row["trajectory_id"]).sort("message_index")
-        expected = [{"role": m["role"], "content": m["content"], "tool_call_id": m["tool_call_id"], "name": m["name"],
-                     "tool_calls": [{"id": c["id"], "type": c["type"],
-                                     "function": {"name": c["name"], "arguments": c["arguments"]}}
-                                    for c in m["tool_calls"]]} for m in source.iter_rows(named=True)]
+        expected = [
+            {
+                "role": m["role"],
+                "content": m["content"],
+                "tool_call_id": m["tool_call_id"],
+                "name": m["name"],
+                "tool_calls": [
+                    {"id": c["id"], "type": c["type"], "function": {"name": c["name"], "arguments": c["arguments"]}}
+                    for c in m["tool_calls"]
+                ],
+            }
+            for m in source.iter_rows(named=True)
+        ]
         assert row["messages"] == expected  # every message, tool-call arguments included
         assert row["raw_file"] and row["raw_record"] >= 1 and row["sample_id"] == row["trajectory_id"]
 
@@ -39,15 +48,19 @@ def test_sft_tokens_count_exactly_the_published_text(pipeline):
     settings, _, _ = pipeline
     enc = get_encoding("o200k_base")
     for row in _published(settings, "sft_dataset").head(40).iter_rows(named=True):
-        texts = [(m["content"] or "") + "\n" + "\n".join(f"{c['function']['name']} {c['function']['arguments']}"
-                                                        for c in m["tool_calls"]) for m in row["messages"]]
+        texts = [
+            (m["content"] or "")
+            + "\n"
+            + "\n".join(f"{c['function']['name']} {c['function']['arguments']}" for c in m["tool_calls"])
+            for m in row["messages"]
+        ]
         assert row["tokens"] == sum(len(enc.encode_ordinary(t)) for t in texts)
         assert row["chars"] >= sum(len(m["content"] or "") for m in row["messages"])
 
 
 def test_the_benchmark_floor_tokenizes_exactly_the_text_the_pipeline_counts(pipeline):
-    from cowork_cli.bench import published_sft_texts
     from cowork_assets.tokens import count_tokens
+    from cowork_cli.bench import published_sft_texts
 
     settings, _, _ = pipeline
     sft = _published(settings, "sft_dataset")
@@ -83,19 +96,27 @@ def test_rl_tasks_have_exactly_the_documented_keys_and_types(pipeline, labels):
         "prompt": pl.List(pl.Struct({"role": pl.String, "content": pl.String})),
         "ability": pl.String,
         "reward_model": pl.Struct({"style": pl.String, "ground_truth": pl.String}),
-        "extra_info": pl.Struct({"split": pl.String, "index": pl.Int64, "task_id": pl.String,
-                                 "need_tools_kwargs": pl.Boolean, "tools_kwargs": pl.String,
-                                 "interaction_kwargs": pl.Struct({"name": pl.String, "task_id": pl.String,
-                                                                  "query": pl.String}),
-                                 "teacher_pass_rate": pl.Float64, "difficulty": pl.Float64}),
+        "extra_info": pl.Struct(
+            {
+                "split": pl.String,
+                "index": pl.Int64,
+                "task_id": pl.String,
+                "need_tools_kwargs": pl.Boolean,
+                "tools_kwargs": pl.String,
+                "interaction_kwargs": pl.Struct({"name": pl.String, "task_id": pl.String, "query": pl.String}),
+                "teacher_pass_rate": pl.Float64,
+                "difficulty": pl.Float64,
+            }
+        ),
     }
     row = rl.row(0, named=True)
     assert [m["role"] for m in row["prompt"]] == ["system", "user"] and row["reward_model"]["style"] == "rule"
     assert isinstance(json.loads(row["reward_model"]["ground_truth"]), list)
-    for name, spec in json.loads(row["extra_info"]["tools_kwargs"]).items():
+    for spec in json.loads(row["extra_info"]["tools_kwargs"]).values():
         assert set(spec) == {"create_kwargs"}
-    inconsistent = {l["task_id"] for l in labels if l["kind"] in ("unexposed_endpoint", "count_mismatch",
-                                                                   "duplicate_creations")}
+    inconsistent = {
+        l["task_id"] for l in labels if l["kind"] in ("unexposed_endpoint", "count_mismatch", "duplicate_creations")
+    }
     assert not inconsistent & set(rl["extra_info"].struct.field("task_id"))  # left out, and recorded:
     excluded = pl.read_parquet(partition_file(settings.root, "exclusions")).filter(pl.col("dataset") == "rl_tasks")
     assert set(excluded["task_id"]) == inconsistent
@@ -103,12 +124,25 @@ def test_rl_tasks_have_exactly_the_documented_keys_and_types(pipeline, labels):
 
 def test_grpo_and_gdpo_equal_hand_computed_values():
     def rewards(scores, check_rewards, **kwargs):
-        rollouts = pl.DataFrame({"row": range(len(scores)), "group": "g", "score": scores},
-                                schema_overrides={"row": pl.UInt32})
-        checks = pl.DataFrame([(row, cid, "t", weight, reward, None) for row, per_run in enumerate(check_rewards)
-                               for (cid, weight), reward in zip([("a", 1.0), ("b", 2.0)], per_run)], orient="row",
-                              schema={"row": pl.UInt32, "check_id": pl.String, "type": pl.String, "weight": pl.Float64,
-                                      "reward": pl.Float64, "first_turn": pl.Int32})
+        rollouts = pl.DataFrame(
+            {"row": range(len(scores)), "group": "g", "score": scores}, schema_overrides={"row": pl.UInt32}
+        )
+        checks = pl.DataFrame(
+            [
+                (row, cid, "t", weight, reward, None)
+                for row, per_run in enumerate(check_rewards)
+                for (cid, weight), reward in zip([("a", 1.0), ("b", 2.0)], per_run)
+            ],
+            orient="row",
+            schema={
+                "row": pl.UInt32,
+                "check_id": pl.String,
+                "type": pl.String,
+                "weight": pl.Float64,
+                "reward": pl.Float64,
+                "first_turn": pl.Int32,
+            },
+        )
         return group_rewards(rollouts, checks, eps=1e-6, **kwargs).sort("row").to_dicts()
 
     out = rewards([1.0, 0.5, 0.0], [(1.0, 1.0), (1.0, 0.0), (0.0, 0.0)])
@@ -116,11 +150,15 @@ def test_grpo_and_gdpo_equal_hand_computed_values():
     assert [r["grpo_advantage"] for r in out] == pytest.approx([0.5 / 0.500001, 0.0, -0.5 / 0.500001])
     # check a: 1, 1, 0 -> mean 2/3, std sqrt(1/3); check b: 1, 0, 0 -> mean 1/3, std sqrt(1/3)
     sa = sb = math.sqrt(1 / 3)
-    expected = [1 * (1 - 2 / 3) / (sa + 1e-6) + 2 * (1 - 1 / 3) / (sb + 1e-6),
-                1 * (1 - 2 / 3) / (sa + 1e-6) + 2 * (0 - 1 / 3) / (sb + 1e-6),
-                1 * (0 - 2 / 3) / (sa + 1e-6) + 2 * (0 - 1 / 3) / (sb + 1e-6)]
+    expected = [
+        1 * (1 - 2 / 3) / (sa + 1e-6) + 2 * (1 - 1 / 3) / (sb + 1e-6),
+        1 * (1 - 2 / 3) / (sa + 1e-6) + 2 * (0 - 1 / 3) / (sb + 1e-6),
+        1 * (0 - 2 / 3) / (sa + 1e-6) + 2 * (0 - 1 / 3) / (sb + 1e-6),
+    ]
     assert [r["gdpo_advantage"] for r in out] == pytest.approx(expected)
-    assert [c["normalized"] for c in out[1]["checks"]] == pytest.approx([(1 - 2 / 3) / (sa + 1e-6), (0 - 1 / 3) / (sb + 1e-6)])
+    assert [c["normalized"] for c in out[1]["checks"]] == pytest.approx(
+        [(1 - 2 / 3) / (sa + 1e-6), (0 - 1 / 3) / (sb + 1e-6)]
+    )
     assert not out[0]["zero_variance"] and out[0]["group_std"] == pytest.approx(0.5) and out[0]["group_size"] == 3
     flat = rewards([1.0, 1.0], [(1.0, 1.0), (1.0, 1.0)])
     assert [(r["zero_variance"], r["grpo_advantage"], r["gdpo_advantage"]) for r in flat] == [(True, 0.0, 0.0)] * 2
@@ -134,33 +172,60 @@ def test_turn_at_which_each_check_is_first_satisfied():
     def call(name, args):
         return {"name": name, "arguments": json.dumps(args)}
 
-    messages = pl.DataFrame([
-        {"trajectory_id": "r", "message_index": i, "role": role, "content": content, "tool_calls": calls}
-        for i, (role, content, calls) in enumerate([
-            ("user", "go", []),
-            ("assistant", "looking", [call("search", {"q": "x"})]),
-            ("tool", "r", []),
-            ("assistant", None, [call("create", {"title": "A"}), call("create", {"title": "A"})]),
-            ("assistant", None, [call("send", {"to": "c_1", "n": 2}), call("create", {"title": "B"})]),
-            ("assistant", "Sent the Q3-REPORT link.", []),
-        ])]).sample(fraction=1.0, shuffle=True, seed=3)  # turns are read in message order, whatever the row order
+    messages = pl.DataFrame(
+        [
+            {"trajectory_id": "r", "message_index": i, "role": role, "content": content, "tool_calls": calls}
+            for i, (role, content, calls) in enumerate(
+                [
+                    ("user", "go", []),
+                    ("assistant", "looking", [call("search", {"q": "x"})]),
+                    ("tool", "r", []),
+                    ("assistant", None, [call("create", {"title": "A"}), call("create", {"title": "A"})]),
+                    ("assistant", None, [call("send", {"to": "c_1", "n": 2}), call("create", {"title": "B"})]),
+                    ("assistant", "Sent the Q3-REPORT link.", []),
+                ]
+            )
+        ]
+    ).sample(fraction=1.0, shuffle=True, seed=3)  # turns are read in message order, whatever the row order
     turns = assistant_turns(messages)
-    assert turns == {"r": [("looking", [("search", '{"q": "x"}')]),
-                           (None, [("create", '{"title": "A"}'), ("create", '{"title": "A"}')]),
-                           (None, [("send", '{"to": "c_1", "n": 2}'), ("create", '{"title": "B"}')]),
-                           ("Sent the Q3-REPORT link.", [])]}
-    checks = [{"id": "sent", "type": "tool_called", "tool": "send", "args": {"to": "c_1"}},
-              {"id": "wrong", "type": "tool_called", "tool": "send", "args": {"to": "c_2"}},
-              {"id": "items", "type": "distinct_items", "tool": "create", "key": "title", "expected": 2},
-              {"id": "kw", "type": "keywords_present", "keywords": ["q3-report"]},
-              {"id": "never_delete", "type": "tool_not_called", "tool": "delete"},
-              {"id": "no_search", "type": "tool_not_called", "tool": "search"},
-              {"id": "twice", "type": "tool_called", "tool": "create", "min_calls": 3},
-              {"id": "state", "type": "state_equals", "path": "x", "value": 1}]
-    assert first_turns(checks, turns["r"]) == {"sent": 3, "wrong": None, "items": 3, "kw": 4, "never_delete": 1,
-                                               "no_search": None, "twice": 3, "state": None}
-    assert first_turns(checks, []) == {"sent": None, "wrong": None, "items": None, "kw": None, "never_delete": None,
-                                       "no_search": None, "twice": None, "state": None}
+    assert turns == {
+        "r": [
+            ("looking", [("search", '{"q": "x"}')]),
+            (None, [("create", '{"title": "A"}'), ("create", '{"title": "A"}')]),
+            (None, [("send", '{"to": "c_1", "n": 2}'), ("create", '{"title": "B"}')]),
+            ("Sent the Q3-REPORT link.", []),
+        ]
+    }
+    checks = [
+        {"id": "sent", "type": "tool_called", "tool": "send", "args": {"to": "c_1"}},
+        {"id": "wrong", "type": "tool_called", "tool": "send", "args": {"to": "c_2"}},
+        {"id": "items", "type": "distinct_items", "tool": "create", "key": "title", "expected": 2},
+        {"id": "kw", "type": "keywords_present", "keywords": ["q3-report"]},
+        {"id": "never_delete", "type": "tool_not_called", "tool": "delete"},
+        {"id": "no_search", "type": "tool_not_called", "tool": "search"},
+        {"id": "twice", "type": "tool_called", "tool": "create", "min_calls": 3},
+        {"id": "state", "type": "state_equals", "path": "x", "value": 1},
+    ]
+    assert first_turns(checks, turns["r"]) == {
+        "sent": 3,
+        "wrong": None,
+        "items": 3,
+        "kw": 4,
+        "never_delete": 1,
+        "no_search": None,
+        "twice": 3,
+        "state": None,
+    }
+    assert first_turns(checks, []) == {
+        "sent": None,
+        "wrong": None,
+        "items": None,
+        "kw": None,
+        "never_delete": None,
+        "no_search": None,
+        "twice": None,
+        "state": None,
+    }
 
 
 def test_rollouts_cover_the_student_groups(pipeline):
@@ -200,8 +265,11 @@ def test_published_parquet_loads_with_hugging_face_datasets(pipeline):
     assert message["tool_calls"].feature["function"]["arguments"] == datasets.Value("string")
     assert ds.features["tools"] == datasets.Value("string") and ds.features["raw_record"] == datasets.Value("int64")
     assert ds.num_rows == pl.read_parquet(folder / "train.parquet").height
-    rl = datasets.load_dataset("parquet", data_files=str(settings.local_root / "published" / "rl_tasks" / "current" /
-                                                         "train.parquet"), split="train")
+    rl = datasets.load_dataset(
+        "parquet",
+        data_files=str(settings.local_root / "published" / "rl_tasks" / "current" / "train.parquet"),
+        split="train",
+    )
     assert set(rl.features) == {"data_source", "prompt", "ability", "reward_model", "extra_info"}
 
 
@@ -215,21 +283,26 @@ def test_exports(pipeline, tmp_path):
     train = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "train.parquet")
     assert len(lines) == train.height and {"messages", "tools"} == set(lines[0])
     assert lines[0]["tools"][0]["type"] == "function" and lines[0]["messages"][-1]["role"] == "assistant"
-    assert main(["export", "--format", "llamafactory", "--out", str(tmp_path / "lf"), "--data-root", root,
-                 "--split", "all"]) == 0
+    assert (
+        main(
+            ["export", "--format", "llamafactory", "--out", str(tmp_path / "lf"), "--data-root", root, "--split", "all"]
+        )
+        == 0
+    )
     info = json.loads((tmp_path / "lf" / "dataset_info.json").read_text())
     assert info["cowork_sft"]["formatting"] == "sharegpt"
     records = json.loads((tmp_path / "lf" / "cowork_sft.json").read_text())
     for r in records:
         roles = [t["from"] for t in r["conversations"]]
         assert all(a in ("human", "observation") for a in roles[0::2]) and all(
-            b in ("gpt", "function_call") for b in roles[1::2]), roles
+            b in ("gpt", "function_call") for b in roles[1::2]
+        ), roles
 
 
 def test_a_broken_dataset_fails_its_gate_and_is_not_published(default_raw, tmp_path, monkeypatch):
     from cowork_assets.datasets import assets as dataset_assets
-    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
+    from cowork_cli.runner import ensure_instance, materialize_all
 
     settings = CurateSettings(raw_root=str(default_raw), data_root=str(tmp_path / "d"))
     instance = ensure_instance(tmp_path / "home")
@@ -237,8 +310,9 @@ def test_a_broken_dataset_fails_its_gate_and_is_not_published(default_raw, tmp_p
     assert first.failed == {}
     good = pub.current(settings.root, "sft_dataset")
     real = dataset_assets.build_sft
-    monkeypatch.setattr(dataset_assets, "build_sft", lambda *a, **k: (lambda rows: pl.concat([rows, rows.head(1)]))(
-        real(*a, **k)))  # a duplicated sample id
+    monkeypatch.setattr(
+        dataset_assets, "build_sft", lambda *a, **k: (lambda rows: pl.concat([rows, rows.head(1)]))(real(*a, **k))
+    )  # a duplicated sample id
     second = materialize_all(settings, instance, echo=lambda _: None)
     assert "sft_candidate:quality_gate (ERROR)" in second.failed_checks
     assert "sample_id" in second.check_details["sft_candidate:quality_gate (ERROR)"]
@@ -263,10 +337,12 @@ def test_tools_kwargs_gives_each_tool_its_service_slice_of_the_state_as_written(
     state = '{"mail":[{"id":"m_1","amount":1.5e16,"note":"caf\\u00e9 é"}],"todos":[],"cal":{}}'
     assert tools_kwargs(tools, state) == (
         '{"mail_send":{"create_kwargs":{"mail":[{"id":"m_1","amount":1.5e16,"note":"caf\\u00e9 é"}]}},'
-        '"todos_create":{"create_kwargs":{"todos":[]}},"web_search":{"create_kwargs":{}}}')
+        '"todos_create":{"create_kwargs":{"todos":[]}},"web_search":{"create_kwargs":{}}}'
+    )
     for not_an_object in ("null", "[1, 2]", '"text"'):
         assert json.loads(tools_kwargs(tools, not_an_object)) == {
-            name: {"create_kwargs": {}} for name in ("mail_send", "todos_create", "web_search")}
+            name: {"create_kwargs": {}} for name in ("mail_send", "todos_create", "web_search")
+        }
 
 
 def test_rollouts_publish_without_waiting_for_exclusions(pipeline, tmp_path):
@@ -284,18 +360,32 @@ def test_rollouts_publish_without_waiting_for_exclusions(pipeline, tmp_path):
     (tmp_path / "curated" / "tables" / "exclusions" / "data.parquet").unlink()
     copy = settings.model_copy(update={"data_root": str(tmp_path / "curated")})
     result = defs.resolve_job_def("refresh_corpus").execute_in_process(
-        run_config=_run_config(copy), instance=ensure_instance(tmp_path / "home"), raise_on_error=False,
-        asset_selection=[dg.AssetKey("rl_rollouts_candidate"), dg.AssetKey("rl_rollouts")])
+        run_config=_run_config(copy),
+        instance=ensure_instance(tmp_path / "home"),
+        raise_on_error=False,
+        asset_selection=[dg.AssetKey("rl_rollouts_candidate"), dg.AssetKey("rl_rollouts")],
+    )
     assert result.success
     card = json.loads((tmp_path / "curated" / "published" / "rl_rollouts" / "current" / "card.json").read_text())
     assert {f["stage"]: f["remaining"] for f in card["funnel"]} == {
-        "parsed trajectories": 300, "published rollouts": _published(settings, "rl_rollouts").height}
+        "parsed trajectories": 300,
+        "published rollouts": _published(settings, "rl_rollouts").height,
+    }
 
 
 def _rollouts_view(**changes) -> pl.DataFrame:
-    view = pl.DataFrame({"trajectory_id": ["t1", "t2", "t3"], "group_id": ["g", "g", "h"], "score": [1.0, 0.0, 0.5],
-                         "group_size": [2, 2, 1], "zero_variance": [False, False, True],
-                         "grpo_advantage": [0.7, -0.7, 0.0], "gdpo_advantage": [0.5, -0.5, 0.0], "n_checks": [2, 2, 1]})
+    view = pl.DataFrame(
+        {
+            "trajectory_id": ["t1", "t2", "t3"],
+            "group_id": ["g", "g", "h"],
+            "score": [1.0, 0.0, 0.5],
+            "group_size": [2, 2, 1],
+            "zero_variance": [False, False, True],
+            "grpo_advantage": [0.7, -0.7, 0.0],
+            "gdpo_advantage": [0.5, -0.5, 0.0],
+            "n_checks": [2, 2, 1],
+        }
+    )
     return view.with_columns(**{k: pl.Series(v) for k, v in changes.items()})
 
 
@@ -304,13 +394,15 @@ def test_suites_run_in_a_helper_process_and_report_each_failed_expectation_exact
 
     with SuiteProcess() as suites:
         assert suites.failures("rl_rollouts", _rollouts_view(), {}) == []
-        failures = suites.failures("rl_rollouts", _rollouts_view(trajectory_id=["t1", "t1", "t3"],
-                                                                  score=[1.0, 1.5, None]), {})
+        failures = suites.failures(
+            "rl_rollouts", _rollouts_view(trajectory_id=["t1", "t1", "t3"], score=[1.0, 1.5, None]), {}
+        )
         # the same process answers again after a failing suite
         assert suites.failures("rl_rollouts", _rollouts_view(), {}) == []
     assert [(f["expectation"], f["column"], f["unexpected"]) for f in failures] == [
         ("expect_column_values_to_be_unique", "trajectory_id", 2),
-        ("expect_column_values_to_be_between", "score", 1)]
+        ("expect_column_values_to_be_between", "score", 1),
+    ]
     assert "1.5" in failures[1]["examples"]
 
 
@@ -333,11 +425,13 @@ def test_a_run_never_imports_great_expectations_in_the_process_that_runs_it(defa
     import subprocess
     import sys
 
-    script = ("import sys; from pathlib import Path; from cowork_cli.runner import ensure_instance, materialize_all; "
-              "from cowork_assets.settings import CurateSettings; "
-              f"s = CurateSettings(raw_root={str(default_raw)!r}, data_root={str(tmp_path / 'd')!r}); "
-              f"o = materialize_all(s, ensure_instance(Path({str(tmp_path / 'home')!r})), echo=lambda _: None); "
-              "print(o.failed, 'great_expectations' in sys.modules)")
+    script = (
+        "import sys; from pathlib import Path; from cowork_cli.runner import ensure_instance, materialize_all; "
+        "from cowork_assets.settings import CurateSettings; "
+        f"s = CurateSettings(raw_root={str(default_raw)!r}, data_root={str(tmp_path / 'd')!r}); "
+        f"o = materialize_all(s, ensure_instance(Path({str(tmp_path / 'home')!r})), echo=lambda _: None); "
+        "print(o.failed, 'great_expectations' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "{} False"
 
@@ -345,16 +439,50 @@ def test_a_run_never_imports_great_expectations_in_the_process_that_runs_it(defa
 def test_rollout_rows_carry_their_checks_and_a_run_without_checks_an_empty_list():
     from cowork_assets.datasets.rl import build_rl_rollouts
 
-    runs = pl.DataFrame({"trajectory_id": ["t1", "t2"], "task_id": ["a", "b"], "group_id": [None, None],
-                         "batch": ["x", "x"], "grade_score": [1.0, 0.5], "grade_checks": ['{"c1": true}', None],
-                         "task_hash": ["h1", "h2"]})
-    messages = pl.DataFrame({"trajectory_id": ["t1"], "message_index": [1], "role": ["assistant"],
-                             "content": ["done: X"], "tool_calls": [[]]},
-                            schema_overrides={"message_index": pl.Int32, "tool_calls": pl.List(pl.Struct(
-                                {"id": pl.String, "type": pl.String, "name": pl.String, "arguments": pl.String}))})
-    packages = pl.DataFrame({"task_hash": ["h1"], "checks": ['[{"id": "c1", "type": "keywords_present", "keywords": ["x"]}]']})
+    runs = pl.DataFrame(
+        {
+            "trajectory_id": ["t1", "t2"],
+            "task_id": ["a", "b"],
+            "group_id": [None, None],
+            "batch": ["x", "x"],
+            "grade_score": [1.0, 0.5],
+            "grade_checks": ['{"c1": true}', None],
+            "task_hash": ["h1", "h2"],
+        }
+    )
+    messages = pl.DataFrame(
+        {
+            "trajectory_id": ["t1"],
+            "message_index": [1],
+            "role": ["assistant"],
+            "content": ["done: X"],
+            "tool_calls": [[]],
+        },
+        schema_overrides={
+            "message_index": pl.Int32,
+            "tool_calls": pl.List(
+                pl.Struct({"id": pl.String, "type": pl.String, "name": pl.String, "arguments": pl.String})
+            ),
+        },
+    )
+    packages = pl.DataFrame(
+        {"task_hash": ["h1"], "checks": ['[{"id": "c1", "type": "keywords_present", "keywords": ["x"]}]']}
+    )
     rows = build_rl_rollouts(runs, messages, packages, "group_id", 1e-6, True)
     assert rows.select("trajectory_id", "group_id", "checks").to_dicts() == [
-        {"trajectory_id": "t1", "group_id": "a", "checks": [{"check_id": "c1", "type": "keywords_present", "weight": 1.0,
-                                                            "reward": 1.0, "normalized": 0.0, "first_turn": 1}]},
-        {"trajectory_id": "t2", "group_id": "b", "checks": []}]
+        {
+            "trajectory_id": "t1",
+            "group_id": "a",
+            "checks": [
+                {
+                    "check_id": "c1",
+                    "type": "keywords_present",
+                    "weight": 1.0,
+                    "reward": 1.0,
+                    "normalized": 0.0,
+                    "first_turn": 1,
+                }
+            ],
+        },
+        {"trajectory_id": "t2", "group_id": "b", "checks": []},
+    ]

@@ -2,9 +2,9 @@
 
 import dagster as dg
 
-from dagster_project.sensors import new_batch_sensor
 from cowork_assets.settings import CurateSettings
 from dagster_project.definitions import defs
+from dagster_project.sensors import new_batch_sensor
 
 
 def test_definitions_load_with_groups_checks_and_jobs():
@@ -12,32 +12,76 @@ def test_definitions_load_with_groups_checks_and_jobs():
     graph = repo.asset_graph
     groups = {k.to_user_string(): graph.get(k).group_name for k in graph.get_all_asset_keys()}
     groups = {k: g.split("_", 1)[1] for k, g in groups.items()}  # the UI's names carry their position in order
-    assert groups == {"raw_batches": "raw", "trajectories": "staging", "messages": "staging",
-                      "tool_calls": "staging", "task_packages": "staging", "quarantine": "staging",
-                      "skipped_inputs": "staging", "evidence": "evidence", "curated_messages": "curation", "sample_stats": "curation",
-                      "evidence_audit": "curation", "evidence_rollup": "curation", "truncation_sweep": "curation",
-                      "regrade": "validation",
-                      "structure_findings": "validation", "task_findings": "validation",
-                      "dedup_signatures": "selection", "dedup_clusters": "selection", "exclusions": "selection",
-                      **{name: "datasets" for name in ("sft_candidate", "rl_tasks_candidate", "rl_rollouts_candidate",
-                                                       "sft_dataset", "rl_tasks", "rl_rollouts", "dataset_card")},
-                      "warehouse": "warehouse"}
+    assert groups == {
+        "raw_batches": "raw",
+        "trajectories": "staging",
+        "messages": "staging",
+        "tool_calls": "staging",
+        "task_packages": "staging",
+        "quarantine": "staging",
+        "skipped_inputs": "staging",
+        "evidence": "evidence",
+        "curated_messages": "curation",
+        "sample_stats": "curation",
+        "evidence_audit": "curation",
+        "evidence_rollup": "curation",
+        "truncation_sweep": "curation",
+        "regrade": "validation",
+        "structure_findings": "validation",
+        "task_findings": "validation",
+        "dedup_signatures": "selection",
+        "dedup_clusters": "selection",
+        "exclusions": "selection",
+        **{
+            name: "datasets"
+            for name in (
+                "sft_candidate",
+                "rl_tasks_candidate",
+                "rl_rollouts_candidate",
+                "sft_dataset",
+                "rl_tasks",
+                "rl_rollouts",
+                "dataset_card",
+            )
+        },
+        "warehouse": "warehouse",
+    }
     assert all(graph.get(k).description for k in graph.get_all_asset_keys())
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
     assert ("trajectories", "records_accounted_for") in checks
-    assert {("evidence_audit", "evidence_lost_to_truncation"), ("sample_stats", "evidence_lost_to_budget"),
-            ("curated_messages", "strategy_comparison"), ("structure_findings", "samples_structurally_valid"),
-            ("task_findings", "tasks_consistent"), ("dedup_clusters", "duplicate_rate"),
-            ("sft_candidate", "quality_gate"), ("rl_tasks_candidate", "quality_gate"),
-            ("rl_rollouts_candidate", "quality_gate")} <= checks
+    assert {
+        ("evidence_audit", "evidence_lost_to_truncation"),
+        ("sample_stats", "evidence_lost_to_budget"),
+        ("curated_messages", "strategy_comparison"),
+        ("structure_findings", "samples_structurally_valid"),
+        ("task_findings", "tasks_consistent"),
+        ("dedup_clusters", "duplicate_rate"),
+        ("sft_candidate", "quality_gate"),
+        ("rl_tasks_candidate", "quality_gate"),
+        ("rl_rollouts_candidate", "quality_gate"),
+    } <= checks
     assert all(graph.get_check_spec(k).blocking for k in graph.asset_check_keys if k.name == "quality_gate")
-    assert {a for a, n in checks if n == "matches_schema"} == {"trajectories", "messages", "tool_calls",
-                                                              "task_packages", "quarantine", "skipped_inputs"}
+    assert {a for a, n in checks if n == "matches_schema"} == {
+        "trajectories",
+        "messages",
+        "tool_calls",
+        "task_packages",
+        "quarantine",
+        "skipped_inputs",
+    }
     assert {"process_batch", "refresh_corpus", "refresh_warehouse"} <= set(repo.job_names)
     assert {s.name for s in repo.sensor_defs} == {"new_batch_sensor", "corpus_refresh_sensor", "dead_run_sensor"}
     assert {repo.get_job(j).executor_def.name for j in repo.job_names} == {"in_process"}  # as the CLI runs them
     assert sorted({graph.get(k).group_name for k in graph.get_all_asset_keys()}) == [
-        "1_raw", "2_staging", "3_evidence", "4_curation", "5_validation", "6_selection", "7_datasets", "8_warehouse"]
+        "1_raw",
+        "2_staging",
+        "3_evidence",
+        "4_curation",
+        "5_validation",
+        "6_selection",
+        "7_datasets",
+        "8_warehouse",
+    ]
     published = graph.get(dg.AssetKey("sft_dataset"))
     assert published.freshness_policy is not None and published.owners == ["team:cowork-curate"]
     assert published.code_version and published.tags["scope"] == "cross-batch"
@@ -92,7 +136,10 @@ def test_the_registry_is_what_dagster_and_the_warehouse_see(tmp_path):
     assert set(specs) - {t.name for t in REGISTRY} == {"raw_batches", "dataset_card", "warehouse"}
     views = {name for name, _ in view_statements(str(tmp_path))}
     assert views == {t.name for t in REGISTRY if t.location != "staged"} | {
-        "cowork_data_root", "column_lineage", "publications"}
+        "cowork_data_root",
+        "column_lineage",
+        "publications",
+    }
 
 
 def test_the_daily_refresh_schedule_is_off_by_default_and_its_cron_is_a_setting(monkeypatch):

@@ -9,16 +9,29 @@ from cowork_assets.evidence.values import find, named_value, normalise, record_v
 from tests.helpers import call, flatten, result, trajectory
 
 
-@pytest.mark.parametrize("value, named, record", [
-    (1, None, None), ("1", None, None), ("10", None, None), (4, None, None),  # quantities, counts
-    (True, None, None), (None, None, None), ("", None, None), ("no", None, None),
-    ("economy", "economy", None), ("approved", "approved", None),  # a choice, not a record
-    ("polyester", "polyester", None),  # a grader keyword counts; the same word as an argument does not
-    ("250", "250", None), ("1,234.50", "1,234.50", "1,234.50"), (1093.34, "1093.34", "1093.34"),
-    ("#W6390527", "#W6390527", "#W6390527"), ("2024-05-21", "2024-05-21", "2024-05-21"),
-    ("ana.lopez@northwind.example", "ana.lopez@northwind.example", "ana.lopez@northwind.example"),
-    ("Draft the budget table", "Draft the budget table", "Draft the budget table"),
-])
+@pytest.mark.parametrize(
+    "value, named, record",
+    [
+        (1, None, None),
+        ("1", None, None),
+        ("10", None, None),
+        (4, None, None),  # quantities, counts
+        (True, None, None),
+        (None, None, None),
+        ("", None, None),
+        ("no", None, None),
+        ("economy", "economy", None),
+        ("approved", "approved", None),  # a choice, not a record
+        ("polyester", "polyester", None),  # a grader keyword counts; the same word as an argument does not
+        ("250", "250", None),
+        ("1,234.50", "1,234.50", "1,234.50"),
+        (1093.34, "1093.34", "1093.34"),
+        ("#W6390527", "#W6390527", "#W6390527"),
+        ("2024-05-21", "2024-05-21", "2024-05-21"),
+        ("ana.lopez@northwind.example", "ana.lopez@northwind.example", "ana.lopez@northwind.example"),
+        ("Draft the budget table", "Draft the budget table", "Draft the budget table"),
+    ],
+)
 def test_what_counts_as_evidence(value, named, record):
     assert named_value(value) == named
     assert record_value(value) == record
@@ -29,14 +42,17 @@ def test_enum_choices_of_the_tool_schema_do_not_count():
     assert record_value("HAT-2024", frozenset({"hat-2024"})) is None
 
 
-@pytest.mark.parametrize("text, value, expected", [
-    ("total $1,234.50 due", "1234.50", (7, 8)),
-    ("total 1234.50 due", "1,234.50", (6, 7)),
-    ("ids c_12345 and c_1234.", "c_1234", (16, 6)),  # not inside the longer id
-    ("ORDER #W6390527", "#w6390527", (6, 9)),  # case-folded
-    ("item 17453605304", "7453605304", None),  # a longer number is a different value
-    ("nothing here", "c_1", None),
-])
+@pytest.mark.parametrize(
+    "text, value, expected",
+    [
+        ("total $1,234.50 due", "1234.50", (7, 8)),
+        ("total 1234.50 due", "1,234.50", (6, 7)),
+        ("ids c_12345 and c_1234.", "c_1234", (16, 6)),  # not inside the longer id
+        ("ORDER #W6390527", "#w6390527", (6, 9)),  # case-folded
+        ("item 17453605304", "7453605304", None),  # a longer number is a different value
+        ("nothing here", "c_1", None),
+    ],
+)
 def test_matching_is_normalised_and_boundary_aware(text, value, expected):
     assert find(text, normalise(value)) == expected
 
@@ -54,8 +70,12 @@ def test_items_from_every_check_type_and_unknown_types_are_reported():
 
     items, specs, unknown = package_items(orjson.dumps(checks).decode(), "[]")
     got = {(i["check_id"], i["source"], i["value"]) for i in items}
-    assert got == {("sent", "derived", "c_42001"), ("kw", "derived", "Q3-report-final"),
-                   ("kw", "explicit", "TRK-99812"), ("state", "derived", "exp_55512")}
+    assert got == {
+        ("sent", "derived", "c_42001"),
+        ("kw", "derived", "Q3-report-final"),
+        ("kw", "explicit", "TRK-99812"),
+        ("state", "derived", "exp_55512"),
+    }
     assert [(s["check_id"], s["tool"], s["key"]) for s in specs] == [("todos", "todos_create", "title")]
     assert unknown == {"vibes_match": 1}
 
@@ -85,41 +105,67 @@ def test_location_and_status_of_each_kind_of_item():
     )
     ev = _evidence(traj)
     rows = {(r["check_id"], r["value"]): r for r in ev.iter_rows(named=True)}
-    assert set(rows) == {("sent", "c_22222"), ("amount", "1,234.50"), ("never", "UNUSED-4242"),
-                         ("grounding", "TCK-5521"), ("grounding", "REF-7781"), ("grounding", "NEW-9001")}
+    assert set(rows) == {
+        ("sent", "c_22222"),
+        ("amount", "1,234.50"),
+        ("never", "UNUSED-4242"),
+        ("grounding", "TCK-5521"),
+        ("grounding", "REF-7781"),
+        ("grounding", "NEW-9001"),
+    }
     sent = rows[("sent", "c_22222")]
-    assert (sent["status"], sent["found_at"], sent["found_offset"], sent["used_at"]) == ("at_risk", 3, listing.index("c_22222"), 4)
+    assert (sent["status"], sent["found_at"], sent["found_offset"], sent["used_at"]) == (
+        "at_risk",
+        3,
+        listing.index("c_22222"),
+        4,
+    )
     assert sent["found_message_chars"] == len(listing) and sent["found_role"] == "tool"
     amount = rows[("amount", "1,234.50")]
-    assert (amount["status"], amount["found_at"], amount["found_offset"], amount["used_at"]) == ("at_risk", 3, listing.index("1234.50"), 6)
-    assert rows[("grounding", "TCK-5521")]["status"] == "given" and rows[("grounding", "TCK-5521")]["found_role"] == "user"
+    assert (amount["status"], amount["found_at"], amount["found_offset"], amount["used_at"]) == (
+        "at_risk",
+        3,
+        listing.index("1234.50"),
+        6,
+    )
+    assert (
+        rows[("grounding", "TCK-5521")]["status"] == "given" and rows[("grounding", "TCK-5521")]["found_role"] == "user"
+    )
     assert rows[("grounding", "REF-7781")]["found_role"] == "system"
     assert rows[("grounding", "NEW-9001")]["status"] == "produced"
     assert rows[("never", "UNUSED-4242")]["status"] == "unused"
 
 
 def test_a_value_seen_only_after_its_use_was_produced():
-    traj = trajectory([
-        {"role": "user", "content": "go"},
-        call("create", {"name": "job-20931"}, "c1"),
-        result('{"id": "job-20931"}', "c1"),
-        {"role": "assistant", "content": "done"},
-    ])
+    traj = trajectory(
+        [
+            {"role": "user", "content": "go"},
+            call("create", {"name": "job-20931"}, "c1"),
+            result('{"id": "job-20931"}', "c1"),
+            {"role": "assistant", "content": "done"},
+        ]
+    )
     ev = _evidence(traj)
     assert ev.select("value", "status", "used_at", "found_at").rows() == [("job-20931", "produced", 1, None)]
 
 
 def test_distinct_items_key_values_come_from_the_runs_calls():
     traj = trajectory(
-        [{"role": "user", "content": "Add: Draft the budget table; Review speaker notes"},
-         call("todos_create", {"title": "Draft the budget table"}, "c1"), result("{}", "c1"),
-         call("todos_create", {"title": "Review speaker notes"}, "c2"), result("{}", "c2"),
-         {"role": "assistant", "content": "Added."}],
+        [
+            {"role": "user", "content": "Add: Draft the budget table; Review speaker notes"},
+            call("todos_create", {"title": "Draft the budget table"}, "c1"),
+            result("{}", "c1"),
+            call("todos_create", {"title": "Review speaker notes"}, "c2"),
+            result("{}", "c2"),
+            {"role": "assistant", "content": "Added."},
+        ],
         checks=[{"id": "todos", "type": "distinct_items", "tool": "todos_create", "key": "title", "expected": 2}],
     )
     ev = _evidence(traj)
     assert sorted(ev.select("check_id", "value", "status").rows()) == [
-        ("todos", "Draft the budget table", "given"), ("todos", "Review speaker notes", "given")]
+        ("todos", "Draft the budget table", "given"),
+        ("todos", "Review speaker notes", "given"),
+    ]
 
 
 def test_synthetic_at_risk_items_equal_the_generator_labels(default_raw, pipeline):
@@ -130,9 +176,14 @@ def test_synthetic_at_risk_items_equal_the_generator_labels(default_raw, pipelin
 
     settings, _, _ = pipeline
     ev = pl.read_parquet(table_glob(settings.root, "evidence")).filter(pl.col("status") == "at_risk")
-    got = {(t, n): (f, o) for t, n, f, o in ev.select("trajectory_id", "norm", "found_at", "found_offset").unique().iter_rows()}
+    got = {
+        (t, n): (f, o)
+        for t, n, f, o in ev.select("trajectory_id", "norm", "found_at", "found_offset").unique().iter_rows()
+    }
     labels = [json.loads(l) for l in (default_raw / "needed_values.jsonl").read_text().splitlines()]
-    expected = {(l["trajectory_id"], normalise(l["value"])): (l["found_at"], l["offset"]) for l in labels if l["role"] == "tool"}
+    expected = {
+        (l["trajectory_id"], normalise(l["value"])): (l["found_at"], l["offset"]) for l in labels if l["role"] == "tool"
+    }
     assert got == expected and len(expected) > 400
 
 
@@ -141,14 +192,16 @@ def test_location_search_edge_cases():
     from cowork_assets.evidence.locate import locate
 
     listing = "ref X91234Y; Kunde Müller, Auftrag ÄBCD-XYZW; total 1,234,567 units; tier €€€"
-    traj = trajectory([
-        {"role": "user", "content": "go"},
-        call("lookup", {"q": "x"}, "c1"),
-        result(listing, "c1"),
-        result("later: AB-1234 and 1,234,567 again", "c1"),
-        {"role": "assistant", "content": "AB-1234, äbcd-xyzw, 1234567, €€€"},
-        result("after the use: 1,234,567", "c1"),
-    ])
+    traj = trajectory(
+        [
+            {"role": "user", "content": "go"},
+            call("lookup", {"q": "x"}, "c1"),
+            result(listing, "c1"),
+            result("later: AB-1234 and 1,234,567 again", "c1"),
+            {"role": "assistant", "content": "AB-1234, äbcd-xyzw, 1234567, €€€"},
+            result("after the use: 1,234,567", "c1"),
+        ]
+    )
     messages = flatten(traj)["messages"]
     tid = messages["trajectory_id"][0]
     norms = ["ab-1234", "äbcd-xyzw", "1234567", "€€€", "zz-0000"]
@@ -159,10 +212,15 @@ def test_location_search_edge_cases():
     assert (got["ab-1234"]["found_at"], got["ab-1234"]["found_offset"], got["ab-1234"]["used_at"]) == (3, 7, 4)
     # Non-ASCII text, looked for in its lower-cased form: offsets in the original text.
     assert (got["äbcd-xyzw"]["found_at"], got["äbcd-xyzw"]["found_offset"], got["äbcd-xyzw"]["found_length"]) == (
-        2, listing.index("ÄBCD-XYZW"), 9)
+        2,
+        listing.index("ÄBCD-XYZW"),
+        9,
+    )
     # Grouping commas: both sightings before the use, none after it.
     assert [(s["message_index"], s["offset"], s["length"]) for s in got["1234567"]["shown_at"]] == [
-        (2, listing.index("1,234,567"), 9), (3, later.index("1,234,567"), 9)]
+        (2, listing.index("1,234,567"), 9),
+        (3, later.index("1,234,567"), 9),
+    ]
     # No alphanumeric run at all: plain containment.
     assert (got["€€€"]["found_at"], got["€€€"]["found_offset"], got["€€€"]["used_at"]) == (2, listing.index("€€€"), 4)
     assert (got["zz-0000"]["found_at"], got["zz-0000"]["used_at"]) == (None, None)

@@ -29,8 +29,12 @@ def _lines(raw_root: Path) -> list[bytes]:
     out = []
     for batch in discover_batches(raw_root):
         sources = scan_batch(raw_root, batch)
-        out += [line.data.removesuffix(b"\r") for path in sources.files for line in sources.records(path)
-                if line.error is None and line.data.strip()]
+        out += [
+            line.data.removesuffix(b"\r")
+            for path in sources.files
+            for line in sources.records(path)
+            if line.error is None and line.data.strip()
+        ]
     return out
 
 
@@ -56,8 +60,14 @@ def _deep(depth: int) -> bytes:
 @pytest.mark.parametrize("depth", [3, 8, 9, 140, 190, 196, 197, 198, 199, 200, 250, 5000])
 @pytest.mark.parametrize("where", ["initial_state", "tools", "checks", "arguments", "extra_key"])
 def test_deep_nesting_is_left_to_the_contract(where, depth):
-    task = {"task_id": "x", "category": "c", "request": "r", "initial_state": {"s": "DEEP"},
-            "tools": [{"t": "DEEP"}], "checks": [{"id": "c", "type": "t", "x": "DEEP"}]}
+    task = {
+        "task_id": "x",
+        "category": "c",
+        "request": "r",
+        "initial_state": {"s": "DEEP"},
+        "tools": [{"t": "DEEP"}],
+        "checks": [{"id": "c", "type": "t", "x": "DEEP"}],
+    }
     record = known_keys_only(task={k: v for k, v in task.items() if k in ("task_id", "category", "request", where)})
     if where == "arguments":
         record["messages"][1]["tool_calls"][0]["function"]["arguments"] = {"a": "DEEP"}
@@ -88,8 +98,9 @@ def test_invalid_utf8_inside_raw_task_parts_is_not_accepted():
 # Arbitrary JSON, including nesting far deeper than the contract allows and awkward strings.
 _text = st.text(st.characters(codec=None, exclude_categories=()), max_size=5)  # lone surrogates included
 _scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | _text
-_json = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
-                     max_leaves=12)
+_json = st.recursive(
+    _scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3), max_leaves=12
+)
 
 
 def _paths(value, prefix=()):
@@ -127,8 +138,10 @@ def test_a_mutated_record_is_fast_accepted_only_if_the_contract_accepts_it(data)
     kind = data.draw(st.sampled_from(["text", "value", "deep", "drop", "bytes"]))
     if kind == "text":  # same type, awkward content: control characters, lone surrogates, any plane
         text_paths = [p for p in paths if isinstance(_get(record, p), str)]
-        line = json.dumps(_replace(record, data.draw(st.sampled_from(text_paths)), data.draw(_text)),
-                          ensure_ascii=data.draw(st.booleans())).encode("utf-8", "surrogatepass")
+        line = json.dumps(
+            _replace(record, data.draw(st.sampled_from(text_paths)), data.draw(_text)),
+            ensure_ascii=data.draw(st.booleans()),
+        ).encode("utf-8", "surrogatepass")
     elif kind == "value":
         line = json.dumps(_replace(record, path, data.draw(_json))).encode()  # big ints, NaN, \\udXXX
     elif kind == "deep":
@@ -136,8 +149,11 @@ def test_a_mutated_record_is_fast_accepted_only_if_the_contract_accepts_it(data)
         line = orjson.dumps(_replace(record, path, "DEEP")).replace(b'"DEEP"', _deep(depth))
     elif kind == "drop" and path:
         parent, key = _get(record, path[:-1]), path[-1]
-        pruned = ({k: v for k, v in parent.items() if k != key} if isinstance(parent, dict)
-                  else [v for i, v in enumerate(parent) if i != key])
+        pruned = (
+            {k: v for k, v in parent.items() if k != key}
+            if isinstance(parent, dict)
+            else [v for i, v in enumerate(parent) if i != key]
+        )
         line = orjson.dumps(_replace(record, path[:-1], pruned))
     else:
         line = orjson.dumps(record)

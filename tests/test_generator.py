@@ -14,8 +14,11 @@ from tests.conftest import DEFAULT
 
 
 def _digest(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _valid(raw: Path) -> list[dict]:
@@ -26,8 +29,14 @@ def _valid(raw: Path) -> list[dict]:
                 out.append(orjson.loads(line.data))
             except orjson.JSONDecodeError:
                 pass
-    return [t for t in out if isinstance(t.get("messages"), list) and isinstance(t.get("task"), dict)
-            and isinstance(t.get("trajectory_id"), str) and isinstance(t.get("teacher"), dict)]
+    return [
+        t
+        for t in out
+        if isinstance(t.get("messages"), list)
+        and isinstance(t.get("task"), dict)
+        and isinstance(t.get("trajectory_id"), str)
+        and isinstance(t.get("teacher"), dict)
+    ]
 
 
 def test_same_seed_same_bytes_and_other_seed_differs(tmp_path, default_raw):
@@ -73,13 +82,22 @@ def test_default_data_covers_what_the_pipeline_must_handle(default_raw, labels):
     assert {t["grade"]["passed"] for t in teachers} == {True, False}
     groups = Counter(t["group_id"] for t in trajs if t["teacher"]["role"] == "student")
     assert groups and all(n >= 2 for n in groups.values())
-    arg_kinds = {type(c["function"]["arguments"]) for t in trajs for m in t["messages"] for c in m.get("tool_calls") or []}
+    arg_kinds = {
+        type(c["function"]["arguments"]) for t in trajs for m in t["messages"] for c in m.get("tool_calls") or []
+    }
     assert arg_kinds == {str, dict}
     obs = [len(m["content"]) for t in trajs for m in t["messages"] if m["role"] == "tool"]
     assert sum(n > 2000 for n in obs) > len(obs) / 4  # often several thousand characters
     kinds = {l["kind"] for l in labels}
-    assert kinds == {"malformed", "unexposed_endpoint", "count_mismatch", "duplicate_creations",
-                     "exact_duplicate", "near_duplicate", "over_budget"}
+    assert kinds == {
+        "malformed",
+        "unexposed_endpoint",
+        "count_mismatch",
+        "duplicate_creations",
+        "exact_duplicate",
+        "near_duplicate",
+        "over_budget",
+    }
 
 
 def test_needed_values_sit_where_the_labels_say(default_raw):

@@ -31,9 +31,16 @@ EXPECTED = {
     "duplicate-ids": (2, 0, [("a.jsonl", 2, "duplicate_trajectory_id"), ("b.jsonl", 1, "duplicate_trajectory_id")], []),
     "orphan-result": (1, 0, [], []),
     "bad-json-mid-file": (2, 0, [("a.jsonl", 2, "bad_json"), ("a.jsonl", 3, "bad_json")], []),
-    "not-json-files": (1, 0, [], [("data.csv", "not JSON Lines (*.jsonl, *.jsonl.gz) or a JSON document any format reads"),
-                                  ("notes.txt", "not JSON Lines (*.jsonl, *.jsonl.gz) or a JSON document any format reads"),
-                                  ("other.json", "a JSON object (hello) that no format reads")]),
+    "not-json-files": (
+        1,
+        0,
+        [],
+        [
+            ("data.csv", "not JSON Lines (*.jsonl, *.jsonl.gz) or a JSON document any format reads"),
+            ("notes.txt", "not JSON Lines (*.jsonl, *.jsonl.gz) or a JSON document any format reads"),
+            ("other.json", "a JSON object (hello) that no format reads"),
+        ],
+    ),
     "symlink-outside": (1, 0, [], [("link.jsonl", "resolves outside the raw root")]),
     "name with spaces": (1, 0, [], []),
     "ünïcødé-batch": (1, 0, [], []),
@@ -50,7 +57,9 @@ def test_each_hostile_case_has_a_defined_outcome(batch, tmp_path):
     parsed, blank, quarantined, ignored = EXPECTED[batch]
     report = ingest_batch(CORPUS, batch, tmp_path)
     q = pl.read_parquet(partition_file(tmp_path, "quarantine", batch))
-    got = sorted((f.split("/", 1)[1], r, reason) for f, r, reason in q.select("raw_file", "raw_record", "reason").rows())
+    got = sorted(
+        (f.split("/", 1)[1], r, reason) for f, r, reason in q.select("raw_file", "raw_record", "reason").rows()
+    )
     skipped = sorted((f.split("/", 1)[1], why) for f, why in report.skipped)
     assert (report.parsed, report.blank_lines, got, skipped) == (parsed, blank, sorted(quarantined), ignored)
     table = pl.read_parquet(partition_file(tmp_path, "skipped_inputs", batch))
@@ -60,8 +69,8 @@ def test_each_hostile_case_has_a_defined_outcome(batch, tmp_path):
 
 
 def test_the_whole_corpus_runs_through_the_pipeline(tmp_path):
-    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
+    from cowork_cli.runner import ensure_instance, materialize_all
 
     raw = tmp_path / "raw"
     shutil.copytree(CORPUS, raw, symlinks=True)
@@ -72,7 +81,7 @@ def test_the_whole_corpus_runs_through_the_pipeline(tmp_path):
     assert outcome.failed == {} and sorted(outcome.batches) == sorted(EXPECTED)
     assert any("skipped 'bad...name' at the raw root" in m for m in messages)
     findings = pl.read_parquet(table_glob(settings.root, "structure_findings"))
-    assert ("orphan_result" in findings.filter(pl.col("trajectory_id") == "orphan-1")["kind"].to_list())
+    assert "orphan_result" in findings.filter(pl.col("trajectory_id") == "orphan-1")["kind"].to_list()
     sft = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "*.parquet")
     excluded = pl.read_parquet(partition_file(settings.root, "exclusions"))
     parsed = pl.read_parquet(table_glob(settings.root, "trajectories"))
@@ -81,19 +90,30 @@ def test_the_whole_corpus_runs_through_the_pipeline(tmp_path):
     assert sft["sample_id"].is_unique().all() and not published & explained
     assert published | explained == set(parsed.select("batch", "trajectory_id").rows())  # every run accounted for
     assert set(excluded.filter(pl.col("trajectory_id") == "orphan-1", pl.col("stage") == "structure")["reason"]) == {
-        "orphan_result", "unanswered_call", "tool_message_out_of_order"}
+        "orphan_result",
+        "unanswered_call",
+        "tool_message_out_of_order",
+    }
 
 
 def test_a_50_mb_observation_and_10_000_tool_calls(tmp_path):
-    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
+    from cowork_cli.runner import ensure_instance, materialize_all
 
     record = '{"id": "r_%06d", "note": "a plain sentence about an order and its items", "amount": "%d.50"}'
     big = "[" + ",".join(record % (i, i % 9000 + 1000) for i in range(540_000)) + "]"
     assert len(big) > 50_000_000
-    one = trajectory([{"role": "user", "content": "Send order r_479999."}, call("lookup", {"q": "all"}), result(big),
-                      call("send", {"id": "r_530001"}, "c2"), result("ok", "c2"), {"role": "assistant", "content": "sent"}],
-                     tid="huge-observation")
+    one = trajectory(
+        [
+            {"role": "user", "content": "Send order r_479999."},
+            call("lookup", {"q": "all"}),
+            result(big),
+            call("send", {"id": "r_530001"}, "c2"),
+            result("ok", "c2"),
+            {"role": "assistant", "content": "sent"},
+        ],
+        tid="huge-observation",
+    )
     steps = [{"role": "user", "content": "go"}]
     for i in range(10_000):
         steps += [call("step", {"i": i, "ref": f"s_{i:05d}"}, f"k{i}"), result(f'{{"next": "s_{i + 1:05d}"}}', f"k{i}")]
@@ -107,7 +127,10 @@ def test_a_50_mb_observation_and_10_000_tool_calls(tmp_path):
     huge = curated.filter(pl.col("trajectory_id") == "huge-observation", pl.col("role") == "tool").row(0, named=True)
     assert huge["original_chars"] == len(big) and huge["kept_chars"] == 1000 and "r_530001" in huge["content"]
     stats = pl.read_parquet(partition_file(settings.root, "sample_stats", "big"))
-    assert dict(stats.select("trajectory_id", "verdict").rows()) == {"huge-observation": "kept", "many-calls": "dropped"}
+    assert dict(stats.select("trajectory_id", "verdict").rows()) == {
+        "huge-observation": "kept",
+        "many-calls": "dropped",
+    }
     assert pl.read_parquet(partition_file(settings.root, "messages", "big")).height == 6 + 20_002
 
 
@@ -120,9 +143,13 @@ def test_a_batch_folder_that_resolves_outside_the_raw_root_is_never_a_batch(tmp_
     (raw / "linked").symlink_to(elsewhere, target_is_directory=True)
     (raw / "stray.jsonl").write_text("{}\n")
     assert discover_batches(raw) == ["real"]
-    assert not_batches(raw) == [("linked", "resolves outside the raw root (a symlink): never a batch"),
-                                ("stray.jsonl", "a file at the raw root: batches are folders")]
+    assert not_batches(raw) == [
+        ("linked", "resolves outside the raw root (a symlink): never a batch"),
+        ("stray.jsonl", "a file at the raw root: batches are folders"),
+    ]
     assert record_root_skips(raw, str(tmp_path / "out")) == 2
     table = pl.read_parquet(root_skips_file(str(tmp_path / "out")))
-    assert table.rows() == [("_raw_root", "linked", "resolves outside the raw root (a symlink): never a batch"),
-                            ("_raw_root", "stray.jsonl", "a file at the raw root: batches are folders")]
+    assert table.rows() == [
+        ("_raw_root", "linked", "resolves outside the raw root (a symlink): never a batch"),
+        ("_raw_root", "stray.jsonl", "a file at the raw root: batches are folders"),
+    ]

@@ -1,8 +1,8 @@
 """Ingesting batches: exact counts, exact quarantine, faithful tables, bounded chunks, atomic writes."""
 
-from pathlib import Path
 import json
 import os
+from pathlib import Path
 
 import orjson
 import polars as pl
@@ -36,7 +36,10 @@ def test_counts_equal_the_manifest_per_batch(ingested, manifest):
     for batch, r in reports.items():
         expected = manifest["batches"][batch]
         assert (r.raw_records, r.parsed, r.quarantined) == (
-            expected["records"], expected["parsed"], sum(expected["quarantined"].values()))
+            expected["records"],
+            expected["parsed"],
+            sum(expected["quarantined"].values()),
+        )
         assert dict(r.reasons) == expected["quarantined"]
         assert r.balanced and r.rows["trajectories"] == r.parsed
 
@@ -65,7 +68,11 @@ def test_messages_round_trip_with_normalised_arguments(ingested, default_raw):
         assert got["message_index"].to_list() == list(range(len(original)))
         for m, g in zip(original, got.iter_rows(named=True)):
             assert (g["role"], g["content"], g["tool_call_id"], g["name"]) == (
-                m["role"], m.get("content"), m.get("tool_call_id"), m.get("name"))
+                m["role"],
+                m.get("content"),
+                m.get("tool_call_id"),
+                m.get("name"),
+            )
             calls = m.get("tool_calls") or []
             assert [(c["id"], c["function"]["name"]) for c in calls] == [(c["id"], c["name"]) for c in g["tool_calls"]]
             for c, gc in zip(calls, g["tool_calls"]):
@@ -95,8 +102,11 @@ def test_tool_calls_carry_the_observation_that_answered_them(ingested):
     answered = calls.filter(pl.col("observation_index").is_not_null())
     assert answered.height == calls.height  # the generator answers every call
     obs = messages.filter(pl.col("role") == "tool").select(
-        "trajectory_id", pl.col("message_index").alias("observation_index"), pl.col("tool_call_id").alias("call_id"),
-        pl.col("content").alias("expected"))
+        "trajectory_id",
+        pl.col("message_index").alias("observation_index"),
+        pl.col("tool_call_id").alias("call_id"),
+        pl.col("content").alias("expected"),
+    )
     joined = answered.join(obs, on=["trajectory_id", "observation_index"])
     assert joined.height == answered.height
     assert (joined["call_id"] == joined["call_id_right"]).all() and (joined["observation"] == joined["expected"]).all()
@@ -120,8 +130,10 @@ def test_one_package_however_its_keys_are_ordered_or_spaced(tmp_path, chunk_reco
     raw = tmp_path / "raw" / "b"
     raw.mkdir(parents=True)
     tasks = [good()["task"], dict(reversed(good()["task"].items()))]
-    lines = [json.dumps(good(trajectory_id=f"t{i}", task=tasks[i % 2]), indent=None if i < 2 else 1).replace("\n", "")
-             for i in range(3)]
+    lines = [
+        json.dumps(good(trajectory_id=f"t{i}", task=tasks[i % 2]), indent=None if i < 2 else 1).replace("\n", "")
+        for i in range(3)
+    ]
     (raw / "a.jsonl").write_text("\n".join(lines) + "\n")
     ingest_batch(tmp_path / "raw", "b", tmp_path / "out", chunk_records=chunk_records)
     packages = pl.read_parquet(partition_file(tmp_path / "out", "task_packages", "b"))
@@ -173,12 +185,15 @@ def test_a_crash_mid_batch_keeps_the_previous_output(default_raw, tmp_path, monk
 
 
 def _traj(tid: str, content: str = "hi") -> bytes:
-    return orjson.dumps({
-        "schema": "cowork.trajectory/v1", "trajectory_id": tid,
-        "task": {"task_id": "t", "category": "single_turn", "request": "r"},
-        "teacher": {"model": "m", "role": "teacher"},
-        "messages": [{"role": "user", "content": content}, {"role": "assistant", "content": "ok"}],
-    })
+    return orjson.dumps(
+        {
+            "schema": "cowork.trajectory/v1",
+            "trajectory_id": tid,
+            "task": {"task_id": "t", "category": "single_turn", "request": "r"},
+            "teacher": {"model": "m", "role": "teacher"},
+            "messages": [{"role": "user", "content": content}, {"role": "assistant", "content": "ok"}],
+        }
+    )
 
 
 def test_repeated_trajectory_id_keeps_the_first(tmp_path):
@@ -220,7 +235,11 @@ def test_a_record_with_a_repeated_key_is_quarantined_alone(tmp_path):
     assert q.select("raw_record", "reason").rows() == [(3, "unreadable_record")]
     assert q["detail"][0].startswith("Invalid Input Error: JSON transform error: Object {")
     assert q["detail"][0].endswith('has duplicate key "trajectory_id"') and "/tmp" not in q["detail"][0]
-    assert sorted(pl.read_parquet(partition_file(tmp_path / "out", "trajectories", "b"))["trajectory_id"]) == ["t0", "t1", "t3"]
+    assert sorted(pl.read_parquet(partition_file(tmp_path / "out", "trajectories", "b"))["trajectory_id"]) == [
+        "t0",
+        "t1",
+        "t3",
+    ]
 
 
 def test_empty_batch_writes_empty_tables(tmp_path):
@@ -237,10 +256,21 @@ def test_schema_validation_reports_every_failure_with_its_row_in_the_file(tmp_pa
     from cowork_assets.ingest.schemas import Messages, Trajectories
     from cowork_assets.schema import polars_schema, validate_table
 
-    good = {"batch": "b", "trajectory_id": "t", "message_index": 0, "role": "user", "content": "hi",
-            "tool_calls": [], "tool_call_id": None, "name": None, "chars": 2}
-    frame = pl.DataFrame([good, good | {"message_index": 1, "role": "robot"}, good | {"message_index": 2, "chars": -1}],
-                         schema=polars_schema(Messages))
+    good = {
+        "batch": "b",
+        "trajectory_id": "t",
+        "message_index": 0,
+        "role": "user",
+        "content": "hi",
+        "tool_calls": [],
+        "tool_call_id": None,
+        "name": None,
+        "chars": 2,
+    }
+    frame = pl.DataFrame(
+        [good, good | {"message_index": 1, "role": "robot"}, good | {"message_index": 2, "chars": -1}],
+        schema=polars_schema(Messages),
+    )
     path = tmp_path / "messages.parquet"
     frame.write_parquet(path, row_group_size=1)
     assert pq.ParquetFile(path).num_row_groups == 3
@@ -253,9 +283,26 @@ def test_schema_validation_reports_every_failure_with_its_row_in_the_file(tmp_pa
     trajectories = pl.DataFrame(schema=polars_schema(Trajectories))
     trajectories.write_parquet(path)
     assert validate_table(str(path), Trajectories) == (0, None)
-    row = {"batch": "b", "trajectory_id": "t", "task_id": "x", "task_hash": "0" * 16, "category": "c",
-           "teacher_model": "m", "teacher_role": "teacher", "n_messages": 1, "n_user_turns": 1, "n_tool_calls": 0,
-           "chars_total": 2, "chars_observations": 0, "raw_file": "b/a.jsonl", "raw_record": 1}
-    pl.DataFrame([row, row | {"raw_record": 2}], schema=polars_schema(Trajectories)).write_parquet(path, row_group_size=1)
+    row = {
+        "batch": "b",
+        "trajectory_id": "t",
+        "task_id": "x",
+        "task_hash": "0" * 16,
+        "category": "c",
+        "teacher_model": "m",
+        "teacher_role": "teacher",
+        "n_messages": 1,
+        "n_user_turns": 1,
+        "n_tool_calls": 0,
+        "chars_total": 2,
+        "chars_observations": 0,
+        "raw_file": "b/a.jsonl",
+        "raw_record": 1,
+    }
+    pl.DataFrame([row, row | {"raw_record": 2}], schema=polars_schema(Trajectories)).write_parquet(
+        path, row_group_size=1
+    )
     failures = validate_table(str(path), Trajectories)[1]  # uniqueness spans row groups
-    assert failures.select("check", "column", "index").rows() == [("field_uniqueness", "trajectory_id", i) for i in (0, 1)]
+    assert failures.select("check", "column", "index").rows() == [
+        ("field_uniqueness", "trajectory_id", i) for i in (0, 1)
+    ]

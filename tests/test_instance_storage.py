@@ -27,7 +27,9 @@ def test_runs_and_events_round_trip_through_more_runs_than_open_shards(tmp_path)
     # Every run and every event is there, including those of runs whose shard was closed, and a fresh
     # instance on the same folder (Dagster's default SQLite layout: history/runs.db, history/runs/<id>.db) reads them.
     assert sorted((tmp_path / "home" / "history" / "runs").glob("*.db")) == sorted(
-        [tmp_path / "home" / "history" / "runs" / f"{i}.db" for i in ids] + [tmp_path / "home" / "history" / "runs" / "index.db"])
+        [tmp_path / "home" / "history" / "runs" / f"{i}.db" for i in ids]
+        + [tmp_path / "home" / "history" / "runs" / "index.db"]
+    )
     for reader in (instance, dg.DagsterInstance.from_config(str(tmp_path / "home"))):
         assert {r.dagster_run.run_id for r in reader.get_run_records()} == set(ids)
         for run_id in ids:

@@ -31,9 +31,15 @@ def s3(tmp_path_factory):
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
-    env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-           "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true", "AWS_EC2_METADATA_DISABLED": "true",
-           "COWORK_WORK_DIR": str(tmp_path_factory.mktemp("work"))}
+    env = {
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_REGION": "us-east-1",
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "COWORK_WORK_DIR": str(tmp_path_factory.mktemp("work")),
+    }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)  # worker processes inherit it
     storage._remote_filesystem.cache_clear()
@@ -47,8 +53,8 @@ def s3(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def remote_run(s3, default_raw, tmp_path_factory):
-    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
+    from cowork_cli.runner import ensure_instance, materialize_all
 
     settings = CurateSettings(raw_root=str(default_raw), data_root=f"s3://{BUCKET}/team/curated/")
     instance = ensure_instance(tmp_path_factory.mktemp("s3_home"))
@@ -65,7 +71,10 @@ def test_the_pipeline_runs_with_an_s3_data_root(remote_run, pipeline, manifest):
     _, _, local = pipeline
     assert settings.root == f"s3://{BUCKET}/team/curated"
     assert outcome.failed == {}
-    assert outcome.failed_checks == local.failed_checks and local.failed_checks[-1] == "task_findings:tasks_consistent (WARN)"
+    assert (
+        outcome.failed_checks == local.failed_checks
+        and local.failed_checks[-1] == "task_findings:tasks_consistent (WARN)"
+    )
 
 
 def test_tables_land_in_the_bucket_identical_to_a_local_run(remote_run, pipeline, manifest, s3):
@@ -74,8 +83,11 @@ def test_tables_land_in_the_bucket_identical_to_a_local_run(remote_run, pipeline
     keys = _keys(s3, "team/curated/")
     for table in BATCH_TABLES:
         assert {f"tables/{table}/batch={b}/data.parquet" for b in manifest["batches"]} <= keys
-        sort = {"quarantine": ["raw_file", "raw_record"], "task_packages": ["task_hash"],
-                "skipped_inputs": ["raw_file"]}.get(table, ["trajectory_id"])
+        sort = {
+            "quarantine": ["raw_file", "raw_record"],
+            "task_packages": ["task_hash"],
+            "skipped_inputs": ["raw_file"],
+        }.get(table, ["trajectory_id"])
         remote = storage.scan_table(settings.root, table).collect().sort("batch", *sort, maintain_order=True)
         here = storage.scan_table(local.root, table).collect().sort("batch", *sort, maintain_order=True)
         assert remote.equals(here), table
@@ -88,20 +100,27 @@ def test_datasets_are_published_in_the_bucket_behind_current(remote_run, pipelin
     settings, _, _ = remote_run
     local, _, _ = pipeline
     for dataset in ("sft_dataset", "rl_tasks", "rl_rollouts"):
-        version = s3.get_object(Bucket=BUCKET, Key=f"team/curated/published/{dataset}/CURRENT")["Body"].read().decode().strip()
+        version = (
+            s3.get_object(Bucket=BUCKET, Key=f"team/curated/published/{dataset}/CURRENT")["Body"]
+            .read()
+            .decode()
+            .strip()
+        )
         assert version == pub.current(local.root, dataset)  # same content, same digest, same version name
         files = pub.parquet_files(pub.current_path(settings.root, dataset))
         assert files and all(f.startswith(f"s3://{BUCKET}/team/curated/published/{dataset}/{version}/") for f in files)
         for f in files:
             name = f.rsplit("/", 1)[-1]
-            assert pl.read_parquet(f).equals(pl.read_parquet(local.local_root / "published" / dataset / "current" / name))
+            assert pl.read_parquet(f).equals(
+                pl.read_parquet(local.local_root / "published" / dataset / "current" / name)
+            )
     assert "published/CARD.md" in _keys(s3, "team/curated/")
     assert not _keys(s3, "team/curated/staging/sft_dataset/").intersection({"GATE_PASSED"})
 
 
 def test_duckdb_views_and_trace_read_the_bucket(remote_run, pipeline, capsys):
-    from cowork_cli.cli import main
     from cowork_assets.warehouse.duckdb_file import run_query
+    from cowork_cli.cli import main
 
     settings, _, _ = remote_run
     local, _, _ = pipeline
@@ -109,7 +128,9 @@ def test_duckdb_views_and_trace_read_the_bucket(remote_run, pipeline, capsys):
     for view in ("trajectories", "curated_messages", "exclusions", "sft_dataset", "publications"):
         sql = f"SELECT count(*) FROM {view}"
         assert run_query(settings.warehouse_path, sql, data_root=settings.root) == run_query(local.warehouse_path, sql)
-    tid = pl.read_parquet(local.local_root / "published" / "sft_dataset" / "current" / "train.parquet")["trajectory_id"][0]
+    tid = pl.read_parquet(local.local_root / "published" / "sft_dataset" / "current" / "train.parquet")[
+        "trajectory_id"
+    ][0]
     assert main(["trace", tid, "--data-root", settings.root]) == 0
     assert "published" in capsys.readouterr().out
 
@@ -140,3 +161,13 @@ def test_a_missing_bucket_or_unreachable_store_is_a_clear_error(s3, default_raw,
     finally:
         storage._remote_filesystem.cache_clear()
     assert not (tmp_path / "home").exists()  # refused before any instance or run was created
+
+
+def test_every_table_and_dataset_in_the_bucket_has_the_content_of_the_local_run(remote_run, pipeline):
+    """Content digests (cowork_cli/digest.py) of every registered table and published dataset."""
+    from cowork_cli.digest import content_digests
+
+    settings, _, _ = remote_run
+    local, _, _ = pipeline
+    remote, here = content_digests(settings.root), content_digests(local.root)
+    assert len(here) == 21 and remote == here

@@ -6,10 +6,10 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from cowork_cli.cli import main
 from cowork_assets.ingest.batch import BATCH_TABLES, root_skips_file
 from cowork_assets.storage import table_glob
 from cowork_assets.warehouse.duckdb_file import named_query, query_names, query_params, run_query
+from cowork_cli.cli import main
 
 
 def test_every_batch_and_the_warehouse_materialize_and_all_checks_pass(pipeline, manifest):
@@ -19,7 +19,8 @@ def test_every_batch_and_the_warehouse_materialize_and_all_checks_pass(pipeline,
     # inconsistent packages, and the recorded grades a replay of the checks disagrees with (count_mismatch and
     # duplicate_creations runs), in every batch.
     assert outcome.failed_checks == [f"regrade:grader_agreement [{b}] (WARN)" for b in sorted(manifest["batches"])] + [
-        "task_findings:tasks_consistent (WARN)"]
+        "task_findings:tasks_consistent (WARN)"
+    ]
     assert sorted(outcome.batches) == sorted(manifest["batches"])
     assert set(instance.get_dynamic_partitions("batches")) == set(manifest["batches"])
     import dagster as dg
@@ -31,10 +32,10 @@ def test_every_batch_and_the_warehouse_materialize_and_all_checks_pass(pipeline,
 
 
 def test_views_return_the_parquet_row_counts(pipeline):
-    from cowork_assets.curation.assets import TABLES
+    from cowork_assets.tables import REGISTRY
 
     settings, _, _ = pipeline
-    for table in (*BATCH_TABLES, "evidence", *TABLES):
+    for table in (t.name for t in REGISTRY if t.per_batch):
         files = sorted(__import__("glob").glob(table_glob(settings.root, table)))
         assert len(files) == 3
         if table == "skipped_inputs":  # plus what the raw root holds beside its batches (the generator's files)
@@ -46,8 +47,16 @@ def test_views_return_the_parquet_row_counts(pipeline):
 
 def test_named_queries_run(pipeline, manifest):
     settings, _, _ = pipeline
-    assert {"rows_per_table", "quarantine_reasons", "longest_observations", "lost_evidence",
-            "strategy_cost", "why_excluded", "exclusions_by_stage", "samples_per_split"} <= set(query_names())
+    assert {
+        "rows_per_table",
+        "quarantine_reasons",
+        "longest_observations",
+        "lost_evidence",
+        "strategy_cost",
+        "why_excluded",
+        "exclusions_by_stage",
+        "samples_per_split",
+    } <= set(query_names())
     for name in query_names():
         sql = named_query(name)
         columns, rows = run_query(settings.warehouse_path, sql, query_params(sql))
@@ -62,7 +71,9 @@ def test_published_datasets_are_queryable_per_split_and_category(pipeline):
     _, rows = run_query(settings.warehouse_path, named_query("samples_per_split"))
     sft = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "*.parquet")
     assert sum(n for d, _, _, n in rows if d == "sft_dataset") == sft.height
-    assert {(d, s) for d, s, _, _ in rows} == {(d, s) for d in ("sft_dataset", "rl_tasks") for s in ("train", "validation")}
+    assert {(d, s) for d, s, _, _ in rows} == {
+        (d, s) for d in ("sft_dataset", "rl_tasks") for s in ("train", "validation")
+    }
 
 
 def test_rerun_is_idempotent(pipeline):
@@ -82,7 +93,9 @@ def test_rerun_is_idempotent(pipeline):
 def test_cli_run_and_sql(default_raw, manifest, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     data = tmp_path / "curated"
-    assert main(["run", "--raw-root", str(default_raw), "--data-root", str(data), "--set", "read_chunk_records=50"]) == 0
+    assert (
+        main(["run", "--raw-root", str(default_raw), "--data-root", str(data), "--set", "read_chunk_records=50"]) == 0
+    )
     out = capsys.readouterr().out
     import re
 
@@ -92,22 +105,28 @@ def test_cli_run_and_sql(default_raw, manifest, tmp_path, capsys, monkeypatch):
     assert "FAILED CHECK task_findings:tasks_consistent (WARN)" in out and "(ERROR)" not in out
     assert str(data / "cowork.duckdb") in out
     assert (tmp_path / "home" / "dagster.yaml").read_text().count("enabled: false") >= 2
-    assert main(["sql", "--data-root", str(data), "SELECT count(*) AS n FROM trajectories WHERE teacher_role = 'teacher'"]) == 0
+    assert (
+        main(["sql", "--data-root", str(data), "SELECT count(*) AS n FROM trajectories WHERE teacher_role = 'teacher'"])
+        == 0
+    )
     assert capsys.readouterr().out.splitlines()[2].strip().isdigit()
     assert main(["sql", "--data-root", str(data), "--query", "quarantine_reasons"]) == 0
     assert "truncated_gzip" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["run", "--raw-root", "/definitely/not/here"], "is not a directory"),
-    (["run", "--raw-root", ".", "--set", "colour=blue"], "unknown setting 'colour'"),
-    (["run", "--raw-root", ".", "--set", "raw_root=x"], "use --raw-root"),
-    (["sql", "--query", "no_such_query"], "no query named 'no_such_query'"),
-    (["sql"], "either a SQL statement or --query"),
-    (["sql", "--db", "/nope.duckdb", "SELECT 1"], "no DuckDB file"),
-    (["generate", "--out", "/tmp", "--trajectories", "5"], "not empty"),
-    (["generate", "--out", "/tmp/x-cc", "--rate", "bogus=1"], "unknown rate"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["run", "--raw-root", "/definitely/not/here"], "is not a directory"),
+        (["run", "--raw-root", ".", "--set", "colour=blue"], "unknown setting 'colour'"),
+        (["run", "--raw-root", ".", "--set", "raw_root=x"], "use --raw-root"),
+        (["sql", "--query", "no_such_query"], "no query named 'no_such_query'"),
+        (["sql"], "either a SQL statement or --query"),
+        (["sql", "--db", "/nope.duckdb", "SELECT 1"], "no DuckDB file"),
+        (["generate", "--out", "/tmp", "--trajectories", "5"], "not empty"),
+        (["generate", "--out", "/tmp/x-cc", "--rate", "bogus=1"], "unknown rate"),
+    ],
+)
 def test_cli_errors_are_clear_and_exit_2(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
@@ -162,8 +181,6 @@ def test_every_count_the_summary_prints_is_what_the_tables_hold(tmp_path, capsys
     """A corpus whose last batch repeats another batch's runs (same trajectory ids, another batch)."""
     import shutil
 
-
-
     from cowork_assets.synthetic.generate import generate
 
     raw = tmp_path / "raw"
@@ -171,7 +188,9 @@ def test_every_count_the_summary_prints_is_what_the_tables_hold(tmp_path, capsys
     first = sorted(p for p in raw.iterdir() if p.is_dir())[0]
     shutil.copytree(first, raw / "zz-redelivered")
     data = tmp_path / "curated"
-    assert main(["run", "--raw-root", str(raw), "--data-root", str(data), "--dagster-home", str(tmp_path / "home")]) == 0
+    assert (
+        main(["run", "--raw-root", str(raw), "--data-root", str(data), "--dagster-home", str(tmp_path / "home")]) == 0
+    )
     out = capsys.readouterr().out
 
     def number(pattern):
@@ -183,7 +202,9 @@ def test_every_count_the_summary_prints_is_what_the_tables_hold(tmp_path, capsys
     excluded = pl.read_parquet(tables / "exclusions" / "data.parquet").filter(pl.col("dataset") == "sft")
     assert runs.select("trajectory_id").n_unique() < runs.height  # the same ids in two batches
     assert number(r"^trajectories +(\d+) +3$") == runs.height
-    assert number(r"^quarantined raw records: (\d+)$") == pl.read_parquet(tables / "quarantine" / "*" / "*.parquet").height
+    assert (
+        number(r"^quarantined raw records: (\d+)$") == pl.read_parquet(tables / "quarantine" / "*" / "*.parquet").height
+    )
     teachers = runs.filter(pl.col("teacher_role") == "teacher")
     selected = teachers.join(excluded, on=["batch", "trajectory_id"], how="anti").height
     assert re.search(rf"^selected for SFT: {sft.height} of {teachers.height} teacher runs", out, re.M)

@@ -13,8 +13,13 @@ def _lines(path):
 def test_plain_file_with_crlf_blank_lines_and_no_final_newline(tmp_path):
     p = tmp_path / "a.jsonl"
     p.write_bytes(b'{"a":1}\r\n\n{"b":2}\n   \n{"c":3}')
-    assert _lines(p) == [(1, b'{"a":1}\r', None), (2, b"", None), (3, b'{"b":2}', None),
-                         (4, b"   ", None), (5, b'{"c":3}', None)]
+    assert _lines(p) == [
+        (1, b'{"a":1}\r', None),
+        (2, b"", None),
+        (3, b'{"b":2}', None),
+        (4, b"   ", None),
+        (5, b'{"c":3}', None),
+    ]
 
 
 def test_lines_spanning_read_blocks(tmp_path, monkeypatch):
@@ -63,9 +68,12 @@ def test_discovery_skips_files_hidden_folders_and_lists_ignored_files(tmp_path):
     (tmp_path / "b1" / "nested").mkdir()
     files, skipped = batch_entries(tmp_path, "b1")
     assert [f.name for f in files] == ["a.jsonl.gz", "notes.txt", "z.jsonl"]
-    assert skipped == [("b1/link.jsonl", "resolves outside the raw root"),
-                       ("b1/nested", "a folder inside a batch folder (batches are flat)")]
+    assert skipped == [
+        ("b1/link.jsonl", "resolves outside the raw root"),
+        ("b1/nested", "a folder inside a batch folder (batches are flat)"),
+    ]
     sources = scan_batch(tmp_path, "b1")  # the formats decide what is raw data
     assert [s.rel for s in sources.files] == ["b1/a.jsonl.gz", "b1/z.jsonl"]
     assert sources.skipped[2:] == [
-        ("b1/notes.txt", "not JSON Lines (*.jsonl, *.jsonl.gz) or a JSON document any format reads")]
+        ("b1/notes.txt", "not JSON Lines (*.jsonl, *.jsonl.gz) or a JSON document any format reads")
+    ]

@@ -17,8 +17,8 @@ ALLOWANCE = 1000
 
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory):
-    from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_assets.settings import CurateSettings
+    from cowork_cli.runner import ensure_instance, materialize_all
 
     base = tmp_path_factory.mktemp("real")
     for batch in ("tau2", "coding", "tau_bench"):
@@ -42,9 +42,15 @@ def test_every_tau2_simulation_is_parsed_or_quarantined_file_by_file(real_run):
     for path in sorted((REAL / "tau2").glob("*.json")):
         assert counts.pop(f"tau2/{path.name}") == len(json.loads(path.read_text())["simulations"]), path.name
     skipped = _table(real_run, "skipped_inputs")
-    assert set(skipped["raw_file"]) == {"tau2/LICENSE", "coding/LICENSE-OpenHands", "coding/LICENSE-SWE-agent",
-                                        "coding/LICENSE-mini-swe-agent", "tau_bench/LICENSE",
-                                        "tau_bench/policy_airline.md", "tau_bench/policy_retail.md"}
+    assert set(skipped["raw_file"]) == {
+        "tau2/LICENSE",
+        "coding/LICENSE-OpenHands",
+        "coding/LICENSE-SWE-agent",
+        "coding/LICENSE-mini-swe-agent",
+        "tau_bench/LICENSE",
+        "tau_bench/policy_airline.md",
+        "tau_bench/policy_retail.md",
+    }
 
 
 def _record_like(value) -> bool:
@@ -66,8 +72,11 @@ def _leaves(value):
 def _hidden_by_head(sim: dict, task: dict) -> bool:
     """Whether some id of a required assistant action is, before the agent first uses it, shown only past the
     first 1,000 characters of tool observations (and never by the policy or the user)."""
-    agent_view = [m for m in sim["messages"] if m.get("requestor", "assistant") == "assistant"
-                  or (m["role"] == "user" and m.get("content"))]
+    agent_view = [
+        m
+        for m in sim["messages"]
+        if m.get("requestor", "assistant") == "assistant" or (m["role"] == "user" and m.get("content"))
+    ]
     for action in (task.get("evaluation_criteria") or {}).get("actions") or []:
         if action.get("requestor") != "assistant":
             continue
@@ -76,9 +85,17 @@ def _hidden_by_head(sim: dict, task: dict) -> bool:
             for i, m in enumerate(agent_view):
                 text = json.dumps([c.get("arguments") for c in m.get("tool_calls") or []]) + (m.get("content") or "")
                 if m["role"] == "assistant" and word.search(text.lower()):
-                    shown = [word.search((e.get("content") or "").lower()[:ALLOWANCE] if e["role"] == "tool"
-                                         else (e.get("content") or "").lower()) for e in agent_view[:i]]
-                    somewhere = any(word.search((e.get("content") or "").lower()) for e in agent_view[:i] if e["role"] == "tool")
+                    shown = [
+                        word.search(
+                            (e.get("content") or "").lower()[:ALLOWANCE]
+                            if e["role"] == "tool"
+                            else (e.get("content") or "").lower()
+                        )
+                        for e in agent_view[:i]
+                    ]
+                    somewhere = any(
+                        word.search((e.get("content") or "").lower()) for e in agent_view[:i] if e["role"] == "tool"
+                    )
                     if somewhere and not any(shown):
                         return True
                     break
@@ -88,7 +105,11 @@ def _hidden_by_head(sim: dict, task: dict) -> bool:
 def test_head_truncation_is_flagged_exactly_where_required_ids_sit_past_the_allowance(real_run):
     audit = _table(real_run, "evidence_audit")
     runs = _table(real_run, "trajectories").filter(pl.col("grade_passed") & pl.col("category").str.starts_with("tau2"))
-    flagged = set(audit.filter(pl.col("lost_under").list.contains("head") & (pl.col("check_type") == "tool_called"))["trajectory_id"])
+    flagged = set(
+        audit.filter(pl.col("lost_under").list.contains("head") & (pl.col("check_type") == "tool_called"))[
+            "trajectory_id"
+        ]
+    )
     expected = set()
     for path in sorted((REAL / "tau2").glob("*.json")):
         doc = json.loads(path.read_text())
@@ -104,18 +125,28 @@ def test_head_truncation_is_flagged_exactly_where_required_ids_sit_past_the_allo
 def test_every_coding_agent_file_yields_calls_answered_by_observations(real_run):
     calls = _table(real_run, "tool_calls").filter(pl.col("batch") == "coding")
     runs = _table(real_run, "trajectories").filter(pl.col("batch") == "coding")
-    per_file = runs.join(calls, on="trajectory_id").group_by("raw_file").agg(
-        calls=pl.len(), answered=pl.col("observation").is_not_null().sum())
-    assert sorted(per_file["raw_file"]) == sorted(f"coding/{p.name}" for p in (REAL / "coding").iterdir()
-                                                  if not p.name.startswith("LICENSE"))
+    per_file = (
+        runs.join(calls, on="trajectory_id")
+        .group_by("raw_file")
+        .agg(calls=pl.len(), answered=pl.col("observation").is_not_null().sum())
+    )
+    assert sorted(per_file["raw_file"]) == sorted(
+        f"coding/{p.name}" for p in (REAL / "coding").iterdir() if not p.name.startswith("LICENSE")
+    )
     assert (per_file["answered"] > 0).all() and (per_file["calls"] >= per_file["answered"]).all()
     assert runs.height == 6  # three OpenHands runs, two mini-swe-agent runs, one SWE-agent run
 
 
-@pytest.mark.parametrize("trajectory_id, raw", [
-    ("openhands_multiswebench_examples_output:ponylang__ponyc-4593", "coding/openhands_multiswebench_examples_output.jsonl:2"),
-    ("minisweagent_github_issue", "coding/minisweagent_github_issue.traj.json:1"),
-])
+@pytest.mark.parametrize(
+    "trajectory_id, raw",
+    [
+        (
+            "openhands_multiswebench_examples_output:ponylang__ponyc-4593",
+            "coding/openhands_multiswebench_examples_output.jsonl:2",
+        ),
+        ("minisweagent_github_issue", "coding/minisweagent_github_issue.traj.json:1"),
+    ],
+)
 def test_coding_runs_trace_back_to_their_raw_line(real_run, trajectory_id, raw, capsys):
     from cowork_cli.cli import main
 
@@ -128,11 +159,20 @@ def test_regrading_the_real_runs_agrees_as_the_readme_states(real_run):
     from cowork_assets.validation.regrade import agreement
 
     found = _table(real_run, "regrade")
-    by_source = {source: agreement(found.filter(pl.col("category").str.starts_with(source)))
-                 for source in ("tau2_", "tau_bench_")}
-    assert {s: (a["compared"], a["agree"]) for s, a in by_source.items()} == {"tau2_": (301, 237), "tau_bench_": (286, 214)}
+    by_source = {
+        source: agreement(found.filter(pl.col("category").str.starts_with(source)))
+        for source in ("tau2_", "tau_bench_")
+    }
+    assert {s: (a["compared"], a["agree"]) for s, a in by_source.items()} == {
+        "tau2_": (301, 237),
+        "tau_bench_": (286, 214),
+    }
     assert dict((r, n) for r, n, _ in by_source["tau2_"]["reasons"]) == {
-        "undecidable": 59, "replay misses a check": 40, "undecided check failed": 21, "replay meets every check": 3}
+        "undecidable": 59,
+        "replay misses a check": 40,
+        "undecided check failed": 21,
+        "replay meets every check": 3,
+    }
 
 
 def test_compute_score_reproduces_the_regraded_score_of_every_real_run(real_run):
@@ -147,16 +187,24 @@ def test_compute_score_reproduces_the_regraded_score_of_every_real_run(real_run)
     checks = dict(runs.select("trajectory_id", "checks").iter_rows())
     compared = 0
     for (tid,), rows in messages.sort("message_index").group_by("trajectory_id", maintain_order=True):
-        conversation = [{"role": r["role"], "content": r["content"] or "", "tool_call_id": r["tool_call_id"],
-                         "tool_calls": [{"id": c["id"], "type": "function", "function": {
-                             "name": c["name"], "arguments": c["arguments"]}} for c in r["tool_calls"]]}
-                        for r in rows.iter_rows(named=True)]
+        conversation = [
+            {
+                "role": r["role"],
+                "content": r["content"] or "",
+                "tool_call_id": r["tool_call_id"],
+                "tool_calls": [
+                    {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                    for c in r["tool_calls"]
+                ],
+            }
+            for r in rows.iter_rows(named=True)
+        ]
         first_user = next((i for i, m in enumerate(conversation) if m["role"] == "user"), None)
         if first_user is None:
             continue
         chat, _ = for_chat_template(conversation, "[]")
-        prompt = render("qwen2.5.jinja", chat[:first_user + 1], add_generation_prompt=True)
-        response = render("qwen2.5.jinja", chat)[len(prompt):].replace("<|im_start|>", "").replace("<|im_end|>", "")
+        prompt = render("qwen2.5.jinja", chat[: first_user + 1], add_generation_prompt=True)
+        response = render("qwen2.5.jinja", chat)[len(prompt) :].replace("<|im_start|>", "").replace("<|im_end|>", "")
         expected = found.filter(pl.col("trajectory_id") == tid)["regraded_score"][0]
         assert compute_score("cowork", response, checks[tid]) == pytest.approx(expected), tid
         assert compute_score("cowork", "", checks[tid], {"messages": conversation}) == pytest.approx(expected), tid
@@ -165,10 +213,16 @@ def test_compute_score_reproduces_the_regraded_score_of_every_real_run(real_run)
 
 
 def test_the_sweeps_head_row_at_the_allowance_is_the_audits_head_loss(real_run):
-    audit = _table(real_run, "evidence_audit").group_by("batch").agg(
-        lost_under_head=pl.col("lost_under").list.contains("head").sum())
-    sweep = (_table(real_run, "truncation_sweep")
-             .filter(pl.col("strategy") == "head", pl.col("max_observation_chars") == real_run.max_observation_chars)
-             .group_by("batch").agg(pl.col("lost_items").sum()))
+    audit = (
+        _table(real_run, "evidence_audit")
+        .group_by("batch")
+        .agg(lost_under_head=pl.col("lost_under").list.contains("head").sum())
+    )
+    sweep = (
+        _table(real_run, "truncation_sweep")
+        .filter(pl.col("strategy") == "head", pl.col("max_observation_chars") == real_run.max_observation_chars)
+        .group_by("batch")
+        .agg(pl.col("lost_items").sum())
+    )
     assert sorted(audit.rows()) == sorted(sweep.rows()) and sum(n for _, n in audit.rows()) == 362
     assert _table(real_run, "truncation_sweep").filter(pl.col("strategy") == "evidence_aware")["lost_items"].sum() == 0

@@ -10,13 +10,20 @@ def good(**changes) -> dict:
     t = {
         "schema": "cowork.trajectory/v1",
         "trajectory_id": "t1",
-        "task": {"task_id": "x-1", "category": "single_turn", "request": "r",
-                 "checks": [{"id": "c", "type": "some_future_type", "foo": 1}]},
+        "task": {
+            "task_id": "x-1",
+            "category": "single_turn",
+            "request": "r",
+            "checks": [{"id": "c", "type": "some_future_type", "foo": 1}],
+        },
         "teacher": {"model": "m", "role": "teacher"},
         "messages": [
             {"role": "user", "content": "hi"},
-            {"role": "assistant", "content": None,
-             "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"a": 1}}}],
+            },
             {"role": "tool", "tool_call_id": "c1", "name": "f", "content": "ok", "extra": True},
         ],
         "grade": {"score": 1, "passed": True},

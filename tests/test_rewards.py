@@ -19,8 +19,9 @@ TEMPLATES = Path(__file__).parent / "templates"
 def render(template: str, messages: list[dict], tools: list[dict] | None = None, **extra) -> str:
     env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
     env.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "sort_keys": False}
-    return env.from_string((TEMPLATES / template).read_text()).render(messages=messages, tools=tools, bos_token="",
-                                                                      **extra)
+    return env.from_string((TEMPLATES / template).read_text()).render(
+        messages=messages, tools=tools, bos_token="", **extra
+    )
 
 
 def call(cid, name, args):
@@ -38,10 +39,17 @@ CONVERSATION = [
     {"role": "user", "content": "Text c_42, add three todos, give me the ref."},
     {"role": "assistant", "content": None, "tool_calls": [call("1", "send", {"to": "c_42"})]},
     {"role": "tool", "tool_call_id": "1", "content": "sent"},
-    {"role": "assistant", "content": "Adding.", "tool_calls": [call("2", "todo", {"title": "A"}),
-                                                               call("3", "todo", {"title": "a"}),
-                                                               call("4", "todo", {"title": "B"})]},
-    {"role": "tool", "tool_call_id": "2", "content": "ok"}, {"role": "tool", "tool_call_id": "3", "content": "ok"},
+    {
+        "role": "assistant",
+        "content": "Adding.",
+        "tool_calls": [
+            call("2", "todo", {"title": "A"}),
+            call("3", "todo", {"title": "a"}),
+            call("4", "todo", {"title": "B"}),
+        ],
+    },
+    {"role": "tool", "tool_call_id": "2", "content": "ok"},
+    {"role": "tool", "tool_call_id": "3", "content": "ok"},
     {"role": "tool", "tool_call_id": "4", "content": "ok"},
     {"role": "assistant", "content": "Done: ref REF-9."},
 ]
@@ -50,7 +58,11 @@ CONVERSATION = [
 def test_score_replays_the_checks_with_their_weights():
     result = score(CONVERSATION, CHECKS)
     assert [(c["check_id"], c["met"], c["first_turn"]) for c in result.checks] == [
-        ("sent", True, 1), ("todos", False, None), ("told", True, 3), ("db", None, None)]  # two distinct titles of 3
+        ("sent", True, 1),
+        ("todos", False, None),
+        ("told", True, 3),
+        ("db", None, None),
+    ]  # two distinct titles of 3
     assert result.reward == pytest.approx((2 + 0 + 1) / 4) and result.passed is False  # db is not decidable
     only_db = score(CONVERSATION, [CHECKS[3]])
     assert (only_db.reward, only_db.passed) == (0.0, None)
@@ -58,14 +70,15 @@ def test_score_replays_the_checks_with_their_weights():
     assert informational.reward == 0.5  # every decidable weight 0: the unweighted share
 
 
-@pytest.mark.parametrize("template, skip_special", [("qwen2.5.jinja", True), ("qwen2.5.jinja", False),
-                                                    ("llama3.1.jinja", False)])
+@pytest.mark.parametrize(
+    "template, skip_special", [("qwen2.5.jinja", True), ("qwen2.5.jinja", False), ("llama3.1.jinja", False)]
+)
 def test_compute_score_reads_a_rollout_as_verl_hands_it_over(template, skip_special):
     messages, tools = for_chat_template(CONVERSATION, "[]")
     prompt = render(template, messages[:2], tools, add_generation_prompt=True)
     text = render(template, messages, tools)
     assert text.startswith(prompt)
-    response = text[len(prompt):]
+    response = text[len(prompt) :]
     if skip_special:  # verl decodes the response with skip_special_tokens=True
         response = response.replace("<|im_start|>", "").replace("<|im_end|>", "")
     ground_truth = orjson.dumps(CHECKS).decode()
@@ -75,70 +88,153 @@ def test_compute_score_reads_a_rollout_as_verl_hands_it_over(template, skip_spec
 
 
 def _runs(**grades):
-    return pl.DataFrame([{"trajectory_id": tid, "task_id": "t", "category": "c", "task_hash": "h", "grade_score": None if p is None else float(p),
-                          "grade_passed": p, "grade_checks": orjson.dumps(checks).decode()}
-                         for tid, (p, checks) in grades.items()])
+    return pl.DataFrame(
+        [
+            {
+                "trajectory_id": tid,
+                "task_id": "t",
+                "category": "c",
+                "task_hash": "h",
+                "grade_score": None if p is None else float(p),
+                "grade_passed": p,
+                "grade_checks": orjson.dumps(checks).decode(),
+            }
+            for tid, (p, checks) in grades.items()
+        ]
+    )
 
 
 def _messages(conversations: dict[str, list[dict]]) -> pl.DataFrame:
-    rows = [{"trajectory_id": tid, "message_index": i, "role": m["role"], "content": m.get("content"),
-             "tool_calls": [{"id": c["id"], "type": "function", "name": c["function"]["name"],
-                             "arguments": c["function"]["arguments"]} for c in m.get("tool_calls") or []]}
-            for tid, ms in conversations.items() for i, m in enumerate(ms)]
+    rows = [
+        {
+            "trajectory_id": tid,
+            "message_index": i,
+            "role": m["role"],
+            "content": m.get("content"),
+            "tool_calls": [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "name": c["function"]["name"],
+                    "arguments": c["function"]["arguments"],
+                }
+                for c in m.get("tool_calls") or []
+            ],
+        }
+        for tid, ms in conversations.items()
+        for i, m in enumerate(ms)
+    ]
     return pl.DataFrame(rows, schema_overrides={"message_index": pl.Int32})
 
 
 def test_regrade_names_why_a_verdict_differs():
     duplicate = CONVERSATION  # three creation calls, two distinct titles ("A" and "a" are one)
-    runs = _runs(counted=(True, {"todos": True}), clean=(True, {}), db_failed=(False, {"db": False}),
-                 fine=(False, {}), ungraded=(None, {}))
-    good = [*CONVERSATION[:8], {"role": "assistant", "content": None, "tool_calls": [call("9", "todo", {"title": "C"})]},
-            {"role": "tool", "tool_call_id": "9", "content": "ok"}, CONVERSATION[-1]]
+    runs = _runs(
+        counted=(True, {"todos": True}),
+        clean=(True, {}),
+        db_failed=(False, {"db": False}),
+        fine=(False, {}),
+        ungraded=(None, {}),
+    )
+    good = [
+        *CONVERSATION[:8],
+        {"role": "assistant", "content": None, "tool_calls": [call("9", "todo", {"title": "C"})]},
+        {"role": "tool", "tool_call_id": "9", "content": "ok"},
+        CONVERSATION[-1],
+    ]
     silent = [*good[:-1], {"role": "assistant", "content": "Done."}]
     messages = _messages({"counted": duplicate, "clean": silent, "db_failed": good, "fine": good, "ungraded": good})
     packages = pl.DataFrame({"task_hash": ["h"], "checks": [orjson.dumps(CHECKS).decode()]})
     found = regrade("b", runs, messages, packages).sort("trajectory_id")
-    assert found.select("trajectory_id", "recorded_passed", "regraded_passed", "regraded_score", "disagreement",
-                        "disagreement_detail").rows() == [
+    assert found.select(
+        "trajectory_id", "recorded_passed", "regraded_passed", "regraded_score", "disagreement", "disagreement_detail"
+    ).rows() == [
         ("clean", True, False, 0.75, "replay misses a check", "told (keywords_present)"),
-        ("counted", True, False, 0.75, "grader counts calls",
-         "todos: 3 todo calls, fewer than 3 distinct title values"),
+        (
+            "counted",
+            True,
+            False,
+            0.75,
+            "grader counts calls",
+            "todos: 3 todo calls, fewer than 3 distinct title values",
+        ),
         ("db_failed", False, True, 1.0, "undecided check failed", "db (db_match)"),
         ("fine", False, True, 1.0, "replay meets every check", "no detail recorded"),
-        ("ungraded", None, True, 1.0, None, None)]
+        ("ungraded", None, True, 1.0, None, None),
+    ]
     assert found.filter(pl.col("trajectory_id") == "counted")["checks"][0][1] == {
-        "check_id": "todos", "type": "distinct_items", "weight": 1.0, "decidable": True, "recorded": True, "met": False,
-        "first_turn": None}
-    assert agreement(found) == {"compared": 4, "agree": 0, "rate": 0.0, "reasons": [
-        ("grader counts calls", 1, ["counted"]), ("replay meets every check", 1, ["fine"]),
-        ("replay misses a check", 1, ["clean"]), ("undecided check failed", 1, ["db_failed"])]}
+        "check_id": "todos",
+        "type": "distinct_items",
+        "weight": 1.0,
+        "decidable": True,
+        "recorded": True,
+        "met": False,
+        "first_turn": None,
+    }
+    assert agreement(found) == {
+        "compared": 4,
+        "agree": 0,
+        "rate": 0.0,
+        "reasons": [
+            ("grader counts calls", 1, ["counted"]),
+            ("replay meets every check", 1, ["fine"]),
+            ("replay misses a check", 1, ["clean"]),
+            ("undecided check failed", 1, ["db_failed"]),
+        ],
+    }
 
 
 def test_the_sweep_cuts_by_position_as_verl_does_and_recommends_the_smallest_allowance():
     observation = "x" * 1500 + "ORD-123456" + "y" * 1490  # 3000 characters, the id at 1500
-    messages = pl.DataFrame({"trajectory_id": ["t"] * 4, "message_index": [0, 1, 2, 3],
-                             "role": ["user", "assistant", "tool", "assistant"],
-                             "content": ["find it", None, observation, "ORD-123456"]},
-                            schema_overrides={"message_index": pl.Int32})
-    evidence = pl.DataFrame({
-        "trajectory_id": ["t", "t"], "check_id": ["a", "b"], "norm": ["ord-123456", "ord-123456"],
-        "status": ["at_risk", "at_risk"], "found_at": [2, 2], "found_offset": [1500, 1500], "found_length": [10, 10],
-        "shown_at": [[{"message_index": 2, "offset": 1500, "length": 10}]] * 2},
-        schema_overrides={"found_at": pl.Int32, "shown_at": pl.List(pl.Struct(
-            {"message_index": pl.Int32, "offset": pl.Int64, "length": pl.Int64}))})
+    messages = pl.DataFrame(
+        {
+            "trajectory_id": ["t"] * 4,
+            "message_index": [0, 1, 2, 3],
+            "role": ["user", "assistant", "tool", "assistant"],
+            "content": ["find it", None, observation, "ORD-123456"],
+        },
+        schema_overrides={"message_index": pl.Int32},
+    )
+    evidence = pl.DataFrame(
+        {
+            "trajectory_id": ["t", "t"],
+            "check_id": ["a", "b"],
+            "norm": ["ord-123456", "ord-123456"],
+            "status": ["at_risk", "at_risk"],
+            "found_at": [2, 2],
+            "found_offset": [1500, 1500],
+            "found_length": [10, 10],
+            "shown_at": [[{"message_index": 2, "offset": 1500, "length": 10}]] * 2,
+        },
+        schema_overrides={
+            "found_at": pl.Int32,
+            "shown_at": pl.List(pl.Struct({"message_index": pl.Int32, "offset": pl.Int64, "length": pl.Int64})),
+        },
+    )
     runs = pl.DataFrame({"trajectory_id": ["t"], "category": ["c"]})
     found = sweep(runs, messages, evidence, context=60, allowances=(1000, 2000, 4000))
     lost = {(s, n): lost for s, n, lost in found.select("strategy", "max_observation_chars", "lost_items").rows()}
-    assert lost == {("head", 1000): 2, ("head", 2000): 0, ("head", 4000): 0,  # two checks share the value
-                    ("tail", 1000): 2, ("tail", 2000): 0, ("tail", 4000): 0,  # the last 2000 start at 1000
-                    ("middle", 1000): 2, ("middle", 2000): 2, ("middle", 4000): 0,  # [0, 1000) and [2000, 3000)
-                    ("evidence_aware", 1000): 0, ("evidence_aware", 2000): 0, ("evidence_aware", 4000): 0}
+    assert lost == {
+        ("head", 1000): 2,
+        ("head", 2000): 0,
+        ("head", 4000): 0,  # two checks share the value
+        ("tail", 1000): 2,
+        ("tail", 2000): 0,
+        ("tail", 4000): 0,  # the last 2000 start at 1000
+        ("middle", 1000): 2,
+        ("middle", 2000): 2,
+        ("middle", 4000): 0,  # [0, 1000) and [2000, 3000)
+        ("evidence_aware", 1000): 0,
+        ("evidence_aware", 2000): 0,
+        ("evidence_aware", 4000): 0,
+    }
     assert set(found.filter(pl.col("max_observation_chars") == 1000)["kept_chars"]) == {1000}
     assert set(found.filter(pl.col("max_observation_chars") == 4000)["kept_chars"]) == {3000}
     assert recommendation(found) == [
         "tool_response_truncate_side=left: max_tool_response_length=2000 keeps 100.0% of 2 at-risk evidence items",
+        "tool_response_truncate_side=middle: max_tool_response_length=4000 keeps 100.0% of 2 at-risk evidence items",
         "tool_response_truncate_side=right: max_tool_response_length=2000 keeps 100.0% of 2 at-risk evidence items",
-        "tool_response_truncate_side=middle: max_tool_response_length=4000 keeps 100.0% of 2 at-risk evidence items"]
+    ]  # in the registry's order: head, middle, tail
 
 
 def test_rewards_import_without_dagster():

@@ -65,14 +65,22 @@ def test_a_killed_runs_process_is_found_and_its_slot_freed(corpus, tmp_path):
         f"instance.add_dynamic_partitions('batches', [{batch!r}])\n"
         f"s = CurateSettings(raw_root={str(corpus)!r}, data_root={str(data)!r})\n"
         f"defs.resolve_job_def('process_batch').execute_in_process(run_config=_run_config(s), instance=instance, "
-        f"partition_key={batch!r})\n")
-    worker = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        f"partition_key={batch!r})\n"
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     from cowork_cli.runner import ensure_instance
 
     instance = ensure_instance(home)
     started = dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])
-    run = _wait(lambda: next((r.dagster_run for r in instance.get_run_records(started)
-                              if PROCESS_TAG in r.dagster_run.tags), None), 120, "the run to start")
+    run = _wait(
+        lambda: next(
+            (r.dagster_run for r in instance.get_run_records(started) if PROCESS_TAG in r.dagster_run.tags), None
+        ),
+        120,
+        "the run to start",
+    )
     assert run.tags[PROCESS_TAG].split(":")[1] == str(worker.pid)
     worker.kill()
     worker.wait()
@@ -86,9 +94,21 @@ def test_a_killed_runs_process_is_found_and_its_slot_freed(corpus, tmp_path):
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["SIGINT", "SIGTERM", "SIGKILL"])
 def test_a_killed_cli_run_leaves_no_process_behind(corpus, tmp_path, how):
-    cli = subprocess.Popen([str(ROOT / ".venv" / "bin" / "cowork-curate"), "run", "--raw-root", str(corpus),
-                            "--data-root", str(tmp_path / "data"), "--dagster-home", str(tmp_path / "home")],
-                           cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cli = subprocess.Popen(
+        [
+            str(ROOT / ".venv" / "bin" / "cowork-curate"),
+            "run",
+            "--raw-root",
+            str(corpus),
+            "--data-root",
+            str(tmp_path / "data"),
+            "--dagster-home",
+            str(tmp_path / "home"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     # the two batch workers (and whatever helpers) are up and working
     workers = _wait(lambda: found if len(found := _descendants(cli.pid)) >= 2 else None, 120, "the batch workers")
     time.sleep(1.0)

@@ -6,21 +6,26 @@ from pathlib import Path
 
 import pytest
 
-from cowork_cli.cli import main
 from cowork_assets.datasets import publish as pub
+from cowork_cli.cli import main
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cowork_assets"
 
 
 def test_no_code_path_evaluates_or_unpickles_anything():
     pattern = re.compile(r"(?<![.\w])(eval|exec|compile)\(|pickle|marshal|yaml\.load\(")
-    offenders = [f"{p.relative_to(PACKAGE)}:{n}" for p in PACKAGE.rglob("*.py")
-                 for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    offenders = [
+        f"{p.relative_to(PACKAGE)}:{n}"
+        for p in PACKAGE.rglob("*.py")
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
     assert offenders == []
 
 
-@pytest.mark.parametrize("name", ["../views", "../../etc/passwd", "/etc/passwd", "queries/rows_per_table",
-                                  "rows_per_table.sql"])
+@pytest.mark.parametrize(
+    "name", ["../views", "../../etc/passwd", "/etc/passwd", "queries/rows_per_table", "rows_per_table.sql"]
+)
 def test_only_named_queries_from_sql_queries_can_run(name, capsys, tmp_path):
     assert main(["sql", "--db", str(tmp_path / "x.duckdb"), "--query", name]) == 2
     assert f"no query named {name!r}" in capsys.readouterr().err
@@ -49,8 +54,11 @@ def test_an_ungated_candidate_is_never_published(tmp_path):
 def _snapshot(root: Path) -> dict[str, bytes]:
     import hashlib
 
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).digest()
-            for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).digest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
 
 
 def test_the_sql_modes_read_the_data_root_and_nothing_else(pipeline, tmp_path, capsys):
@@ -103,10 +111,14 @@ def test_the_sql_modes_read_the_data_root_and_nothing_else(pipeline, tmp_path, c
             err = capsys.readouterr().err
             assert err.startswith("cowork-curate sql: error: refused: ") and err.count("\n") == 1, (sql, err)
         assert _snapshot(root) == before
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["outside"] and list(outside.iterdir()) == [outside / "secret.txt"]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["outside"] and list(outside.iterdir()) == [
+            outside / "secret.txt"
+        ]
     finally:
         escape.unlink()
     # What the modes are for still works: the tables, the published datasets and direct reads of the root.
     assert main(["sql", "--db", db, "SELECT count(*) FROM sft_dataset"]) == 0
-    assert main(["sql", "--db", db, f"SELECT count(*) FROM read_parquet('{root}/tables/trajectories/*/*.parquet')"]) == 0
+    assert (
+        main(["sql", "--db", db, f"SELECT count(*) FROM read_parquet('{root}/tables/trajectories/*/*.parquet')"]) == 0
+    )
     assert main(["sql", "--db", db, "--query", "quarantine_reasons"]) == 0

@@ -20,22 +20,33 @@ def _traj(tid: str, words: list[str], task: str = "task-1") -> dict:
 
 def _sigs(*trajs, scores=None) -> pl.DataFrame:
     f = flatten(*trajs)
-    info = f["trajectories"].select("trajectory_id", "batch", "task_id", chars="chars_total").with_columns(
-        score=pl.Series(scores or [1.0] * len(trajs), dtype=pl.Float64))
+    info = (
+        f["trajectories"]
+        .select("trajectory_id", "batch", "task_id", chars="chars_total")
+        .with_columns(score=pl.Series(scores or [1.0] * len(trajs), dtype=pl.Float64))
+    )
     return signatures(f["messages"]).join(info, on="trajectory_id")
 
 
-@pytest.mark.parametrize("extra, expected_j, clustered", [
-    (22, 200 / 222, True),  # 0.9009: just above 0.9
-    (23, 200 / 223, False),  # 0.8969: just below
-])
+@pytest.mark.parametrize(
+    "extra, expected_j, clustered",
+    [
+        (22, 200 / 222, True),  # 0.9009: just above 0.9
+        (23, 200 / 223, False),  # 0.8969: just below
+    ],
+)
 def test_near_duplicates_just_above_and_below_the_threshold(extra, expected_j, clustered):
     sigs = _sigs(_traj("a", WORDS), _traj("b", WORDS + [f"x{i}" for i in range(extra)]))
-    assert compared(pl.DataFrame({"left": ["a"], "right": ["b"]}), sigs)["similarity"].item() == pytest.approx(expected_j)
+    assert compared(pl.DataFrame({"left": ["a"], "right": ["b"]}), sigs)["similarity"].item() == pytest.approx(
+        expected_j
+    )
     found = clusters(sigs, 0.9)
     assert (found.height == 2) is clustered
     if clustered:
-        assert found.select("trajectory_id", "kind", "kept").rows() == [("a", "representative", True), ("b", "near", False)]
+        assert found.select("trajectory_id", "kind", "kept").rows() == [
+            ("a", "representative", True),
+            ("b", "near", False),
+        ]
         assert found["similarity"][1] == round(expected_j, 4)
 
 
@@ -43,7 +54,9 @@ def test_exact_duplicates_cluster_and_the_best_is_kept():
     sigs = _sigs(_traj("a", WORDS), _traj("b", WORDS), _traj("c", WORDS[:50]), scores=[0.5, 1.0, 1.0])
     found = clusters(sigs, 0.9)
     assert found.select("trajectory_id", "kind", "similarity", "representative", "kept").rows() == [
-        ("a", "exact", 1.0, "b", False), ("b", "representative", 1.0, "b", True)]
+        ("a", "exact", 1.0, "b", False),
+        ("b", "representative", 1.0, "b", True),
+    ]
 
 
 def test_duplicates_are_only_sought_within_a_task():
@@ -52,7 +65,7 @@ def test_duplicates_are_only_sought_within_a_task():
 
 
 def test_clusters_do_not_depend_on_input_order():
-    trajs = [_traj(f"t{i}", WORDS[i % 3:] + WORDS[: i % 3], task=f"task-{i % 2}") for i in range(8)]
+    trajs = [_traj(f"t{i}", WORDS[i % 3 :] + WORDS[: i % 3], task=f"task-{i % 2}") for i in range(8)]
     sigs = _sigs(*trajs)
     a = clusters(sigs, 0.9)
     b = clusters(sigs.reverse(), 0.9)
@@ -64,8 +77,11 @@ def test_dedup_clusters_match_the_generator_labels_exactly(pipeline, labels):
     settings, _, _ = pipeline
     found = pl.read_parquet(partition_file(settings.root, "dedup_clusters"))
     dropped = found.filter(~pl.col("kept"))
-    expected = sorted((l["trajectory_id"], l["duplicate_of"], l["kind"].split("_")[0])
-                      for l in labels if l["kind"] in ("exact_duplicate", "near_duplicate"))
+    expected = sorted(
+        (l["trajectory_id"], l["duplicate_of"], l["kind"].split("_")[0])
+        for l in labels
+        if l["kind"] in ("exact_duplicate", "near_duplicate")
+    )
     assert sorted(dropped.select("trajectory_id", "representative", "kind").rows()) == expected
     assert found.filter(pl.col("kept")).height == len(expected)  # every cluster is a labelled pair
     assert (dropped.filter(pl.col("kind") == "near")["similarity"] >= 0.9).all()
@@ -75,27 +91,67 @@ def test_signatures_are_deterministic_across_runs(pipeline, tmp_path):
     settings, _, _ = pipeline
     sigs = pl.read_parquet(table_glob(settings.root, "dedup_signatures")).sort("trajectory_id")
     messages = pl.read_parquet(table_glob(settings.root, "curated_messages")).filter(
-        pl.col("trajectory_id").is_in(sigs["trajectory_id"].to_list()))
+        pl.col("trajectory_id").is_in(sigs["trajectory_id"].to_list())
+    )
     again = signatures(messages.sample(fraction=1.0, shuffle=True, seed=1)).sort("trajectory_id")
     assert again.select("trajectory_id", "content_hash", "shingles", "minhash").equals(
-        sigs.select("trajectory_id", "content_hash", "shingles", "minhash"))
+        sigs.select("trajectory_id", "content_hash", "shingles", "minhash")
+    )
 
 
 def _frames(n_runs=4):
-    t = pl.DataFrame({"batch": "b", "trajectory_id": [f"r{i}" for i in range(n_runs)], "task_id": "task",
-                      "teacher_role": "teacher", "grade_passed": True, "grade_score": [1.0, 1.0, 0.9, 1.0][:n_runs]})
+    t = pl.DataFrame(
+        {
+            "batch": "b",
+            "trajectory_id": [f"r{i}" for i in range(n_runs)],
+            "task_id": "task",
+            "teacher_role": "teacher",
+            "grade_passed": True,
+            "grade_score": [1.0, 1.0, 0.9, 1.0][:n_runs],
+        }
+    )
     empty = lambda schema: pl.DataFrame(schema=schema)  # noqa: E731
     return dict(
         trajectories=t,
-        structure=empty({"batch": pl.String, "trajectory_id": pl.String, "kind": pl.String, "severity": pl.String,
-                         "detail": pl.String}),
-        task_findings=empty({"task_id": pl.String, "trajectory_id": pl.String, "batch": pl.String, "kind": pl.String,
-                             "severity": pl.String, "detail": pl.String}),
+        structure=empty(
+            {
+                "batch": pl.String,
+                "trajectory_id": pl.String,
+                "kind": pl.String,
+                "severity": pl.String,
+                "detail": pl.String,
+            }
+        ),
+        task_findings=empty(
+            {
+                "task_id": pl.String,
+                "trajectory_id": pl.String,
+                "batch": pl.String,
+                "kind": pl.String,
+                "severity": pl.String,
+                "detail": pl.String,
+            }
+        ),
         rollup=pl.DataFrame({"batch": "b", "trajectory_id": t["trajectory_id"], "lost_to_truncation": [0] * n_runs}),
-        stats=pl.DataFrame({"batch": "b", "trajectory_id": t["trajectory_id"], "verdict": "kept", "reason": None,
-                            "chars_after": [300, 100, 50, 200][:n_runs]}),
-        clusters=empty({"batch": pl.String, "trajectory_id": pl.String, "kind": pl.String, "representative": pl.String,
-                        "similarity": pl.Float64, "kept": pl.Boolean}),
+        stats=pl.DataFrame(
+            {
+                "batch": "b",
+                "trajectory_id": t["trajectory_id"],
+                "verdict": "kept",
+                "reason": None,
+                "chars_after": [300, 100, 50, 200][:n_runs],
+            }
+        ),
+        clusters=empty(
+            {
+                "batch": pl.String,
+                "trajectory_id": pl.String,
+                "kind": pl.String,
+                "representative": pl.String,
+                "similarity": pl.Float64,
+                "kept": pl.Boolean,
+            }
+        ),
     )
 
 
@@ -108,16 +164,27 @@ def test_the_per_task_cap_keeps_the_best():
 def test_every_reason_is_recorded_and_lost_evidence_can_be_kept_and_flagged():
     f = _frames()
     f["rollup"] = f["rollup"].with_columns(lost_to_truncation=pl.Series([1, 0, 0, 0]))
-    f["stats"] = f["stats"].with_columns(verdict=pl.Series(["kept", "dropped", "kept", "kept"]),
-                                         reason=pl.Series([None, "over budget: 50000 chars", None, None]))
-    f["task_findings"] = pl.DataFrame({"task_id": ["task"], "trajectory_id": ["r2"], "batch": ["b"],
-                                       "kind": ["call_counting_grader"], "severity": ["error"],
-                                       "detail": ["grade counts calls"]})
+    f["stats"] = f["stats"].with_columns(
+        verdict=pl.Series(["kept", "dropped", "kept", "kept"]),
+        reason=pl.Series([None, "over budget: 50000 chars", None, None]),
+    )
+    f["task_findings"] = pl.DataFrame(
+        {
+            "task_id": ["task"],
+            "trajectory_id": ["r2"],
+            "batch": ["b"],
+            "kind": ["call_counting_grader"],
+            "severity": ["error"],
+            "detail": ["grade counts calls"],
+        }
+    )
     found = exclusions(**f, max_per_task=4, lost_evidence_policy="drop")
     assert found.select("dataset", "trajectory_id", "stage", "reason").rows() == [
-        ("sft", "r0", "evidence", "lost evidence to truncation"), ("sft", "r1", "budget", "over budget"),
+        ("sft", "r0", "evidence", "lost evidence to truncation"),
+        ("sft", "r1", "budget", "over budget"),
         ("sft", "r2", "task_consistency", "call_counting_grader"),
-        ("rl_tasks", None, "task_consistency", "call_counting_grader")]
+        ("rl_tasks", None, "task_consistency", "call_counting_grader"),
+    ]
     flagged = exclusions(**f, max_per_task=4, lost_evidence_policy="flag")
     assert "r0" not in flagged["trajectory_id"].to_list()
 
@@ -127,7 +194,8 @@ def test_a_trajectory_id_repeated_in_another_batch_is_kept_once():
     f["trajectories"] = pl.concat([f["trajectories"], f["trajectories"].head(1).with_columns(batch=pl.lit("a"))])
     found = exclusions(**f, max_per_task=4, lost_evidence_policy="drop")
     assert found.select("batch", "trajectory_id", "stage", "reason", "detail").rows() == [
-        ("b", "r0", "dedup", "duplicate trajectory id", "the same id is in batch a (kept there)")]
+        ("b", "r0", "dedup", "duplicate trajectory id", "the same id is in batch a (kept there)")
+    ]
 
 
 def test_every_teacher_run_not_selected_is_explained(pipeline):
@@ -135,9 +203,11 @@ def test_every_teacher_run_not_selected_is_explained(pipeline):
     found = pl.read_parquet(partition_file(settings.root, "exclusions")).filter(pl.col("dataset") == "sft")
     t = pl.read_parquet(table_glob(settings.root, "trajectories"))
     assert set(found.filter(pl.col("stage") == "role")["trajectory_id"]) == set(
-        t.filter(pl.col("teacher_role") == "student")["trajectory_id"])
+        t.filter(pl.col("teacher_role") == "student")["trajectory_id"]
+    )
     assert set(found.filter(pl.col("stage") == "grade")["trajectory_id"]) == set(
-        t.filter(pl.col("teacher_role") == "teacher", ~pl.col("grade_passed"))["trajectory_id"])
+        t.filter(pl.col("teacher_role") == "teacher", ~pl.col("grade_passed"))["trajectory_id"]
+    )
     selected = t.join(found, on="trajectory_id", how="anti")
     assert selected.height > 100 and selected.group_by("task_id").len()["len"].max() <= settings.max_per_task
 
@@ -147,14 +217,32 @@ def test_why_excluded_answers_for_any_trajectory(pipeline, labels, capsys):
 
     settings, _, _ = pipeline
     copy = next(l for l in labels if l["kind"] == "exact_duplicate")
-    assert main(["sql", "--db", str(settings.warehouse_path), "--query", "why_excluded",
-                 "--param", f"trajectory_id={copy['trajectory_id']}"]) == 0
+    assert (
+        main(
+            [
+                "sql",
+                "--db",
+                str(settings.warehouse_path),
+                "--query",
+                "why_excluded",
+                "--param",
+                f"trajectory_id={copy['trajectory_id']}",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert f"of {copy['duplicate_of']} (Jaccard 1.0)" in out and copy["raw_file"] in out
 
 
 def test_similarity_is_the_jaccard_of_the_shingle_sets_and_two_empty_sets_are_alike():
-    sigs = pl.DataFrame({"trajectory_id": ["a", "b", "c", "d"], "content_hash": ["1", "2", "3", "3"],
-                         "shingles": [[1, 2, 3], [2, 3, 4, 5], [], []]}, schema_overrides={"shingles": pl.List(pl.UInt32)})
+    sigs = pl.DataFrame(
+        {
+            "trajectory_id": ["a", "b", "c", "d"],
+            "content_hash": ["1", "2", "3", "3"],
+            "shingles": [[1, 2, 3], [2, 3, 4, 5], [], []],
+        },
+        schema_overrides={"shingles": pl.List(pl.UInt32)},
+    )
     out = compared(pl.DataFrame({"left": ["a", "a", "c"], "right": ["b", "c", "d"]}), sigs)
     assert out.rows() == [("a", "b", False, 2 / 5), ("a", "c", False, 0.0), ("c", "d", True, 1.0)]

@@ -7,15 +7,20 @@ from cowork_assets.settings import CurateSettings, SettingsError, parse_override
 
 def test_values_are_typed():
     assert parse_overrides(["read_chunk_records=50", "token_encoding=cl100k_base"]) == {
-        "read_chunk_records": 50, "token_encoding": "cl100k_base"}
+        "read_chunk_records": 50,
+        "token_encoding": "cl100k_base",
+    }
 
 
-@pytest.mark.parametrize("pair, message", [
-    ("nope=1", "unknown setting 'nope'"),
-    ("read_chunk_records", "NAME=VALUE"),
-    ("read_chunk_records=many", "bad value for read_chunk_records"),
-    ("read_chunk_records=0", "greater than or equal to 1"),
-])
+@pytest.mark.parametrize(
+    "pair, message",
+    [
+        ("nope=1", "unknown setting 'nope'"),
+        ("read_chunk_records", "NAME=VALUE"),
+        ("read_chunk_records=many", "bad value for read_chunk_records"),
+        ("read_chunk_records=0", "greater than or equal to 1"),
+    ],
+)
 def test_errors_say_what_is_wrong(pair, message):
     with pytest.raises(SettingsError, match=message):
         parse_overrides([pair])
@@ -39,22 +44,39 @@ def test_data_root_may_be_a_folder_a_file_uri_or_an_object_store(monkeypatch, tm
     assert local.root == str(tmp_path / "curated") and local.local_root == tmp_path / "curated"
 
 
-@pytest.mark.parametrize("pair, message", [
-    ("token_encoding=gpt2", "bad value for token_encoding: Input should be 'o200k_base' or 'cl100k_base'"),
-    ("refresh_cron=bogus", "bad value for refresh_cron: 'bogus' is not a cron string Dagster accepts"),
-    ("refresh_cron=61 * * * *", "bad value for refresh_cron: '61 \\* \\* \\* \\*' is not a cron string"),
-    ("max_concurrent=0", "bad value for max_concurrent: Input should be greater than or equal to 1"),
-    ("near_dup_threshold=2", "bad value for near_dup_threshold: Input should be less than or equal to 1"),
-    ("budget_policy=cut", "bad value for budget_policy: Input should be 'drop' or 'trim'"),
-])
+@pytest.mark.parametrize(
+    "pair, message",
+    [
+        ("token_encoding=gpt2", "bad value for token_encoding: Input should be 'o200k_base' or 'cl100k_base'"),
+        ("refresh_cron=bogus", "bad value for refresh_cron: 'bogus' is not a cron string Dagster accepts"),
+        ("refresh_cron=61 * * * *", "bad value for refresh_cron: '61 \\* \\* \\* \\*' is not a cron string"),
+        ("max_concurrent=0", "bad value for max_concurrent: Input should be greater than or equal to 1"),
+        ("near_dup_threshold=2", "bad value for near_dup_threshold: Input should be less than or equal to 1"),
+        ("budget_policy=cut", "bad value for budget_policy: Input should be 'drop' or 'trim'"),
+    ],
+)
 def test_bad_values_are_refused_before_any_work(pair, message, tmp_path, capsys):
     from cowork_cli.cli import main
 
     with pytest.raises(SettingsError, match=message):
         parse_overrides([pair])
     (tmp_path / "raw" / "b").mkdir(parents=True)
-    assert main(["run", "--raw-root", str(tmp_path / "raw"), "--data-root", str(tmp_path / "out"),
-                 "--dagster-home", str(tmp_path / "home"), "--set", pair]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--raw-root",
+                str(tmp_path / "raw"),
+                "--data-root",
+                str(tmp_path / "out"),
+                "--dagster-home",
+                str(tmp_path / "home"),
+                "--set",
+                pair,
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and pair.split("=")[0] in err
     assert not (tmp_path / "out").exists() and not (tmp_path / "home").exists()
@@ -73,15 +95,24 @@ def test_definitions_load_with_a_bad_cron_in_the_environment_and_say_so():
     import subprocess
     import sys
 
-    code = ("from dagster_project.definitions import defs\n"
-            "s = defs.get_schedule_def('daily_refresh')\n"
-            "print(s.cron_schedule)\nprint(s.description.split(';')[0])")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "COWORK_REFRESH_CRON": "bogus"})
+    code = (
+        "from dagster_project.definitions import defs\n"
+        "s = defs.get_schedule_def('daily_refresh')\n"
+        "print(s.cron_schedule)\nprint(s.description.split(';')[0])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COWORK_REFRESH_CRON": "bogus"},
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "0 3 * * *", "COWORK_REFRESH_CRON was refused: 'bogus' is not a cron string Dagster accepts: five fields "
-        "(minute hour day month weekday), e.g. '0 3 * * *', or @hourly / @daily / @weekly / @monthly"]
+        "0 3 * * *",
+        "COWORK_REFRESH_CRON was refused: 'bogus' is not a cron string Dagster accepts: five fields "
+        "(minute hour day month weekday), e.g. '0 3 * * *', or @hourly / @daily / @weekly / @monthly",
+    ]
 
 
 @pytest.mark.parametrize("command", ["generate", "run", "sql", "export", "trace", "bench"])

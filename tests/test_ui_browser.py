@@ -18,17 +18,31 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts" / "ui"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-         "--window-size=1600,1000", "--virtual-time-budget=25000"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--window-size=1600,1000",
+    "--virtual-time-budget=25000",
+]
 
 
 def _chromium() -> str:
     found = shutil.which("chromium")
     if found:
         return found
-    install = subprocess.run("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium",
-                             shell=True, capture_output=True, text=True, timeout=900)
+    install = subprocess.run(
+        "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     found = shutil.which("chromium")
     if not found:
         message = f"cannot install Debian's chromium: {install.stderr[-500:]}"
@@ -49,12 +63,21 @@ def ui(pipeline, tmp_path_factory):
     settings, instance, _ = pipeline
     chromium = _chromium()
     port = _free_port()
-    env = {**os.environ, "DAGSTER_HOME": instance.root_directory, "COWORK_RAW_ROOT": settings.raw_root,
-           "COWORK_DATA_ROOT": settings.data_root}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": instance.root_directory,
+        "COWORK_RAW_ROOT": settings.raw_root,
+        "COWORK_DATA_ROOT": settings.data_root,
+    }
     log = open(tmp_path_factory.mktemp("ui") / "dagster-dev.log", "w")
-    server = subprocess.Popen([str(ROOT / ".venv" / "bin" / "dagster"), "dev", "-w", "workspace.yaml",
-                               "-h", "127.0.0.1", "-p", str(port)], cwd=ROOT, env=env, stdout=log,
-                              stderr=subprocess.STDOUT, start_new_session=True)
+    server = subprocess.Popen(
+        [str(ROOT / ".venv" / "bin" / "dagster"), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -107,7 +130,7 @@ def _texts(dom: str) -> list[str]:
 def _after(texts: list[str], label: str) -> str:
     """The text shown right after a label (its value in a field, its status in a list row)."""
     i = texts.index(label)
-    return next(t for t in texts[i + 1:] if t != label)
+    return next(t for t in texts[i + 1 :] if t != label)
 
 
 def _until(ui, path: str, name: str, label: str, wanted: str, timeout: float = 120) -> list[str]:
@@ -122,8 +145,16 @@ def _until(ui, path: str, name: str, label: str, wanted: str, timeout: float = 1
 
 def test_the_asset_groups_read_in_pipeline_order(ui):
     texts = _page(ui, "/asset-groups", "asset-graph")
-    groups = ["1_raw", "2_staging", "3_evidence", "4_curation", "5_validation", "6_selection", "7_datasets",
-              "8_warehouse"]
+    groups = [
+        "1_raw",
+        "2_staging",
+        "3_evidence",
+        "4_curation",
+        "5_validation",
+        "6_selection",
+        "7_datasets",
+        "8_warehouse",
+    ]
     positions = [texts.index(g) for g in groups]
     assert positions == sorted(positions)
 
@@ -145,7 +176,7 @@ def test_the_published_dataset_shows_its_rows_freshness_and_gate(ui, pipeline):
 def test_the_candidates_gate_is_a_blocking_check_that_passed(ui):
     checks = _page(ui, "/assets/sft_candidate?view=checks", "sft-gate")
     assert _after(checks, "quality_gate") == "Succeeded"
-    about = checks[checks.index("About") + 1:]
+    about = checks[checks.index("About") + 1 :]
     assert about[:3] == ["This is a", "blocking", "asset check."]  # the check's own description, not another's
 
 
@@ -159,13 +190,25 @@ def test_a_batch_run_launched_from_the_ui_succeeds(ui, pipeline):
 
     _, base, _ = ui
     settings, _, _ = pipeline
-    repo = _graphql(base, "{ repositoriesOrError { ... on RepositoryConnection { nodes { name location { name } } } } }"
-                    )["repositoriesOrError"]["nodes"][0]
+    repo = _graphql(
+        base, "{ repositoriesOrError { ... on RepositoryConnection { nodes { name location { name } } } } }"
+    )["repositoriesOrError"]["nodes"][0]
     batch = sorted(p.name for p in Path(settings.raw_root).iterdir() if p.is_dir())[0]
-    launched = _graphql(base, LAUNCH, {"p": {  # what the launchpad's "Launch run" sends
-        "selector": {"repositoryLocationName": repo["location"]["name"], "repositoryName": repo["name"],
-                     "jobName": "process_batch"},
-        "executionMetadata": {"tags": [{"key": "dagster/partition", "value": batch}]}, "runConfigData": {}}})
+    launched = _graphql(
+        base,
+        LAUNCH,
+        {
+            "p": {  # what the launchpad's "Launch run" sends
+                "selector": {
+                    "repositoryLocationName": repo["location"]["name"],
+                    "repositoryName": repo["name"],
+                    "jobName": "process_batch",
+                },
+                "executionMetadata": {"tags": [{"key": "dagster/partition", "value": batch}]},
+                "runConfigData": {},
+            }
+        },
+    )
     assert launched["launchRun"]["__typename"] == "LaunchRunSuccess", launched
     run_id = launched["launchRun"]["run"]["runId"]
     page = _until(ui, f"/runs/{run_id}", "ui-launched-run", run_id[:8], "Success", timeout=240)

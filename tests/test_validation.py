@@ -13,7 +13,9 @@ from cowork_assets.validation.structure import structure_findings
 from cowork_assets.validation.tasks import task_findings
 from tests.helpers import call, flatten, result, trajectory
 
-TOOL = [{"name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}]
+TOOL = [
+    {"name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}
+]
 
 
 def _kinds(traj) -> list[tuple]:
@@ -30,33 +32,61 @@ def test_a_clean_sample_has_no_findings():
     assert _kinds(trajectory([USER, call("lookup", {"q": "x"}), result("ok"), DONE], tools=TOOL)) == []
 
 
-@pytest.mark.parametrize("messages, expected", [
-    ([USER, call("lookup", {"q": "x"}), DONE], [("unanswered_call", 1)]),
-    ([USER, result("ok", "c9"), DONE], [("orphan_result", 1), ("tool_message_out_of_order", 1)]),
-    ([USER, call("lookup", {"q": "x"}, "c1"), result("ok", "c2"), DONE],
-     [("unanswered_call", 1), ("orphan_result", 2), ("tool_message_out_of_order", 2)]),
-    ([USER, {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{q: x"}}]}, result("ok"), DONE],
-     [("invalid_arguments_json", 1)]),
-    ([USER, call("lookup", {"q": 7}), result("ok"), DONE], [("arguments_schema_mismatch", 1)]),
-    ([USER, call("lookup", {"q": "x"}), USER, result("ok"), DONE], [("tool_message_out_of_order", 3)]),
-    ([{"role": "assistant", "content": "hello"}, USER, DONE], [("does_not_start_with_user", 0)]),
-    ([USER, call("lookup", {"q": "x"}), result("ok")], [("does_not_end_with_assistant", 2)]),
-    ([USER, DONE, {"role": "user", "content": "###STOP###"}], [("ends_on_user_turn", 2)]),
-    ([USER, {"role": "assistant", "content": "  "}, DONE], [("empty_assistant_turn", 1)]),
-    ([USER, {"role": "assistant", "content": "bell\x07 here"}], [("control_characters", 1)]),
-    ([USER, {"role": "assistant", "content": "the end <|endoftext|> more"}], [("tokenizer_round_trip", 1)]),
-])
+@pytest.mark.parametrize(
+    "messages, expected",
+    [
+        ([USER, call("lookup", {"q": "x"}), DONE], [("unanswered_call", 1)]),
+        ([USER, result("ok", "c9"), DONE], [("orphan_result", 1), ("tool_message_out_of_order", 1)]),
+        (
+            [USER, call("lookup", {"q": "x"}, "c1"), result("ok", "c2"), DONE],
+            [("unanswered_call", 1), ("orphan_result", 2), ("tool_message_out_of_order", 2)],
+        ),
+        (
+            [
+                USER,
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{q: x"}}
+                    ],
+                },
+                result("ok"),
+                DONE,
+            ],
+            [("invalid_arguments_json", 1)],
+        ),
+        ([USER, call("lookup", {"q": 7}), result("ok"), DONE], [("arguments_schema_mismatch", 1)]),
+        ([USER, call("lookup", {"q": "x"}), USER, result("ok"), DONE], [("tool_message_out_of_order", 3)]),
+        ([{"role": "assistant", "content": "hello"}, USER, DONE], [("does_not_start_with_user", 0)]),
+        ([USER, call("lookup", {"q": "x"}), result("ok")], [("does_not_end_with_assistant", 2)]),
+        ([USER, DONE, {"role": "user", "content": "###STOP###"}], [("ends_on_user_turn", 2)]),
+        ([USER, {"role": "assistant", "content": "  "}, DONE], [("empty_assistant_turn", 1)]),
+        ([USER, {"role": "assistant", "content": "bell\x07 here"}], [("control_characters", 1)]),
+        ([USER, {"role": "assistant", "content": "the end <|endoftext|> more"}], [("tokenizer_round_trip", 1)]),
+    ],
+)
 def test_each_structural_defect_is_found(messages, expected):
     assert sorted(_kinds(trajectory(messages, tools=TOOL))) == sorted(expected)
 
 
 def test_arguments_are_checked_against_the_schema_with_where_and_why():
-    params = orjson.dumps({"type": "object", "properties": {"q": {"type": "string"}, "page": {
-        "type": "object", "properties": {"size": {"type": "integer", "maximum": 50}}}}, "required": ["q"]}).decode()
+    params = orjson.dumps(
+        {
+            "type": "object",
+            "properties": {
+                "q": {"type": "string"},
+                "page": {"type": "object", "properties": {"size": {"type": "integer", "maximum": 50}}},
+            },
+            "required": ["q"],
+        }
+    ).decode()
     assert arguments_problem(params, '{"q": "x", "page": {"size": 10}}') is None
     assert arguments_problem(params, '{"q": 7}') == 'q: 7 is not of type "string"'
-    assert arguments_problem(params, '{"q": "x", "page": {"size": 99}}') == "page/size: 99 is greater than the maximum of 50"
+    assert (
+        arguments_problem(params, '{"q": "x", "page": {"size": 99}}')
+        == "page/size: 99 is greater than the maximum of 50"
+    )
     assert arguments_problem(params, "{}") == '<arguments>: "q" is a required property'
     # Decimal multiples hold (python-jsonschema's float division called 0.3 no multiple of 0.1).
     assert arguments_problem('{"type": "number", "multipleOf": 0.1}', "0.3") is None
@@ -64,16 +94,21 @@ def test_arguments_are_checked_against_the_schema_with_where_and_why():
 
 def test_arguments_nested_too_deeply_to_quote_are_still_judged():
     deep = "[" * 600 + "]" * 600  # jsonschema-rs cannot render a message quoting this; it can still judge it
-    assert arguments_problem('{"type": "object"}', deep) == "<arguments>: nested too deeply to say where they do not fit"
+    assert (
+        arguments_problem('{"type": "object"}', deep) == "<arguments>: nested too deeply to say where they do not fit"
+    )
     assert arguments_problem('{"type": "array"}', deep) is None
     assert arguments_problem('{"type": "object"}', f'{{"a": {deep}}}') is None
 
 
-@pytest.mark.parametrize("schema, why", [
-    ({"type": "objekt"}, "is not valid under any of the schemas"),
-    ({"type": "string", "pattern": "("}, 'is not a "regex"'),
-    ({"$ref": "#/$defs/missing"}, "does not exist"),
-])
+@pytest.mark.parametrize(
+    "schema, why",
+    [
+        ({"type": "objekt"}, "is not valid under any of the schemas"),
+        ({"type": "string", "pattern": "("}, 'is not a "regex"'),
+        ({"$ref": "#/$defs/missing"}, "does not exist"),
+    ],
+)
 def test_a_schema_that_cannot_check_anything_is_a_task_problem_not_a_sample_one(schema, why):
     params = orjson.dumps(schema).decode()
     assert why in schema_problem(params)
@@ -91,11 +126,14 @@ def test_default_data_has_no_structural_findings(pipeline):
     assert pl.read_parquet(table_glob(settings.root, "structure_findings")).height == 0
 
 
-@pytest.mark.parametrize("request_text, counts", [
-    ("Add three todos for the launch: a; b; c.", {"todo": {3}}),
-    ("Add 2 todos. Then: add 4 more todos", {"todo": {2, 4}}),
-    ("Schedule a meeting at 10:30 on 2026-12-05.", {}),
-])
+@pytest.mark.parametrize(
+    "request_text, counts",
+    [
+        ("Add three todos for the launch: a; b; c.", {"todo": {3}}),
+        ("Add 2 todos. Then: add 4 more todos", {"todo": {2, 4}}),
+        ("Schedule a meeting at 10:30 on 2026-12-05.", {}),
+    ],
+)
 def test_counts_in_requests(request_text, counts):
     assert requested_counts(request_text) == counts
 
@@ -117,20 +155,29 @@ def test_package_level_findings():
     assert [(f["kind"], f["severity"]) for f in _package([])] == [("no_checks", "warning")]
     unknown = _package([{"id": "v", "type": "vibes_match"}])
     assert [(f["kind"], f["severity"]) for f in unknown] == [("unknown_check_type", "warning")]
-    assert _package([{"id": "c", "type": "tool_called", "tool": "lookup", "min_calls": 3}],
-                    request="Run three lookups.") == []
-    mismatch = _package([{"id": "c", "type": "tool_called", "tool": "lookup", "min_calls": 2}],
-                        request="Run three lookups.")
-    assert [(f["kind"], f["check_id"], f["suggestion"]) for f in mismatch] == [("count_mismatch", "c", "set min_calls to 3")]
+    assert (
+        _package([{"id": "c", "type": "tool_called", "tool": "lookup", "min_calls": 3}], request="Run three lookups.")
+        == []
+    )
+    mismatch = _package(
+        [{"id": "c", "type": "tool_called", "tool": "lookup", "min_calls": 2}], request="Run three lookups."
+    )
+    assert [(f["kind"], f["check_id"], f["suggestion"]) for f in mismatch] == [
+        ("count_mismatch", "c", "set min_calls to 3")
+    ]
 
 
 def test_unknown_references_are_ids_no_state_or_run_contains(tmp_path):
     from tests.helpers import flatten
 
-    checks = [{"id": "a", "type": "tool_called", "tool": "lookup", "args": {"q": "ord_55501"}},
-              {"id": "b", "type": "tool_called", "tool": "lookup", "args": {"q": "ord_55502"}},
-              {"id": "c", "type": "tool_called", "tool": "lookup", "args": {"q": "ord_55503"}}]
-    traj = trajectory([USER, call("lookup", {"q": "x"}), result('[{"id": "ord_55502"}]'), DONE], checks=checks, tools=TOOL)
+    checks = [
+        {"id": "a", "type": "tool_called", "tool": "lookup", "args": {"q": "ord_55501"}},
+        {"id": "b", "type": "tool_called", "tool": "lookup", "args": {"q": "ord_55502"}},
+        {"id": "c", "type": "tool_called", "tool": "lookup", "args": {"q": "ord_55503"}},
+    ]
+    traj = trajectory(
+        [USER, call("lookup", {"q": "x"}), result('[{"id": "ord_55502"}]'), DONE], checks=checks, tools=TOOL
+    )
     traj["task"]["initial_state"] = {"orders": [{"id": "ord_55501"}]}
     f = flatten(traj)
     found = task_findings(f["task_packages"].lazy(), f["trajectories"].lazy(), f["tool_calls"].lazy())
@@ -140,28 +187,47 @@ def test_unknown_references_are_ids_no_state_or_run_contains(tmp_path):
 def test_task_findings_match_the_generator_labels_exactly(pipeline, labels):
     settings, _, _ = pipeline
     found = pl.read_parquet(partition_file(settings.root, "task_findings"))
-    assert set(found["kind"]) == {"unexposed_tool_call", "unexposed_tool_in_check", "count_mismatch",
-                                  "call_counting_grader"}  # nothing else is flagged
+    assert set(found["kind"]) == {
+        "unexposed_tool_call",
+        "unexposed_tool_in_check",
+        "count_mismatch",
+        "call_counting_grader",
+    }  # nothing else is flagged
     by = lambda kind: found.filter(pl.col("kind") == kind)  # noqa: E731
     unexposed = [l for l in labels if l["kind"] == "unexposed_endpoint"]
     assert sorted(by("unexposed_tool_call").select("trajectory_id", "detail").rows()) == sorted(
-        (l["trajectory_id"], f"calls {l['called']}, which the tool interface does not expose") for l in unexposed)
-    assert set(by("unexposed_tool_call")["suggestion"]) == {f"use {l['exposed']} ({l['exposed_endpoint']})" for l in unexposed}
+        (l["trajectory_id"], f"calls {l['called']}, which the tool interface does not expose") for l in unexposed
+    )
+    assert set(by("unexposed_tool_call")["suggestion"]) == {
+        f"use {l['exposed']} ({l['exposed_endpoint']})" for l in unexposed
+    }
     assert set(by("unexposed_tool_in_check")["task_id"]) == {l["task_id"] for l in unexposed}
     mismatches = {(l["task_id"], l["check_id"]) for l in labels if l["kind"] == "count_mismatch"}
     assert sorted(by("count_mismatch").select("task_id", "check_id").rows()) == sorted(mismatches)
     dup = [l for l in labels if l["kind"] == "duplicate_creations"]
-    assert sorted(by("call_counting_grader").select("trajectory_id", "check_id").rows()) == sorted(
-        (l["trajectory_id"], l["check_id"]) for l in dup) and dup
+    assert (
+        sorted(by("call_counting_grader").select("trajectory_id", "check_id").rows())
+        == sorted((l["trajectory_id"], l["check_id"]) for l in dup)
+        and dup
+    )
 
 
 def test_finding_texts_read_as_sentences():
     from cowork_assets.validation.structure import order_findings
 
-    frame = pl.DataFrame({"trajectory_id": ["t"] * 3, "message_index": [0, 1, 2], "role": ["assistant", "user", "tool"],
-                          "content": ["hi", "q", "r"], "tool_calls": [[], [], []], "tool_call_id": [None, None, "c"]},
-                         schema_overrides={"message_index": pl.Int32, "tool_calls": pl.List(TOOL_CALL)})
+    frame = pl.DataFrame(
+        {
+            "trajectory_id": ["t"] * 3,
+            "message_index": [0, 1, 2],
+            "role": ["assistant", "user", "tool"],
+            "content": ["hi", "q", "r"],
+            "tool_calls": [[], [], []],
+            "tool_call_id": [None, None, "c"],
+        },
+        schema_overrides={"message_index": pl.Int32, "tool_calls": pl.List(TOOL_CALL)},
+    )
     details = {f["kind"]: f["detail"] for f in pl.concat(order_findings(frame)).iter_rows(named=True)}
-    assert details["does_not_start_with_user"] == ("does not start with a user message: the first message after the "
-                                                   "system prompt is from the assistant")
+    assert details["does_not_start_with_user"] == (
+        "does not start with a user message: the first message after the system prompt is from the assistant"
+    )
     assert details["does_not_end_with_assistant"] == "does not end with an assistant message: it ends on a tool message"

@@ -76,7 +76,9 @@ class Plan:
         self.columns = [(c.get("id"), str(c.get("id")), str(c.get("type")), weight(c)) for c, _ in self.checks]
 
 
-def first_turns(checks: list[dict] | Plan, turns: list[tuple[str | None, list[tuple[str, str]]]]) -> dict[Any, int | None]:
+def first_turns(
+    checks: list[dict] | Plan, turns: list[tuple[str | None, list[tuple[str, str]]]]
+) -> dict[Any, int | None]:
     """The 1-based assistant turn at which each check is first satisfied (None: never, or not decidable).
 
     `turns`: the run's assistant turns in order, each (content, [(tool name, arguments JSON), ...])."""

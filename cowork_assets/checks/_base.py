@@ -69,7 +69,7 @@ class CheckType:
         """A call to `tool(check)` with parsed `args` (the `calls_of_tool`-th so far): satisfied now?"""
         return False
 
-    def on_turn(self, prepared: Any, state: dict, turn: "Turn") -> bool:
+    def on_turn(self, prepared: Any, state: dict, turn: Turn) -> bool:
         """After an assistant turn (its text in `turn`): satisfied now?"""
         return False
 

@@ -32,8 +32,13 @@ def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
     try:
         for messages in iter_trajectory_chunks(partition_file(root, "messages", batch)):
             ids = messages["trajectory_id"].unique().to_list()
-            frames = curate_chunk(batch, trajectories.filter(pl.col("trajectory_id").is_in(ids)), messages,
-                                  evidence.filter(pl.col("trajectory_id").is_in(ids)), settings)
+            frames = curate_chunk(
+                batch,
+                trajectories.filter(pl.col("trajectory_id").is_in(ids)),
+                messages,
+                evidence.filter(pl.col("trajectory_id").is_in(ids)),
+                settings,
+            )
             for name, frame in frames.items():
                 sinks[name].write(frame)
             progress(f"{batch}: curated {sinks['sample_stats'].rows} trajectories")
@@ -43,13 +48,21 @@ def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
         for sink in sinks.values():
             sink.abort()
         raise
-    context.log.info(f"{batch}: truncation_strategy={settings.truncation_strategy} max_observation_chars="
-                     f"{settings.max_observation_chars} char_budget={settings.char_budget} ({settings.budget_policy})")
+    context.log.info(
+        f"{batch}: truncation_strategy={settings.truncation_strategy} max_observation_chars="
+        f"{settings.max_observation_chars} char_budget={settings.char_budget} ({settings.budget_policy})"
+    )
     for name, sink in sinks.items():
-        yield dg.MaterializeResult(asset_key=name, metadata={
-            "dagster/row_count": sink.rows, "path": dg.MetadataValue.path(str(sink.final)),
-            "truncation_strategy": settings.truncation_strategy, "max_observation_chars": settings.max_observation_chars, **column_lineage(name),
-        })
+        yield dg.MaterializeResult(
+            asset_key=name,
+            metadata={
+                "dagster/row_count": sink.rows,
+                "path": dg.MetadataValue.path(str(sink.final)),
+                "truncation_strategy": settings.truncation_strategy,
+                "max_observation_chars": settings.max_observation_chars,
+                **column_lineage(name),
+            },
+        )
 
 
 @dg.asset(**TABLES["truncation_sweep"].asset_args())
@@ -59,20 +72,37 @@ def truncation_sweep(context: dg.AssetExecutionContext, settings: CurateSettings
     trajectories = pl.read_parquet(partition_file(root, "trajectories", batch), columns=["trajectory_id", "category"])
     evidence = pl.read_parquet(partition_file(root, "evidence", batch))
     frames = []  # a chunk of whole trajectories at a time, summed at the end
-    for messages in iter_trajectory_chunks(partition_file(root, "messages", batch),
-                                           ["trajectory_id", "message_index", "role", "content"]):
+    for messages in iter_trajectory_chunks(
+        partition_file(root, "messages", batch), ["trajectory_id", "message_index", "role", "content"]
+    ):
         ids = messages["trajectory_id"].unique()
-        frames.append(sweep(trajectories.filter(pl.col("trajectory_id").is_in(ids)), messages,
-                            evidence.filter(pl.col("trajectory_id").is_in(ids)), settings.evidence_context_chars,
-                            allowances))
+        frames.append(
+            sweep(
+                trajectories.filter(pl.col("trajectory_id").is_in(ids)),
+                messages,
+                evidence.filter(pl.col("trajectory_id").is_in(ids)),
+                settings.evidence_context_chars,
+                allowances,
+            )
+        )
     keys = ["category", "strategy", "max_observation_chars"]
-    found = (pl.concat(frames).group_by(keys).agg(pl.exclude(keys).sum()).sort(keys) if frames
-             else pl.DataFrame(schema=polars_schema(TruncationSweep)).drop("batch"))
+    found = (
+        pl.concat(frames).group_by(keys).agg(pl.exclude(keys).sum()).sort(keys)
+        if frames
+        else pl.DataFrame(schema=polars_schema(TruncationSweep)).drop("batch")
+    )
     found = found.with_columns(batch=pl.lit(batch)).select(polars_schema(TruncationSweep).names())
     path = write_parquet_atomic(found, partition_file(root, "truncation_sweep", batch), arrow_schema(TruncationSweep))
-    return dg.MaterializeResult(metadata=as_metadata({
-        "dagster/row_count": found.height, "path": dg.MetadataValue.path(str(path)),
-        "lost_share": sweep_chart(found), "recommendation": Markdown("\n".join(f"- {line}" for line in recommendation(found)))}))
+    return dg.MaterializeResult(
+        metadata=as_metadata(
+            {
+                "dagster/row_count": found.height,
+                "path": dg.MetadataValue.path(str(path)),
+                "lost_share": sweep_chart(found),
+                "recommendation": Markdown("\n".join(f"- {line}" for line in recommendation(found))),
+            }
+        )
+    )
 
 
 def _read(settings: CurateSettings, table: str, batch: str, columns: list[str] | None = None) -> pl.DataFrame:
@@ -80,40 +110,54 @@ def _read(settings: CurateSettings, table: str, batch: str, columns: list[str] |
 
 
 @dg.asset_check(
-    asset="evidence_audit", partitions_def=batches, additional_deps=["evidence_rollup", "curated_messages"],
+    asset="evidence_audit",
+    partitions_def=batches,
+    additional_deps=["evidence_rollup", "curated_messages"],
     description="ERROR when truncation under the configured strategy loses more than max_truncation_loss_rate of "
     "the at-risk evidence of passing teacher trajectories (default: any). Lists up to 20 lost values.",
 )
 def evidence_lost_to_truncation(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
     b = context.partition_key
     passed, metadata = truncation_report(
-        _read(settings, "evidence_audit", b), _read(settings, "evidence_rollup", b),
+        _read(settings, "evidence_audit", b),
+        _read(settings, "evidence_rollup", b),
         _read(settings, "curated_messages", b, ["trajectory_id", "message_index", "kept_spans"]),  # not the text
-        settings.max_truncation_loss_rate, settings)
+        settings.max_truncation_loss_rate,
+        settings,
+    )
     return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=as_metadata(metadata, b))
 
 
 @dg.asset_check(
-    asset="sample_stats", partitions_def=batches, additional_deps=["evidence_audit"],
+    asset="sample_stats",
+    partitions_def=batches,
+    additional_deps=["evidence_audit"],
     description="How many passing teacher samples the budget removes, per category, task and check type. ERROR "
     "when a category keeps less than min_category_retention of its passing samples or a task loses all of them.",
 )
 def evidence_lost_to_budget(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
     b = context.partition_key
-    passed, metadata = budget_report(_read(settings, "sample_stats", b), _read(settings, "evidence_audit", b),
-                                     settings.min_category_retention)
+    passed, metadata = budget_report(
+        _read(settings, "sample_stats", b), _read(settings, "evidence_audit", b), settings.min_category_retention
+    )
     return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=as_metadata(metadata, b))
 
 
 @dg.asset_check(
-    asset="curated_messages", partitions_def=batches, additional_deps=["evidence_audit", "sample_stats"],
+    asset="curated_messages",
+    partitions_def=batches,
+    additional_deps=["evidence_audit", "sample_stats"],
     description="At the configured allowance: evidence items and trajectories lost under each truncation "
     "strategy, and the characters each keeps — what the choice of strategy costs. Informational.",
 )
 def strategy_comparison(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
     b = context.partition_key
-    metadata = strategy_report(_read(settings, "evidence_audit", b), _read(settings, "evidence_rollup", b),
-                               _read(settings, "sample_stats", b), settings)
+    metadata = strategy_report(
+        _read(settings, "evidence_audit", b),
+        _read(settings, "evidence_rollup", b),
+        _read(settings, "sample_stats", b),
+        settings,
+    )
     return dg.AssetCheckResult(passed=True, metadata=as_metadata(metadata, b))
 
 

@@ -27,8 +27,11 @@ def trim(curated: pl.DataFrame, cores: pl.DataFrame, trajectory_ids: list[str], 
     """Trim the given over-budget trajectories. Returns (replacement rows, verdict rows)."""
     rows, outcome = [], []
     cols = ["trajectory_id", "message_index", "role", "original", "kept_spans", "chars", "tokens"]
-    subset = curated.filter(pl.col("trajectory_id").is_in(trajectory_ids)).join(
-        cores, on=["trajectory_id", "message_index"], how="left").sort("trajectory_id", "message_index")
+    subset = (
+        curated.filter(pl.col("trajectory_id").is_in(trajectory_ids))
+        .join(cores, on=["trajectory_id", "message_index"], how="left")
+        .sort("trajectory_id", "message_index")
+    )
     counting = settings.token_budget is not None  # tokens are counted only for a token budget
     for (tid,), frame in subset.group_by("trajectory_id", maintain_order=True):
         chars, tokens = frame["chars"].sum(), frame["tokens"].sum() if counting else None
@@ -37,7 +40,9 @@ def trim(curated: pl.DataFrame, cores: pl.DataFrame, trajectory_ids: list[str], 
             if not over_budget(settings, chars, tokens):
                 break
             length = len(m["original"])
-            current = [(s["start"], s["end"]) for s in m["kept_spans"]] if m["kept_spans"] is not None else [(0, length)]
+            current = (
+                [(s["start"], s["end"]) for s in m["kept_spans"]] if m["kept_spans"] is not None else [(0, length)]
+            )
             windows = widen(list(zip(m["start"] or [], m["end"] or [])), settings.evidence_context_chars, length)
             spans = intersect(current, windows)
             text = render(m["original"], spans)
@@ -48,16 +53,53 @@ def trim(curated: pl.DataFrame, cores: pl.DataFrame, trajectory_ids: list[str], 
             if counting:
                 tokens += new_tokens - m["tokens"]
             trimmed += 1
-            rows.append((tid, m["message_index"], [{"start": s, "end": e} for s, e in spans], text, len(text),
-                         new_tokens, total(spans)))
+            rows.append(
+                (
+                    tid,
+                    m["message_index"],
+                    [{"start": s, "end": e} for s, e in spans],
+                    text,
+                    len(text),
+                    new_tokens,
+                    total(spans),
+                )
+            )
         still = over_budget(settings, chars, tokens)
-        outcome.append((tid, "dropped" if still else "trimmed", trimmed, chars, tokens,
-                        f"over budget after trimming {trimmed} observation(s): {still}" if still
-                        else f"trimmed {trimmed} observation(s) to fit"))
-    replaced = pl.DataFrame(rows, orient="row", schema={
-        "trajectory_id": pl.String, "message_index": pl.Int32, "kept_spans": curated.schema["kept_spans"],
-        "content": pl.String, "chars": pl.Int64, "tokens": pl.Int64, "kept_chars": pl.Int64})
-    verdict = pl.DataFrame(outcome, orient="row", schema={
-        "trajectory_id": pl.String, "verdict": pl.String, "trimmed_messages": pl.Int32,
-        "chars_after": pl.Int64, "tokens_after": pl.Int64, "reason": pl.String})
+        outcome.append(
+            (
+                tid,
+                "dropped" if still else "trimmed",
+                trimmed,
+                chars,
+                tokens,
+                f"over budget after trimming {trimmed} observation(s): {still}"
+                if still
+                else f"trimmed {trimmed} observation(s) to fit",
+            )
+        )
+    replaced = pl.DataFrame(
+        rows,
+        orient="row",
+        schema={
+            "trajectory_id": pl.String,
+            "message_index": pl.Int32,
+            "kept_spans": curated.schema["kept_spans"],
+            "content": pl.String,
+            "chars": pl.Int64,
+            "tokens": pl.Int64,
+            "kept_chars": pl.Int64,
+        },
+    )
+    verdict = pl.DataFrame(
+        outcome,
+        orient="row",
+        schema={
+            "trajectory_id": pl.String,
+            "verdict": pl.String,
+            "trimmed_messages": pl.Int32,
+            "chars_after": pl.Int64,
+            "tokens_after": pl.Int64,
+            "reason": pl.String,
+        },
+    )
     return replaced, verdict

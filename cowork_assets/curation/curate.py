@@ -50,21 +50,28 @@ def apply_cuts(messages: pl.DataFrame, cuts: pl.DataFrame, settings: CurationSet
     return out.with_columns(tokens=pl.Series(count_tokens(texts, settings.token_encoding, workers=1), dtype=pl.Int64))
 
 
-def curate_chunk(batch: str, trajectories: pl.DataFrame, messages: pl.DataFrame, evidence: pl.DataFrame,
-                 settings: CurationSettings) -> dict[str, pl.DataFrame]:
+def curate_chunk(
+    batch: str, trajectories: pl.DataFrame, messages: pl.DataFrame, evidence: pl.DataFrame, settings: CurationSettings
+) -> dict[str, pl.DataFrame]:
     at_risk = evidence.filter(pl.col("status") == "at_risk").unique(["trajectory_id", "norm"], maintain_order=True)
     occurrences = shown(at_risk)  # found by the evidence stage; not searched again
     long = long_observations(messages, at_risk, settings.max_observation_chars)
-    cuts = {s: cut(messages, at_risk, s, settings.max_observation_chars, settings.evidence_context_chars, long)
-            for s in names()}
+    cuts = {
+        s: cut(messages, at_risk, s, settings.max_observation_chars, settings.evidence_context_chars, long)
+        for s in names()
+    }
     survives = {s: survival(occurrences, cuts[s]) for s in names()}
     curated = apply_cuts(messages, cuts[settings.truncation_strategy], settings)
 
     # The budget.
     totals = curated.group_by("trajectory_id", maintain_order=True).agg(
-        chars_after=pl.col("chars").sum(), tokens_after=pl.col("tokens").sum().cast(pl.Int64)
-        if settings.token_budget is not None else pl.lit(None, pl.Int64),
-        truncated_messages=pl.col("truncated").sum().cast(pl.Int32), overflow_chars=pl.col("overflow_chars").sum())
+        chars_after=pl.col("chars").sum(),
+        tokens_after=pl.col("tokens").sum().cast(pl.Int64)
+        if settings.token_budget is not None
+        else pl.lit(None, pl.Int64),
+        truncated_messages=pl.col("truncated").sum().cast(pl.Int32),
+        overflow_chars=pl.col("overflow_chars").sum(),
+    )
     over = pl.col("chars_after") > settings.char_budget
     if settings.token_budget is not None:
         over = over | (pl.col("tokens_after") > settings.token_budget)
@@ -74,10 +81,15 @@ def curate_chunk(batch: str, trajectories: pl.DataFrame, messages: pl.DataFrame,
         curated = curated.update(replaced.with_columns(trimmed=pl.lit(True)), on=KEY)
     else:
         verdict = totals.filter(over).select(
-            "trajectory_id", "chars_after", "tokens_after", verdict=pl.lit("dropped"),
+            "trajectory_id",
+            "chars_after",
+            "tokens_after",
+            verdict=pl.lit("dropped"),
             trimmed_messages=pl.lit(0, pl.Int32),
             reason=pl.format("over budget: {} chars, {} tokens", "chars_after", "tokens_after")
-            if settings.token_budget is not None else pl.format("over budget: {} chars", "chars_after"))
+            if settings.token_budget is not None
+            else pl.format("over budget: {} chars", "chars_after"),
+        )
     stats = _sample_stats(batch, trajectories, messages, cuts, totals, verdict)
 
     # What the budget took: dropped samples lose everything; trimmed ones are re-checked.
@@ -93,20 +105,40 @@ def curate_chunk(batch: str, trajectories: pl.DataFrame, messages: pl.DataFrame,
 
 
 def _sample_stats(batch, trajectories, messages, cuts, totals, verdict) -> pl.DataFrame:
-    chars = pl.concat([
-        cut.join(messages.select(*KEY, "content"), on=KEY).group_by("trajectory_id").agg(
-            strategy=pl.lit(name), saved=(pl.col("content").str.len_chars() - pl.col("new_content").str.len_chars()).sum())
-        for name, cut in cuts.items()])
+    chars = pl.concat(
+        [
+            cut.join(messages.select(*KEY, "content"), on=KEY)
+            .group_by("trajectory_id")
+            .agg(
+                strategy=pl.lit(name),
+                saved=(pl.col("content").str.len_chars() - pl.col("new_content").str.len_chars()).sum(),
+            )
+            for name, cut in cuts.items()
+        ]
+    )
     stats = trajectories.select(
-        "trajectory_id", "task_id", "category", "teacher_role", "grade_passed",
+        "trajectory_id",
+        "task_id",
+        "category",
+        "teacher_role",
+        "grade_passed",
         chars_before="chars_total",
     ).join(totals, on="trajectory_id", how="left", maintain_order="left")
-    under = (stats.select("trajectory_id", "chars_before").join(pl.DataFrame({"strategy": list(cuts)}), how="cross")
-             .join(chars, on=["trajectory_id", "strategy"], how="left", maintain_order="left")
-             .group_by("trajectory_id", maintain_order=True).agg(chars_under=pl.struct(
-                 "strategy", chars=(pl.col("chars_before") - pl.col("saved").fill_null(0)).cast(pl.Int64))))
+    under = (
+        stats.select("trajectory_id", "chars_before")
+        .join(pl.DataFrame({"strategy": list(cuts)}), how="cross")
+        .join(chars, on=["trajectory_id", "strategy"], how="left", maintain_order="left")
+        .group_by("trajectory_id", maintain_order=True)
+        .agg(
+            chars_under=pl.struct(
+                "strategy", chars=(pl.col("chars_before") - pl.col("saved").fill_null(0)).cast(pl.Int64)
+            )
+        )
+    )
     stats = stats.join(under, on="trajectory_id", how="left", maintain_order="left")
-    stats = stats.with_columns(verdict=pl.lit("kept"), trimmed_messages=pl.lit(0, pl.Int32), reason=pl.lit(None, pl.String))
+    stats = stats.with_columns(
+        verdict=pl.lit("kept"), trimmed_messages=pl.lit(0, pl.Int32), reason=pl.lit(None, pl.String)
+    )
     stats = stats.update(verdict, on="trajectory_id")
     return stats.with_columns(batch=pl.lit(batch)).select(polars_schema(SampleStats).names())
 
@@ -114,8 +146,12 @@ def _sample_stats(batch, trajectories, messages, cuts, totals, verdict) -> pl.Da
 def _audit(batch, evidence, survives, stats, strategy) -> pl.DataFrame:
     audit = evidence
     for name, frame in survives.items():
-        audit = audit.join(frame.rename({"survives": f"survives_{name}"}), on=["trajectory_id", "norm"], how="left",
-                           maintain_order="left")
+        audit = audit.join(
+            frame.rename({"survives": f"survives_{name}"}),
+            on=["trajectory_id", "norm"],
+            how="left",
+            maintain_order="left",
+        )
     at_risk = pl.col("status") == "at_risk"
     lost = {name: at_risk & ~pl.col(f"survives_{name}").fill_null(False) for name in survives}
     dropped = stats.filter(pl.col("verdict") == "dropped").select("trajectory_id", dropped=pl.lit(True))
@@ -126,7 +162,9 @@ def _audit(batch, evidence, survives, stats, strategy) -> pl.DataFrame:
             lost_under=pl.concat_list(pl.when(lost[name]).then(pl.lit(name)) for name in strategies).list.drop_nulls(),
             lost_to_truncation=lost[strategy],
         )
-        .with_columns(lost_to_budget=pl.col("dropped").fill_null(False) | (lost["final"] & ~pl.col("lost_to_truncation")))
+        .with_columns(
+            lost_to_budget=pl.col("dropped").fill_null(False) | (lost["final"] & ~pl.col("lost_to_truncation"))
+        )
         .with_columns(batch=pl.lit(batch))
         .select(polars_schema(EvidenceAudit).names())
     )
@@ -139,8 +177,13 @@ def _rollup(batch, audit, stats) -> pl.DataFrame:
         **{c: pl.col(c).sum().cast(pl.Int32) for c in ("lost_to_truncation", "lost_to_budget")},
     )
     return (
-        stats.select("trajectory_id", "task_id", "category", "verdict",
-                     passing_teacher=(pl.col("teacher_role") == "teacher") & pl.col("grade_passed").fill_null(False))
+        stats.select(
+            "trajectory_id",
+            "task_id",
+            "category",
+            "verdict",
+            passing_teacher=(pl.col("teacher_role") == "teacher") & pl.col("grade_passed").fill_null(False),
+        )
         .join(counts, on="trajectory_id", how="left", maintain_order="left")
         .with_columns(pl.col(c).fill_null(0) for c in ("items", "at_risk", "lost_to_truncation", "lost_to_budget"))
         .with_columns(batch=pl.lit(batch))

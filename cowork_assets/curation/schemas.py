@@ -40,11 +40,14 @@ class SampleStats(pa.DataFrameModel):
     teacher_role: str = pa.Field(description="teacher or student")
     grade_passed: bool = pa.Field(nullable=True, description="recorded grader verdict")
     chars_before: pl.Int64 = pa.Field(ge=0, description="characters before curation")
-    chars_under: pl.List(CHARS_UNDER) = pa.Field(description="per truncation strategy (curation/strategies/): "
-                                                 "characters after truncation under it, at the configured allowance")
+    chars_under: pl.List(CHARS_UNDER) = pa.Field(
+        description="per truncation strategy (curation/strategies/): "
+        "characters after truncation under it, at the configured allowance"
+    )
     chars_after: pl.Int64 = pa.Field(ge=0, description="characters after truncation and budget")
-    tokens_after: pl.Int64 = pa.Field(ge=0, nullable=True, description="tokens after truncation and budget "
-                                      "(counted only when a token budget is set)")
+    tokens_after: pl.Int64 = pa.Field(
+        ge=0, nullable=True, description="tokens after truncation and budget (counted only when a token budget is set)"
+    )
     truncated_messages: pl.Int32 = pa.Field(ge=0, description="observations cut by truncation")
     trimmed_messages: pl.Int32 = pa.Field(ge=0, description="observations cut further by trim")
     overflow_chars: pl.Int64 = pa.Field(ge=0, description="characters kept beyond the allowance for evidence")
@@ -66,8 +69,10 @@ class EvidenceAudit(pa.DataFrameModel):
     found_offset: pl.Int64 = pa.Field(nullable=True, description="character offset there")
     found_message_chars: pl.Int64 = pa.Field(nullable=True, description="length of that message")
     used_at: pl.Int32 = pa.Field(nullable=True, description="message where the agent first uses it")
-    lost_under: pl.List(pl.String) = pa.Field(description="the truncation strategies under which no message before "
-                                              "its use shows it, at the configured allowance")
+    lost_under: pl.List(pl.String) = pa.Field(
+        description="the truncation strategies under which no message before "
+        "its use shows it, at the configured allowance"
+    )
     lost_to_truncation: bool = pa.Field(description="lost under the configured strategy")
     lost_to_budget: bool = pa.Field(description="sample dropped by the budget, or the value trimmed away")
 

@@ -21,12 +21,24 @@ from cowork_assets.markdown import Markdown
 
 ALLOWANCES = (250, 500, 1000, 2000, 4000, 8000, 16000)
 TARGET = 0.99  # the share of at-risk evidence a recommended allowance keeps
-SCHEMA = {"category": pl.String, "strategy": pl.String, "max_observation_chars": pl.Int64,
-          "at_risk_items": pl.Int64, "lost_items": pl.Int64, "kept_chars": pl.Int64, "observation_chars": pl.Int64}
+SCHEMA = {
+    "category": pl.String,
+    "strategy": pl.String,
+    "max_observation_chars": pl.Int64,
+    "at_risk_items": pl.Int64,
+    "lost_items": pl.Int64,
+    "kept_chars": pl.Int64,
+    "observation_chars": pl.Int64,
+}
 
 
-def sweep(trajectories: pl.DataFrame, messages: pl.DataFrame, evidence: pl.DataFrame, context: int,
-          allowances: tuple[int, ...] = ALLOWANCES) -> pl.DataFrame:
+def sweep(
+    trajectories: pl.DataFrame,
+    messages: pl.DataFrame,
+    evidence: pl.DataFrame,
+    context: int,
+    allowances: tuple[int, ...] = ALLOWANCES,
+) -> pl.DataFrame:
     """Per (category, strategy, allowance): at-risk items, how many the cut loses, and the observation
     characters it keeps (of how many). `messages`: trajectory_id, message_index, role, content."""
     category = trajectories.select("trajectory_id", "category")
@@ -34,39 +46,72 @@ def sweep(trajectories: pl.DataFrame, messages: pl.DataFrame, evidence: pl.DataF
     at_risk = rows.unique(["trajectory_id", "norm"], maintain_order=True)
     items = rows.select("trajectory_id", "norm").join(category, on="trajectory_id")
     tools = messages.filter(pl.col("role") == "tool").select(
-        *KEY, size=pl.col("content").str.len_chars().fill_null(0).cast(pl.Int64))
+        *KEY, size=pl.col("content").str.len_chars().fill_null(0).cast(pl.Int64)
+    )
     occurrences = shown(at_risk).select("trajectory_id", "norm", "message_index", "offset", "length")
     frames = []
     for n in allowances:
         long = long_observations(messages, at_risk, n)
         for name in names():
             found = kept_spans(long, name, n, context)
-            kept = tools.join(found.select(*KEY, cut_kept=pl.col("kept_spans").list.eval(
-                pl.element().struct.field("end") - pl.element().struct.field("start")).list.sum()), on=KEY, how="left")
-            frames.append(_tally(name, items, survival(occurrences, found).with_columns(n=pl.lit(n, pl.Int64)),
-                                 kept.with_columns(n=pl.lit(n, pl.Int64), kept=pl.coalesce("cut_kept", "size")), category))
+            kept = tools.join(
+                found.select(
+                    *KEY,
+                    cut_kept=pl.col("kept_spans")
+                    .list.eval(pl.element().struct.field("end") - pl.element().struct.field("start"))
+                    .list.sum(),
+                ),
+                on=KEY,
+                how="left",
+            )
+            frames.append(
+                _tally(
+                    name,
+                    items,
+                    survival(occurrences, found).with_columns(n=pl.lit(n, pl.Int64)),
+                    kept.with_columns(n=pl.lit(n, pl.Int64), kept=pl.coalesce("cut_kept", "size")),
+                    category,
+                )
+            )
     return pl.concat(frames).sort("category", "strategy", "max_observation_chars").cast(SCHEMA)
 
 
-def _tally(strategy: str, items: pl.DataFrame, survived: pl.DataFrame, kept: pl.DataFrame,
-           category: pl.DataFrame) -> pl.DataFrame:
-    lost = (items.join(survived, on=["trajectory_id", "norm"], how="left")
-            .group_by("category", "n").agg(at_risk_items=pl.len(), lost_items=(~pl.col("survives").fill_null(False)).sum()))
-    chars = kept.join(category, on="trajectory_id").group_by("category", "n").agg(
-        kept_chars=pl.col("kept").sum(), observation_chars=pl.col("size").sum())
-    return (chars.join(lost, on=["category", "n"], how="left")
-            .select("category", strategy=pl.lit(strategy), max_observation_chars="n",
-                    at_risk_items=pl.col("at_risk_items").fill_null(0), lost_items=pl.col("lost_items").fill_null(0),
-                    kept_chars="kept_chars", observation_chars="observation_chars"))
+def _tally(
+    strategy: str, items: pl.DataFrame, survived: pl.DataFrame, kept: pl.DataFrame, category: pl.DataFrame
+) -> pl.DataFrame:
+    lost = (
+        items.join(survived, on=["trajectory_id", "norm"], how="left")
+        .group_by("category", "n")
+        .agg(at_risk_items=pl.len(), lost_items=(~pl.col("survives").fill_null(False)).sum())
+    )
+    chars = (
+        kept.join(category, on="trajectory_id")
+        .group_by("category", "n")
+        .agg(kept_chars=pl.col("kept").sum(), observation_chars=pl.col("size").sum())
+    )
+    return chars.join(lost, on=["category", "n"], how="left").select(
+        "category",
+        strategy=pl.lit(strategy),
+        max_observation_chars="n",
+        at_risk_items=pl.col("at_risk_items").fill_null(0),
+        lost_items=pl.col("lost_items").fill_null(0),
+        kept_chars="kept_chars",
+        observation_chars="observation_chars",
+    )
 
 
 def totals(frame: pl.DataFrame) -> pl.DataFrame:
     """The sweep summed over categories (and batches): one row per (strategy, allowance), with the lost share."""
-    return (frame.group_by("strategy", "max_observation_chars")
-            .agg(pl.col("at_risk_items", "lost_items", "kept_chars", "observation_chars").sum())
-            .with_columns(lost_share=pl.when(pl.col("at_risk_items") > 0)
-                          .then(pl.col("lost_items") / pl.col("at_risk_items")).otherwise(0.0))
-            .sort("strategy", "max_observation_chars"))
+    return (
+        frame.group_by("strategy", "max_observation_chars")
+        .agg(pl.col("at_risk_items", "lost_items", "kept_chars", "observation_chars").sum())
+        .with_columns(
+            lost_share=pl.when(pl.col("at_risk_items") > 0)
+            .then(pl.col("lost_items") / pl.col("at_risk_items"))
+            .otherwise(0.0)
+        )
+        .sort("strategy", "max_observation_chars")
+    )
 
 
 def recommendation(frame: pl.DataFrame) -> list[str]:
@@ -80,12 +125,16 @@ def recommendation(frame: pl.DataFrame) -> list[str]:
         side = module.VERL_SIDE
         if rows.is_empty():
             largest = summed.filter(pl.col("strategy") == strategy)["max_observation_chars"].max()
-            lines.append(f"tool_response_truncate_side={side}: no allowance up to {largest} keeps 99% of at-risk "
-                         "evidence; keep tool responses whole or curate them evidence-aware first")
+            lines.append(
+                f"tool_response_truncate_side={side}: no allowance up to {largest} keeps 99% of at-risk "
+                "evidence; keep tool responses whole or curate them evidence-aware first"
+            )
         else:
             best = rows.row(0, named=True)
-            lines.append(f"tool_response_truncate_side={side}: max_tool_response_length={best['max_observation_chars']} "
-                         f"keeps {1 - best['lost_share']:.1%} of {best['at_risk_items']} at-risk evidence items")
+            lines.append(
+                f"tool_response_truncate_side={side}: max_tool_response_length={best['max_observation_chars']} "
+                f"keeps {1 - best['lost_share']:.1%} of {best['at_risk_items']} at-risk evidence items"
+            )
     return lines
 
 
@@ -95,7 +144,9 @@ def sweep_chart(frame: pl.DataFrame, width: int = 20) -> Markdown:
     allowances = sorted(set(summed["max_observation_chars"]))
     lines = ["| strategy | " + " | ".join(f"{n:,}" for n in allowances) + " |", "|---" * (len(allowances) + 1) + "|"]
     for strategy in names():
-        shares = dict(summed.filter(pl.col("strategy") == strategy).select("max_observation_chars", "lost_share").iter_rows())
+        shares = dict(
+            summed.filter(pl.col("strategy") == strategy).select("max_observation_chars", "lost_share").iter_rows()
+        )
         cells = [f"{'█' * round(shares[n] * width / 4):<1} {shares[n]:.1%}" if n in shares else "—" for n in allowances]
         lines.append(f"| {strategy} | " + " | ".join(cells) + " |")
     return Markdown("\n".join(["lost share of at-risk evidence", "", *lines]))

@@ -11,8 +11,11 @@ from cowork_assets.curation.strategies import SPAN, strategy
 
 KEY = ["trajectory_id", "message_index"]
 CUT_SCHEMA = {
-    "trajectory_id": pl.String, "message_index": pl.Int32, "kept_spans": pl.List(SPAN),
-    "overflow_chars": pl.Int64, "new_content": pl.String,
+    "trajectory_id": pl.String,
+    "message_index": pl.Int32,
+    "kept_spans": pl.List(SPAN),
+    "overflow_chars": pl.Int64,
+    "new_content": pl.String,
 }
 _BEFORE, _AFTER = MARKER.split("{n}")
 
@@ -20,7 +23,8 @@ _BEFORE, _AFTER = MARKER.split("{n}")
 def cores(at_risk: pl.DataFrame) -> pl.DataFrame:
     """Evidence spans per observation: where each at-risk value was first seen."""
     return at_risk.group_by("trajectory_id", pl.col("found_at").alias("message_index")).agg(
-        start=pl.col("found_offset"), end=pl.col("found_offset") + pl.col("found_length"))
+        start=pl.col("found_offset"), end=pl.col("found_offset") + pl.col("found_length")
+    )
 
 
 def long_observations(messages: pl.DataFrame, at_risk: pl.DataFrame, allowance: int) -> pl.DataFrame:
@@ -28,10 +32,13 @@ def long_observations(messages: pl.DataFrame, at_risk: pl.DataFrame, allowance: 
     Markers do not count against the allowance, so curating curated text changes nothing."""
     shown = pl.col("content").str.replace_all(MARKER_RE.pattern, "").str.len_chars()
     evidence = at_risk.group_by("trajectory_id", pl.col("found_at").alias("message_index")).agg(
-        cores=pl.struct(start=pl.col("found_offset"), end=pl.col("found_offset") + pl.col("found_length")))
-    return (messages.filter(pl.col("role") == "tool", shown > allowance)
-            .select(*KEY, "content", length=pl.col("content").str.len_chars().cast(pl.Int64))
-            .join(evidence, on=KEY, how="left", maintain_order="left"))
+        cores=pl.struct(start=pl.col("found_offset"), end=pl.col("found_offset") + pl.col("found_length"))
+    )
+    return (
+        messages.filter(pl.col("role") == "tool", shown > allowance)
+        .select(*KEY, "content", length=pl.col("content").str.len_chars().cast(pl.Int64))
+        .join(evidence, on=KEY, how="left", maintain_order="left")
+    )
 
 
 def kept_spans(long: pl.DataFrame, name: str, allowance: int, context: int) -> pl.DataFrame:
@@ -41,21 +48,40 @@ def kept_spans(long: pl.DataFrame, name: str, allowance: int, context: int) -> p
 
 def render(cut: pl.DataFrame) -> pl.Series:
     """The kept text of each cut observation, a marker in every gap (as spans.render, columnar)."""
-    pieces = (cut.select(pl.int_range(pl.len()).alias("row"), "content", "length", "kept_spans")
-              .explode("kept_spans").unnest("kept_spans")
-              .with_columns(gap=pl.col("start") - pl.col("end").shift(1, fill_value=0).over("row")))
+    pieces = (
+        cut.select(pl.int_range(pl.len()).alias("row"), "content", "length", "kept_spans")
+        .explode("kept_spans")
+        .unnest("kept_spans")
+        .with_columns(gap=pl.col("start") - pl.col("end").shift(1, fill_value=0).over("row"))
+    )
     marker = lambda n: pl.concat_str([pl.lit(_BEFORE), n.cast(pl.String), pl.lit(_AFTER)])  # noqa: E731
-    text = (pieces.with_columns(piece=pl.concat_str([
-        pl.when(pl.col("gap") > 0).then(marker(pl.col("gap"))).otherwise(pl.lit("")),
-        pl.col("content").str.slice(pl.col("start"), pl.col("end") - pl.col("start"))]))
+    text = (
+        pieces.with_columns(
+            piece=pl.concat_str(
+                [
+                    pl.when(pl.col("gap") > 0).then(marker(pl.col("gap"))).otherwise(pl.lit("")),
+                    pl.col("content").str.slice(pl.col("start"), pl.col("end") - pl.col("start")),
+                ]
+            )
+        )
         .group_by("row", maintain_order=True)
-        .agg(pl.col("piece").str.join(""), tail=pl.col("length").first() - pl.col("end").last()))
-    return text.select(pl.concat_str([pl.col("piece"), pl.when(pl.col("tail") > 0).then(marker(pl.col("tail")))
-                                      .otherwise(pl.lit(""))]).alias("new_content")).to_series()
+        .agg(pl.col("piece").str.join(""), tail=pl.col("length").first() - pl.col("end").last())
+    )
+    return text.select(
+        pl.concat_str(
+            [pl.col("piece"), pl.when(pl.col("tail") > 0).then(marker(pl.col("tail"))).otherwise(pl.lit(""))]
+        ).alias("new_content")
+    ).to_series()
 
 
-def cut(messages: pl.DataFrame, at_risk: pl.DataFrame, name: str, allowance: int, context: int,
-        long: pl.DataFrame | None = None) -> pl.DataFrame:
+def cut(
+    messages: pl.DataFrame,
+    at_risk: pl.DataFrame,
+    name: str,
+    allowance: int,
+    context: int,
+    long: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """One row per truncated observation: kept spans, overflow beyond the allowance, and new text."""
     if long is None:
         long = long_observations(messages, at_risk, allowance)

@@ -14,18 +14,17 @@ from cowork_assets.datasets import publish as pub
 from cowork_assets.datasets.card import build_card, render_markdown, svg, sweep_svg
 from cowork_assets.datasets.gates import run_gate
 from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks
-
 from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft
 from cowork_assets.datasets.stages import card_inputs
 from cowork_assets.datasets.suites import SuiteProcess
-from cowork_assets.schema import arrow_schema
-from cowork_assets.tables import TABLES, published
 from cowork_assets.lineage import column_lineage
-from cowork_assets.partitions import CROSS_BATCH_POOL
 from cowork_assets.markdown import table
-from cowork_assets.metadata import as_metadata, column_schema
+from cowork_assets.metadata import as_metadata
+from cowork_assets.partitions import CROSS_BATCH_POOL
+from cowork_assets.schema import arrow_schema
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import join, partition_file, read_bytes, scan_table, write_text_atomic
+from cowork_assets.tables import TABLES, published
 from cowork_assets.tokens import TokenCounter
 
 SPLITS = ("train", "validation")
@@ -35,13 +34,18 @@ def _excluded(settings: CurateSettings, dataset: str) -> pl.DataFrame:
     return pl.read_parquet(partition_file(settings.root, "exclusions")).filter(pl.col("dataset") == dataset)
 
 
-def _stage(context: dg.AssetExecutionContext, settings: CurateSettings, name: str,
-           files: dict[str, pl.DataFrame]) -> dg.MaterializeResult:
+def _stage(
+    context: dg.AssetExecutionContext, settings: CurateSettings, name: str, files: dict[str, pl.DataFrame]
+) -> dg.MaterializeResult:
     schema = arrow_schema(TABLES[name].model)
     path = pub.stage(settings.root, name, files, {f: schema for f in files})
-    return dg.MaterializeResult(metadata={"staged": dg.MetadataValue.path(str(path)),
-                                          **column_lineage(context.asset_key.path[-1]),
-                                          **{f"{f}_rows": frame.height for f, frame in files.items()}})
+    return dg.MaterializeResult(
+        metadata={
+            "staged": dg.MetadataValue.path(str(path)),
+            **column_lineage(context.asset_key.path[-1]),
+            **{f"{f}_rows": frame.height for f, frame in files.items()},
+        }
+    )
 
 
 @dg.asset(**TABLES["sft_candidate"].asset_args())
@@ -50,15 +54,31 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
     # The tokenizer's helper processes start first: they load the encoding while the samples are read.
     with TokenCounter(settings.token_encoding, settings.tokenizer_processes) as counter:
         excluded = _excluded(settings, "sft").select(run).unique()
-        selected = scan_table(settings.root, "trajectories").filter(pl.col("teacher_role") == "teacher").collect(
-        ).join(excluded, on=run, how="anti")
+        selected = (
+            scan_table(settings.root, "trajectories")
+            .filter(pl.col("teacher_role") == "teacher")
+            .collect()
+            .join(excluded, on=run, how="anti")
+        )
         ids = selected["trajectory_id"].to_list()
-        curated = (scan_table(settings.root, "curated_messages").filter(pl.col("trajectory_id").is_in(ids))
-                   .select(CURATED_COLUMNS).collect())
+        curated = (
+            scan_table(settings.root, "curated_messages")
+            .filter(pl.col("trajectory_id").is_in(ids))
+            .select(CURATED_COLUMNS)
+            .collect()
+        )
         stats = scan_table(settings.root, "sample_stats").filter(pl.col("trajectory_id").is_in(ids)).collect()
         packages = scan_table(settings.root, "task_packages").select("task_hash", "tools").collect()
-        rows = build_sft(selected, curated, stats, packages, settings.validation_fraction,
-                         settings.truncation_strategy, settings.max_observation_chars, counter)
+        rows = build_sft(
+            selected,
+            curated,
+            stats,
+            packages,
+            settings.validation_fraction,
+            settings.truncation_strategy,
+            settings.max_observation_chars,
+            counter,
+        )
     context.log.info(f"SFT candidate: {rows.height} samples from {rows['task_id'].n_unique()} tasks")
     return _stage(context, settings, "sft_dataset", {s: rows.filter(pl.col("split") == s) for s in SPLITS})
 
@@ -66,15 +86,31 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
 @dg.asset(**TABLES["rl_tasks_candidate"].asset_args())
 def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     excluded = _excluded(settings, "rl_tasks").select("task_id").unique()
-    packages = (scan_table(settings.root, "task_packages").collect()
-                .sort(["task_id", "n_trajectories", "task_hash"], descending=[False, True, False])
-                .unique("task_id", keep="first", maintain_order=True).join(excluded, on="task_id", how="anti"))
+    packages = (
+        scan_table(settings.root, "task_packages")
+        .collect()
+        .sort(["task_id", "n_trajectories", "task_hash"], descending=[False, True, False])
+        .unique("task_id", keep="first", maintain_order=True)
+        .join(excluded, on="task_id", how="anti")
+    )
     firsts = scan_table(settings.root, "trajectories").select("trajectory_id", "task_id").collect()
-    systems = (scan_table(settings.root, "messages").filter(pl.col("message_index") == 0, pl.col("role") == "system")
-               .select("trajectory_id", system="content").collect().join(firsts, on="trajectory_id")
-               .sort("trajectory_id").unique("task_id", keep="first").select("task_id", "system"))
-    rates = scan_table(settings.root, "trajectories").filter(pl.col("teacher_role") == "teacher").group_by("task_id").agg(
-        pass_rate=pl.col("grade_passed").cast(pl.Float64).mean()).collect()
+    systems = (
+        scan_table(settings.root, "messages")
+        .filter(pl.col("message_index") == 0, pl.col("role") == "system")
+        .select("trajectory_id", system="content")
+        .collect()
+        .join(firsts, on="trajectory_id")
+        .sort("trajectory_id")
+        .unique("task_id", keep="first")
+        .select("task_id", "system")
+    )
+    rates = (
+        scan_table(settings.root, "trajectories")
+        .filter(pl.col("teacher_role") == "teacher")
+        .group_by("task_id")
+        .agg(pass_rate=pl.col("grade_passed").cast(pl.Float64).mean())
+        .collect()
+    )
     rows = build_rl_tasks(packages, systems, rates, settings.validation_fraction)
     split = rows["extra_info"].struct.field("split")
     return _stage(context, settings, "rl_tasks", {s: rows.filter(split == s) for s in SPLITS})
@@ -87,12 +123,17 @@ def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSet
         runs = runs.filter(pl.col("teacher_role") == settings.rl_rollout_role)
     runs = runs.collect().sort("batch").unique("trajectory_id", keep="first", maintain_order=True)  # ids recur: first
     # Checks are met on assistant turns only: the observations (most of the text) are not read.
-    messages = scan_table(settings.root, "messages").filter(pl.col("role") == "assistant").join(
-        runs.lazy().select("batch", "trajectory_id"), on=["batch", "trajectory_id"]).select(
-        "trajectory_id", "message_index", "role", "content", "tool_calls").collect()
+    messages = (
+        scan_table(settings.root, "messages")
+        .filter(pl.col("role") == "assistant")
+        .join(runs.lazy().select("batch", "trajectory_id"), on=["batch", "trajectory_id"])
+        .select("trajectory_id", "message_index", "role", "content", "tool_calls")
+        .collect()
+    )
     packages = scan_table(settings.root, "task_packages").select("task_hash", "checks").collect()
-    rows = build_rl_rollouts(runs, messages, packages, settings.rl_group_by, settings.rl_advantage_epsilon,
-                             settings.rl_std == "sample")
+    rows = build_rl_rollouts(
+        runs, messages, packages, settings.rl_group_by, settings.rl_advantage_epsilon, settings.rl_std == "sample"
+    )
     return _stage(context, settings, "rl_rollouts", {"rollouts": rows})
 
 
@@ -117,28 +158,52 @@ class QualitySuites(dg.ConfigurableResource):
 
 
 def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
-    @dg.asset_check(asset=asset, name="quality_gate", blocking=True,
-                    description=f"Blocking: the {dataset} candidate must pass its pandera model and "
-                    f"expectations/{dataset}.json, or it is not published.")
-    def _check(context: dg.AssetCheckExecutionContext, settings: CurateSettings,
-               suites: QualitySuites) -> dg.AssetCheckResult:
+    @dg.asset_check(
+        asset=asset,
+        name="quality_gate",
+        blocking=True,
+        description=f"Blocking: the {dataset} candidate must pass its pandera model and "
+        f"expectations/{dataset}.json, or it is not published.",
+    )
+    def _check(
+        context: dg.AssetCheckExecutionContext, settings: CurateSettings, suites: QualitySuites
+    ) -> dg.AssetCheckResult:
         folder = pub.candidate(settings.root, dataset)
         frame = pl.concat([pl.read_parquet(p) for p in pub.parquet_files(folder)])
         passed, failures = run_gate(dataset, frame, {"char_budget": settings.char_budget}, suites.process)
         if passed:
             pub.mark_gated(folder)
-        return dg.AssetCheckResult(passed=passed, metadata=as_metadata({
-            "candidate": str(folder), "rows": frame.height, "failed_expectations": len(failures),
-            "failures": table(["expectation", "column", "unexpected", "examples"],
-                              [tuple(f.values()) for f in failures]) if failures else "none"}))
+        return dg.AssetCheckResult(
+            passed=passed,
+            metadata=as_metadata(
+                {
+                    "candidate": str(folder),
+                    "rows": frame.height,
+                    "failed_expectations": len(failures),
+                    "failures": table(
+                        ["expectation", "column", "unexpected", "examples"], [tuple(f.values()) for f in failures]
+                    )
+                    if failures
+                    else "none",
+                }
+            ),
+        )
 
     return _check
 
 
 def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefinition:
-    @dg.asset(**TABLES[dataset].asset_args(), check_specs=[dg.AssetCheckSpec(
-        "passed_quality_gate", asset=dataset, description=f"The current version passed the blocking quality gate of "
-        f"{source.key.to_user_string()} (a candidate that fails it is never published).")])
+    @dg.asset(
+        **TABLES[dataset].asset_args(),
+        check_specs=[
+            dg.AssetCheckSpec(
+                "passed_quality_gate",
+                asset=dataset,
+                description=f"The current version passed the blocking quality gate of "
+                f"{source.key.to_user_string()} (a candidate that fails it is never published).",
+            )
+        ],
+    )
     def _asset(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
         staged = pub.candidate(settings.root, dataset)
         frames = {p.rsplit("/", 1)[-1].removesuffix(".parquet"): pl.read_parquet(p) for p in pub.parquet_files(staged)}
@@ -147,25 +212,44 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
 
         def card_files(version: str, previous: str | None) -> dict[str, str]:
             cards["card"] = build_card(dataset, version, previous, {k: v.height for k, v in frames.items()}, **inputs)
-            return {"card.json": orjson.dumps(cards["card"], option=orjson.OPT_INDENT_2).decode(),
-                    "card.md": render_markdown(cards["card"]),
-                    "lengths.svg": svg(cards["card"]["length_histogram"], f"{dataset}: characters per sample"),
-                    **({"sweep.svg": sweep_svg(cards["card"]["truncation_sweep"], "at-risk evidence lost, by allowance")}
-                       if cards["card"]["truncation_sweep"] else {})}
+            return {
+                "card.json": orjson.dumps(cards["card"], option=orjson.OPT_INDENT_2).decode(),
+                "card.md": render_markdown(cards["card"]),
+                "lengths.svg": svg(cards["card"]["length_histogram"], f"{dataset}: characters per sample"),
+                **(
+                    {"sweep.svg": sweep_svg(cards["card"]["truncation_sweep"], "at-risk evidence lost, by allowance")}
+                    if cards["card"]["truncation_sweep"]
+                    else {}
+                ),
+            }
 
         publication = pub.publish(settings.root, dataset, card_files)
         card = orjson.loads(read_bytes(join(publication.path, "card.json")))
         context.log.info(f"{dataset}: {'published' if publication.new else 'unchanged, still'} {publication.version}")
         rows = sum(v.height for v in frames.values())
-        gate = dg.AssetCheckResult(check_name="passed_quality_gate", passed=True, metadata={
-            "version": publication.version, "rows": rows,
-            "gate": f"{source.key.to_user_string()}:quality_gate passed (pandera model, expectations/{dataset}.json)"})
-        return dg.MaterializeResult(check_results=[gate], metadata={
-            "dagster/row_count": rows, "version": publication.version,
-            "previous_version": publication.previous or "none", "path": dg.MetadataValue.path(str(publication.path)),
-            "current": dg.MetadataValue.path(join(settings.root, "published", dataset, "CURRENT")),
-            "card": dg.MetadataValue.md(render_markdown(card)), **column_lineage(dataset),
-            **{f"{k}_rows": v.height for k, v in frames.items()}})
+        gate = dg.AssetCheckResult(
+            check_name="passed_quality_gate",
+            passed=True,
+            metadata={
+                "version": publication.version,
+                "rows": rows,
+                "gate": f"{source.key.to_user_string()}:quality_gate passed "
+                f"(pandera model, expectations/{dataset}.json)",
+            },
+        )
+        return dg.MaterializeResult(
+            check_results=[gate],
+            metadata={
+                "dagster/row_count": rows,
+                "version": publication.version,
+                "previous_version": publication.previous or "none",
+                "path": dg.MetadataValue.path(str(publication.path)),
+                "current": dg.MetadataValue.path(join(settings.root, "published", dataset, "CURRENT")),
+                "card": dg.MetadataValue.md(render_markdown(card)),
+                **column_lineage(dataset),
+                **{f"{k}_rows": v.height for k, v in frames.items()},
+            },
+        )
 
     return _asset
 
@@ -175,25 +259,41 @@ rl_tasks = _publish_asset("rl_tasks", rl_tasks_candidate)
 rl_rollouts = _publish_asset("rl_rollouts", rl_rollouts_candidate)
 
 dataset_assets = [sft_candidate, rl_tasks_candidate, rl_rollouts_candidate, sft_dataset, rl_tasks, rl_rollouts]
-dataset_checks = [_gate("sft_dataset", sft_candidate), _gate("rl_tasks", rl_tasks_candidate),
-                  _gate("rl_rollouts", rl_rollouts_candidate)]
+dataset_checks = [
+    _gate("sft_dataset", sft_candidate),
+    _gate("rl_tasks", rl_tasks_candidate),
+    _gate("rl_rollouts", rl_rollouts_candidate),
+]
 
 
-@dg.asset(group_name="datasets", deps=[sft_dataset, rl_tasks, rl_rollouts], kinds={"json"}, pool=CROSS_BATCH_POOL,
-          description="The combined card of the current publications: <data_root>/published/CARD.md and CARD.json, "
-          "naming each dataset's current and previous version (each version folder also holds its own card).")
+@dg.asset(
+    group_name="datasets",
+    deps=[sft_dataset, rl_tasks, rl_rollouts],
+    kinds={"json"},
+    pool=CROSS_BATCH_POOL,
+    description="The combined card of the current publications: <data_root>/published/CARD.md and CARD.json, "
+    "naming each dataset's current and previous version (each version folder also holds its own card).",
+)
 def dataset_card(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    cards = {name: orjson.loads(read_bytes(join(pub.current_path(settings.root, name), "card.json")))
-             for name in published()}
+    cards = {
+        name: orjson.loads(read_bytes(join(pub.current_path(settings.root, name), "card.json"))) for name in published()
+    }
     root = join(settings.root, "published")
-    text = "\n\n".join(render_markdown(card).replace("](lengths.svg)", f"]({name}/current/lengths.svg)")
-                       .replace("](sweep.svg)", f"]({name}/current/sweep.svg)")
-                       for name, card in cards.items())
+    text = "\n\n".join(
+        render_markdown(card)
+        .replace("](lengths.svg)", f"]({name}/current/lengths.svg)")
+        .replace("](sweep.svg)", f"]({name}/current/sweep.svg)")
+        for name, card in cards.items()
+    )
     write_text_atomic(join(root, "CARD.json"), orjson.dumps(cards, option=orjson.OPT_INDENT_2).decode())
     write_text_atomic(join(root, "CARD.md"), text)
-    return dg.MaterializeResult(metadata={
-        "card": dg.MetadataValue.md(text), "path": dg.MetadataValue.path(join(root, "CARD.md")),
-        **{f"{name}_version": card["version"] for name, card in cards.items()}})
+    return dg.MaterializeResult(
+        metadata={
+            "card": dg.MetadataValue.md(text),
+            "path": dg.MetadataValue.path(join(root, "CARD.md")),
+            **{f"{name}_version": card["version"] for name, card in cards.items()},
+        }
+    )
 
 
 dataset_assets.append(dataset_card)

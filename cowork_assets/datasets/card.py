@@ -22,8 +22,13 @@ def settings_hash(settings: dict) -> str:
 def code_version() -> str:
     version = metadata.version("cowork-curate")
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
-                                cwd=Path(__file__).parent).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).parent,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         commit = ""
     return f"{version}+{commit}" if commit else version
@@ -47,19 +52,32 @@ def svg(bars: list[dict], title: str) -> str:
     bw = (w - 2 * pad) / max(1, len(bars))
     rects = "".join(
         f'<rect x="{pad + i * bw:.1f}" y="{h - pad - (h - 2 * pad) * b["count"] / top:.1f}" width="{bw - 2:.1f}" '
-        f'height="{(h - 2 * pad) * b["count"] / top:.1f}" fill="#4f46e5"><title>{b["from"]}-{b["to"]}: {b["count"]}</title></rect>'
-        for i, b in enumerate(bars))
-    labels = (f'<text x="{pad}" y="{h - 12}" font-size="11">{bars[0]["from"] if bars else 0}</text>'
-              f'<text x="{w - pad}" y="{h - 12}" font-size="11" text-anchor="end">{bars[-1]["to"] if bars else 0}</text>')
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif">'
-            f'<text x="{pad}" y="20" font-size="13">{title}</text>{rects}{labels}</svg>')
+        f'height="{(h - 2 * pad) * b["count"] / top:.1f}" fill="#4f46e5">'
+        f"<title>{b['from']}-{b['to']}: {b['count']}</title></rect>"
+        for i, b in enumerate(bars)
+    )
+    labels = (
+        f'<text x="{pad}" y="{h - 12}" font-size="11">{bars[0]["from"] if bars else 0}</text>'
+        f'<text x="{w - pad}" y="{h - 12}" font-size="11" text-anchor="end">{bars[-1]["to"] if bars else 0}</text>'
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif">'
+        f'<text x="{pad}" y="20" font-size="13">{title}</text>{rects}{labels}</svg>'
+    )
 
 
 def vega_lite(bars: list[dict], title: str) -> dict:
-    return {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "title": title, "data": {"values": bars},
-            "mark": "bar", "encoding": {"x": {"field": "from", "type": "quantitative", "bin": {"binned": True},
-                                              "title": "characters"}, "x2": {"field": "to"},
-                                        "y": {"field": "count", "type": "quantitative"}}}
+    return {
+        "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+        "title": title,
+        "data": {"values": bars},
+        "mark": "bar",
+        "encoding": {
+            "x": {"field": "from", "type": "quantitative", "bin": {"binned": True}, "title": "characters"},
+            "x2": {"field": "to"},
+            "y": {"field": "count", "type": "quantitative"},
+        },
+    }
 
 
 COLOURS = {"head": "#dc2626", "tail": "#d97706", "middle": "#2563eb", "evidence_aware": "#059669"}
@@ -79,60 +97,125 @@ def sweep_svg(sweep: list[dict], title: str) -> str:
     def y(share: float) -> float:
         return h - pad - (h - 2 * pad) * share
 
-    parts = [f'<text x="{pad}" y="20" font-size="13">{title}</text>',
-             f'<line x1="{pad}" y1="{y(0):.1f}" x2="{w - pad}" y2="{y(0):.1f}" stroke="#999"/>',
-             f'<text x="{pad - 6}" y="{y(1):.1f}" font-size="10" text-anchor="end">100%</text>',
-             f'<text x="{pad - 6}" y="{y(0):.1f}" font-size="10" text-anchor="end">0%</text>']
+    parts = [
+        f'<text x="{pad}" y="20" font-size="13">{title}</text>',
+        f'<line x1="{pad}" y1="{y(0):.1f}" x2="{w - pad}" y2="{y(0):.1f}" stroke="#999"/>',
+        f'<text x="{pad - 6}" y="{y(1):.1f}" font-size="10" text-anchor="end">100%</text>',
+        f'<text x="{pad - 6}" y="{y(0):.1f}" font-size="10" text-anchor="end">0%</text>',
+    ]
     parts += [f'<text x="{x(n):.1f}" y="{h - pad + 16}" font-size="10" text-anchor="middle">{n}</text>' for n in sizes]
     for i, (strategy, colour) in enumerate(COLOURS.items()):
         points = [(x(r["max_observation_chars"]), y(r["lost_share"])) for r in sweep if r["strategy"] == strategy]
         if points:
-            parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="'
-                         + " ".join(f"{a:.1f},{b:.1f}" for a, b in points) + '"/>')
-            parts.append(f'<text x="{w - pad - 110}" y="{40 + 14 * i}" font-size="11" fill="{colour}">{strategy}</text>')
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif">'
-            + "".join(parts) + "</svg>")
+            parts.append(
+                f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="'
+                + " ".join(f"{a:.1f},{b:.1f}" for a, b in points)
+                + '"/>'
+            )
+            parts.append(
+                f'<text x="{w - pad - 110}" y="{40 + 14 * i}" font-size="11" fill="{colour}">{strategy}</text>'
+            )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif">'
+        + "".join(parts)
+        + "</svg>"
+    )
 
 
-def build_card(dataset: str, version: str, previous: str | None, rows: dict, funnel: list[tuple[str, int]],
-               reasons: list[tuple], retention: dict, lengths: list[int], settings: dict,
-               sweep: list[dict] | None = None) -> dict:
+def build_card(
+    dataset: str,
+    version: str,
+    previous: str | None,
+    rows: dict,
+    funnel: list[tuple[str, int]],
+    reasons: list[tuple],
+    retention: dict,
+    lengths: list[int],
+    settings: dict,
+    sweep: list[dict] | None = None,
+) -> dict:
     bars = histogram(lengths)
     sweep = sweep or []
     return {
-        "dataset": dataset, "version": version, "previous_version": previous, "rows": rows,
+        "dataset": dataset,
+        "version": version,
+        "previous_version": previous,
+        "rows": rows,
         "funnel": [{"stage": s, "remaining": n} for s, n in funnel],
         "drop_reasons": [{"stage": s, "reason": r, "count": n} for s, r, n in reasons],
         "evidence_retention": retention,
         "truncation_sweep": sweep,
         "rollout_truncation": recommendation(pl.DataFrame(sweep)) if sweep else [],
-        "length_histogram": bars, "length_chart": vega_lite(bars, f"{dataset}: characters per sample"),
-        "settings": settings, "settings_hash": settings_hash(settings), "code_version": code_version(),
+        "length_histogram": bars,
+        "length_chart": vega_lite(bars, f"{dataset}: characters per sample"),
+        "settings": settings,
+        "settings_hash": settings_hash(settings),
+        "code_version": code_version(),
     }
 
 
 def render_markdown(card: dict) -> str:
-    lines = [f"# {card['dataset']} {card['version']}", "",
-             f"Previous version: {card['previous_version'] or 'none'} · settings hash `{card['settings_hash']}` · "
-             f"code {card['code_version']}", "", "## Rows", "",
-             table(["part", "rows"], card["rows"].items()), "", "## From raw to published", "",
-             table(["after stage", "remaining"], [(f["stage"], f["remaining"]) for f in card["funnel"]]), "",
-             "## Why samples were removed", "",
-             table(["stage", "reason", "count"], [(d["stage"], d["reason"], d["count"]) for d in card["drop_reasons"]])]
+    lines = [
+        f"# {card['dataset']} {card['version']}",
+        "",
+        f"Previous version: {card['previous_version'] or 'none'} · settings hash `{card['settings_hash']}` · "
+        f"code {card['code_version']}",
+        "",
+        "## Rows",
+        "",
+        table(["part", "rows"], card["rows"].items()),
+        "",
+        "## From raw to published",
+        "",
+        table(["after stage", "remaining"], [(f["stage"], f["remaining"]) for f in card["funnel"]]),
+        "",
+        "## Why samples were removed",
+        "",
+        table(["stage", "reason", "count"], [(d["stage"], d["reason"], d["count"]) for d in card["drop_reasons"]]),
+    ]
     if card["evidence_retention"]:
-        lines += ["", "## Evidence retention (at-risk values of passing teacher runs)", "",
-                  table(["strategy", "retained", "at risk", "share"], [
-                      (k, v["retained"], v["at_risk"], f"{v['share']:.1%}") for k, v in card["evidence_retention"].items()])]
+        lines += [
+            "",
+            "## Evidence retention (at-risk values of passing teacher runs)",
+            "",
+            table(
+                ["strategy", "retained", "at risk", "share"],
+                [(k, v["retained"], v["at_risk"], f"{v['share']:.1%}") for k, v in card["evidence_retention"].items()],
+            ),
+        ]
     if card.get("truncation_sweep"):
-        lines += ["", "## Truncation at rollout time (at-risk evidence lost, every batch)", "",
-                  "![lost share against allowance](sweep.svg)", "",
-                  table(["strategy", "allowance", "at risk", "lost", "lost share"], [
-                      (r["strategy"], r["max_observation_chars"], r["at_risk_items"], r["lost_items"],
-                       f"{r['lost_share']:.1%}") for r in card["truncation_sweep"]]), "",
-                  "Smallest allowance per side that keeps 99% (verl `actor_rollout_ref.rollout.multi_turn`):", "",
-                  *[f"- {line}" for line in card["rollout_truncation"]]]
+        lines += [
+            "",
+            "## Truncation at rollout time (at-risk evidence lost, every batch)",
+            "",
+            "![lost share against allowance](sweep.svg)",
+            "",
+            table(
+                ["strategy", "allowance", "at risk", "lost", "lost share"],
+                [
+                    (
+                        r["strategy"],
+                        r["max_observation_chars"],
+                        r["at_risk_items"],
+                        r["lost_items"],
+                        f"{r['lost_share']:.1%}",
+                    )
+                    for r in card["truncation_sweep"]
+                ],
+            ),
+            "",
+            "Smallest allowance per side that keeps 99% (verl `actor_rollout_ref.rollout.multi_turn`):",
+            "",
+            *[f"- {line}" for line in card["rollout_truncation"]],
+        ]
     if card["length_histogram"]:
-        lines += ["", "## Length distribution", "", "![characters per sample](lengths.svg)", "",
-                  "(Vega-Lite spec in card.json under `length_chart`.)"]
+        lines += [
+            "",
+            "## Length distribution",
+            "",
+            "![characters per sample](lengths.svg)",
+            "",
+            "(Vega-Lite spec in card.json under `length_chart`.)",
+        ]
     lines += ["", "## Settings", "", table(["setting", "value"], sorted(card["settings"].items()))]
     return "\n".join(lines) + "\n"

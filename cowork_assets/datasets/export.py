@@ -33,9 +33,14 @@ def for_chat_template(messages: list[dict], tools_json: str) -> tuple[list[dict]
     for m in messages:
         message = {k: v for k, v in m.items() if v is not None and k != "tool_calls"}
         if m.get("tool_calls"):
-            message["tool_calls"] = [{"id": c["id"], "type": c["type"], "function": {
-                "name": c["function"]["name"], "arguments": orjson.loads(c["function"]["arguments"])}}
-                for c in m["tool_calls"]]
+            message["tool_calls"] = [
+                {
+                    "id": c["id"],
+                    "type": c["type"],
+                    "function": {"name": c["function"]["name"], "arguments": orjson.loads(c["function"]["arguments"])},
+                }
+                for c in m["tool_calls"]
+            ]
         out.append(message)
     return out, orjson.loads(tools_json)
 
@@ -53,8 +58,9 @@ def openai_jsonl(data_root: str, out: Path, split: str | None = "train") -> int:
     rows = _rows(data_root, split)
     with atomic_path(out) as tmp, open(tmp, "wb") as fh:
         for messages, tools in rows.select("messages", "tools").iter_rows():
-            fh.write(orjson.dumps({"messages": [_openai_message(m) for m in messages],
-                                   "tools": orjson.loads(tools)}) + b"\n")
+            fh.write(
+                orjson.dumps({"messages": [_openai_message(m) for m in messages], "tools": orjson.loads(tools)}) + b"\n"
+            )
     return rows.height
 
 
@@ -66,9 +72,13 @@ def sharegpt(messages: list[dict]) -> tuple[str, list[dict]]:
         elif m["role"] == "user":
             turns.append({"from": "human", "value": m["content"] or ""})
         elif m["role"] == "assistant" and m["tool_calls"]:
-            calls = [{"name": c["function"]["name"], "arguments": orjson.loads(c["function"]["arguments"])}
-                     for c in m["tool_calls"]]
-            turns.append({"from": "function_call", "value": orjson.dumps(calls[0] if len(calls) == 1 else calls).decode()})
+            calls = [
+                {"name": c["function"]["name"], "arguments": orjson.loads(c["function"]["arguments"])}
+                for c in m["tool_calls"]
+            ]
+            turns.append(
+                {"from": "function_call", "value": orjson.dumps(calls[0] if len(calls) == 1 else calls).decode()}
+            )
         elif m["role"] == "assistant":
             turns.append({"from": "gpt", "value": m["content"] or ""})
         elif turns and turns[-1]["from"] == "observation":
@@ -83,11 +93,21 @@ def llamafactory(data_root: str, out_dir: Path, split: str | None = "train", nam
     records = []
     for messages, tools in rows.select("messages", "tools").iter_rows():
         system, turns = sharegpt(messages)
-        records.append({"conversations": turns, "system": system,
-                        "tools": orjson.dumps([t["function"] for t in orjson.loads(tools)]).decode()})
+        records.append(
+            {
+                "conversations": turns,
+                "system": system,
+                "tools": orjson.dumps([t["function"] for t in orjson.loads(tools)]).decode(),
+            }
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
-    info = {name: {"file_name": f"{name}.json", "formatting": "sharegpt",
-                   "columns": {"messages": "conversations", "system": "system", "tools": "tools"}}}
+    info = {
+        name: {
+            "file_name": f"{name}.json",
+            "formatting": "sharegpt",
+            "columns": {"messages": "conversations", "system": "system", "tools": "tools"},
+        }
+    }
     for file_name, payload in ((f"{name}.json", records), ("dataset_info.json", info)):
         write_text_atomic(out_dir / file_name, orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
     return rows.height

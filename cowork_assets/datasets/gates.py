@@ -7,23 +7,40 @@ Great Expectations imported (see `suites`).
 
 from __future__ import annotations
 
+import orjson
 import pandera.errors
 import polars as pl
 
-from cowork_assets.tables import published
 from cowork_assets.datasets.suites import SuiteProcess
+from cowork_assets.tables import published
 
 ROLES = ["system", "user", "assistant", "tool"]
+
+
+def _is_tool_list(text: str | None) -> bool:
+    """A JSON list of objects (malformed JSON is a failed expectation, not an error)."""
+    try:
+        tools = orjson.loads(text) if text is not None else None
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
 
 
 def validation_view(dataset: str, frame: pl.DataFrame) -> pl.DataFrame:
     """The flat columns the dataset's suite checks."""
     if dataset == "sft_dataset":
         roles = pl.col("messages").list.eval(pl.element().struct.field("role"))
-        is_json = pl.col("tools").str.json_decode(pl.List(pl.Struct({"type": pl.String}))).is_not_null()
+        is_json = pl.col("tools").map_elements(_is_tool_list, return_dtype=pl.Boolean)
         distinct = frame.select("tools").unique().with_columns(tools_is_json=is_json)  # a few dozen tool lists
         return frame.join(distinct, on="tools", how="left", nulls_equal=True, maintain_order="left").select(
-            "sample_id", "task_id", "trajectory_id", "split", "chars", "tokens", "score", "tools_is_json",
+            "sample_id",
+            "task_id",
+            "trajectory_id",
+            "split",
+            "chars",
+            "tokens",
+            "score",
+            "tools_is_json",
             n_messages=pl.col("messages").list.len(),
             n_bad_roles=roles.list.eval(~pl.element().is_in(ROLES)).list.sum(),
             last_role=roles.list.last(),
@@ -32,13 +49,26 @@ def validation_view(dataset: str, frame: pl.DataFrame) -> pl.DataFrame:
     if dataset == "rl_tasks":
         info = pl.col("extra_info")
         return frame.select(
-            "data_source", "ability", task_id=info.struct.field("task_id"), split=info.struct.field("split"),
-            index=info.struct.field("index"), style=pl.col("reward_model").struct.field("style"),
+            "data_source",
+            "ability",
+            task_id=info.struct.field("task_id"),
+            split=info.struct.field("split"),
+            index=info.struct.field("index"),
+            style=pl.col("reward_model").struct.field("style"),
             ground_truth_chars=pl.col("reward_model").struct.field("ground_truth").str.len_chars(),
-            pass_rate=info.struct.field("teacher_pass_rate"), n_prompt=pl.col("prompt").list.len(),
+            pass_rate=info.struct.field("teacher_pass_rate"),
+            n_prompt=pl.col("prompt").list.len(),
         )
-    return frame.select("trajectory_id", "group_id", "score", "group_size", "zero_variance", "grpo_advantage",
-                        "gdpo_advantage", n_checks=pl.col("checks").list.len())
+    return frame.select(
+        "trajectory_id",
+        "group_id",
+        "score",
+        "group_size",
+        "zero_variance",
+        "grpo_advantage",
+        "gdpo_advantage",
+        n_checks=pl.col("checks").list.len(),
+    )
 
 
 def run_gate(dataset: str, frame: pl.DataFrame, parameters: dict, suites: SuiteProcess) -> tuple[bool, list[dict]]:
@@ -48,7 +78,9 @@ def run_gate(dataset: str, frame: pl.DataFrame, parameters: dict, suites: SuiteP
         published()[dataset].model.validate(frame, lazy=True)
     except pandera.errors.SchemaErrors as exc:
         cases = exc.failure_cases.head(20)
-        failures += [{"expectation": f"pandera: {c}", "column": col, "unexpected": 1, "examples": str(v)[:200]}
-                     for c, col, v in zip(cases["check"], cases["column"], cases["failure_case"])]
+        failures += [
+            {"expectation": f"pandera: {c}", "column": col, "unexpected": 1, "examples": str(v)[:200]}
+            for c, col, v in zip(cases["check"], cases["column"], cases["failure_case"])
+        ]
     failures += suites.failures(dataset, validation_view(dataset, frame), parameters)
     return not failures, failures

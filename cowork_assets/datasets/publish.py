@@ -22,8 +22,17 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cowork_assets.storage import (atomic_path, delete, exists, is_remote, join, list_names, move_folder, read_text,
-                                   write_text_atomic)
+from cowork_assets.storage import (
+    atomic_path,
+    delete,
+    exists,
+    is_remote,
+    join,
+    list_names,
+    move_folder,
+    read_text,
+    write_text_atomic,
+)
 
 
 @dataclass(frozen=True)
@@ -97,8 +106,9 @@ def parquet_files(folder: str) -> list[str]:
     return [join(folder, name) for name in list_names(folder) if name.endswith(".parquet")]
 
 
-def publish(data_root: str, dataset: str,
-            extra_files: Callable[[str, str | None], dict[str, str]] | None = None) -> Publication:
+def publish(
+    data_root: str, dataset: str, extra_files: Callable[[str, str | None], dict[str, str]] | None = None
+) -> Publication:
     """Publish the staged candidate as the current version. `extra_files(version, previous)` returns text
     files (such as the card) written into the version before it becomes visible."""
     staged = candidate(data_root, dataset)

@@ -18,12 +18,31 @@ from cowork_assets.datasets.split import split_expr
 from cowork_assets.rewards import turns_by_trajectory
 from cowork_assets.tool_lists import named_tools
 
-CHECK = pl.Struct({"check_id": pl.String, "type": pl.String, "weight": pl.Float64, "reward": pl.Float64,
-                   "normalized": pl.Float64, "first_turn": pl.Int32})
-ROLLOUT_SCHEMA = pl.Schema({  # a rollout's columns beside its checks
-    "trajectory_id": pl.String, "task_id": pl.String, "group": pl.String, "batch": pl.String, "score": pl.Float64,
-    "group_size": pl.Int64, "group_mean": pl.Float64, "group_std": pl.Float64, "zero_variance": pl.Boolean,
-    "grpo_advantage": pl.Float64, "gdpo_advantage": pl.Float64})
+CHECK = pl.Struct(
+    {
+        "check_id": pl.String,
+        "type": pl.String,
+        "weight": pl.Float64,
+        "reward": pl.Float64,
+        "normalized": pl.Float64,
+        "first_turn": pl.Int32,
+    }
+)
+ROLLOUT_SCHEMA = pl.Schema(
+    {  # a rollout's columns beside its checks
+        "trajectory_id": pl.String,
+        "task_id": pl.String,
+        "group": pl.String,
+        "batch": pl.String,
+        "score": pl.Float64,
+        "group_size": pl.Int64,
+        "group_mean": pl.Float64,
+        "group_std": pl.Float64,
+        "zero_variance": pl.Boolean,
+        "grpo_advantage": pl.Float64,
+        "gdpo_advantage": pl.Float64,
+    }
+)
 
 
 _STATE = msgspec.json.Decoder(dict[str, msgspec.Raw])  # the top level only: each slice stays raw JSON
@@ -45,29 +64,50 @@ def tools_kwargs(tools_json: str, state_json: str) -> str:
     return _ENCODE(out).decode()
 
 
-def build_rl_tasks(packages: pl.DataFrame, systems: pl.DataFrame, pass_rates: pl.DataFrame,
-                   validation_fraction: float, data_source: str = "cowork") -> pl.DataFrame:
+def build_rl_tasks(
+    packages: pl.DataFrame,
+    systems: pl.DataFrame,
+    pass_rates: pl.DataFrame,
+    validation_fraction: float,
+    data_source: str = "cowork",
+) -> pl.DataFrame:
     """`packages`: the task packages to publish (one per task); `systems`: task_id -> system prompt."""
-    p = (packages.join(systems, on="task_id", how="left").join(pass_rates, on="task_id", how="left")
-         .sort("task_id").with_row_index("index"))
+    p = (
+        packages.join(systems, on="task_id", how="left")
+        .join(pass_rates, on="task_id", how="left")
+        .sort("task_id")
+        .with_row_index("index")
+    )
     # A slice at a time: the kwargs are the largest column (a service's state copied for each of its
     # tools), and a list of them all as Python strings took ~1.5x their size on top.
-    kwargs = pl.concat([pl.Series(dtype=pl.String), *(
-        pl.Series([tools_kwargs(t, s) for t, s in zip(part["tools"], part["initial_state"])], dtype=pl.String)
-        for part in p.iter_slices(2000))], rechunk=False)
+    kwargs = pl.concat(
+        [
+            pl.Series(dtype=pl.String),
+            *(
+                pl.Series([tools_kwargs(t, s) for t, s in zip(part["tools"], part["initial_state"])], dtype=pl.String)
+                for part in p.iter_slices(2000)
+            ),
+        ],
+        rechunk=False,
+    )
     p = p.with_columns(tools_kwargs=kwargs)
     return p.select(
         data_source=pl.lit(data_source),
         prompt=pl.concat_list(
             pl.struct(role=pl.lit("system"), content=pl.col("system").fill_null("")),
-            pl.struct(role=pl.lit("user"), content=pl.col("request"))),
+            pl.struct(role=pl.lit("user"), content=pl.col("request")),
+        ),
         ability=pl.col("category"),
         reward_model=pl.struct(style=pl.lit("rule"), ground_truth=pl.col("checks")),
         extra_info=pl.struct(
-            split=split_expr(pl.col("task_id"), validation_fraction), index=pl.col("index").cast(pl.Int64),
-            task_id="task_id", need_tools_kwargs=pl.lit(True), tools_kwargs="tools_kwargs",
+            split=split_expr(pl.col("task_id"), validation_fraction),
+            index=pl.col("index").cast(pl.Int64),
+            task_id="task_id",
+            need_tools_kwargs=pl.lit(True),
+            tools_kwargs="tools_kwargs",
             interaction_kwargs=pl.struct(name=pl.lit("cowork_checks"), task_id="task_id", query="request"),
-            teacher_pass_rate=pl.col("pass_rate"), difficulty=1 - pl.col("pass_rate"),
+            teacher_pass_rate=pl.col("pass_rate"),
+            difficulty=1 - pl.col("pass_rate"),
         ),
     )
 
@@ -92,49 +132,68 @@ def group_rewards(rollouts: pl.DataFrame, checks: pl.DataFrame, eps: float, samp
     # Each rollout counts once per check id (a task may repeat an id).
     stats = checks.unique(["row", "check_id"]).group_by("group", "check_id").agg(c_mean=c_mean, c_std=c_std)
     checks = checks.join(stats, on=["group", "check_id"], maintain_order="left").with_columns(
-        normalized=pl.when(pl.col("c_std") > 0).then((pl.col("reward") - pl.col("c_mean")) / (pl.col("c_std") + eps))
-        .otherwise(0.0))
+        normalized=pl.when(pl.col("c_std") > 0)
+        .then((pl.col("reward") - pl.col("c_mean")) / (pl.col("c_std") + eps))
+        .otherwise(0.0)
+    )
     per_rollout = checks.group_by("row", maintain_order=True).agg(
-        checks=pl.struct(*CHECK.to_schema()), gdpo_advantage=(pl.col("weight") * pl.col("normalized")).sum())
+        checks=pl.struct(*CHECK.to_schema()), gdpo_advantage=(pl.col("weight") * pl.col("normalized")).sum()
+    )
     return (
         rollouts.join(groups, on="group", maintain_order="left")
         .join(per_rollout, on="row", how="left", maintain_order="left")
         .with_columns(
             zero_variance=pl.col("group_std") == 0.0,
             grpo_advantage=pl.when(pl.col("group_std") > 0)
-            .then((pl.col("score") - pl.col("group_mean")) / (pl.col("group_std") + eps)).otherwise(0.0),
+            .then((pl.col("score") - pl.col("group_mean")) / (pl.col("group_std") + eps))
+            .otherwise(0.0),
             gdpo_advantage=pl.col("gdpo_advantage").fill_null(0.0),
             checks=pl.col("checks").fill_null(pl.lit([], dtype=pl.List(CHECK))),
         )
     )
 
 
-def build_rl_rollouts(runs: pl.DataFrame, messages: pl.DataFrame, packages: pl.DataFrame, group_by: str,
-                      eps: float, sample_std: bool) -> pl.DataFrame:
+def build_rl_rollouts(
+    runs: pl.DataFrame, messages: pl.DataFrame, packages: pl.DataFrame, group_by: str, eps: float, sample_std: bool
+) -> pl.DataFrame:
     """`runs`: trajectories rows of the rollouts (grade_score, grade_checks, group_id, task_hash)."""
-    plans = {h: checks_home.Plan(checks_home.parse(c_json))
-             for h, c_json in packages.filter(pl.col("task_hash").is_in(runs["task_hash"].unique().to_list()))
-             .select("task_hash", "checks").unique("task_hash").iter_rows()}
+    plans = {
+        h: checks_home.Plan(checks_home.parse(c_json))
+        for h, c_json in packages.filter(pl.col("task_hash").is_in(runs["task_hash"].unique().to_list()))
+        .select("task_hash", "checks")
+        .unique("task_hash")
+        .iter_rows()
+    }
     turns_of = turns_by_trajectory(messages)
     # Per (rollout, check) its reward, from the grade, and the turn it was first met, from the replay:
     # the only Python per run; the group statistics are polars'.
     flat = []
-    for row, (tid, task_hash, grade) in enumerate(runs.select("trajectory_id", "task_hash", "grade_checks").iter_rows()):
+    for row, (tid, task_hash, grade) in enumerate(
+        runs.select("trajectory_id", "task_hash", "grade_checks").iter_rows()
+    ):
         plan = plans.get(task_hash)
         if plan is None or not plan.checks:
             continue
         passed = orjson.loads(grade) if grade else {}
         turns = checks_home.first_turns(plan, turns_of.get(tid, []))
-        flat += [(row, cid, kind, weight, 1.0 if passed.get(cid) else 0.0, turns.get(key))
-                 for key, cid, kind, weight in plan.columns]
+        flat += [
+            (row, cid, kind, weight, 1.0 if passed.get(cid) else 0.0, turns.get(key))
+            for key, cid, kind, weight in plan.columns
+        ]
     replayed = {f: t for f, t in CHECK.to_schema().items() if f != "normalized"}
     checks = pl.DataFrame(flat, orient="row", schema={"row": pl.UInt32, **replayed})
     rollouts = runs.select(
-        "trajectory_id", "task_id",
+        "trajectory_id",
+        "task_id",
         group=pl.col("group_id").fill_null(pl.col("task_id")) if group_by == "group_id" else pl.col("task_id"),
-        batch="batch", score=pl.col("grade_score").cast(pl.Float64).fill_null(0.0),
+        batch="batch",
+        score=pl.col("grade_score").cast(pl.Float64).fill_null(0.0),
     ).with_row_index("row")
     names = list(ROLLOUT_SCHEMA)
-    return (group_rewards(rollouts, checks, eps, sample_std)
-            .select(*names[:5], "checks", *names[5:]).cast(ROLLOUT_SCHEMA)
-            .rename({"group": "group_id"}).sort("group_id", "trajectory_id"))
+    return (
+        group_rewards(rollouts, checks, eps, sample_std)
+        .select(*names[:5], "checks", *names[5:])
+        .cast(ROLLOUT_SCHEMA)
+        .rename({"group": "group_id"})
+        .sort("group_id", "trajectory_id")
+    )

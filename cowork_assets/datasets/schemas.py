@@ -13,7 +13,9 @@ class SftDataset(pa.DataFrameModel):
     """One row per SFT sample: `messages` + `tools`, metadata, and lineage to the raw line."""
 
     sample_id: str = pa.Field(unique=True, description="stable id of the sample (its trajectory id)")
-    messages: pl.List(MESSAGE) = pa.Field(description="role, content, tool_calls (id, type, function{name, arguments}), tool_call_id, name")
+    messages: pl.List(MESSAGE) = pa.Field(
+        description="role, content, tool_calls (id, type, function{name, arguments}), tool_call_id, name"
+    )
     tools: str = pa.Field(description="JSON list of OpenAI function schemas")
     task_id: str = pa.Field(description="task (splits are by task)")
     category: str = pa.Field(description="task category")
@@ -33,17 +35,28 @@ class RlTasks(pa.DataFrameModel):
     """verl-style RL rows: one per validated task package."""
 
     data_source: str = pa.Field(description="dataset name for verl's reward routing")
-    prompt: pl.List(pl.Struct({"role": pl.String, "content": pl.String})) = pa.Field(description="system + user request")
+    prompt: pl.List(pl.Struct({"role": pl.String, "content": pl.String})) = pa.Field(
+        description="system + user request"
+    )
     ability: str = pa.Field(description="task category")
     reward_model: pl.Struct({"style": pl.String, "ground_truth": pl.String}) = pa.Field(
-        description="style 'rule'; ground_truth: the checks as JSON")
-    extra_info: pl.Struct({
-        "split": pl.String, "index": pl.Int64, "task_id": pl.String, "need_tools_kwargs": pl.Boolean,
-        "tools_kwargs": pl.String,
-        "interaction_kwargs": pl.Struct({"name": pl.String, "task_id": pl.String, "query": pl.String}),
-        "teacher_pass_rate": pl.Float64, "difficulty": pl.Float64,
-    }) = pa.Field(description="split, index, task_id, tools_kwargs (JSON: per tool create_kwargs), interaction_kwargs, "
-                  "teacher pass rate and difficulty")
+        description="style 'rule'; ground_truth: the checks as JSON"
+    )
+    extra_info: pl.Struct(
+        {
+            "split": pl.String,
+            "index": pl.Int64,
+            "task_id": pl.String,
+            "need_tools_kwargs": pl.Boolean,
+            "tools_kwargs": pl.String,
+            "interaction_kwargs": pl.Struct({"name": pl.String, "task_id": pl.String, "query": pl.String}),
+            "teacher_pass_rate": pl.Float64,
+            "difficulty": pl.Float64,
+        }
+    ) = pa.Field(
+        description="split, index, task_id, tools_kwargs (JSON: per tool create_kwargs), interaction_kwargs, "
+        "teacher pass rate and difficulty"
+    )
 
 
 class RlRollouts(pa.DataFrameModel):
@@ -61,5 +74,3 @@ class RlRollouts(pa.DataFrameModel):
     zero_variance: bool = pa.Field(description="all rollouts of the group scored the same: no learning signal")
     grpo_advantage: float = pa.Field(description="(score - mean) / (std + eps); 0 for zero-variance groups")
     gdpo_advantage: float = pa.Field(description="sum of weighted per-check group-normalised rewards")
-
-

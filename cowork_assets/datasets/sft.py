@@ -14,19 +14,37 @@ from cowork_assets.datasets.split import split_expr
 from cowork_assets.tokens import TokenCounter, token_text
 from cowork_assets.tool_lists import named_tools
 
-FUNCTION_CALL = pl.Struct({"id": pl.String, "type": pl.String,
-                           "function": pl.Struct({"name": pl.String, "arguments": pl.String})})
-MESSAGE = pl.Struct({"role": pl.String, "content": pl.String, "tool_calls": pl.List(FUNCTION_CALL),
-                     "tool_call_id": pl.String, "name": pl.String})
+FUNCTION_CALL = pl.Struct(
+    {"id": pl.String, "type": pl.String, "function": pl.Struct({"name": pl.String, "arguments": pl.String})}
+)
+MESSAGE = pl.Struct(
+    {
+        "role": pl.String,
+        "content": pl.String,
+        "tool_calls": pl.List(FUNCTION_CALL),
+        "tool_call_id": pl.String,
+        "name": pl.String,
+    }
+)
 # What a sample needs of curated_messages (its spans and lengths are not read).
 CURATED_COLUMNS = ["batch", "trajectory_id", "message_index", *(f.name for f in MESSAGE.fields)]
 
 
 def openai_tools(tools_json: str) -> str:
     """A package's tool list as OpenAI function schemas (JSON string)."""
-    return orjson.dumps([{"type": "function", "function": {
-        "name": t["name"], "description": t.get("description") or "",
-        "parameters": t.get("parameters") or {"type": "object", "properties": {}}}} for t in named_tools(tools_json)]).decode()
+    return orjson.dumps(
+        [
+            {
+                "type": "function",
+                "function": {
+                    "name": t["name"],
+                    "description": t.get("description") or "",
+                    "parameters": t.get("parameters") or {"type": "object", "properties": {}},
+                },
+            }
+            for t in named_tools(tools_json)
+        ]
+    ).decode()
 
 
 def chat_messages(curated: pl.DataFrame, counter: TokenCounter) -> pl.DataFrame:
@@ -42,40 +60,82 @@ def chat_messages(curated: pl.DataFrame, counter: TokenCounter) -> pl.DataFrame:
     texts = kept.select(token_text(pl.col("content"), pl.col("tool_calls"))).to_series().to_list()
     return (
         kept.with_columns(tokens=pl.Series(counter.count(texts), dtype=pl.Int64))
-        .with_columns(tool_calls=pl.col("tool_calls").list.eval(pl.struct(
-            id=e.struct.field("id"), type=e.struct.field("type"),
-            function=pl.struct(name=e.struct.field("name"), arguments=e.struct.field("arguments")))))
+        .with_columns(
+            tool_calls=pl.col("tool_calls").list.eval(
+                pl.struct(
+                    id=e.struct.field("id"),
+                    type=e.struct.field("type"),
+                    function=pl.struct(name=e.struct.field("name"), arguments=e.struct.field("arguments")),
+                )
+            )
+        )
         .group_by("batch", "trajectory_id", maintain_order=True)
         .agg(messages=pl.struct("role", "content", "tool_calls", "tool_call_id", "name"), tokens=pl.col("tokens").sum())
         .with_columns(pl.col("messages").cast(pl.List(MESSAGE)))
     )
 
 
-def build_sft(selected: pl.DataFrame, curated: pl.DataFrame, stats: pl.DataFrame, packages: pl.DataFrame,
-              validation_fraction: float, strategy: str, allowance: int, counter: TokenCounter) -> pl.DataFrame:
+def build_sft(
+    selected: pl.DataFrame,
+    curated: pl.DataFrame,
+    stats: pl.DataFrame,
+    packages: pl.DataFrame,
+    validation_fraction: float,
+    strategy: str,
+    allowance: int,
+    counter: TokenCounter,
+) -> pl.DataFrame:
     """`selected`: the trajectories rows of the runs that passed selection; `counter` counts the tokens."""
     run = ["batch", "trajectory_id"]
     curated = curated.join(selected.select(run), on=run, how="semi")
     distinct = packages["tools"].unique()  # thousands of packages share a few dozen tool lists
     converted = pl.DataFrame({"tools": distinct, "openai": [openai_tools(t) for t in distinct]})
-    tools = (packages.select("task_hash", "tools").unique("task_hash", keep="first", maintain_order=True)
-             .join(converted, on="tools", maintain_order="left").select("task_hash", tools="openai"))
+    tools = (
+        packages.select("task_hash", "tools")
+        .unique("task_hash", keep="first", maintain_order=True)
+        .join(converted, on="tools", maintain_order="left")
+        .select("task_hash", tools="openai")
+    )
     return (
         selected.join(chat_messages(curated, counter), on=run, maintain_order="left")
         .join(tools, on="task_hash", how="left", maintain_order="left")
-        .join(stats.select("batch", "trajectory_id", "chars_after", "truncated_messages",
-                           "trimmed_messages", "overflow_chars", "verdict"),
-              on=["batch", "trajectory_id"], how="left", maintain_order="left")
+        .join(
+            stats.select(
+                "batch",
+                "trajectory_id",
+                "chars_after",
+                "truncated_messages",
+                "trimmed_messages",
+                "overflow_chars",
+                "verdict",
+            ),
+            on=["batch", "trajectory_id"],
+            how="left",
+            maintain_order="left",
+        )
         .select(
             pl.col("trajectory_id").alias("sample_id"),
-            "messages", "tools", "task_id", "category",
-            teacher="teacher_model", score="grade_score",
-            chars="chars_after", tokens="tokens",
-            curation=pl.format("truncation={}@{}; {} observation(s) truncated, {} trimmed, {} chars of evidence overflow",
-                               pl.lit(strategy), pl.lit(allowance), "truncated_messages", "trimmed_messages",
-                               "overflow_chars"),
+            "messages",
+            "tools",
+            "task_id",
+            "category",
+            teacher="teacher_model",
+            score="grade_score",
+            chars="chars_after",
+            tokens="tokens",
+            curation=pl.format(
+                "truncation={}@{}; {} observation(s) truncated, {} trimmed, {} chars of evidence overflow",
+                pl.lit(strategy),
+                pl.lit(allowance),
+                "truncated_messages",
+                "trimmed_messages",
+                "overflow_chars",
+            ),
             split=split_expr(pl.col("task_id"), validation_fraction),
-            batch="batch", raw_file="raw_file", raw_record="raw_record", trajectory_id="trajectory_id",
+            batch="batch",
+            raw_file="raw_file",
+            raw_record="raw_record",
+            trajectory_id="trajectory_id",
         )
         .sort("split", "task_id", "sample_id")
     )

@@ -11,6 +11,7 @@ from cowork_assets.selection.exclusions import STAGES
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import partition_file, scan_table
 
+
 def _count(frame: pl.LazyFrame) -> int:
     return frame.select(pl.len()).collect().item()
 
@@ -23,7 +24,8 @@ def funnel(settings: CurateSettings, dataset: str, published: int) -> list[tuple
     if dataset == "rl_rollouts":  # rollouts are not selected: exclusions may not even exist yet when they publish
         return [("parsed trajectories", parsed), ("published rollouts", published)]
     exclusions = pl.read_parquet(partition_file(settings.root, "exclusions")).filter(
-        pl.col("dataset") == EXCLUSION_SET[dataset])
+        pl.col("dataset") == EXCLUSION_SET[dataset]
+    )
     if dataset == "rl_tasks":
         tasks = scan_table(settings.root, "task_packages").select("task_id").unique().collect().height
         bad = exclusions["task_id"].n_unique()
@@ -38,15 +40,24 @@ def funnel(settings: CurateSettings, dataset: str, published: int) -> list[tuple
 
 def reasons(settings: CurateSettings, dataset: str) -> list[tuple]:
     exclusions = pl.read_parquet(partition_file(settings.root, "exclusions")).filter(pl.col("dataset") == dataset)
-    return (exclusions.group_by("stage", "reason").agg(n=pl.coalesce("trajectory_id", "task_id").n_unique())
-            .sort("n", "stage", "reason", descending=[True, False, False]).rows())
+    return (
+        exclusions.group_by("stage", "reason")
+        .agg(n=pl.coalesce("trajectory_id", "task_id").n_unique())
+        .sort("n", "stage", "reason", descending=[True, False, False])
+        .rows()
+    )
 
 
 def retention(settings: CurateSettings) -> dict:
     """At-risk evidence of passing teacher runs kept under the configured strategy and under each strategy."""
     passing = scan_table(settings.root, "evidence_rollup").filter(pl.col("passing_teacher")).select("trajectory_id")
-    audit = (scan_table(settings.root, "evidence_audit").filter(pl.col("status") == "at_risk")
-             .join(passing, on="trajectory_id").select("lost_to_truncation", "lost_under").collect())
+    audit = (
+        scan_table(settings.root, "evidence_audit")
+        .filter(pl.col("status") == "at_risk")
+        .join(passing, on="trajectory_id")
+        .select("lost_to_truncation", "lost_under")
+        .collect()
+    )
     n = audit.height
     kept = {f"configured ({settings.truncation_strategy})": n - int(audit["lost_to_truncation"].sum())}
     kept |= {name: n - int(audit["lost_under"].list.contains(name).sum()) for name in names()}

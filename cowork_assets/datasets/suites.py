@@ -31,17 +31,31 @@ def run_suite(dataset: str, view: pl.DataFrame, parameters: dict) -> list[dict]:
     import great_expectations as gx  # noqa: PLC0415 - slow import, only where a suite runs
 
     spec = orjson.loads((project_dir("expectations") / f"{dataset}.json").read_bytes())
-    suite = gx.ExpectationSuite(name=spec["name"], expectations=[
-        gx.expectations.registry.get_expectation_impl(e["type"])(**e["kwargs"]) for e in spec["expectations"]])
+    suite = gx.ExpectationSuite(
+        name=spec["name"],
+        expectations=[
+            gx.expectations.registry.get_expectation_impl(e["type"])(**e["kwargs"]) for e in spec["expectations"]
+        ],
+    )
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = {"globally": False}
-    batch = context.data_sources.add_pandas(dataset).add_dataframe_asset("published").add_batch_definition_whole_dataframe(
-        "all").get_batch(batch_parameters={"dataframe": view.to_pandas()})
+    batch = (
+        context.data_sources.add_pandas(dataset)
+        .add_dataframe_asset("published")
+        .add_batch_definition_whole_dataframe("all")
+        .get_batch(batch_parameters={"dataframe": view.to_pandas()})
+    )
     result = batch.validate(suite, expectation_parameters=parameters)
-    return [{"expectation": r.expectation_config.type, "column": r.expectation_config.kwargs.get("column", ""),
-             "unexpected": r.result.get("unexpected_count", r.result.get("observed_value")),
-             "examples": str(r.result.get("partial_unexpected_list", ""))[:200]}
-            for r in result.results if not r.success]
+    return [
+        {
+            "expectation": r.expectation_config.type,
+            "column": r.expectation_config.kwargs.get("column", ""),
+            "unexpected": r.result.get("unexpected_count", r.result.get("observed_value")),
+            "examples": str(r.result.get("partial_unexpected_list", ""))[:200],
+        }
+        for r in result.results
+        if not r.success
+    ]
 
 
 class SuiteProcess(HelperProcess):
@@ -77,8 +91,7 @@ def _serve() -> None:
     for line in sys.stdin.buffer:
         request = orjson.loads(line)
         try:
-            answer = {"failures": run_suite(request["dataset"], pl.read_ipc(request["view"]),
-                                            request["parameters"])}
+            answer = {"failures": run_suite(request["dataset"], pl.read_ipc(request["view"]), request["parameters"])}
         except Exception as exc:  # noqa: BLE001 - reported to the gate, which fails with it
             answer = {"error": "".join(traceback.format_exception_only(exc)).strip()}
         replies.write(orjson.dumps(answer, default=str, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")

@@ -7,13 +7,12 @@ import polars as pl
 
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.evidence.schemas import Evidence
-from cowork_assets.schema import arrow_schema
-from cowork_assets.tables import TABLES
-from cowork_assets.metadata import column_schema, counts_md, md_table
-from cowork_assets.partitions import batches
+from cowork_assets.metadata import counts_md, md_table
 from cowork_assets.progress import throttled
+from cowork_assets.schema import arrow_schema
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import ParquetSink, iter_trajectory_chunks, partition_file
+from cowork_assets.tables import TABLES
 
 
 @dg.asset(**TABLES["evidence"].asset_args())
@@ -21,8 +20,9 @@ def evidence(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.
     batch, root = context.partition_key, settings.root
     trajectories = pl.read_parquet(partition_file(root, "trajectories", batch), columns=["trajectory_id", "task_hash"])
     packages = pl.read_parquet(partition_file(root, "task_packages", batch), columns=["task_hash", "checks", "tools"])
-    calls = pl.read_parquet(partition_file(root, "tool_calls", batch),
-                            columns=["trajectory_id", "message_index", "tool_name", "arguments"])
+    calls = pl.read_parquet(
+        partition_file(root, "tool_calls", batch), columns=["trajectory_id", "message_index", "tool_name", "arguments"]
+    )
     sink = ParquetSink(partition_file(root, "evidence", batch), arrow_schema(Evidence))
     unknown: Counter = Counter()
     statuses: Counter = Counter()
@@ -32,8 +32,12 @@ def evidence(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.
             ids = messages["trajectory_id"].unique().to_list()
             chunk = trajectories.filter(pl.col("trajectory_id").is_in(ids))
             frame, unk = build_evidence(
-                batch, chunk, packages.filter(pl.col("task_hash").is_in(chunk["task_hash"].unique().to_list())),
-                calls.filter(pl.col("trajectory_id").is_in(ids)), messages)
+                batch,
+                chunk,
+                packages.filter(pl.col("task_hash").is_in(chunk["task_hash"].unique().to_list())),
+                calls.filter(pl.col("trajectory_id").is_in(ids)),
+                messages,
+            )
             sink.write(frame)
             unknown += unk
             statuses += Counter(frame["status"].to_list())
@@ -44,9 +48,11 @@ def evidence(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.
         raise
     if unknown:
         context.log.warning(f"{batch}: checks of unknown type kept but not used for evidence: {dict(unknown)}")
-    return dg.MaterializeResult(metadata={
-        "dagster/row_count": sink.rows,
-        "path": dg.MetadataValue.path(str(sink.final)),
-        "status": counts_md(statuses, "status", "items"),
-        "unknown_check_types": md_table(["type", "checks"], sorted(unknown.items())) if unknown else "none",
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": sink.rows,
+            "path": dg.MetadataValue.path(str(sink.final)),
+            "status": counts_md(statuses, "status", "items"),
+            "unknown_check_types": md_table(["type", "checks"], sorted(unknown.items())) if unknown else "none",
+        }
+    )

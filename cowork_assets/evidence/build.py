@@ -12,8 +12,9 @@ from cowork_assets.evidence.schemas import Evidence
 from cowork_assets.schema import polars_schema
 
 
-def build_evidence(batch: str, trajectories: pl.DataFrame, packages: pl.DataFrame, tool_calls: pl.DataFrame,
-                   messages: pl.DataFrame) -> tuple[pl.DataFrame, Counter]:
+def build_evidence(
+    batch: str, trajectories: pl.DataFrame, packages: pl.DataFrame, tool_calls: pl.DataFrame, messages: pl.DataFrame
+) -> tuple[pl.DataFrame, Counter]:
     items, unknown = extract_items(trajectories, packages, tool_calls)
     located = locate(items, messages)
     frame = (

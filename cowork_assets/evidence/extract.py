@@ -18,8 +18,12 @@ from cowork_assets.evidence.values import IDENTIFIER_PATTERN, grounding_filter, 
 FILE_NAME = r"/([A-Za-z0-9_-][A-Za-z0-9_.-]*\.[A-Za-z][A-Za-z0-9]{0,7})$"
 
 ITEM_SCHEMA = {
-    "trajectory_id": pl.String, "check_id": pl.String, "check_type": pl.String,
-    "source": pl.String, "value": pl.String, "norm": pl.String,
+    "trajectory_id": pl.String,
+    "check_id": pl.String,
+    "check_type": pl.String,
+    "source": pl.String,
+    "value": pl.String,
+    "norm": pl.String,
 }
 
 
@@ -53,11 +57,25 @@ def package_items(checks_json: str, tools_json: str) -> tuple[list[dict], list[d
         if kind is None:
             unknown[str(check.get("type"))] += 1
         for source, value in checks.evidence_values(check, enums):
-            items.append({"check_id": str(check.get("id")), "check_type": str(check.get("type")),
-                          "source": source, "value": value, "norm": normalise(value)})
+            items.append(
+                {
+                    "check_id": str(check.get("id")),
+                    "check_type": str(check.get("type")),
+                    "source": source,
+                    "value": value,
+                    "norm": normalise(value),
+                }
+            )
         if kind is not None and (created := kind.created(check)):
-            specs.append({"check_id": str(check.get("id")), "check_type": kind.name, "tool": created[0],
-                          "key": created[1], "enums": enums})
+            specs.append(
+                {
+                    "check_id": str(check.get("id")),
+                    "check_type": kind.name,
+                    "tool": created[0],
+                    "key": created[1],
+                    "enums": enums,
+                }
+            )
     return items, specs, unknown
 
 
@@ -66,32 +84,50 @@ def _created_items(trajectories: pl.DataFrame, tool_calls: pl.DataFrame, spec_ro
     if not spec_rows:
         return pl.DataFrame(schema=ITEM_SCHEMA)
     enums = {(r["task_hash"], r["check_id"]): r["enums"] for r in spec_rows}
-    specs = pl.DataFrame([{k: r[k] for k in ("task_hash", "check_id", "check_type", "tool", "key")}
-                          for r in spec_rows]).with_row_index("spec")
-    calls = (tool_calls.with_row_index("call").join(trajectories.select("trajectory_id", "task_hash"), on="trajectory_id")
-             .join(specs, left_on=["task_hash", "tool_name"], right_on=["task_hash", "tool"]))
-    created = pl.concat([  # one JSON path per distinct key name (there are few), not one pass per check
-        group.with_columns(value=pl.col("arguments").str.json_path_match(f"$['{key}']"))
-        for (key,), group in calls.group_by("key")] or [calls.with_columns(value=pl.lit(None, pl.String))]
-    ).drop_nulls("value").sort("spec", "call")
+    specs = pl.DataFrame(
+        [{k: r[k] for k in ("task_hash", "check_id", "check_type", "tool", "key")} for r in spec_rows]
+    ).with_row_index("spec")
+    calls = (
+        tool_calls.with_row_index("call")
+        .join(trajectories.select("trajectory_id", "task_hash"), on="trajectory_id")
+        .join(specs, left_on=["task_hash", "tool_name"], right_on=["task_hash", "tool"])
+    )
+    created = (
+        pl.concat(
+            [  # one JSON path per distinct key name (there are few), not one pass per check
+                group.with_columns(value=pl.col("arguments").str.json_path_match(f"$['{key}']"))
+                for (key,), group in calls.group_by("key")
+            ]
+            or [calls.with_columns(value=pl.lit(None, pl.String))]
+        )
+        .drop_nulls("value")
+        .sort("spec", "call")
+    )
     pairs = created.select("task_hash", "check_id", "value").unique()
-    kept = pairs.filter(pl.Series([record_value(v, enums[(h, c)]) is not None for h, c, v in pairs.iter_rows()],
-                                  dtype=pl.Boolean))
+    kept = pairs.filter(
+        pl.Series([record_value(v, enums[(h, c)]) is not None for h, c, v in pairs.iter_rows()], dtype=pl.Boolean)
+    )
     kept = kept.with_columns(norm=pl.Series([normalise(v) for v in kept["value"]], dtype=pl.String))
-    return created.join(kept, on=["task_hash", "check_id", "value"], maintain_order="left").select(
-        "trajectory_id", "check_id", "check_type", source=pl.lit("derived"), value="value",
-        norm="norm").cast(ITEM_SCHEMA)
+    return (
+        created.join(kept, on=["task_hash", "check_id", "value"], maintain_order="left")
+        .select("trajectory_id", "check_id", "check_type", source=pl.lit("derived"), value="value", norm="norm")
+        .cast(ITEM_SCHEMA)
+    )
 
 
-def extract_items(trajectories: pl.DataFrame, packages: pl.DataFrame, tool_calls: pl.DataFrame) -> tuple[pl.DataFrame, Counter]:
+def extract_items(
+    trajectories: pl.DataFrame, packages: pl.DataFrame, tool_calls: pl.DataFrame
+) -> tuple[pl.DataFrame, Counter]:
     """All evidence items of the given trajectories, one row per (trajectory, check, value)."""
     rows, spec_rows, unknown = [], [], Counter()
-    for task_hash, checks, tools in packages.select("task_hash", "checks", "tools").iter_rows():
-        items, specs, unk = package_items(checks, tools)
+    for task_hash, package_checks, tools in packages.select("task_hash", "checks", "tools").iter_rows():
+        items, specs, unk = package_items(package_checks, tools)
         rows += [{"task_hash": task_hash, **i} for i in items]
         spec_rows += [{"task_hash": task_hash, **s} for s in specs]
         unknown += unk
-    per_task = pl.DataFrame(rows, schema={"task_hash": pl.String, **{k: v for k, v in ITEM_SCHEMA.items() if k != "trajectory_id"}})
+    per_task = pl.DataFrame(
+        rows, schema={"task_hash": pl.String, **{k: v for k, v in ITEM_SCHEMA.items() if k != "trajectory_id"}}
+    )
     checked = trajectories.select("trajectory_id", "task_hash").join(per_task, on="task_hash").drop("task_hash")
     frames = [checked.select(list(ITEM_SCHEMA)), _created_items(trajectories, tool_calls, spec_rows)]
     tokens = pl.col("arguments").str.extract_all(IDENTIFIER_PATTERN)
@@ -103,12 +139,19 @@ def extract_items(trajectories: pl.DataFrame, packages: pl.DataFrame, tool_calls
         .drop_nulls("value")
         .with_columns(pl.col("value").str.strip_chars_end(".:/-_"))
         .filter(grounding_filter(pl.col("value")))
-        .with_columns(check_id=pl.lit("grounding"), check_type=pl.lit("grounding"), source=pl.lit("grounding"),
-                      norm=pl.col("value").str.to_lowercase())
+        .with_columns(
+            check_id=pl.lit("grounding"),
+            check_type=pl.lit("grounding"),
+            source=pl.lit("grounding"),
+            norm=pl.col("value").str.to_lowercase(),
+        )
         .select(list(ITEM_SCHEMA))
     )
     checked_all = pl.concat(frames).unique(["trajectory_id", "check_id", "norm"], keep="first", maintain_order=True)
     grounding = grounding.unique(["trajectory_id", "norm"], keep="first", maintain_order=True).join(
-        checked_all.select("trajectory_id", "norm").unique(), on=["trajectory_id", "norm"], how="anti",
-        maintain_order="left")
+        checked_all.select("trajectory_id", "norm").unique(),
+        on=["trajectory_id", "norm"],
+        how="anti",
+        maintain_order="left",
+    )
     return pl.concat([checked_all, grounding]).cast(ITEM_SCHEMA), unknown

@@ -13,12 +13,23 @@ from cowork_assets.evidence.schemas import SHOWN
 from cowork_assets.evidence.values import ALNUM, GROUPED_DIGITS, matches, ungrouped
 
 OCCURRENCE_SCHEMA = {
-    "trajectory_id": pl.String, "norm": pl.String, "message_index": pl.Int32, "role": pl.String,
-    "offset": pl.Int64, "length": pl.Int64, "message_chars": pl.Int64,
+    "trajectory_id": pl.String,
+    "norm": pl.String,
+    "message_index": pl.Int32,
+    "role": pl.String,
+    "offset": pl.Int64,
+    "length": pl.Int64,
+    "message_chars": pl.Int64,
 }
 LOCATION_SCHEMA = {
-    "trajectory_id": pl.String, "norm": pl.String, "used_at": pl.Int32, "found_at": pl.Int32,
-    "found_role": pl.String, "found_offset": pl.Int64, "found_length": pl.Int64, "found_message_chars": pl.Int64,
+    "trajectory_id": pl.String,
+    "norm": pl.String,
+    "used_at": pl.Int32,
+    "found_at": pl.Int32,
+    "found_role": pl.String,
+    "found_offset": pl.Int64,
+    "found_length": pl.Int64,
+    "found_message_chars": pl.Int64,
     "shown_at": pl.List(SHOWN),
 }
 
@@ -27,7 +38,10 @@ def searchable(messages: pl.DataFrame) -> pl.DataFrame:
     """Messages with the text a value can appear in: content, plus tool-call arguments for the assistant."""
     args = pl.col("tool_calls").list.eval(pl.element().struct.field("arguments")).list.join("\n")
     return messages.select(
-        "trajectory_id", "message_index", "role", "content",
+        "trajectory_id",
+        "message_index",
+        "role",
+        "content",
         text=pl.when(pl.col("role") == "assistant")
         .then(pl.concat_str([pl.col("content").fill_null(""), args], separator="\n"))
         .otherwise(pl.col("content").fill_null("")),
@@ -71,8 +85,14 @@ def _texts(keys: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
     return (
         texts.join(grouped, on="i", how="left", maintain_order="left")
         .with_columns(ntext=pl.coalesce("ungrouped", "low"), text=pl.when("lowered").then("low").otherwise("text"))
-        .select("trajectory_id", "message_index", "role", "text", "lowered",
-                ntext=pl.when(pl.col("ntext") != pl.col("text")).then("ntext"))
+        .select(
+            "trajectory_id",
+            "message_index",
+            "role",
+            "text",
+            "lowered",
+            ntext=pl.when(pl.col("ntext") != pl.col("text")).then("ntext"),
+        )
         .sort("trajectory_id", "message_index")
     )
 
@@ -83,10 +103,12 @@ def _crossing(texts: pl.DataFrame, anchored: pl.DataFrame) -> pl.DataFrame:
         texts.select("row", "trajectory_id", searched=pl.coalesce("ntext", "text"))
         .join(anchored, on="trajectory_id")
         .filter(pl.col("searched").str.contains(pl.coalesce("anchor", "norm"), literal=True))  # no run: containment
-        .group_by("row").agg("norm", "anchor")
+        .group_by("row")
+        .agg("norm", "anchor")
     )
     return texts.join(candidates, on="row", maintain_order="left").select(
-        "trajectory_id", "message_index", "role", "text", "lowered", "ntext", "norm", "anchor")
+        "trajectory_id", "message_index", "role", "text", "lowered", "ntext", "norm", "anchor"
+    )
 
 
 def scan(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -94,9 +116,12 @@ def scan(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.D
     anchored = keys.select("trajectory_id", "norm").unique().with_columns(anchor=_anchor(pl.col("norm")))
     # (message, value) pairs are made a slice of messages at a time: a trajectory with 20,000 messages and
     # 19,000 values (the hostile corpus has one) makes 380 M of them.
-    texts = _texts(keys, messages).with_row_index("row").join(
-        anchored.group_by("trajectory_id").len("values"), on="trajectory_id", maintain_order="left"
-    ).with_columns(slice=pl.col("values").cum_sum() // PAIRS_AT_ONCE)
+    texts = (
+        _texts(keys, messages)
+        .with_row_index("row")
+        .join(anchored.group_by("trajectory_id").len("values"), on="trajectory_id", maintain_order="left")
+        .with_columns(slice=pl.col("values").cum_sum() // PAIRS_AT_ONCE)
+    )
     uses: dict[tuple[str, str], int] = {}
     occurrences = []
     for part in texts.partition_by("slice", maintain_order=True):
@@ -111,14 +136,18 @@ def scan(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.D
                     if next(matches(norm, text, text if lowered else None), None):
                         uses[(tid, norm)] = index
                 elif text:
-                    occurrences += [(tid, norm, index, role, start, length, len(text))
-                                    for start, length in matches(norm, text, text if lowered else None)]
+                    occurrences += [
+                        (tid, norm, index, role, start, length, len(text))
+                        for start, length in matches(norm, text, text if lowered else None)
+                    ]
     used = pl.DataFrame(
-        [(t, n, i) for (t, n), i in uses.items()], orient="row",
+        [(t, n, i) for (t, n), i in uses.items()],
+        orient="row",
         schema={"trajectory_id": pl.String, "norm": pl.String, "used_at": pl.Int32},
     ).sort("trajectory_id", "norm")
     occurrences = pl.DataFrame(occurrences, schema=OCCURRENCE_SCHEMA, orient="row").sort(
-        "trajectory_id", "norm", "message_index", "offset")
+        "trajectory_id", "norm", "message_index", "offset"
+    )
     return used, occurrences
 
 
@@ -127,10 +156,18 @@ def locate(items: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
     keys = items.select("trajectory_id", "norm").unique(maintain_order=True)
     used, occurrences = scan(keys, messages)
     first = (
-        occurrences.sort("message_index", "offset").group_by("trajectory_id", "norm", maintain_order=True)
+        occurrences.sort("message_index", "offset")
+        .group_by("trajectory_id", "norm", maintain_order=True)
         .agg(pl.all().first(), shown_at=pl.struct("message_index", "offset", "length"))
-        .rename({"message_index": "found_at", "role": "found_role", "offset": "found_offset",
-                 "length": "found_length", "message_chars": "found_message_chars"})
+        .rename(
+            {
+                "message_index": "found_at",
+                "role": "found_role",
+                "offset": "found_offset",
+                "length": "found_length",
+                "message_chars": "found_message_chars",
+            }
+        )
     )
     return (
         keys.join(used, on=["trajectory_id", "norm"], how="left", maintain_order="left")
@@ -143,14 +180,20 @@ def locate(items: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
 def shown(evidence: pl.DataFrame) -> pl.DataFrame:
     """The occurrences `scan` found, back from the evidence table: one row per match before first use."""
     return (
-        evidence.select("trajectory_id", "norm", "shown_at").unique(["trajectory_id", "norm"], maintain_order=True)
-        .explode("shown_at").drop_nulls("shown_at").unnest("shown_at")
+        evidence.select("trajectory_id", "norm", "shown_at")
+        .unique(["trajectory_id", "norm"], maintain_order=True)
+        .explode("shown_at")
+        .drop_nulls("shown_at")
+        .unnest("shown_at")
     )
 
 
 STATUS = (
-    pl.when(pl.col("used_at").is_null()).then(pl.lit("unused"))
-    .when(pl.col("found_at").is_null()).then(pl.lit("produced"))
-    .when(pl.col("found_role") == "tool").then(pl.lit("at_risk"))
+    pl.when(pl.col("used_at").is_null())
+    .then(pl.lit("unused"))
+    .when(pl.col("found_at").is_null())
+    .then(pl.lit("produced"))
+    .when(pl.col("found_role") == "tool")
+    .then(pl.lit("at_risk"))
     .otherwise(pl.lit("given"))
 )

@@ -143,7 +143,8 @@ def matches(norm: str, text: str, lowered: str | None = None) -> Iterator[tuple[
     while i >= 0:
         start, end = original(i), original(i + n - 1) + 1
         if (not left or start == 0 or lowered[start - 1] not in ALNUM) and (
-                not right or end == len(lowered) or lowered[end] not in ALNUM):
+            not right or end == len(lowered) or lowered[end] not in ALNUM
+        ):
             yield start, end - start
             i = searched.find(norm, i + n)
         else:

@@ -8,9 +8,9 @@ the batch. Nothing is visible until every table of the batch has been written co
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import duckdb
 import polars as pl
@@ -22,7 +22,14 @@ from cowork_assets.ingest.raw_files import not_batches
 from cowork_assets.ingest.record import BOM, excerpt, validate_line
 from cowork_assets.schema import arrow_schema, polars_schema
 from cowork_assets.storage import (
-    PARQUET_OPTIONS, ArrowScratch, ParquetSink, atomic_path, join, partition_file, table_dir)
+    PARQUET_OPTIONS,
+    ArrowScratch,
+    ParquetSink,
+    atomic_path,
+    join,
+    partition_file,
+    table_dir,
+)
 from cowork_assets.tables import stage
 
 BATCH_TABLES = tuple(stage("staging"))
@@ -72,9 +79,11 @@ class _Writer:
         self.seen: dict[str, tuple[str, int]] = {}
 
     def skip(self, skipped: list[tuple[str, str]]) -> None:
-        self.sinks["skipped_inputs"].write(pl.DataFrame(
-            [(self.batch, f, why) for f, why in skipped], orient="row",
-            schema=polars_schema(schemas.SkippedInputs)))
+        self.sinks["skipped_inputs"].write(
+            pl.DataFrame(
+                [(self.batch, f, why) for f, why in skipped], orient="row", schema=polars_schema(schemas.SkippedInputs)
+            )
+        )
 
     def add(self, text: bytes, raw_file: str, raw_record: int) -> None:
         self.texts.append(text)
@@ -82,8 +91,14 @@ class _Writer:
 
     def reject(self, raw_file: str, raw_record: int, reason: str, detail: str, data: bytes) -> None:
         self.quarantine.append(
-            dict(batch=self.batch, raw_file=raw_file, raw_record=raw_record, reason=reason,
-                 detail=detail, excerpt=excerpt(data))
+            dict(
+                batch=self.batch,
+                raw_file=raw_file,
+                raw_record=raw_record,
+                reason=reason,
+                detail=detail,
+                excerpt=excerpt(data),
+            )
         )
 
     def flush(self) -> int:
@@ -128,7 +143,9 @@ class _Writer:
             first = self.seen.setdefault(tid, origin)
             keep.append(first == origin)
             if first != origin:
-                self.reject(*origin, "duplicate_trajectory_id", f"{tid} first seen at {first[0]}:{first[1]}", tid.encode())
+                self.reject(
+                    *origin, "duplicate_trajectory_id", f"{tid} first seen at {first[0]}:{first[1]}", tid.encode()
+                )
         if all(keep):
             return raw, origins
         return raw.filter(pl.Series(keep)), [o for o, k in zip(origins, keep) if k]
@@ -212,7 +229,6 @@ def ingest_batch(
         pl.read_parquet(partition_file(data_root, "quarantine", batch), columns=["reason"])["reason"].to_list()
     )
     return report
-
 
 
 def root_skips_file(data_root: str) -> str:

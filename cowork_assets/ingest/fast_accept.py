@@ -14,7 +14,7 @@ task, kept as raw JSON for speed, which pass with at most `MAX_RAW_OPENINGS` bra
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 import msgspec
 from msgspec import Meta, Raw
@@ -24,9 +24,9 @@ MAX_RAW_OPENINGS = 190  # a task part this small nests < 200 levels with the 4 a
 
 
 def _bounded_json(depth: int):
-    value = Union[str, int, float, bool, None]
+    value = str | int | float | bool | None
     for _ in range(depth):
-        value = Union[str, int, float, bool, None, list[value], dict[str, value]]
+        value = str | int | float | bool | None | list[value] | dict[str, value]
     return value
 
 

@@ -13,7 +13,6 @@ from cowork_assets.ingest.record import ROLES
 from cowork_assets.schema import TOOL_CALL
 
 
-
 class Trajectories(pa.DataFrameModel):
     """One row per parsed trajectory."""
 

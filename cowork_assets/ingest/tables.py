@@ -80,8 +80,13 @@ def read_lines(lines: Sequence[bytes]) -> pl.DataFrame:
     longest = max(map(len, lines), default=0)
     with tempfile.NamedTemporaryFile(suffix=".jsonl") as fh:
         _write_lines(fh.fileno(), lines)
-        relation = _duckdb().cursor().read_json(fh.name, columns=RAW_COLUMNS, format="newline_delimited",
-                                       maximum_object_size=max(longest + 1, 1 << 24))
+        relation = (
+            _duckdb()
+            .cursor()
+            .read_json(
+                fh.name, columns=RAW_COLUMNS, format="newline_delimited", maximum_object_size=max(longest + 1, 1 << 24)
+            )
+        )
         return pl.from_arrow(relation.to_arrow_table(), schema=RAW_SCHEMA)
 
 
@@ -90,17 +95,17 @@ def _write_lines(fd: int, lines: Sequence[bytes]) -> None:
     fresh pages, ~10,000 page faults."""
     parts = [part for line in lines for part in (line, b"\n")]
     for start in range(0, len(parts), _IOV_MAX):
-        batch = parts[start:start + _IOV_MAX]
+        batch = parts[start : start + _IOV_MAX]
         written = os.writev(fd, batch)
         if written < sum(map(len, batch)):  # a short write (rare): the rest one write at a time
             rest = memoryview(b"".join(batch))[written:]
             while rest:
-                rest = rest[os.write(fd, rest):]
+                rest = rest[os.write(fd, rest) :]
 
 
 def parse_error(exc: duckdb.Error) -> str:
     """DuckDB's reason a line does not parse, without the scratch file's name and the line number within it."""
-    return re.sub(r',? (at byte \d+ )?in line \d+', "", re.sub(r' in file "[^"]*"', "", str(exc).splitlines()[0]))
+    return re.sub(r",? (at byte \d+ )?in line \d+", "", re.sub(r' in file "[^"]*"', "", str(exc).splitlines()[0]))
 
 
 def task_hash(task: dict) -> str:
@@ -132,9 +137,16 @@ def task_packages(task_jsons: Sequence[str]) -> pl.DataFrame:
     return pl.DataFrame(
         rows,
         schema={
-            "task_json": pl.String, "task_hash": pl.String, "task_id": pl.String,
-            "category": pl.String, "request": pl.String, "initial_state": pl.String,
-            "tools": pl.String, "checks": pl.String, "n_tools": pl.Int32, "n_checks": pl.Int32,
+            "task_json": pl.String,
+            "task_hash": pl.String,
+            "task_id": pl.String,
+            "category": pl.String,
+            "request": pl.String,
+            "initial_state": pl.String,
+            "tools": pl.String,
+            "checks": pl.String,
+            "n_tools": pl.Int32,
+            "n_checks": pl.Int32,
             "check_types": pl.List(pl.String),
         },
     )
@@ -163,9 +175,7 @@ def _messages(raw: pl.DataFrame, batch: str) -> pl.DataFrame:
             .fill_null(pl.lit([], dtype=pl.List(TOOL_CALL)))
         )
     )
-    call_text = pl.col("tool_calls").list.eval(
-        call.struct.field("name") + " " + call.struct.field("arguments")
-    )
+    call_text = pl.col("tool_calls").list.eval(call.struct.field("name") + " " + call.struct.field("arguments"))
     return msgs.with_columns(
         batch=pl.lit(batch),
         chars=(
@@ -203,11 +213,13 @@ def _tool_calls(messages: pl.DataFrame) -> pl.DataFrame:
         maintain_order="left",
     )
     answered = pl.col("observation_index") > pl.col("message_index")
-    return joined.with_columns(
-        observation_index=pl.when(answered).then("observation_index"),
-        observation=pl.when(answered).then("observation"),
-    ).with_columns(observation_chars=pl.col("observation").str.len_chars().cast(pl.Int64)).select(
-        polars_schema(ToolCalls).names()
+    return (
+        joined.with_columns(
+            observation_index=pl.when(answered).then("observation_index"),
+            observation=pl.when(answered).then("observation"),
+        )
+        .with_columns(observation_chars=pl.col("observation").str.len_chars().cast(pl.Int64))
+        .select(polars_schema(ToolCalls).names())
     )
 
 
@@ -234,8 +246,13 @@ def flatten_chunk(
             raw_file=pl.Series(raw_file, dtype=pl.String),
             raw_record=pl.Series(raw_record, dtype=pl.Int64),
         )
-        .join(packages.select("task_json", "task_hash", "task_id", "category"),
-              left_on="task", right_on="task_json", how="left", maintain_order="left")
+        .join(
+            packages.select("task_json", "task_hash", "task_id", "category"),
+            left_on="task",
+            right_on="task_json",
+            how="left",
+            maintain_order="left",
+        )
         .unnest("teacher", "grade", separator="_")
         .join(per_traj, on="trajectory_id", how="left", maintain_order="left")
         .select(polars_schema(Trajectories).names())
@@ -244,8 +261,10 @@ def flatten_chunk(
         n_trajectories=pl.len().cast(pl.Int32), first_trajectory_id=pl.col("trajectory_id").first()
     )
     packages = (  # one row per package: the same task may be written with its keys in another order
-        packages.drop("task_json").unique("task_hash", keep="first", maintain_order=True)
-        .join(counts, on="task_hash", maintain_order="left").with_columns(batch=pl.lit(batch))
+        packages.drop("task_json")
+        .unique("task_hash", keep="first", maintain_order=True)
+        .join(counts, on="task_hash", maintain_order="left")
+        .with_columns(batch=pl.lit(batch))
     )
     return {
         "trajectories": trajectories,

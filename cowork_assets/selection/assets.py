@@ -3,27 +3,28 @@
 import dagster as dg
 import polars as pl
 
-from cowork_assets.schema import arrow_schema
-from cowork_assets.tables import TABLES
 from cowork_assets.markdown import table
-from cowork_assets.metadata import as_metadata, column_schema
-from cowork_assets.partitions import CROSS_BATCH_POOL, batches
+from cowork_assets.metadata import as_metadata
+from cowork_assets.schema import arrow_schema
 from cowork_assets.selection.dedup import clusters
 from cowork_assets.selection.exclusions import exclusions as find_exclusions
 from cowork_assets.selection.schemas import DedupClusters, DedupSignatures, Exclusions
 from cowork_assets.selection.signatures import signatures
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import ParquetSink, iter_trajectory_chunks, partition_file, table_glob, write_parquet_atomic
+from cowork_assets.tables import TABLES
 
 
 @dg.asset(**TABLES["dedup_signatures"].asset_args())
 def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     b, root = context.partition_key, settings.root
-    teachers = pl.read_parquet(partition_file(root, "trajectories", b), columns=[
-        "trajectory_id", "task_id", "teacher_role", "grade_score"]).filter(pl.col("teacher_role") == "teacher")
+    teachers = pl.read_parquet(
+        partition_file(root, "trajectories", b), columns=["trajectory_id", "task_id", "teacher_role", "grade_score"]
+    ).filter(pl.col("teacher_role") == "teacher")
     chars = pl.read_parquet(partition_file(root, "sample_stats", b), columns=["trajectory_id", "chars_after"])
     info = teachers.join(chars, on="trajectory_id").select(
-        "trajectory_id", "task_id", score="grade_score", chars="chars_after")
+        "trajectory_id", "task_id", score="grade_score", chars="chars_after"
+    )
     sink = ParquetSink(partition_file(root, "dedup_signatures", b), arrow_schema(DedupSignatures))
     try:
         for messages in iter_trajectory_chunks(partition_file(root, "curated_messages", b)):
@@ -34,64 +35,105 @@ def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings
     except BaseException:
         sink.abort()
         raise
-    return dg.MaterializeResult(metadata={"dagster/row_count": sink.rows, "path": dg.MetadataValue.path(str(sink.final))})
+    return dg.MaterializeResult(
+        metadata={"dagster/row_count": sink.rows, "path": dg.MetadataValue.path(str(sink.final))}
+    )
 
 
 @dg.asset(**TABLES["dedup_clusters"].asset_args())
 def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    sigs = (pl.scan_parquet(table_glob(settings.root, "dedup_signatures"))
-            .select("trajectory_id", "batch", "task_id", "content_hash", "shingles", "minhash", "score", "chars")
-            .sort("batch").unique("trajectory_id", keep="first")  # a repeated id is excluded as such, not clustered
-            .collect())
+    sigs = (
+        pl.scan_parquet(table_glob(settings.root, "dedup_signatures"))
+        .select("trajectory_id", "batch", "task_id", "content_hash", "shingles", "minhash", "score", "chars")
+        .sort("batch")
+        .unique("trajectory_id", keep="first")  # a repeated id is excluded as such, not clustered
+        .collect()
+    )
     found = clusters(sigs, settings.near_dup_threshold)
     path = write_parquet_atomic(found, partition_file(settings.root, "dedup_clusters"), arrow_schema(DedupClusters))
     removed = found.filter(~pl.col("kept")).height
-    return dg.MaterializeResult(metadata={
-        "dagster/row_count": found.height, "path": dg.MetadataValue.path(str(path)), "teacher_runs": sigs.height,
-        "clusters": found["cluster_id"].n_unique(), "duplicates_removed": removed,
-        "near_dup_threshold": settings.near_dup_threshold})
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": found.height,
+            "path": dg.MetadataValue.path(str(path)),
+            "teacher_runs": sigs.height,
+            "clusters": found["cluster_id"].n_unique(),
+            "duplicates_removed": removed,
+            "near_dup_threshold": settings.near_dup_threshold,
+        }
+    )
 
 
-@dg.asset_check(asset=dedup_clusters, description="Warns when more than max_duplicate_rate of teacher runs are "
-                "duplicates; lists the largest clusters.")
+@dg.asset_check(
+    asset=dedup_clusters,
+    description="Warns when more than max_duplicate_rate of teacher runs are duplicates; lists the largest clusters.",
+)
 def duplicate_rate(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
     found = pl.read_parquet(partition_file(settings.root, "dedup_clusters"))
     runs = pl.scan_parquet(table_glob(settings.root, "dedup_signatures")).select(pl.len()).collect().item()
     removed = found.filter(~pl.col("kept"))
     rate = removed.height / runs if runs else 0.0
-    largest = found.group_by("cluster_id", "task_id").agg(members=pl.len(), kinds=pl.col("kind").unique().sort().str.join(
-        ", ")).sort("members", "cluster_id", descending=[True, False]).head(20)
-    return dg.AssetCheckResult(passed=rate <= settings.max_duplicate_rate, severity=dg.AssetCheckSeverity.WARN,
-                               metadata=as_metadata({
-                                   "teacher_runs": runs, "duplicates_removed": removed.height,
-                                   "exact": removed.filter(pl.col("kind") == "exact").height,
-                                   "near": removed.filter(pl.col("kind") == "near").height,
-                                   "duplicate_rate": round(rate, 4), "max_duplicate_rate": settings.max_duplicate_rate,
-                                   "examples": table(["cluster", "task", "members", "kinds"], largest.rows())}))
+    largest = (
+        found.group_by("cluster_id", "task_id")
+        .agg(members=pl.len(), kinds=pl.col("kind").unique().sort().str.join(", "))
+        .sort("members", "cluster_id", descending=[True, False])
+        .head(20)
+    )
+    return dg.AssetCheckResult(
+        passed=rate <= settings.max_duplicate_rate,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata=as_metadata(
+            {
+                "teacher_runs": runs,
+                "duplicates_removed": removed.height,
+                "exact": removed.filter(pl.col("kind") == "exact").height,
+                "near": removed.filter(pl.col("kind") == "near").height,
+                "duplicate_rate": round(rate, 4),
+                "max_duplicate_rate": settings.max_duplicate_rate,
+                "examples": table(["cluster", "task", "members", "kinds"], largest.rows()),
+            }
+        ),
+    )
 
 
 @dg.asset(**TABLES["exclusions"].asset_args())
 def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     root = settings.root
     read = lambda t, cols=None: pl.scan_parquet(table_glob(root, t)).select(cols or pl.all()).collect()  # noqa: E731
-    trajectories = read("trajectories", ["batch", "trajectory_id", "task_id", "teacher_role", "grade_passed", "grade_score"])
+    trajectories = read(
+        "trajectories", ["batch", "trajectory_id", "task_id", "teacher_role", "grade_passed", "grade_score"]
+    )
     found = find_exclusions(
-        trajectories, read("structure_findings"), pl.read_parquet(partition_file(root, "task_findings")),
+        trajectories,
+        read("structure_findings"),
+        pl.read_parquet(partition_file(root, "task_findings")),
         read("evidence_rollup", ["batch", "trajectory_id", "lost_to_truncation"]),
         read("sample_stats", ["batch", "trajectory_id", "verdict", "reason", "chars_after"]),
-        pl.read_parquet(partition_file(root, "dedup_clusters")), settings.max_per_task, settings.lost_evidence_policy,
-        settings.accept_ungraded)
+        pl.read_parquet(partition_file(root, "dedup_clusters")),
+        settings.max_per_task,
+        settings.lost_evidence_policy,
+        settings.accept_ungraded,
+    )
     path = write_parquet_atomic(found, partition_file(root, "exclusions"), arrow_schema(Exclusions))
     sft = found.filter(pl.col("dataset") == "sft")
-    selected = trajectories.join(sft.select("batch", "trajectory_id").unique(), on=["batch", "trajectory_id"],
-                                 how="anti").height
+    selected = trajectories.join(
+        sft.select("batch", "trajectory_id").unique(), on=["batch", "trajectory_id"], how="anti"
+    ).height
     first = sft.group_by("trajectory_id", maintain_order=True).agg(pl.col("stage").first())
-    return dg.MaterializeResult(metadata=as_metadata({
-        "dagster/row_count": found.height, "path": dg.MetadataValue.path(str(path)),
-        "trajectories": trajectories.height, "selected_for_sft": selected,
-        "tasks_excluded_from_rl": found.filter(pl.col("dataset") == "rl_tasks")["task_id"].n_unique(),
-        "excluded_by_first_stage": table(["stage", "trajectories"], first.group_by("stage").len().sort("stage").rows()),
-    }))
+    return dg.MaterializeResult(
+        metadata=as_metadata(
+            {
+                "dagster/row_count": found.height,
+                "path": dg.MetadataValue.path(str(path)),
+                "trajectories": trajectories.height,
+                "selected_for_sft": selected,
+                "tasks_excluded_from_rl": found.filter(pl.col("dataset") == "rl_tasks")["task_id"].n_unique(),
+                "excluded_by_first_stage": table(
+                    ["stage", "trajectories"], first.group_by("stage").len().sort("stage").rows()
+                ),
+            }
+        )
+    )
 
 
 selection_checks = [duplicate_rate]

@@ -17,8 +17,14 @@ from cowork_assets.selection.signatures import PERMUTATIONS
 BANDS = 16
 ROWS = PERMUTATIONS // BANDS
 CLUSTER_SCHEMA = {
-    "cluster_id": pl.String, "task_id": pl.String, "trajectory_id": pl.String, "batch": pl.String,
-    "kind": pl.String, "similarity": pl.Float64, "representative": pl.String, "kept": pl.Boolean,
+    "cluster_id": pl.String,
+    "task_id": pl.String,
+    "trajectory_id": pl.String,
+    "batch": pl.String,
+    "kind": pl.String,
+    "similarity": pl.Float64,
+    "representative": pl.String,
+    "kept": pl.Boolean,
 }
 
 
@@ -26,33 +32,50 @@ def compared(pairs: pl.DataFrame, sigs: pl.DataFrame) -> pl.DataFrame:
     """`pairs` (left, right) with `exact` (equal content hashes) and `similarity`, the Jaccard
     similarity of their shingle sets (each a sorted list of distinct hashes; two empty sets: 1.0)."""
     side = sigs.select("trajectory_id", "content_hash", "shingles")
-    both = (pairs.join(side.rename(lambda c: f"{c}_l"), left_on="left", right_on="trajectory_id_l", maintain_order="left")
-            .join(side.rename(lambda c: f"{c}_r"), left_on="right", right_on="trajectory_id_r", maintain_order="left"))
+    both = pairs.join(
+        side.rename(lambda c: f"{c}_l"), left_on="left", right_on="trajectory_id_l", maintain_order="left"
+    ).join(side.rename(lambda c: f"{c}_r"), left_on="right", right_on="trajectory_id_r", maintain_order="left")
     common = pl.col("shingles_l").list.set_intersection("shingles_r").list.len()
     union = pl.col("shingles_l").list.len() + pl.col("shingles_r").list.len() - common
-    return both.select(pl.exclude("^(content_hash|shingles)_[lr]$"),
-                       exact=pl.col("content_hash_l") == pl.col("content_hash_r"),
-                       similarity=pl.when(union > 0).then(common / union).otherwise(1.0))
+    return both.select(
+        pl.exclude("^(content_hash|shingles)_[lr]$"),
+        exact=pl.col("content_hash_l") == pl.col("content_hash_r"),
+        similarity=pl.when(union > 0).then(common / union).otherwise(1.0),
+    )
 
 
 def candidate_pairs(sigs: pl.DataFrame) -> pl.DataFrame:
     """Pairs (left < right) sharing a task and all ROWS minhashes of some band, or an exact content hash."""
     sigs = sigs.sort("trajectory_id")
     runs = sigs.select(  # runs as integers, in trajectory id order, so the joins below are cheap
-        "content_hash", task=pl.col("task_id").rank("dense"), run=pl.int_range(pl.len(), dtype=pl.UInt32),
-        bucket=pl.col("minhash").list.to_array(PERMUTATIONS).reshape((-1, BANDS, ROWS)).arr.to_list())
+        "content_hash",
+        task=pl.col("task_id").rank("dense"),
+        run=pl.int_range(pl.len(), dtype=pl.UInt32),
+        bucket=pl.col("minhash").list.to_array(PERMUTATIONS).reshape((-1, BANDS, ROWS)).arr.to_list(),
+    )
     # A band's ROWS minhashes joined on as one hash (a collision only proposes a pair the exact check
     # rejects), and only buckets that two runs share: nearly all hold one run, and joined each met itself.
     key = ["task", "band", "bucket"]
-    banded = (runs.select("task", "run", "bucket", band=pl.int_ranges(BANDS, dtype=pl.UInt8))
-              .explode("bucket", "band").with_columns(pl.col("bucket").hash()).filter(pl.len().over(key) > 1))
-    same = pl.concat([
-        banded.join(banded, on=key, suffix="_r").select("run", "run_r"),
-        runs.join(runs, on=["task", "content_hash"], suffix="_r").select("run", "run_r"),
-    ]).filter(pl.col("run") < pl.col("run_r")).unique()
+    banded = (
+        runs.select("task", "run", "bucket", band=pl.int_ranges(BANDS, dtype=pl.UInt8))
+        .explode("bucket", "band")
+        .with_columns(pl.col("bucket").hash())
+        .filter(pl.len().over(key) > 1)
+    )
+    same = (
+        pl.concat(
+            [
+                banded.join(banded, on=key, suffix="_r").select("run", "run_r"),
+                runs.join(runs, on=["task", "content_hash"], suffix="_r").select("run", "run_r"),
+            ]
+        )
+        .filter(pl.col("run") < pl.col("run_r"))
+        .unique()
+    )
     ids = sigs.select("task_id", "trajectory_id").with_row_index("run")
     return (
-        same.join(ids, on="run").join(ids.select(run_r="run", right="trajectory_id"), on="run_r")
+        same.join(ids, on="run")
+        .join(ids.select(run_r="run", right="trajectory_id"), on="run_r")
         .select("task_id", left="trajectory_id", right="right")
         .sort("task_id", "left", "right")
     )
@@ -79,13 +102,24 @@ def clusters(sigs: pl.DataFrame, threshold: float) -> pl.DataFrame:
     if not parent:
         return pl.DataFrame(schema=CLUSTER_SCHEMA)
     members = sigs.filter(pl.col("trajectory_id").is_in(list({*parent, *parent.values()}))).with_columns(
-        cluster_id=pl.col("trajectory_id").map_elements(root, return_dtype=pl.String))
-    best = members.sort(["score", "chars", "trajectory_id"], descending=[True, False, False], nulls_last=True).group_by(
-        "cluster_id", maintain_order=True).agg(representative=pl.col("trajectory_id").first())
+        cluster_id=pl.col("trajectory_id").map_elements(root, return_dtype=pl.String)
+    )
+    best = (
+        members.sort(["score", "chars", "trajectory_id"], descending=[True, False, False], nulls_last=True)
+        .group_by("cluster_id", maintain_order=True)
+        .agg(representative=pl.col("trajectory_id").first())
+    )
     out = members.join(best, on="cluster_id").with_columns(kept=pl.col("trajectory_id") == pl.col("representative"))
     # Each member against its representative (Python's round(x, 4): halves to even).
     itself = pl.col("left") == pl.col("right")
     kinds = compared(out.select(left="trajectory_id", right="representative"), sigs).select(
-        kind=pl.when(itself).then(pl.lit("representative")).when("exact").then(pl.lit("exact")).otherwise(pl.lit("near")),
-        similarity=pl.when(itself | pl.col("exact")).then(1.0).otherwise(pl.col("similarity").round(4, mode="half_to_even")))
+        kind=pl.when(itself)
+        .then(pl.lit("representative"))
+        .when("exact")
+        .then(pl.lit("exact"))
+        .otherwise(pl.lit("near")),
+        similarity=pl.when(itself | pl.col("exact"))
+        .then(1.0)
+        .otherwise(pl.col("similarity").round(4, mode="half_to_even")),
+    )
     return pl.concat([out, kinds], how="horizontal").select(list(CLUSTER_SCHEMA)).sort("cluster_id", "trajectory_id")

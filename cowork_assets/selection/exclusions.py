@@ -10,68 +10,139 @@ from __future__ import annotations
 
 import polars as pl
 
-SCHEMA = {"dataset": pl.String, "batch": pl.String, "trajectory_id": pl.String, "task_id": pl.String,
-          "stage": pl.String, "reason": pl.String, "detail": pl.String}
+SCHEMA = {
+    "dataset": pl.String,
+    "batch": pl.String,
+    "trajectory_id": pl.String,
+    "task_id": pl.String,
+    "stage": pl.String,
+    "reason": pl.String,
+    "detail": pl.String,
+}
 STAGES = ("role", "grade", "structure", "task_consistency", "evidence", "budget", "dedup", "cap")
 
 
 def _rows(frame: pl.DataFrame, stage: str, reason: pl.Expr, detail: pl.Expr) -> pl.DataFrame:
-    return frame.select(dataset=pl.lit("sft"), batch="batch", trajectory_id="trajectory_id", task_id="task_id",
-                        stage=pl.lit(stage), reason=reason, detail=detail).cast(SCHEMA)
+    return frame.select(
+        dataset=pl.lit("sft"),
+        batch="batch",
+        trajectory_id="trajectory_id",
+        task_id="task_id",
+        stage=pl.lit(stage),
+        reason=reason,
+        detail=detail,
+    ).cast(SCHEMA)
 
 
 def rl_task_exclusions(task_findings: pl.DataFrame) -> pl.DataFrame:
     """Tasks left out of the RL dataset: every task with an error finding (or no checks to reward), once per kind."""
     errors = task_findings.filter((pl.col("severity") == "error") | (pl.col("kind") == "no_checks"))
-    return errors.group_by("task_id", "kind", maintain_order=True).agg(pl.col("detail").first(), n=pl.len()).select(
-        dataset=pl.lit("rl_tasks"), batch=pl.lit(None, pl.String), trajectory_id=pl.lit(None, pl.String),
-        task_id="task_id", stage=pl.lit("task_consistency"), reason="kind",
-        detail=pl.format("{} (x{})", "detail", "n")).cast(SCHEMA).sort("task_id", "reason")
+    return (
+        errors.group_by("task_id", "kind", maintain_order=True)
+        .agg(pl.col("detail").first(), n=pl.len())
+        .select(
+            dataset=pl.lit("rl_tasks"),
+            batch=pl.lit(None, pl.String),
+            trajectory_id=pl.lit(None, pl.String),
+            task_id="task_id",
+            stage=pl.lit("task_consistency"),
+            reason="kind",
+            detail=pl.format("{} (x{})", "detail", "n"),
+        )
+        .cast(SCHEMA)
+        .sort("task_id", "reason")
+    )
 
 
-def exclusions(trajectories: pl.DataFrame, structure: pl.DataFrame, task_findings: pl.DataFrame,
-               rollup: pl.DataFrame, stats: pl.DataFrame, clusters: pl.DataFrame, max_per_task: int,
-               lost_evidence_policy: str, accept_ungraded: bool = False) -> pl.DataFrame:
+def exclusions(
+    trajectories: pl.DataFrame,
+    structure: pl.DataFrame,
+    task_findings: pl.DataFrame,
+    rollup: pl.DataFrame,
+    stats: pl.DataFrame,
+    clusters: pl.DataFrame,
+    max_per_task: int,
+    lost_evidence_policy: str,
+    accept_ungraded: bool = False,
+) -> pl.DataFrame:
     """`trajectories`: batch, trajectory_id, task_id, teacher_role, grade_passed, grade_score."""
     t = trajectories
     run = ["batch", "trajectory_id"]  # a trajectory id may (wrongly) recur in another batch
     errors = task_findings.filter(pl.col("severity") == "error")
-    task_level = t.join(errors.filter(pl.col("trajectory_id").is_null()).select("task_id", "kind", "detail"), on="task_id")
+    task_level = t.join(
+        errors.filter(pl.col("trajectory_id").is_null()).select("task_id", "kind", "detail"), on="task_id"
+    )
     run_level = t.join(errors.filter(pl.col("trajectory_id").is_not_null()).select(*run, "kind", "detail"), on=run)
-    structural = t.join(structure.filter(pl.col("severity") == "error").group_by(*run, "kind").agg(
-        pl.col("detail").first(), n=pl.len()), on=run)
+    structural = t.join(
+        structure.filter(pl.col("severity") == "error")
+        .group_by(*run, "kind")
+        .agg(pl.col("detail").first(), n=pl.len()),
+        on=run,
+    )
     evidence = t.join(rollup.filter(pl.col("lost_to_truncation") > 0).select(*run, "lost_to_truncation"), on=run)
     dropped = t.join(stats.filter(pl.col("verdict") == "dropped").select(*run, "reason"), on=run)
     duplicates = t.join(clusters.filter(~pl.col("kept")).select(*run, "kind", "representative", "similarity"), on=run)
     first_batch = pl.col("batch").min().over("trajectory_id")
     repeated = t.with_columns(kept_in=first_batch).filter(pl.col("batch") != pl.col("kept_in"))
     frames = [
-        _rows(t.filter(pl.col("teacher_role") != "teacher"), "role", pl.lit("student rollout"),
-              pl.lit("student rollouts are RL data, not demonstrations")),
-        _rows(t.filter(pl.col("teacher_role") == "teacher", ~pl.col("grade_passed").fill_null(accept_ungraded)), "grade",
-              pl.when(pl.col("grade_passed").is_null()).then(pl.lit("not graded")).otherwise(pl.lit("did not pass")),
-              pl.when(pl.col("grade_passed").is_null()).then(pl.lit("no grade recorded (see accept_ungraded)"))
-              .otherwise(pl.format("recorded score {}", "grade_score"))),
+        _rows(
+            t.filter(pl.col("teacher_role") != "teacher"),
+            "role",
+            pl.lit("student rollout"),
+            pl.lit("student rollouts are RL data, not demonstrations"),
+        ),
+        _rows(
+            t.filter(pl.col("teacher_role") == "teacher", ~pl.col("grade_passed").fill_null(accept_ungraded)),
+            "grade",
+            pl.when(pl.col("grade_passed").is_null()).then(pl.lit("not graded")).otherwise(pl.lit("did not pass")),
+            pl.when(pl.col("grade_passed").is_null())
+            .then(pl.lit("no grade recorded (see accept_ungraded)"))
+            .otherwise(pl.format("recorded score {}", "grade_score")),
+        ),
         _rows(structural, "structure", pl.col("kind"), pl.format("{} (x{})", "detail", "n")),
         _rows(task_level, "task_consistency", pl.col("kind"), pl.col("detail")),
         _rows(run_level, "task_consistency", pl.col("kind"), pl.col("detail")),
-        _rows(evidence, "evidence", pl.lit("lost evidence to truncation"),
-              pl.format("{} at-risk value(s) no longer shown before use", "lost_to_truncation"))
-        if lost_evidence_policy == "drop" else pl.DataFrame(schema=SCHEMA),
+        _rows(
+            evidence,
+            "evidence",
+            pl.lit("lost evidence to truncation"),
+            pl.format("{} at-risk value(s) no longer shown before use", "lost_to_truncation"),
+        )
+        if lost_evidence_policy == "drop"
+        else pl.DataFrame(schema=SCHEMA),
         _rows(dropped, "budget", pl.lit("over budget"), pl.col("reason")),
-        _rows(duplicates, "dedup", pl.format("{} duplicate", "kind"),
-              pl.format("of {} (Jaccard {})", "representative", "similarity")),
-        _rows(repeated, "dedup", pl.lit("duplicate trajectory id"),
-              pl.format("the same id is in batch {} (kept there)", "kept_in")),
+        _rows(
+            duplicates,
+            "dedup",
+            pl.format("{} duplicate", "kind"),
+            pl.format("of {} (Jaccard {})", "representative", "similarity"),
+        ),
+        _rows(
+            repeated,
+            "dedup",
+            pl.lit("duplicate trajectory id"),
+            pl.format("the same id is in batch {} (kept there)", "kept_in"),
+        ),
     ]
     excluded = pl.concat(frames)
     eligible = t.join(excluded.select(run).unique(), on=run, how="anti").join(
-        stats.select(*run, "chars_after"), on=run, how="left")
-    ranked = eligible.sort(["grade_score", "chars_after", "trajectory_id"], descending=[True, False, False],
-                           nulls_last=True).with_columns(rank=pl.int_range(1, pl.len() + 1).over("task_id"))
-    frames.append(_rows(ranked.filter(pl.col("rank") > max_per_task), "cap", pl.lit("over the per-task cap"),
-                        pl.format("rank {} of the task's eligible runs; the cap is {}", "rank", pl.lit(max_per_task))))
+        stats.select(*run, "chars_after"), on=run, how="left"
+    )
+    ranked = eligible.sort(
+        ["grade_score", "chars_after", "trajectory_id"], descending=[True, False, False], nulls_last=True
+    ).with_columns(rank=pl.int_range(1, pl.len() + 1).over("task_id"))
+    frames.append(
+        _rows(
+            ranked.filter(pl.col("rank") > max_per_task),
+            "cap",
+            pl.lit("over the per-task cap"),
+            pl.format("rank {} of the task's eligible runs; the cap is {}", "rank", pl.lit(max_per_task)),
+        )
+    )
     order = {s: i for i, s in enumerate(STAGES)}
-    sft = pl.concat(frames).unique(maintain_order=True).sort(
-        "trajectory_id", "batch", pl.col("stage").replace_strict(order, return_dtype=pl.Int32), "reason")
+    sft = (
+        pl.concat(frames)
+        .unique(maintain_order=True)
+        .sort("trajectory_id", "batch", pl.col("stage").replace_strict(order, return_dtype=pl.Int32), "reason")
+    )
     return pl.concat([sft, rl_task_exclusions(task_findings)])

@@ -39,6 +39,8 @@ class Exclusions(pa.DataFrameModel):
     batch: str = pa.Field(nullable=True, description="the trajectory's batch (null for RL task rows)")
     trajectory_id: str = pa.Field(nullable=True, description="the trajectory (null for RL task rows)")
     task_id: str = pa.Field(description="its task")
-    stage: str = pa.Field(isin=list(STAGES), description="role, grade, structure, task_consistency, evidence, budget, dedup, cap")
+    stage: str = pa.Field(
+        isin=list(STAGES), description="role, grade, structure, task_consistency, evidence, budget, dedup, cap"
+    )
     reason: str = pa.Field(description="short reason")
     detail: str = pa.Field(nullable=True, description="the specifics")

@@ -36,32 +36,49 @@ def _normal(expr: pl.Expr) -> pl.Expr:
 
 def signatures(messages: pl.DataFrame) -> pl.DataFrame:
     """trajectory_id, content_hash, shingles (list[u32]), minhash (list[u64]) for each trajectory."""
-    calls = pl.col("tool_calls").list.eval(
-        pl.element().struct.field("name") + " " + pl.element().struct.field("arguments")).list.join(" ")
+    calls = (
+        pl.col("tool_calls")
+        .list.eval(pl.element().struct.field("name") + " " + pl.element().struct.field("arguments"))
+        .list.join(" ")
+    )
     content, actions = pl.col("content_n"), pl.col("calls_n")  # normalised once, used twice
-    m = messages.sort("trajectory_id", "message_index").with_columns(
-        content_n=_normal(pl.col("content")), calls_n=_normal(calls)).with_columns(
-        line=pl.concat_str([pl.col("role"), content, actions], separator="\x1f"),
-        action_text=pl.when(pl.col("role") == "assistant").then(
-            pl.concat_str([content, actions], separator=" ")).otherwise(None),
+    m = (
+        messages.sort("trajectory_id", "message_index")
+        .with_columns(content_n=_normal(pl.col("content")), calls_n=_normal(calls))
+        .with_columns(
+            line=pl.concat_str([pl.col("role"), content, actions], separator="\x1f"),
+            action_text=pl.when(pl.col("role") == "assistant")
+            .then(pl.concat_str([content, actions], separator=" "))
+            .otherwise(None),
+        )
     )
     per = m.group_by("trajectory_id", maintain_order=True).agg(
         conversation=pl.col("line").str.join("\x1e"),
         words=pl.col("action_text").drop_nulls().str.join(" ").str.extract_all(r"[\w@#./:-]+").first(),
     )
     w = pl.element()
-    grams = per.select(
-        "trajectory_id",
-        shingle=pl.col("words").list.eval(
-            pl.concat_str([w, *[w.shift(-i) for i in range(1, SHINGLE_WORDS)]], separator=" ").drop_nulls()),
-    ).explode("shingle").drop_nulls("shingle").with_columns(
-        h=(pl.col("shingle").hash(SEED) & 0xFFFFFFFF).cast(pl.UInt64)).unique(["trajectory_id", "h"])
+    grams = (
+        per.select(
+            "trajectory_id",
+            shingle=pl.col("words").list.eval(
+                pl.concat_str([w, *[w.shift(-i) for i in range(1, SHINGLE_WORDS)]], separator=" ").drop_nulls()
+            ),
+        )
+        .explode("shingle")
+        .drop_nulls("shingle")
+        .with_columns(h=(pl.col("shingle").hash(SEED) & 0xFFFFFFFF).cast(pl.UInt64))
+        .unique(["trajectory_id", "h"])
+    )
     mins = grams.group_by("trajectory_id").agg(
         shingles=pl.col("h").sort().cast(pl.UInt32),
         minhash=pl.concat_list([((pl.col("h") * a + b) % PRIME).min() for a, b in zip(A, B)]),
     )
     digests = [hashlib.sha256(c.encode()).hexdigest()[:32] for c in per["conversation"]]
-    return per.select("trajectory_id", content_hash=pl.Series(digests, dtype=pl.String)).join(
-        mins, on="trajectory_id", how="left", maintain_order="left").with_columns(
-        shingles=pl.col("shingles").fill_null(pl.lit([], dtype=pl.List(pl.UInt32))),
-        minhash=pl.col("minhash").fill_null(pl.lit([PRIME] * PERMUTATIONS, dtype=pl.List(pl.UInt64))))
+    return (
+        per.select("trajectory_id", content_hash=pl.Series(digests, dtype=pl.String))
+        .join(mins, on="trajectory_id", how="left", maintain_order="left")
+        .with_columns(
+            shingles=pl.col("shingles").fill_null(pl.lit([], dtype=pl.List(pl.UInt32))),
+            minhash=pl.col("minhash").fill_null(pl.lit([PRIME] * PERMUTATIONS, dtype=pl.List(pl.UInt64))),
+        )
+    )

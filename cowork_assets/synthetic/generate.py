@@ -15,9 +15,9 @@ import gzip
 import io
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import orjson
 
@@ -128,8 +128,14 @@ def _corrupt(rng: random.Random, traj: dict, reason: str) -> tuple[bytes, str]:
 MALFORMED = ("bad_json", "invalid_utf8", "missing_field", "wrong_type")
 
 
-def generate(out: Path, trajectories: int, batches: int, seed: int, rates: Rates | None = None,
-             progress: Callable[[int], None] | None = None) -> dict:
+def generate(
+    out: Path,
+    trajectories: int,
+    batches: int,
+    seed: int,
+    rates: Rates | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> dict:
     """Write `trajectories` valid trajectories (plus injected bad lines) into `batches` batch folders."""
     rates = rates or Rates()
     if trajectories < 1 or batches < 1:
@@ -155,14 +161,26 @@ def generate(out: Path, trajectories: int, batches: int, seed: int, rates: Rates
         for value in dict.fromkeys(values):
             where = locate(traj["messages"], value)
             if where:
-                needed.write(orjson.dumps({"trajectory_id": traj["trajectory_id"], "task_id": task.task_id,
-                                           "value": value, **where}) + b"\n")
+                needed.write(
+                    orjson.dumps(
+                        {"trajectory_id": traj["trajectory_id"], "task_id": task.task_id, "value": value, **where}
+                    )
+                    + b"\n"
+                )
         for reason in MALFORMED:
             if master.random() < getattr(rates, reason):
                 line, what = _corrupt(master, traj, reason)
                 b, f, r = files.write(master, line, reason)
-                labels.append({"kind": "malformed", "reason": reason, "batch": b, "raw_file": f"{b}/{f}",
-                               "raw_record": r, "detail": what})
+                labels.append(
+                    {
+                        "kind": "malformed",
+                        "reason": reason,
+                        "batch": b,
+                        "raw_file": f"{b}/{f}",
+                        "raw_record": r,
+                        "detail": what,
+                    }
+                )
         return {"batch": batch, "raw_file": f"{batch}/{name}", "raw_record": record}
 
     while emitted < trajectories:
@@ -186,8 +204,11 @@ def generate(out: Path, trajectories: int, batches: int, seed: int, rates: Rates
                 "schema": "cowork.trajectory/v1",
                 "trajectory_id": f"{task_id}-{run_id}-{rng.randrange(16**6):06x}",
                 "task": task.package,
-                "teacher": {"model": "teacher-large-2026-10" if role == "teacher" else "student-7b-sft",
-                            "run_id": run_id, "role": role},
+                "teacher": {
+                    "model": "teacher-large-2026-10" if role == "teacher" else "student-7b-sft",
+                    "run_id": run_id,
+                    "role": role,
+                },
                 "group_id": group or f"{task_id}/{run_id}",
                 "messages": messages,
                 "grade": grade(task, outcome),
@@ -195,21 +216,49 @@ def generate(out: Path, trajectories: int, batches: int, seed: int, rates: Rates
             dup = _maybe_duplicate_creation(rng, task, traj, rates, role, fail_parts)
             where = emit(traj, task, values)
             if dup:
-                labels.append({"kind": "duplicate_creations", "task_id": task_id,
-                               "trajectory_id": traj["trajectory_id"], **where, **dup})
+                labels.append(
+                    {
+                        "kind": "duplicate_creations",
+                        "task_id": task_id,
+                        "trajectory_id": traj["trajectory_id"],
+                        **where,
+                        **dup,
+                    }
+                )
             if over:
-                labels.append({"kind": "over_budget", "task_id": task_id, "trajectory_id": traj["trajectory_id"],
-                               "chars": sum(len(m["content"] or "") for m in messages), **where})
+                labels.append(
+                    {
+                        "kind": "over_budget",
+                        "task_id": task_id,
+                        "trajectory_id": traj["trajectory_id"],
+                        "chars": sum(len(m["content"] or "") for m in messages),
+                        **where,
+                    }
+                )
             for kind in injected:
-                labels.append({"kind": kind["kind"], "task_id": task_id, "trajectory_id": traj["trajectory_id"],
-                               **where, **{k: v for k, v in kind.items() if k != "kind"}})
+                labels.append(
+                    {
+                        "kind": kind["kind"],
+                        "task_id": task_id,
+                        "trajectory_id": traj["trajectory_id"],
+                        **where,
+                        **{k: v for k, v in kind.items() if k != "kind"},
+                    }
+                )
             if role == "teacher" and not (dup or over or injected):
                 for kind in ("exact_duplicate", "near_duplicate"):
                     if master.random() < getattr(rates, kind) and emitted < trajectories:  # clean originals only
                         copy = _copy(traj, kind)
                         w = emit(copy, task, values)
-                        labels.append({"kind": kind, "task_id": task_id, "trajectory_id": copy["trajectory_id"],
-                                       "duplicate_of": traj["trajectory_id"], **w})
+                        labels.append(
+                            {
+                                "kind": kind,
+                                "task_id": task_id,
+                                "trajectory_id": copy["trajectory_id"],
+                                "duplicate_of": traj["trajectory_id"],
+                                **w,
+                            }
+                        )
     needed.close()
     files.close()
     labels += _truncate_gzip_members(master, files, rates)
@@ -239,19 +288,29 @@ def _inject_task(rng: random.Random, task: Task, rates: Rates, labels: list[dict
         for check in task.package["checks"]:
             if check.get("tool") == real:
                 check["tool"] = fake
-        found.append({"kind": "unexposed_endpoint", "called": fake, "endpoint": endpoint,
-                      "exposed": real, "exposed_endpoint": next(t["endpoint"] for t in task.package["tools"] if t["name"] == real)})
+        found.append(
+            {
+                "kind": "unexposed_endpoint",
+                "called": fake,
+                "endpoint": endpoint,
+                "exposed": real,
+                "exposed_endpoint": next(t["endpoint"] for t in task.package["tools"] if t["name"] == real),
+            }
+        )
     for part in task.parts:
         if part.creation and rng.random() < rates.count_mismatch:
             check = next(c for c in part.checks if c["type"] == "distinct_items")
             asked = part.creation[2]
             check["expected"] = asked - 1 if asked > 2 else asked + 1
-            found.append({"kind": "count_mismatch", "check_id": check["id"], "requested": asked,
-                          "expected": check["expected"]})
+            found.append(
+                {"kind": "count_mismatch", "check_id": check["id"], "requested": asked, "expected": check["expected"]}
+            )
     return found
 
 
-def _maybe_duplicate_creation(rng, task: Task, traj: dict, rates: Rates, role: str, fail_parts: set[int]) -> dict | None:
+def _maybe_duplicate_creation(
+    rng, task: Task, traj: dict, rates: Rates, role: str, fail_parts: set[int]
+) -> dict | None:
     """A passing run that repeats one creation: a call-counting grader still passes it."""
     for i, part in enumerate(task.parts):
         if not part.creation or i in fail_parts or role != "teacher" or rng.random() >= rates.duplicate_creations:
@@ -260,8 +319,11 @@ def _maybe_duplicate_creation(rng, task: Task, traj: dict, rates: Rates, role: s
         if check["expected"] != part.creation[2]:
             continue  # keep one defect per part so labels stay unambiguous
         tool, key, _ = part.creation
-        calls = [(j, m) for j, m in enumerate(traj["messages"])
-                 if m["role"] == "assistant" and m.get("tool_calls") and m["tool_calls"][0]["function"]["name"] == tool]
+        calls = [
+            (j, m)
+            for j, m in enumerate(traj["messages"])
+            if m["role"] == "assistant" and m.get("tool_calls") and m["tool_calls"][0]["function"]["name"] == tool
+        ]
         (_, first), (j, last) = calls[0], calls[-1]
         args = first["tool_calls"][0]["function"]["arguments"]
         last["tool_calls"][0]["function"]["arguments"] = args
@@ -287,22 +349,38 @@ def _truncate_gzip_members(rng: random.Random, files: _Batches, rates: Rates) ->
         f = parts[1]
         if rng.random() >= rates.truncated_gzip:
             continue
-        member = gzip.compress(b'{"schema": "cowork.trajectory/v1", "trajectory_id": "cut-' + batch.encode()
-                               + b'", "note": "' + b"x" * 400 + b'"}\n', mtime=0)
+        member = gzip.compress(
+            b'{"schema": "cowork.trajectory/v1", "trajectory_id": "cut-'
+            + batch.encode()
+            + b'", "note": "'
+            + b"x" * 400
+            + b'"}\n',
+            mtime=0,
+        )
         with open(f.path, "ab") as fh:
             fh.write(member[: len(member) // 2])
         f.lines += 1
         f.quarantined["truncated_gzip"] += 1
-        labels.append({"kind": "malformed", "reason": "truncated_gzip", "batch": batch,
-                       "raw_file": f"{batch}/{f.path.name}", "raw_record": f.lines, "detail": "last gzip member cut in half"})
+        labels.append(
+            {
+                "kind": "malformed",
+                "reason": "truncated_gzip",
+                "batch": batch,
+                "raw_file": f"{batch}/{f.path.name}",
+                "raw_record": f.lines,
+                "detail": "last gzip member cut in half",
+            }
+        )
     return labels
 
 
 def _manifest(files: _Batches, seed, trajectories, batches, rates, roles, tasks) -> dict:
     per_batch = {}
     for batch, parts in files.files.items():
-        per_file = {f.path.name: {"records": f.lines, "parsed": f.parsed, "quarantined": dict(sorted(f.quarantined.items()))}
-                    for f in parts}
+        per_file = {
+            f.path.name: {"records": f.lines, "parsed": f.parsed, "quarantined": dict(sorted(f.quarantined.items()))}
+            for f in parts
+        }
         q = sum((Counter(v["quarantined"]) for v in per_file.values()), Counter())
         per_batch[batch] = {
             "records": sum(v["records"] for v in per_file.values()),
@@ -310,5 +388,11 @@ def _manifest(files: _Batches, seed, trajectories, batches, rates, roles, tasks)
             "quarantined": dict(sorted(q.items())),
             "files": per_file,
         }
-    return {"seed": seed, "trajectories": trajectories, "batches": per_batch, "tasks": tasks,
-            "roles": dict(sorted(roles.items())), "rates": asdict(rates)}
+    return {
+        "seed": seed,
+        "trajectories": trajectories,
+        "batches": per_batch,
+        "tasks": tasks,
+        "roles": dict(sorted(roles.items())),
+        "rates": asdict(rates),
+    }

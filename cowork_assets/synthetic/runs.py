@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import dataclass
 
 import orjson
-from dataclasses import dataclass
 
 from cowork_assets.synthetic import services as S
 from cowork_assets.synthetic import vocab as V
 from cowork_assets.synthetic.scenarios import TEMPLATES, Part, Step, bulk_review
 
-SYSTEM = ("You are a workspace assistant for {user}. You can call tools for: {services}. Use tools to read "
-          "and change the workspace; never invent ids. Today is 2026-11-29.")
+SYSTEM = (
+    "You are a workspace assistant for {user}. You can call tools for: {services}. Use tools to read "
+    "and change the workspace; never invent ids. Today is 2026-11-29."
+)
 
 
 @dataclass
@@ -25,8 +27,7 @@ class Task:
     template: str
 
 
-def build_task(rng: random.Random, task_id: str, template: str | None = None,
-               multi_turn: bool | None = None) -> Task:
+def build_task(rng: random.Random, task_id: str, template: str | None = None, multi_turn: bool | None = None) -> Task:
     ids = S.Ids(rng)
     names = list(TEMPLATES)
     first = template or rng.choice(names)
@@ -64,7 +65,9 @@ def _say(rng: random.Random, step: Step) -> str | None:
     return f"{rng.choice(V.OPENERS)} {rng.choice(V.LOOKUP_VERBS)} via {what} {rng.choice(V.ASIDES)}."
 
 
-def render(rng: random.Random, task: Task, fail_parts: set[int], user: str) -> tuple[list[dict], dict[str, bool], list[str]]:
+def render(
+    rng: random.Random, task: Task, fail_parts: set[int], user: str
+) -> tuple[list[dict], dict[str, bool], list[str]]:
     """Messages of one run, the per-check outcome, and the workspace values the run relies on.
     Parts in `fail_parts` follow their wrong plan."""
     services = ", ".join(dict.fromkeys(s for p in task.parts for s in p.services))
@@ -79,8 +82,19 @@ def render(rng: random.Random, task: Task, fail_parts: set[int], user: str) -> t
         for step in part.wrong_steps if fail else part.steps:
             n_call += 1
             call_id = f"call_{n_call}"
-            messages.append({"role": "assistant", "content": _say(rng, step), "tool_calls": [
-                {"id": call_id, "type": "function", "function": {"name": step.tool, "arguments": _args(rng, step.args)}}]})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": _say(rng, step),
+                    "tool_calls": [
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": step.tool, "arguments": _args(rng, step.args)},
+                        }
+                    ],
+                }
+            )
             messages.append({"role": "tool", "tool_call_id": call_id, "name": step.tool, "content": step.observation})
         needed += part.wrong_needed if fail else part.needed
         answer = part.wrong_answer if fail else part.answer
@@ -125,8 +139,20 @@ def locate(messages: list[dict], value: str) -> dict | None:
             for seen, earlier in enumerate(messages[:used]):
                 offset, length = hit(earlier.get("content"))
                 if offset >= 0:
-                    return {"used_at": used, "found_at": seen, "role": earlier["role"], "offset": offset,
-                            "length": length, "message_chars": len(earlier["content"])}
-            return {"used_at": used, "found_at": None, "role": None, "offset": None, "length": None,
-                    "message_chars": None}
+                    return {
+                        "used_at": used,
+                        "found_at": seen,
+                        "role": earlier["role"],
+                        "offset": offset,
+                        "length": length,
+                        "message_chars": len(earlier["content"]),
+                    }
+            return {
+                "used_at": used,
+                "found_at": None,
+                "role": None,
+                "offset": None,
+                "length": None,
+                "message_chars": None,
+            }
     return None

@@ -66,8 +66,14 @@ def message_contact(rng: random.Random, ids: S.Ids) -> Part:
     target, wrong, found = _people(rng, ids, rng.randint(5, 16))
     title = rng.choice(V.PROJECTS)
     doc = S.document(rng, ids, title.title())
-    docs = _place(rng, doc, [S.document(rng, ids, f"{title.title()} {s}") for s in
-                             rng.sample(["draft", "v1", "notes", "old", "archive", "appendix", "comments"], rng.randint(2, 6))])
+    docs = _place(
+        rng,
+        doc,
+        [
+            S.document(rng, ids, f"{title.title()} {s}")
+            for s in rng.sample(["draft", "v1", "notes", "old", "archive", "appendix", "comments"], rng.randint(2, 6))
+        ],
+    )
     text = f"Hi {target['name'].split()[0]}, here is the {title} link: {doc['link']}"
     search_c = Step("contacts_search", {"query": target["name"].split()[0]}, _obs(rng, found))
     search_d = Step("documents_search", {"query": title}, _obs(rng, docs))
@@ -77,12 +83,21 @@ def message_contact(rng: random.Random, ids: S.Ids) -> Part:
         request=f"Text {target['name']} the {title} link.",
         state={"contacts": found, "documents": docs},
         checks=[
-            {"id": "sent", "type": "tool_called", "tool": "contacts_send_message", "args": {"contact_id": target["id"]}},
+            {
+                "id": "sent",
+                "type": "tool_called",
+                "tool": "contacts_send_message",
+                "args": {"contact_id": target["id"]},
+            },
             {"id": "link", "type": "keywords_present", "keywords": [doc["link"]], "evidence": [doc["link"]]},
         ],
         steps=[search_c, search_d, Step("contacts_send_message", {"contact_id": target["id"], "text": text}, sent)],
         answer=f"I texted {target['name']} the {title} link ({doc['link']}).",
-        wrong_steps=[search_c, search_d, Step("contacts_send_message", {"contact_id": wrong["id"], "text": text}, sent)],
+        wrong_steps=[
+            search_c,
+            search_d,
+            Step("contacts_send_message", {"contact_id": wrong["id"], "text": text}, sent),
+        ],
         wrong_answer=f"I texted {wrong['name']} the {title} link ({doc['link']}).",
         wrong_fails={"sent"},
         needed=[target["id"], doc["link"]],
@@ -99,8 +114,10 @@ def approve_expense(rng: random.Random, ids: S.Ids) -> Part:
     ok = _obs(rng, {"id": target["id"], "status": "approved"})
     return Part(
         services=("expenses",),
-        request=(f"Approve {target['submitted_by']}'s {target['merchant']} expense from "
-                 f"{V.MONTHS[month - 1]} and tell me the amount."),
+        request=(
+            f"Approve {target['submitted_by']}'s {target['merchant']} expense from "
+            f"{V.MONTHS[month - 1]} and tell me the amount."
+        ),
         state={"expenses": reports},
         checks=[
             {"id": "approved", "type": "tool_called", "tool": "expenses_approve", "args": {"expense_id": target["id"]}},
@@ -123,8 +140,10 @@ def create_todos(rng: random.Random, ids: S.Ids) -> Part:
     project = rng.choice(V.PROJECTS)
     titles = [f"{v} {o}" for v, o in zip(rng.sample(V.TODO_VERBS, k), rng.sample(V.TODO_OBJECTS, k))]
     said = V.NUMBER_WORDS[k] if rng.random() < 0.5 else str(k)
-    steps = [Step("todos_create", {"title": t}, _obs(rng, {"id": ids.new("t"), "title": t, "status": "open"}))
-             for t in titles]
+    steps = [
+        Step("todos_create", {"title": t}, _obs(rng, {"id": ids.new("t"), "title": t, "status": "open"}))
+        for t in titles
+    ]
     return Part(
         services=("todos",),
         request=f"Add {said} todos for the {project}: " + "; ".join(titles) + ".",
@@ -147,9 +166,17 @@ def schedule_meeting(rng: random.Random, ids: S.Ids) -> Part:
     day = S.date(rng, 12)
     start = f"{day}T{rng.randint(9, 16):02d}:{rng.choice(['00', '30'])}"
     title = f"{rng.choice(V.PROJECTS).title()} sync"
-    events = [{"id": ids.new("ev"), "title": f"{rng.choice(V.PROJECTS).title()} review", "start": f"{day}T0{h}:00",
-               "attendees": [S.contact(rng, ids, rng.choice(V.FIRST), rng.choice(V.LAST))["email"]],
-               "location": rng.choice(V.CITIES), "description": S.sentence(rng, 8, 16)} for h in (8, 9)]
+    events = [
+        {
+            "id": ids.new("ev"),
+            "title": f"{rng.choice(V.PROJECTS).title()} review",
+            "start": f"{day}T0{h}:00",
+            "attendees": [S.contact(rng, ids, rng.choice(V.FIRST), rng.choice(V.LAST))["email"]],
+            "location": rng.choice(V.CITIES),
+            "description": S.sentence(rng, 8, 16),
+        }
+        for h in (8, 9)
+    ]
     search = Step("contacts_search", {"query": target["name"]}, _obs(rng, found))
     look = Step("calendar_list_events", {"date": day}, _obs(rng, events))
     made = _obs(rng, {"id": ids.new("ev"), "status": "created"})
@@ -158,13 +185,25 @@ def schedule_meeting(rng: random.Random, ids: S.Ids) -> Part:
         request=f"Schedule a meeting '{title}' with {target['name']} on {day} at {start[-5:]}.",
         state={"contacts": found, "calendar": events},
         checks=[
-            {"id": "event", "type": "tool_called", "tool": "calendar_create_event",
-             "args": {"attendees": [target["email"]], "start": start}},
+            {
+                "id": "event",
+                "type": "tool_called",
+                "tool": "calendar_create_event",
+                "args": {"attendees": [target["email"]], "start": start},
+            },
             {"id": "no_delete", "type": "tool_not_called", "tool": "calendar_delete_event"},
         ],
-        steps=[search, look, Step("calendar_create_event", {"title": title, "start": start, "attendees": [target["email"]]}, made)],
+        steps=[
+            search,
+            look,
+            Step("calendar_create_event", {"title": title, "start": start, "attendees": [target["email"]]}, made),
+        ],
         answer=f"Booked '{title}' with {target['name']} ({target['email']}) at {start}.",
-        wrong_steps=[search, look, Step("calendar_create_event", {"title": title, "start": start, "attendees": [wrong["email"]]}, made)],
+        wrong_steps=[
+            search,
+            look,
+            Step("calendar_create_event", {"title": title, "start": start, "attendees": [wrong["email"]]}, made),
+        ],
         wrong_answer=f"Booked '{title}' with {wrong['name']} ({wrong['email']}) at {start}.",
         wrong_fails={"event"},
         needed=[target["email"]],
@@ -178,7 +217,9 @@ def mail_tracking(rng: random.Random, ids: S.Ids) -> Part:
     sender = f"shipping@{vendor.lower().replace(' ', '').replace('&', '')}.example"
     target = S.email(rng, ids, sender, f"Your {vendor} order has shipped", f"Tracking number: {tracking}.")
     older = S.email(rng, ids, sender, f"Your {vendor} return label", f"Return tracking number: {other}.")
-    mails = _place(rng, target, [older] + [S.email(rng, ids, sender, f"{vendor} newsletter") for _ in range(rng.randint(2, 6))])
+    mails = _place(
+        rng, target, [older] + [S.email(rng, ids, sender, f"{vendor} newsletter") for _ in range(rng.randint(2, 6))]
+    )
     search = Step("mail_search", {"query": vendor}, _obs(rng, mails))
     return Part(
         services=("mail",),
@@ -201,7 +242,9 @@ def forward_doc(rng: random.Random, ids: S.Ids) -> Part:
     target, wrong, found = _people(rng, ids, rng.randint(4, 12))
     title = rng.choice(V.PROJECTS)
     doc = S.document(rng, ids, title.title())
-    docs = _place(rng, doc, [S.document(rng, ids, f"{title.title()} {s}") for s in rng.sample(["v2", "draft", "notes", "old"], 3)])
+    docs = _place(
+        rng, doc, [S.document(rng, ids, f"{title.title()} {s}") for s in rng.sample(["v2", "draft", "notes", "old"], 3)]
+    )
     search_c = Step("contacts_search", {"query": target["name"]}, _obs(rng, found))
     search_d = Step("documents_search", {"query": title}, _obs(rng, docs))
     body = f"Hi {target['name'].split()[0]}, the {title} is here: {doc['link']}"
@@ -216,7 +259,11 @@ def forward_doc(rng: random.Random, ids: S.Ids) -> Part:
         ],
         steps=[search_c, search_d, Step("mail_send", {"to": target["email"], "subject": title, "body": body}, sent)],
         answer=f"Emailed the {title} link to {target['name']} at {target['email']}: {doc['link']}",
-        wrong_steps=[search_c, search_d, Step("mail_send", {"to": wrong["email"], "subject": title, "body": body}, sent)],
+        wrong_steps=[
+            search_c,
+            search_d,
+            Step("mail_send", {"to": wrong["email"], "subject": title, "body": body}, sent),
+        ],
         wrong_answer=f"Emailed the {title} link to {wrong['name']} at {wrong['email']}: {doc['link']}",
         wrong_fails={"mailed"},
         needed=[target["email"], doc["link"]],
@@ -228,8 +275,11 @@ def bulk_review(rng: random.Random, ids: S.Ids) -> Part:
     """A long multi-step review: used for samples that stay over the character budget."""
     month = rng.randint(1, 11)
     reports = [S.expense(rng, ids, month, detailed=True) for _ in range(rng.randint(48, 56))]
-    listing = Step("expenses_list", {"month": V.MONTHS[month - 1]},
-                   _obs(rng, [{k: r[k] for k in ("id", "submitted_by", "merchant", "amount", "status")} for r in reports]))
+    listing = Step(
+        "expenses_list",
+        {"month": V.MONTHS[month - 1]},
+        _obs(rng, [{k: r[k] for k in ("id", "submitted_by", "merchant", "amount", "status")} for r in reports]),
+    )
     steps = [listing] + [Step("expenses_get", {"expense_id": r["id"]}, _obs(rng, r)) for r in reports]
     return Part(
         services=("expenses",),

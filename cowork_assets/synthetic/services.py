@@ -22,10 +22,19 @@ def _tool(name: str, endpoint: str, description: str, **params: tuple[str, str])
 
 TOOLS: dict[str, list[dict]] = {
     "contacts": [
-        _tool("contacts_search", "GET /contacts/search", "Search contacts by name, email or company.",
-              query=("string", "free-text query")),
-        _tool("contacts_send_message", "POST /contacts/send_message", "Send a text message to a contact.",
-              contact_id=("string", "contact id"), text=("string", "message body")),
+        _tool(
+            "contacts_search",
+            "GET /contacts/search",
+            "Search contacts by name, email or company.",
+            query=("string", "free-text query"),
+        ),
+        _tool(
+            "contacts_send_message",
+            "POST /contacts/send_message",
+            "Send a text message to a contact.",
+            contact_id=("string", "contact id"),
+            text=("string", "message body"),
+        ),
     ],
     "todos": [
         _tool("todos_list", "GET /todos", "List open todos."),
@@ -34,27 +43,48 @@ TOOLS: dict[str, list[dict]] = {
     ],
     "calendar": [
         _tool("calendar_list_events", "GET /calendar/events", "Events on a date.", date=("string", "YYYY-MM-DD")),
-        _tool("calendar_create_event", "POST /calendar/events", "Create an event.",
-              title=("string", "event title"), start=("string", "ISO start time"),
-              attendees=("array", "attendee emails")),
+        _tool(
+            "calendar_create_event",
+            "POST /calendar/events",
+            "Create an event.",
+            title=("string", "event title"),
+            start=("string", "ISO start time"),
+            attendees=("array", "attendee emails"),
+        ),
         _tool("calendar_delete_event", "DELETE /calendar/events", "Delete an event.", event_id=("string", "event id")),
     ],
     "mail": [
         _tool("mail_search", "GET /mail/search", "Search the mailbox.", query=("string", "free-text query")),
-        _tool("mail_send", "POST /mail/send", "Send an email.", to=("string", "recipient email"),
-              subject=("string", "subject"), body=("string", "body")),
+        _tool(
+            "mail_send",
+            "POST /mail/send",
+            "Send an email.",
+            to=("string", "recipient email"),
+            subject=("string", "subject"),
+            body=("string", "body"),
+        ),
     ],
     "expenses": [
         _tool("expenses_list", "GET /expenses", "List expense reports for a month.", month=("string", "month name")),
         _tool("expenses_get", "GET /expenses/{id}", "One expense report in full.", expense_id=("string", "expense id")),
         _tool("expenses_approve", "POST /expenses/approve", "Approve an expense.", expense_id=("string", "expense id")),
-        _tool("expenses_reject", "POST /expenses/reject", "Reject an expense.", expense_id=("string", "expense id"),
-              reason=("string", "why")),
+        _tool(
+            "expenses_reject",
+            "POST /expenses/reject",
+            "Reject an expense.",
+            expense_id=("string", "expense id"),
+            reason=("string", "why"),
+        ),
     ],
     "documents": [
         _tool("documents_search", "GET /documents/search", "Search documents by title.", query=("string", "query")),
-        _tool("documents_share", "POST /documents/share", "Share a document.", doc_id=("string", "document id"),
-              email=("string", "recipient email")),
+        _tool(
+            "documents_share",
+            "POST /documents/share",
+            "Share a document.",
+            doc_id=("string", "document id"),
+            email=("string", "recipient email"),
+        ),
     ],
 }
 
@@ -86,7 +116,7 @@ class Ids:
 
     def new(self, prefix: str, digits: int = 6) -> str:
         while True:
-            value = f"{prefix}_{self.rng.randrange(10 ** (digits - 1), 10 ** digits)}"
+            value = f"{prefix}_{self.rng.randrange(10 ** (digits - 1), 10**digits)}"
             if value not in self.used:
                 self.used.add(value)
                 return value

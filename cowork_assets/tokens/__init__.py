@@ -13,7 +13,7 @@ import os
 import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import orjson
@@ -40,7 +40,9 @@ BUNDLED = {
 # Each encoding's special tokens, known without loading its 3.6 MB rank file (tests check they match).
 SPECIAL_TOKENS = {
     "o200k_base": frozenset({"<|endoftext|>", "<|endofprompt|>"}),
-    "cl100k_base": frozenset({"<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|endofprompt|>"}),
+    "cl100k_base": frozenset(
+        {"<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|endofprompt|>"}
+    ),
 }
 
 
@@ -48,13 +50,11 @@ class TokenizerUnavailable(RuntimeError):
     pass
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_encoding(name: str) -> tiktoken.Encoding:
     """Load a bundled tiktoken encoding without touching the network."""
     if name not in BUNDLED:
-        raise TokenizerUnavailable(
-            f"token encoding {name!r} is not bundled; choose one of {sorted(BUNDLED)}"
-        )
+        raise TokenizerUnavailable(f"token encoding {name!r} is not bundled; choose one of {sorted(BUNDLED)}")
     file_name, sha256 = BUNDLED[name]
     path = CACHE_DIR / file_name
     if not path.is_file():
@@ -98,7 +98,7 @@ class TokenCounter:
         if len(distinct) < HELPER_MIN_TEXTS or not self._helpers:
             by_text = {text: len(encode(text)) for text in distinct}
         else:
-            shares = [distinct[i::len(self._helpers) + 1] for i in range(len(self._helpers) + 1)]
+            shares = [distinct[i :: len(self._helpers) + 1] for i in range(len(self._helpers) + 1)]
             for helper, share in zip(self._helpers, shares[1:]):
                 helper.send_share(share)
             by_text = {text: len(encode(text)) for text in shares[0]}

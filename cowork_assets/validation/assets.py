@@ -4,11 +4,11 @@ import dagster as dg
 import polars as pl
 
 from cowork_assets.markdown import table
-from cowork_assets.metadata import as_metadata, column_schema, counts_md
-from cowork_assets.partitions import CROSS_BATCH_POOL, batches
+from cowork_assets.metadata import as_metadata, counts_md
+from cowork_assets.partitions import batches
+from cowork_assets.schema import arrow_schema, polars_schema
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import iter_trajectory_chunks, partition_file, table_glob, write_parquet_atomic
-from cowork_assets.schema import arrow_schema, polars_schema
 from cowork_assets.tables import TABLES
 from cowork_assets.validation.regrade import UNDECIDABLE, agreement
 from cowork_assets.validation.regrade import regrade as replay
@@ -23,20 +23,36 @@ EXAMPLES = 20
 def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     b, root = context.partition_key, settings.root
     read = lambda t, columns: pl.read_parquet(partition_file(root, t, b), columns=columns)  # noqa: E731
-    trajectories, packages = read("trajectories", ["trajectory_id", "task_hash"]), read("task_packages", ["task_hash", "tools"])
-    calls = read("tool_calls", ["trajectory_id", "message_index", "call_id", "tool_name", "arguments", "observation_index"])
+    trajectories, packages = (
+        read("trajectories", ["trajectory_id", "task_hash"]),
+        read("task_packages", ["task_hash", "tools"]),
+    )
+    calls = read(
+        "tool_calls", ["trajectory_id", "message_index", "call_id", "tool_name", "arguments", "observation_index"]
+    )
     frames = []  # a chunk of whole trajectories at a time: memory does not grow with the batch
     for messages in iter_trajectory_chunks(partition_file(root, "messages", b)):
         ids = messages["trajectory_id"].unique().to_list()
         runs = trajectories.filter(pl.col("trajectory_id").is_in(ids))
         tasks = packages.filter(pl.col("task_hash").is_in(runs["task_hash"].unique().to_list()))
-        frames.append(find_structure(b, runs, tasks, messages, calls.filter(pl.col("trajectory_id").is_in(ids)),
-                                     settings.token_encoding))
-    found = pl.concat(frames).sort("trajectory_id", "message_index", "kind", nulls_last=True) if frames else \
-        pl.DataFrame(schema=polars_schema(StructureFindings))
+        frames.append(
+            find_structure(
+                b, runs, tasks, messages, calls.filter(pl.col("trajectory_id").is_in(ids)), settings.token_encoding
+            )
+        )
+    found = (
+        pl.concat(frames).sort("trajectory_id", "message_index", "kind", nulls_last=True)
+        if frames
+        else pl.DataFrame(schema=polars_schema(StructureFindings))
+    )
     path = write_parquet_atomic(found, partition_file(root, "structure_findings", b), arrow_schema(StructureFindings))
-    return dg.MaterializeResult(metadata={"dagster/row_count": found.height, "path": dg.MetadataValue.path(str(path)),
-                                          "by_kind": counts_md(dict(found.group_by("kind").len().iter_rows()), "kind", "findings")})
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": found.height,
+            "path": dg.MetadataValue.path(str(path)),
+            "by_kind": counts_md(dict(found.group_by("kind").len().iter_rows()), "kind", "findings"),
+        }
+    )
 
 
 @dg.asset(**TABLES["task_findings"].asset_args())
@@ -45,15 +61,22 @@ def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -
     scan = lambda t: pl.scan_parquet(table_glob(root, t))  # noqa: E731
     found = find_task_findings(scan("task_packages"), scan("trajectories"), scan("tool_calls"))
     path = write_parquet_atomic(found, partition_file(root, "task_findings"), arrow_schema(TaskFindings))
-    return dg.MaterializeResult(metadata={"dagster/row_count": found.height, "path": dg.MetadataValue.path(str(path)),
-                                          "by_kind": counts_md(dict(found.group_by("kind").len().iter_rows()), "kind", "findings")})
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": found.height,
+            "path": dg.MetadataValue.path(str(path)),
+            "by_kind": counts_md(dict(found.group_by("kind").len().iter_rows()), "kind", "findings"),
+        }
+    )
 
 
 @dg.asset(**TABLES["regrade"].asset_args())
 def regrade(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     b, root = context.partition_key, settings.root
-    runs = pl.read_parquet(partition_file(root, "trajectories", b), columns=[
-        "trajectory_id", "task_id", "category", "task_hash", "grade_score", "grade_passed", "grade_checks"])
+    runs = pl.read_parquet(
+        partition_file(root, "trajectories", b),
+        columns=["trajectory_id", "task_id", "category", "task_hash", "grade_score", "grade_passed", "grade_checks"],
+    )
     packages = pl.read_parquet(partition_file(root, "task_packages", b), columns=["task_hash", "checks"])
     frames = []  # a chunk of whole trajectories at a time
     for messages in iter_trajectory_chunks(partition_file(root, "messages", b)):
@@ -61,54 +84,102 @@ def regrade(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.M
         frames.append(replay(b, runs.filter(pl.col("trajectory_id").is_in(ids)), messages, packages))
     found = (pl.concat(frames) if frames else pl.DataFrame(schema=polars_schema(Regrade))).sort("trajectory_id")
     path = write_parquet_atomic(found, partition_file(root, "regrade", b), arrow_schema(Regrade))
-    return dg.MaterializeResult(metadata={
-        "dagster/row_count": found.height, "path": dg.MetadataValue.path(str(path)),
-        "by_disagreement": counts_md(dict(found.group_by("disagreement").len().drop_nulls().iter_rows()),
-                                     "disagreement", "runs")})
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": found.height,
+            "path": dg.MetadataValue.path(str(path)),
+            "by_disagreement": counts_md(
+                dict(found.group_by("disagreement").len().drop_nulls().iter_rows()), "disagreement", "runs"
+            ),
+        }
+    )
 
 
-@dg.asset_check(asset=regrade, partitions_def=batches,
-                description="Warns when replaying the checks disagrees with the recorded verdict, with the agreement "
-                "rate and the disagreeing runs grouped by reason.")
+@dg.asset_check(
+    asset=regrade,
+    partitions_def=batches,
+    description="Warns when replaying the checks disagrees with the recorded verdict, with the agreement "
+    "rate and the disagreeing runs grouped by reason.",
+)
 def grader_agreement(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
     found = pl.read_parquet(partition_file(settings.root, "regrade", context.partition_key))
     result = agreement(found)
     disagreeing = sum(n for reason, n, _ in result["reasons"] if reason != UNDECIDABLE)
-    return dg.AssetCheckResult(passed=disagreeing == 0, severity=dg.AssetCheckSeverity.WARN, metadata=as_metadata({
-        "compared_runs": result["compared"], "agreeing_runs": result["agree"],
-        "agreement_rate": round(result["rate"], 4) if result["rate"] is not None else "—",
-        "by_reason": table(["disagreement", "runs", "examples"],
-                           [(r, n, ", ".join(ex)) for r, n, ex in result["reasons"]] or [("(none)", 0, "—")]),
-    }, context.partition_key))
+    return dg.AssetCheckResult(
+        passed=disagreeing == 0,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata=as_metadata(
+            {
+                "compared_runs": result["compared"],
+                "agreeing_runs": result["agree"],
+                "agreement_rate": round(result["rate"], 4) if result["rate"] is not None else "—",
+                "by_reason": table(
+                    ["disagreement", "runs", "examples"],
+                    [(r, n, ", ".join(ex)) for r, n, ex in result["reasons"]] or [("(none)", 0, "—")],
+                ),
+            },
+            context.partition_key,
+        ),
+    )
 
 
-@dg.asset_check(asset=structure_findings, partitions_def=batches, additional_deps=["trajectories"],
-                description="Warns when samples of the batch have structural errors (they are excluded from SFT).")
+@dg.asset_check(
+    asset=structure_findings,
+    partitions_def=batches,
+    additional_deps=["trajectories"],
+    description="Warns when samples of the batch have structural errors (they are excluded from SFT).",
+)
 def samples_structurally_valid(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
     b, root = context.partition_key, settings.root
     found = pl.read_parquet(partition_file(root, "structure_findings", b)).filter(pl.col("severity") == "error")
     total = pl.scan_parquet(partition_file(root, "trajectories", b)).select(pl.len()).collect().item()
     invalid = found["trajectory_id"].n_unique()
-    return dg.AssetCheckResult(passed=invalid == 0, severity=dg.AssetCheckSeverity.WARN, metadata=as_metadata({
-        "samples": total, "invalid_samples": invalid, "invalid_rate": round(invalid / total, 4) if total else 0.0,
-        "by_kind": table(["kind", "findings", "samples"], found.group_by("kind").agg(
-            pl.len(), pl.col("trajectory_id").n_unique()).sort("kind").rows()),
-        "examples": table(["trajectory", "message", "kind", "detail"], found.head(EXAMPLES).select(
-            "trajectory_id", "message_index", "kind", "detail").rows()),
-    }, context.partition_key))
+    return dg.AssetCheckResult(
+        passed=invalid == 0,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata=as_metadata(
+            {
+                "samples": total,
+                "invalid_samples": invalid,
+                "invalid_rate": round(invalid / total, 4) if total else 0.0,
+                "by_kind": table(
+                    ["kind", "findings", "samples"],
+                    found.group_by("kind").agg(pl.len(), pl.col("trajectory_id").n_unique()).sort("kind").rows(),
+                ),
+                "examples": table(
+                    ["trajectory", "message", "kind", "detail"],
+                    found.head(EXAMPLES).select("trajectory_id", "message_index", "kind", "detail").rows(),
+                ),
+            },
+            context.partition_key,
+        ),
+    )
 
 
-@dg.asset_check(asset=task_findings, description="Warns when task packages have consistency errors "
-                "(those tasks are excluded from RL, their runs from SFT).")
+@dg.asset_check(
+    asset=task_findings,
+    description="Warns when task packages have consistency errors "
+    "(those tasks are excluded from RL, their runs from SFT).",
+)
 def tasks_consistent(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
     found = pl.read_parquet(partition_file(settings.root, "task_findings")).filter(pl.col("severity") == "error")
-    return dg.AssetCheckResult(passed=found.is_empty(), severity=dg.AssetCheckSeverity.WARN, metadata=as_metadata({
-        "tasks_with_errors": found["task_id"].n_unique(),
-        "by_kind": table(["kind", "findings", "tasks"], found.group_by("kind").agg(
-            pl.len(), pl.col("task_id").n_unique()).sort("kind").rows()),
-        "examples": table(["task", "trajectory", "kind", "detail", "suggestion"], found.head(EXAMPLES).select(
-            "task_id", "trajectory_id", "kind", "detail", "suggestion").rows()),
-    }))
+    return dg.AssetCheckResult(
+        passed=found.is_empty(),
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata=as_metadata(
+            {
+                "tasks_with_errors": found["task_id"].n_unique(),
+                "by_kind": table(
+                    ["kind", "findings", "tasks"],
+                    found.group_by("kind").agg(pl.len(), pl.col("task_id").n_unique()).sort("kind").rows(),
+                ),
+                "examples": table(
+                    ["task", "trajectory", "kind", "detail", "suggestion"],
+                    found.head(EXAMPLES).select("task_id", "trajectory_id", "kind", "detail", "suggestion").rows(),
+                ),
+            }
+        ),
+    )
 
 
 validation_checks = [samples_structurally_valid, tasks_consistent, grader_agreement]

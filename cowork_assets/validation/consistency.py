@@ -20,11 +20,13 @@ from cowork_assets.tool_lists import named_tools
 from cowork_assets.validation.json_schema import schema_problem
 from cowork_assets.validation.schemas import TaskFindings
 
-NUMBER_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+NUMBER_WORDS = {
+    w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
+}
 # A count is a number word or a bare integer — not part of a time, date or amount ("10:30", "2026-12-05").
-_COUNT = re.compile(r"(?<![\d:./-])\b(\d+|" + "|".join(NUMBER_WORDS)
-                    + r")\s+(?:new\s+|more\s+|separate\s+)?([a-z][a-z-]+)", re.I)
+_COUNT = re.compile(
+    r"(?<![\d:./-])\b(\d+|" + "|".join(NUMBER_WORDS) + r")\s+(?:new\s+|more\s+|separate\s+)?([a-z][a-z-]+)", re.I
+)
 # Ids a check can reference: a prefixed code with at least 3 digits (c_42001, #W6390527), or a long number.
 _ID = re.compile(r"^(?:#?[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*|\d{6,})$")
 SCHEMA = {name: pl.String for name in TaskFindings.to_schema().columns}
@@ -55,10 +57,28 @@ def exposed(tools_json: str) -> dict[str, str]:
 
 
 # Verbs that name the same action, so `todos_add` suggests `todos_create` and `expenses_accept` `expenses_approve`.
-SYNONYMS = {"add": "create", "new": "create", "insert": "create", "make": "create", "accept": "approve",
-            "confirm": "approve", "remove": "delete", "del": "delete", "cancel": "delete", "fetch": "get",
-            "read": "get", "show": "get", "find": "search", "lookup": "search", "query": "search",
-            "email": "mail", "emails": "mail", "msg": "message", "text": "message", "events": "event"}
+SYNONYMS = {
+    "add": "create",
+    "new": "create",
+    "insert": "create",
+    "make": "create",
+    "accept": "approve",
+    "confirm": "approve",
+    "remove": "delete",
+    "del": "delete",
+    "cancel": "delete",
+    "fetch": "get",
+    "read": "get",
+    "show": "get",
+    "find": "search",
+    "lookup": "search",
+    "query": "search",
+    "email": "mail",
+    "emails": "mail",
+    "msg": "message",
+    "text": "message",
+    "events": "event",
+}
 
 
 def _tokens(name: str) -> set[str]:
@@ -84,40 +104,69 @@ def _suggest(name: str, interface: tuple[tuple[str, str], ...]) -> str | None:
     return suggest(name, dict(interface))  # packages share tool lists: the same question recurs
 
 
-def package_findings(task_id: str, task_hash: str, request: str, tools_json: str, checks_json: str,
-                     state_json: str) -> list[dict]:
+def package_findings(
+    task_id: str, task_hash: str, request: str, tools_json: str, checks_json: str, state_json: str
+) -> list[dict]:
     """Findings about one package alone (no runs needed)."""
     task_checks = checks.parse(checks_json)
     (names, schema_problems), counts = interface(tools_json), requested_counts(request)
     out = []
 
     def add(kind, detail, check_id=None, suggestion=None, severity="error"):
-        out.append({"task_id": task_id, "task_hash": task_hash, "trajectory_id": None, "batch": None,
-                    "check_id": check_id, "kind": kind, "severity": severity, "detail": detail, "suggestion": suggestion})
+        out.append(
+            {
+                "task_id": task_id,
+                "task_hash": task_hash,
+                "trajectory_id": None,
+                "batch": None,
+                "check_id": check_id,
+                "kind": kind,
+                "severity": severity,
+                "detail": detail,
+                "suggestion": suggestion,
+            }
+        )
 
     for problem in schema_problems:
         add("invalid_tool_schema", problem)
     if not task_checks:
-        add("no_checks", "the task has no grading checks: nothing to verify or reward", severity="warning",
-            suggestion="add checks, or leave the task out of RL (it is)")
+        add(
+            "no_checks",
+            "the task has no grading checks: nothing to verify or reward",
+            severity="warning",
+            suggestion="add checks, or leave the task out of RL (it is)",
+        )
     for check in task_checks:
         cid, kind = str(check.get("id")), checks.type_of(check)
         if kind is None:
-            add("unknown_check_type", f"check {cid} has unknown type {check.get('type')!r}; kept, not graded here", cid,
-                severity="warning")
+            add(
+                "unknown_check_type",
+                f"check {cid} has unknown type {check.get('type')!r}; kept, not graded here",
+                cid,
+                severity="warning",
+            )
             continue
         for problem in kind.problems(check):
             add("invalid_check", f"check {cid} ({kind.name}) {problem}", cid, "fix the check; it counts for nothing")
         tool = kind.tool(check)
         if tool is not None and tool not in names:
-            add("unexposed_tool_in_check", f"check {cid} ({kind.name}) names {tool}, which the tool interface does not "
-                "expose", cid, suggest(tool, names))
+            add(
+                "unexposed_tool_in_check",
+                f"check {cid} ({kind.name}) names {tool}, which the tool interface does not expose",
+                cid,
+                suggest(tool, names),
+            )
         expected = kind.count(check)
         if tool is not None and expected is not None:
             asked = counts.get(_tool_noun(tool), set())
             if asked and expected[0] not in asked:
-                add("count_mismatch", f"request asks for {' or '.join(map(str, sorted(asked)))} {_tool_noun(tool)}(s); "
-                    f"check {cid} expects {expected[0]}", cid, f"set {expected[1]} to {min(asked)}")
+                add(
+                    "count_mismatch",
+                    f"request asks for {' or '.join(map(str, sorted(asked)))} {_tool_noun(tool)}(s); "
+                    f"check {cid} expects {expected[0]}",
+                    cid,
+                    f"set {expected[1]} to {min(asked)}",
+                )
     return out
 
 
@@ -146,19 +195,34 @@ def referenced_ids(checks_json: str) -> list[tuple[str, str]]:
 def unexposed_calls(calls: pl.DataFrame, tools: pl.DataFrame) -> pl.DataFrame:
     """One finding per (run, tool) called that its package does not expose."""
     called = calls.select("trajectory_id", "batch", "task_id", "task_hash", "tool_name").unique(maintain_order=True)
-    missing = called.join(tools.select("task_hash", "tool_name"), on=["task_hash", "tool_name"], how="anti",
-                          maintain_order="left")
+    missing = called.join(
+        tools.select("task_hash", "tool_name"), on=["task_hash", "tool_name"], how="anti", maintain_order="left"
+    )
     wanted = missing.select("task_hash", "tool_name").unique()
-    interfaces = dict(tools.join(wanted, on="task_hash", how="semi").group_by("task_hash").agg(
-        pl.struct("tool_name", "endpoint")).iter_rows())
-    suggestions = {(task_hash, tool_name): _suggest(tool_name, tuple(
-        (t["tool_name"], t["endpoint"]) for t in interfaces.get(task_hash, ()))) for task_hash, tool_name in wanted.iter_rows()}
+    interfaces = dict(
+        tools.join(wanted, on="task_hash", how="semi")
+        .group_by("task_hash")
+        .agg(pl.struct("tool_name", "endpoint"))
+        .iter_rows()
+    )
+    suggestions = {
+        (task_hash, tool_name): _suggest(
+            tool_name, tuple((t["tool_name"], t["endpoint"]) for t in interfaces.get(task_hash, ()))
+        )
+        for task_hash, tool_name in wanted.iter_rows()
+    }
     return missing.select(
-        "task_id", "task_hash", "trajectory_id", "batch", check_id=pl.lit(None, pl.String),
-        kind=pl.lit("unexposed_tool_call"), severity=pl.lit("error"),
+        "task_id",
+        "task_hash",
+        "trajectory_id",
+        "batch",
+        check_id=pl.lit(None, pl.String),
+        kind=pl.lit("unexposed_tool_call"),
+        severity=pl.lit("error"),
         detail=pl.format("calls {}, which the tool interface does not expose", "tool_name"),
         suggestion=pl.struct("task_hash", "tool_name").map_elements(
-            lambda r: suggestions[(r["task_hash"], r["tool_name"])], return_dtype=pl.String),
+            lambda r: suggestions[(r["task_hash"], r["tool_name"])], return_dtype=pl.String
+        ),
     )
 
 
@@ -167,26 +231,48 @@ def call_counting(calls: pl.DataFrame, specs: pl.DataFrame, grades: pl.DataFrame
 
     One join per distinct key name (few), not one pass over all calls per check.
     """
-    made = calls.filter(pl.col("observation").is_not_null(),
-                        ~pl.col("observation").fill_null("").str.contains(_ERROR_OBSERVATION.pattern))
+    made = calls.filter(
+        pl.col("observation").is_not_null(),
+        ~pl.col("observation").fill_null("").str.contains(_ERROR_OBSERVATION.pattern),
+    )
     per_run = []
     for key in specs["key"].unique().sort().to_list():
         joined = specs.filter(pl.col("key") == key).join(
-            made, left_on=["task_hash", "tool"], right_on=["task_hash", "tool_name"])
-        per_run.append(joined.with_columns(
-            item=pl.col("arguments").str.json_path_match(f"$['{key}']").str.strip_chars().str.to_lowercase()
-        ).group_by("trajectory_id", "batch", "task_id", "task_hash", "check_id", "tool", "key", "expected").agg(
-            calls=pl.len(), distinct=pl.col("item").n_unique()))
+            made, left_on=["task_hash", "tool"], right_on=["task_hash", "tool_name"]
+        )
+        per_run.append(
+            joined.with_columns(
+                item=pl.col("arguments").str.json_path_match(f"$['{key}']").str.strip_chars().str.to_lowercase()
+            )
+            .group_by("trajectory_id", "batch", "task_id", "task_hash", "check_id", "tool", "key", "expected")
+            .agg(calls=pl.len(), distinct=pl.col("item").n_unique())
+        )
     if not per_run:
         return pl.DataFrame(schema=SCHEMA)
     # Only runs with duplicates that reach the expected count need their recorded grade read (few).
     suspects = pl.concat(per_run).filter(pl.col("calls") >= pl.col("expected"), pl.col("distinct") < pl.col("expected"))
-    suspects = suspects.join(grades, on="trajectory_id", how="left").filter(pl.struct("grade_checks", "check_id").map_elements(
-        lambda r: bool((orjson.loads(r["grade_checks"]) if r["grade_checks"] else {}).get(r["check_id"])),
-        return_dtype=pl.Boolean))
+    suspects = suspects.join(grades, on="trajectory_id", how="left").filter(
+        pl.struct("grade_checks", "check_id").map_elements(
+            lambda r: bool((orjson.loads(r["grade_checks"]) if r["grade_checks"] else {}).get(r["check_id"])),
+            return_dtype=pl.Boolean,
+        )
+    )
     return suspects.sort("task_id", "trajectory_id", "check_id").select(
-        "task_id", "task_hash", "trajectory_id", "batch", "check_id",
-        kind=pl.lit("call_counting_grader"), severity=pl.lit("error"),
-        detail=pl.format("grade passes {} on {} successful {} calls but only {} distinct {} values (expected {})",
-                         "check_id", "calls", "tool", "distinct", "key", "expected"),
-        suggestion=pl.format("re-grade {}: count distinct {} values, not calls", "check_id", "key"))
+        "task_id",
+        "task_hash",
+        "trajectory_id",
+        "batch",
+        "check_id",
+        kind=pl.lit("call_counting_grader"),
+        severity=pl.lit("error"),
+        detail=pl.format(
+            "grade passes {} on {} successful {} calls but only {} distinct {} values (expected {})",
+            "check_id",
+            "calls",
+            "tool",
+            "distinct",
+            "key",
+            "expected",
+        ),
+        suggestion=pl.format("re-grade {}: count distinct {} values, not calls", "check_id", "key"),
+    )

@@ -22,8 +22,17 @@ from cowork_assets import checks
 from cowork_assets.checks import distinct_items
 from cowork_assets.rewards import score_turns, turns_by_trajectory
 
-CHECK = pl.Struct({"check_id": pl.String, "type": pl.String, "weight": pl.Float64, "decidable": pl.Boolean,
-                   "recorded": pl.Boolean, "met": pl.Boolean, "first_turn": pl.Int32})
+CHECK = pl.Struct(
+    {
+        "check_id": pl.String,
+        "type": pl.String,
+        "weight": pl.Float64,
+        "decidable": pl.Boolean,
+        "recorded": pl.Boolean,
+        "met": pl.Boolean,
+        "first_turn": pl.Int32,
+    }
+)
 UNDECIDABLE = "undecidable"
 
 
@@ -37,23 +46,31 @@ def _why(recorded: bool, rows: list[dict], plan: checks.Plan, turns) -> tuple[st
         for check, _ in plan.checks:
             spec = distinct_items.spec(check) if check.get("type") == "distinct_items" else None
             if spec and any(r["check_id"] == str(check.get("id")) for r in unmet) and calls.get(spec[0], 0) >= spec[2]:
-                return "grader counts calls", (f"{check.get('id')}: {calls[spec[0]]} {spec[0]} calls, fewer than "
-                                               f"{spec[2]} distinct {spec[1]} values")
+                return "grader counts calls", (
+                    f"{check.get('id')}: {calls[spec[0]]} {spec[0]} calls, fewer than "
+                    f"{spec[2]} distinct {spec[1]} values"
+                )
         return "replay misses a check", ", ".join(f"{r['check_id']} ({r['type']})" for r in unmet)
     failed = [r for r in rows if not r["decidable"] and r["recorded"] is False]
     if failed:
         return "undecided check failed", ", ".join(f"{r['check_id']} ({r['type']})" for r in failed)
-    return "replay meets every check", ", ".join(r["check_id"] for r in rows if r["recorded"] is False) or "no detail recorded"
+    return "replay meets every check", ", ".join(
+        r["check_id"] for r in rows if r["recorded"] is False
+    ) or "no detail recorded"
 
 
 def regrade(batch: str, runs: pl.DataFrame, messages: pl.DataFrame, packages: pl.DataFrame) -> pl.DataFrame:
     """One row per run (`runs`: trajectory_id, task_id, category, task_hash, grade_score, grade_passed,
     grade_checks) with the recorded and the replayed verdict."""
-    plans = {h: checks.Plan(checks.parse(c)) for h, c in packages.select("task_hash", "checks").unique("task_hash").iter_rows()}
+    plans = {
+        h: checks.Plan(checks.parse(c))
+        for h, c in packages.select("task_hash", "checks").unique("task_hash").iter_rows()
+    }
     turns_of = turns_by_trajectory(messages)
     out = []
     for tid, task_id, category, task_hash, recorded_score, recorded, grade_checks in runs.select(
-            "trajectory_id", "task_id", "category", "task_hash", "grade_score", "grade_passed", "grade_checks").iter_rows():
+        "trajectory_id", "task_id", "category", "task_hash", "grade_score", "grade_passed", "grade_checks"
+    ).iter_rows():
         plan, turns = plans[task_hash], turns_of.get(tid, [])
         result = score_turns(turns, plan)
         per_check = orjson.loads(grade_checks) if grade_checks else {}
@@ -63,22 +80,53 @@ def regrade(batch: str, runs: pl.DataFrame, messages: pl.DataFrame, packages: pl
             kind, detail = UNDECIDABLE, ", ".join(sorted({r["type"] for r in rows})) or "the task has no checks"
         elif recorded is not None and recorded != result.passed:
             kind, detail = _why(recorded, rows, plan, turns)
-        out.append((batch, tid, task_id, category, recorded, recorded_score, result.passed,
-                    result.reward if result.passed is not None else None, rows, kind, detail))
-    return pl.DataFrame(out, orient="row", schema={
-        "batch": pl.String, "trajectory_id": pl.String, "task_id": pl.String, "category": pl.String,
-        "recorded_passed": pl.Boolean, "recorded_score": pl.Float64, "regraded_passed": pl.Boolean,
-        "regraded_score": pl.Float64, "checks": pl.List(CHECK), "disagreement": pl.String,
-        "disagreement_detail": pl.String})
+        out.append(
+            (
+                batch,
+                tid,
+                task_id,
+                category,
+                recorded,
+                recorded_score,
+                result.passed,
+                result.reward if result.passed is not None else None,
+                rows,
+                kind,
+                detail,
+            )
+        )
+    return pl.DataFrame(
+        out,
+        orient="row",
+        schema={
+            "batch": pl.String,
+            "trajectory_id": pl.String,
+            "task_id": pl.String,
+            "category": pl.String,
+            "recorded_passed": pl.Boolean,
+            "recorded_score": pl.Float64,
+            "regraded_passed": pl.Boolean,
+            "regraded_score": pl.Float64,
+            "checks": pl.List(CHECK),
+            "disagreement": pl.String,
+            "disagreement_detail": pl.String,
+        },
+    )
 
 
 def agreement(regraded: pl.DataFrame) -> dict:
     """The agreement rate over compared runs, and the disagreeing runs grouped by reason."""
     compared = regraded.filter(pl.col("recorded_passed").is_not_null() & pl.col("regraded_passed").is_not_null())
     agree = compared.filter(pl.col("disagreement").is_null()).height
-    reasons = (regraded.filter(pl.col("disagreement").is_not_null()).group_by("disagreement")
-               .agg(runs=pl.len(), examples=pl.col("trajectory_id").head(3)).sort("runs", "disagreement",
-                                                                                    descending=[True, False]))
-    return {"compared": compared.height, "agree": agree,
-            "rate": agree / compared.height if compared.height else None,
-            "reasons": [(r, n, list(ex)) for r, n, ex in reasons.iter_rows()]}
+    reasons = (
+        regraded.filter(pl.col("disagreement").is_not_null())
+        .group_by("disagreement")
+        .agg(runs=pl.len(), examples=pl.col("trajectory_id").head(3))
+        .sort("runs", "disagreement", descending=[True, False])
+    )
+    return {
+        "compared": compared.height,
+        "agree": agree,
+        "rate": agree / compared.height if compared.height else None,
+        "reasons": [(r, n, list(ex)) for r, n, ex in reasons.iter_rows()],
+    }

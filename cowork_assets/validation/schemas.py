@@ -39,11 +39,24 @@ class Regrade(pa.DataFrameModel):
     recorded_passed: bool = pa.Field(nullable=True, description="the recorded verdict (null: ungraded)")
     recorded_score: float = pa.Field(nullable=True, description="the recorded score")
     regraded_passed: bool = pa.Field(nullable=True, description="every check replay can decide is met (null: none)")
-    regraded_score: float = pa.Field(nullable=True, ge=0.0, le=1.0,
-                                     description="weighted share of decidable checks met (rewards.score)")
-    checks: pl.List(pl.Struct({"check_id": pl.String, "type": pl.String, "weight": pl.Float64, "decidable": pl.Boolean,
-                               "recorded": pl.Boolean, "met": pl.Boolean, "first_turn": pl.Int32})) = pa.Field(
+    regraded_score: float = pa.Field(
+        nullable=True, ge=0.0, le=1.0, description="weighted share of decidable checks met (rewards.score)"
+    )
+    checks: pl.List(
+        pl.Struct(
+            {
+                "check_id": pl.String,
+                "type": pl.String,
+                "weight": pl.Float64,
+                "decidable": pl.Boolean,
+                "recorded": pl.Boolean,
+                "met": pl.Boolean,
+                "first_turn": pl.Int32,
+            }
+        )
+    ) = pa.Field(
         description="per check: type, weight, whether replay can decide it, the recorded and replayed result, "
-        "the assistant turn that first met it")
+        "the assistant turn that first met it"
+    )
     disagreement: str = pa.Field(nullable=True, description="why the verdicts differ (null: they agree; README)")
     disagreement_detail: str = pa.Field(nullable=True, description="the checks concerned")

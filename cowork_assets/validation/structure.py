@@ -17,49 +17,89 @@ from cowork_assets.validation.json_schema import arguments_problem
 from cowork_assets.validation.schemas import StructureFindings
 
 CONTROL = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]"
-SCHEMA = {"trajectory_id": pl.String, "message_index": pl.Int32, "kind": pl.String, "severity": pl.String,
-          "detail": pl.String}
+SCHEMA = {
+    "trajectory_id": pl.String,
+    "message_index": pl.Int32,
+    "kind": pl.String,
+    "severity": pl.String,
+    "detail": pl.String,
+}
 # Not fatal: the SFT sample simply ends at the last assistant turn (e.g. a simulated user's "###STOP###").
 WARNINGS = {"ends_on_user_turn"}
 
 
 def _finding(frame: pl.DataFrame, kind: str, detail: pl.Expr) -> pl.DataFrame:
-    return frame.select("trajectory_id", "message_index", kind=pl.lit(kind),
-                        severity=pl.lit("warning" if kind in WARNINGS else "error"), detail=detail).cast(SCHEMA)
+    return frame.select(
+        "trajectory_id",
+        "message_index",
+        kind=pl.lit(kind),
+        severity=pl.lit("warning" if kind in WARNINGS else "error"),
+        detail=detail,
+    ).cast(SCHEMA)
 
 
 def order_findings(messages: pl.DataFrame) -> list[pl.DataFrame]:
     """Message order a chat template would reject, and empty assistant turns."""
-    m = messages.sort("trajectory_id", "message_index").with_columns(
-        calls=pl.col("tool_calls").list.len(),
-        prev_role=pl.col("role").shift(1).over("trajectory_id"),
-    ).with_columns(
-        # The assistant turn a tool message answers: the last assistant message before it.
-        owner=pl.when(pl.col("role") == "assistant").then(pl.col("message_index")).forward_fill().over("trajectory_id"),
+    m = (
+        messages.sort("trajectory_id", "message_index")
+        .with_columns(
+            calls=pl.col("tool_calls").list.len(),
+            prev_role=pl.col("role").shift(1).over("trajectory_id"),
+        )
+        .with_columns(
+            # The assistant turn a tool message answers: the last assistant message before it.
+            owner=pl.when(pl.col("role") == "assistant")
+            .then(pl.col("message_index"))
+            .forward_fill()
+            .over("trajectory_id"),
+        )
     )
     owner_ids = m.filter(pl.col("calls") > 0).select(
-        "trajectory_id", owner="message_index", ids=pl.col("tool_calls").list.eval(pl.element().struct.field("id")))
+        "trajectory_id", owner="message_index", ids=pl.col("tool_calls").list.eval(pl.element().struct.field("id"))
+    )
     tools = m.filter(pl.col("role") == "tool").join(owner_ids, on=["trajectory_id", "owner"], how="left")
     # A result with no call id (ATIF makes the id optional) only has to follow an assistant turn.
     misplaced = tools.filter(
-        ~pl.col("prev_role").is_in(["assistant", "tool"]) | pl.col("tool_call_id").is_not_null() & (
-            pl.col("ids").is_null() | ~pl.col("ids").list.contains(pl.col("tool_call_id")))
+        ~pl.col("prev_role").is_in(["assistant", "tool"])
+        | pl.col("tool_call_id").is_not_null()
+        & (pl.col("ids").is_null() | ~pl.col("ids").list.contains(pl.col("tool_call_id")))
     )
     ends = m.select("trajectory_id", "message_index", "role", "calls")  # not the texts: they would be copied
     firsts = ends.filter(pl.col("role") != "system").group_by("trajectory_id").agg(pl.all().first())
     lasts = ends.group_by("trajectory_id").agg(pl.all().last())
-    empty = m.filter(pl.col("role") == "assistant", pl.col("calls") == 0,
-                     pl.col("content").fill_null("").str.strip_chars() == "")
+    empty = m.filter(
+        pl.col("role") == "assistant", pl.col("calls") == 0, pl.col("content").fill_null("").str.strip_chars() == ""
+    )
     return [
-        _finding(misplaced, "tool_message_out_of_order", pl.format(
-            "the tool message for call {} does not answer the assistant turn before it", pl.col("tool_call_id").fill_null("?"))),
-        _finding(firsts.filter(pl.col("role") != "user"), "does_not_start_with_user",
-                 pl.format("does not start with a user message: the first message after the system prompt is from the {}", "role")),
-        _finding(lasts.filter(~pl.col("role").is_in(["assistant", "user"]) | (pl.col("calls") > 0)),
-                 "does_not_end_with_assistant", pl.format("does not end with an assistant message: it ends on a {} message{}", "role", pl.when(
-                     pl.col("calls") > 0).then(pl.lit(" with pending tool calls")).otherwise(pl.lit("")))),
-        _finding(lasts.filter(pl.col("role") == "user"), "ends_on_user_turn",
-                 pl.lit("a user turn follows the last answer: the SFT sample ends at the last assistant turn")),
+        _finding(
+            misplaced,
+            "tool_message_out_of_order",
+            pl.format(
+                "the tool message for call {} does not answer the assistant turn before it",
+                pl.col("tool_call_id").fill_null("?"),
+            ),
+        ),
+        _finding(
+            firsts.filter(pl.col("role") != "user"),
+            "does_not_start_with_user",
+            pl.format(
+                "does not start with a user message: the first message after the system prompt is from the {}", "role"
+            ),
+        ),
+        _finding(
+            lasts.filter(~pl.col("role").is_in(["assistant", "user"]) | (pl.col("calls") > 0)),
+            "does_not_end_with_assistant",
+            pl.format(
+                "does not end with an assistant message: it ends on a {} message{}",
+                "role",
+                pl.when(pl.col("calls") > 0).then(pl.lit(" with pending tool calls")).otherwise(pl.lit("")),
+            ),
+        ),
+        _finding(
+            lasts.filter(pl.col("role") == "user"),
+            "ends_on_user_turn",
+            pl.lit("a user turn follows the last answer: the SFT sample ends at the last assistant turn"),
+        ),
         _finding(empty, "empty_assistant_turn", pl.lit("an assistant turn has no text and no tool calls")),
     ]
 
@@ -67,21 +107,35 @@ def order_findings(messages: pl.DataFrame) -> list[pl.DataFrame]:
 def call_findings(messages: pl.DataFrame, tool_calls: pl.DataFrame, tools: pl.DataFrame) -> list[pl.DataFrame]:
     """Calls never answered, results with no call, and arguments that are not JSON or do not fit the schema."""
     # Calls of a turn answered by results without call ids count as answered: the results are the turn's.
-    owners = messages.sort("trajectory_id", "message_index").with_columns(
-        owner=pl.when(pl.col("role") == "assistant").then(pl.col("message_index")).forward_fill().over("trajectory_id")
-    ).filter(pl.col("role") == "tool", pl.col("tool_call_id").is_null()).select("trajectory_id", message_index="owner")
+    owners = (
+        messages.sort("trajectory_id", "message_index")
+        .with_columns(
+            owner=pl.when(pl.col("role") == "assistant")
+            .then(pl.col("message_index"))
+            .forward_fill()
+            .over("trajectory_id")
+        )
+        .filter(pl.col("role") == "tool", pl.col("tool_call_id").is_null())
+        .select("trajectory_id", message_index="owner")
+    )
     unanswered = tool_calls.filter(pl.col("observation_index").is_null()).join(
-        owners.unique(), on=["trajectory_id", "message_index"], how="anti", maintain_order="left")
+        owners.unique(), on=["trajectory_id", "message_index"], how="anti", maintain_order="left"
+    )
     results = messages.filter(pl.col("role") == "tool", pl.col("tool_call_id").is_not_null()).select(
-        "trajectory_id", "message_index", "tool_call_id")
+        "trajectory_id", "message_index", "tool_call_id"
+    )
     earlier_calls = tool_calls.select("trajectory_id", call_at="message_index", tool_call_id="call_id")
-    orphans = results.join(earlier_calls, on=["trajectory_id", "tool_call_id"], how="left").group_by(
-        "trajectory_id", "message_index", "tool_call_id").agg(
-        answered=(pl.col("call_at") < pl.col("message_index")).any()).filter(~pl.col("answered").fill_null(False))
+    orphans = (
+        results.join(earlier_calls, on=["trajectory_id", "tool_call_id"], how="left")
+        .group_by("trajectory_id", "message_index", "tool_call_id")
+        .agg(answered=(pl.col("call_at") < pl.col("message_index")).any())
+        .filter(~pl.col("answered").fill_null(False))
+    )
     rows = []
     calls = tool_calls.join(tools, on=["trajectory_id", "tool_name"], how="left")
     for tid, index, name, args, params in calls.select(
-            "trajectory_id", "message_index", "tool_name", "arguments", "parameters").iter_rows():
+        "trajectory_id", "message_index", "tool_name", "arguments", "parameters"
+    ).iter_rows():
         try:
             orjson.loads(args)
         except orjson.JSONDecodeError as exc:
@@ -91,8 +145,11 @@ def call_findings(messages: pl.DataFrame, tool_calls: pl.DataFrame, tools: pl.Da
             rows.append((tid, index, "arguments_schema_mismatch", "error", f"{name}: {problem}"))
     return [
         _finding(unanswered, "unanswered_call", pl.format("call {} to {} has no tool result", "call_id", "tool_name")),
-        _finding(orphans, "orphan_result", pl.format("the tool result for {} answers no earlier call",
-                                                     pl.col("tool_call_id").fill_null("(no id)"))),
+        _finding(
+            orphans,
+            "orphan_result",
+            pl.format("the tool result for {} answers no earlier call", pl.col("tool_call_id").fill_null("(no id)")),
+        ),
         pl.DataFrame(rows, schema=SCHEMA, orient="row"),
     ]
 
@@ -122,20 +179,32 @@ def text_findings(messages: pl.DataFrame, encoding: str) -> list[pl.DataFrame]:
 @lru_cache(maxsize=1024)
 def _parameters(tools_json: str) -> tuple[tuple[str, str], ...]:
     """(tool name, parameters JSON) of a tool list (cached, like the list itself)."""
-    return tuple((tool["name"], orjson.dumps(tool.get("parameters") or {}).decode()) for tool in named_tools(tools_json))
+    return tuple(
+        (tool["name"], orjson.dumps(tool.get("parameters") or {}).decode()) for tool in named_tools(tools_json)
+    )
 
 
 def tools_per_trajectory(trajectories: pl.DataFrame, packages: pl.DataFrame) -> pl.DataFrame:
     """(trajectory_id, tool_name, parameters JSON) for every exposed tool of each trajectory's package."""
-    rows = [(task_hash, name, params) for task_hash, tools in packages.select("task_hash", "tools").iter_rows()
-            for name, params in _parameters(tools)]
-    per_task = pl.DataFrame(rows, schema={"task_hash": pl.String, "tool_name": pl.String, "parameters": pl.String},
-                            orient="row").unique(["task_hash", "tool_name"], keep="first", maintain_order=True)
+    rows = [
+        (task_hash, name, params)
+        for task_hash, tools in packages.select("task_hash", "tools").iter_rows()
+        for name, params in _parameters(tools)
+    ]
+    per_task = pl.DataFrame(
+        rows, schema={"task_hash": pl.String, "tool_name": pl.String, "parameters": pl.String}, orient="row"
+    ).unique(["task_hash", "tool_name"], keep="first", maintain_order=True)
     return trajectories.select("trajectory_id", "task_hash").join(per_task, on="task_hash").drop("task_hash")
 
 
-def structure_findings(batch: str, trajectories: pl.DataFrame, packages: pl.DataFrame, messages: pl.DataFrame,
-                       tool_calls: pl.DataFrame, encoding: str) -> pl.DataFrame:
+def structure_findings(
+    batch: str,
+    trajectories: pl.DataFrame,
+    packages: pl.DataFrame,
+    messages: pl.DataFrame,
+    tool_calls: pl.DataFrame,
+    encoding: str,
+) -> pl.DataFrame:
     frames = [
         *order_findings(messages),
         *call_findings(messages, tool_calls, tools_per_trajectory(trajectories, packages)),

@@ -7,7 +7,12 @@ import polars as pl
 from cowork_assets import checks
 from cowork_assets.checks import distinct_items
 from cowork_assets.validation.consistency import (
-    SCHEMA, call_counting, interface, package_findings, referenced_ids, unexposed_calls,
+    SCHEMA,
+    call_counting,
+    interface,
+    package_findings,
+    referenced_ids,
+    unexposed_calls,
 )
 from cowork_assets.validation.schemas import TaskFindings
 
@@ -21,25 +26,49 @@ def _package_tables(packages: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
             if c.get("type") == "distinct_items" and (spec := distinct_items.spec(c)):
                 specs.append((task_hash, str(c.get("id")), *spec))
     return (
-        pl.DataFrame(tools, schema={"task_hash": pl.String, "tool_name": pl.String, "endpoint": pl.String}, orient="row"),
-        pl.DataFrame(specs, schema={"task_hash": pl.String, "check_id": pl.String, "tool": pl.String,
-                                    "key": pl.String, "expected": pl.Int64}, orient="row"),
+        pl.DataFrame(
+            tools, schema={"task_hash": pl.String, "tool_name": pl.String, "endpoint": pl.String}, orient="row"
+        ),
+        pl.DataFrame(
+            specs,
+            schema={
+                "task_hash": pl.String,
+                "check_id": pl.String,
+                "tool": pl.String,
+                "key": pl.String,
+                "expected": pl.Int64,
+            },
+            orient="row",
+        ),
     )
 
 
 def task_findings(packages: pl.LazyFrame, trajectories: pl.LazyFrame, tool_calls: pl.LazyFrame) -> pl.DataFrame:
     packages = packages.unique("task_hash", keep="first").sort("task_hash").collect()
     runs = trajectories.select("trajectory_id", "batch", "task_id", "task_hash")
-    frames = [pl.DataFrame([f for row in packages.select(
-        "task_id", "task_hash", "request", "tools", "checks", "initial_state").iter_rows()
-        for f in package_findings(*row)], schema=SCHEMA, orient="row")]
+    frames = [
+        pl.DataFrame(
+            [
+                f
+                for row in packages.select(
+                    "task_id", "task_hash", "request", "tools", "checks", "initial_state"
+                ).iter_rows()
+                for f in package_findings(*row)
+            ],
+            schema=SCHEMA,
+            orient="row",
+        )
+    ]
     tools, specs = _package_tables(packages)
     calls = tool_calls.select("trajectory_id", "tool_name").join(runs, on="trajectory_id")
     frames.append(unexposed_calls(calls.collect(), tools))
     if specs.height:
-        counted = (tool_calls.filter(pl.col("tool_name").is_in(specs["tool"].unique().to_list()))
-                   .select("trajectory_id", "tool_name", "arguments", observation=pl.col("observation").str.slice(0, 200))
-                   .join(runs, on="trajectory_id").collect())
+        counted = (
+            tool_calls.filter(pl.col("tool_name").is_in(specs["tool"].unique().to_list()))
+            .select("trajectory_id", "tool_name", "arguments", observation=pl.col("observation").str.slice(0, 200))
+            .join(runs, on="trajectory_id")
+            .collect()
+        )
         grades = trajectories.select("trajectory_id", "grade_checks").collect()
         frames.append(call_counting(counted, specs, grades))
     frames.append(_unknown_references(packages, runs, tool_calls))
@@ -53,10 +82,17 @@ def task_findings(packages: pl.LazyFrame, trajectories: pl.LazyFrame, tool_calls
 def _unknown_references(packages: pl.DataFrame, runs: pl.LazyFrame, tool_calls: pl.LazyFrame) -> pl.DataFrame:
     """Ids a check names that are neither in the initial state nor seen in any observation of any run."""
     candidates = pl.DataFrame(
-        [(task_id, task_hash, check_id, value)
-         for task_id, task_hash, checks, state in packages.select("task_id", "task_hash", "checks", "initial_state").iter_rows()
-         for check_id, value in referenced_ids(checks) if value.casefold() not in state.casefold()],
-        schema={"task_id": pl.String, "task_hash": pl.String, "check_id": pl.String, "value": pl.String}, orient="row")
+        [
+            (task_id, task_hash, check_id, value)
+            for task_id, task_hash, checks, state in packages.select(
+                "task_id", "task_hash", "checks", "initial_state"
+            ).iter_rows()
+            for check_id, value in referenced_ids(checks)
+            if value.casefold() not in state.casefold()
+        ],
+        schema={"task_id": pl.String, "task_hash": pl.String, "check_id": pl.String, "value": pl.String},
+        orient="row",
+    )
     if candidates.is_empty():
         return pl.DataFrame(schema=SCHEMA)
     seen = (
@@ -65,12 +101,21 @@ def _unknown_references(packages: pl.DataFrame, runs: pl.LazyFrame, tool_calls: 
         .filter(pl.col("task_hash").is_in(candidates["task_hash"].unique().to_list()))
         .join(candidates.lazy(), on="task_hash")
         .filter(pl.col("observation").str.contains(pl.col("value"), literal=True))
-        .select("task_hash", "value").unique().collect()
+        .select("task_hash", "value")
+        .unique()
+        .collect()
     )
     missing = candidates.join(seen, on=["task_hash", "value"], how="anti", maintain_order="left")
     return missing.select(
-        "task_id", "task_hash", trajectory_id=pl.lit(None, pl.String), batch=pl.lit(None, pl.String), check_id="check_id",
-        kind=pl.lit("unknown_reference"), severity=pl.lit("error"),
-        detail=pl.format("check {} references {}, which is not in the initial state and no run ever saw", "check_id", "value"),
+        "task_id",
+        "task_hash",
+        trajectory_id=pl.lit(None, pl.String),
+        batch=pl.lit(None, pl.String),
+        check_id="check_id",
+        kind=pl.lit("unknown_reference"),
+        severity=pl.lit("error"),
+        detail=pl.format(
+            "check {} references {}, which is not in the initial state and no run ever saw", "check_id", "value"
+        ),
         suggestion=pl.lit("add the record to initial_state, or fix the id in the check"),
     )

@@ -1,6 +1,5 @@
 """Dagster wiring of the warehouse stage."""
 
-
 import dagster as dg
 
 from cowork_assets.ingest.batch import record_root_skips

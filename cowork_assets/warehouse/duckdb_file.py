@@ -14,10 +14,9 @@ import re
 from pathlib import Path
 
 import duckdb
-
-from cowork_assets.paths import project_dir
 from fsspec.implementations.arrow import ArrowFSWrapper
 
+from cowork_assets.paths import project_dir
 from cowork_assets.storage import atomic_path, filesystem, is_remote, join, normalize_root
 
 _VIEW = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", re.IGNORECASE)
@@ -54,8 +53,12 @@ def view_statements(data_root: str) -> list[tuple[str, str]]:
         body = "\n".join(line for line in statement.splitlines() if not line.strip().startswith("--")).strip()
         if body:
             name = _VIEW.search(body)
-            body = body.replace("{tables}", tables).replace("{published}", published).replace(
-                "{root}", root.replace("'", "''")).replace("{column_lineage}", _lineage_values())
+            body = (
+                body.replace("{tables}", tables)
+                .replace("{published}", published)
+                .replace("{root}", root.replace("'", "''"))
+                .replace("{column_lineage}", _lineage_values())
+            )
             out.append((name.group(1) if name else "?", _CURRENT.sub(lambda m: _current_folder(root, m[1]), body)))
     return out
 
@@ -120,8 +123,9 @@ def confined(db_path: Path, data_root: str | None = None) -> duckdb.DuckDBPyConn
     the file opened read-only, file access limited to those folders (DuckDB resolves `..` and symlinks
     before it checks), no extension installed or loaded, and the configuration locked so no query can
     undo any of it. The data root is the one the DuckDB file was built for."""
-    con = duckdb.connect(str(db_path), read_only=True, config={
-        "autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    con = duckdb.connect(
+        str(db_path), read_only=True, config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    )
     try:
         root = con.execute("SELECT root FROM cowork_data_root").fetchone()[0]
     except duckdb.CatalogException:  # a file built before the view existed
@@ -130,8 +134,11 @@ def confined(db_path: Path, data_root: str | None = None) -> duckdb.DuckDBPyConn
         scheme = root.split("://", 1)[0]
         wrapper = type(f"{scheme.title()}Store", (ArrowFSWrapper,), {"protocol": scheme})
         con.register_filesystem(wrapper(filesystem(root)[0]))
-    folders = {join(base, part) + "/" for base in {root, *([] if is_remote(root) else [os.path.realpath(root)])}
-               for part in READABLE}
+    folders = {
+        join(base, part) + "/"
+        for base in {root, *([] if is_remote(root) else [os.path.realpath(root)])}
+        for part in READABLE
+    }
     con.execute("SET allowed_directories = ?", [sorted(folders)])
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
@@ -152,8 +159,9 @@ def refuse_unless_select(sql: str) -> None:
         raise QueryRefused(f"only SELECT queries run here (read-only); this is a {kind.name} statement")
 
 
-def run_query(db_path: Path, sql: str, params: dict[str, str] | None = None,
-              data_root: str | None = None) -> tuple[list[str], list[tuple]]:
+def run_query(
+    db_path: Path, sql: str, params: dict[str, str] | None = None, data_root: str | None = None
+) -> tuple[list[str], list[tuple]]:
     """Run one SELECT on a confined connection (`confined`); QueryRefused for anything else or for a
     file outside the data root."""
     if not db_path.is_file():

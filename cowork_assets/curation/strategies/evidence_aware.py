@@ -20,6 +20,7 @@ def kept(observations: pl.DataFrame, allowance: int, context: int) -> pl.DataFra
     for length, cores in observations.filter(has_evidence).select("length", "cores").iter_rows():
         found, overflow = evidence_spans(length, allowance, [(c["start"], c["end"]) for c in cores], context)
         rows.append(([{"start": s, "end": e} for s, e in found], overflow))
-    windowed = observations.filter(has_evidence).hstack(pl.DataFrame(
-        rows, schema={"kept_spans": pl.List(SPAN), "overflow_chars": pl.Int64}, orient="row"))
+    windowed = observations.filter(has_evidence).hstack(
+        pl.DataFrame(rows, schema={"kept_spans": pl.List(SPAN), "overflow_chars": pl.Int64}, orient="row")
+    )
     return pl.concat([plain, windowed])

@@ -102,10 +102,15 @@ class Batch:
 def discover(package: ModuleType | None = None) -> list[ModuleType]:
     """The format modules of a package (this one by default), in detection order."""
     package = package or importlib.import_module(__name__)
-    modules = [importlib.import_module(f"{package.__name__}.{info.name}")
-               for info in pkgutil.iter_modules(package.__path__) if not info.name.startswith("_")]
-    return sorted((m for m in modules if callable(getattr(m, "detect", None)) and callable(getattr(m, "records", None))),
-                  key=lambda m: (m.PRIORITY, m.NAME))
+    modules = [
+        importlib.import_module(f"{package.__name__}.{info.name}")
+        for info in pkgutil.iter_modules(package.__path__)
+        if not info.name.startswith("_")
+    ]
+    return sorted(
+        (m for m in modules if callable(getattr(m, "detect", None)) and callable(getattr(m, "records", None))),
+        key=lambda m: (m.PRIORITY, m.NAME),
+    )
 
 
 @cache

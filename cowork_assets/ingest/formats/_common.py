@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from functools import partial
 from typing import Any
 
 import orjson
@@ -11,8 +12,11 @@ import orjson
 from cowork_assets.ingest.raw_files import RawLine, iter_raw_lines
 
 NO_PARAMETERS = {"type": "object", "properties": {}}
-BASH_TOOL = {"name": "bash", "description": "run a shell command",
-             "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
+BASH_TOOL = {
+    "name": "bash",
+    "description": "run a shell command",
+    "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+}
 EXCERPT_BYTES = 2000
 
 
@@ -45,22 +49,36 @@ def tool_definitions(tools: Any, notes: Counter) -> list[dict]:
     for t in tools or [] if isinstance(tools, list) else []:
         f = t.get("function", t) if isinstance(t, dict) else None
         if isinstance(f, dict) and isinstance(f.get("name"), str):
-            out.append({"name": f["name"], "description": f.get("description") or "",
-                        "parameters": without_nulls(f.get("parameters"), notes) or NO_PARAMETERS})
+            out.append(
+                {
+                    "name": f["name"],
+                    "description": f.get("description") or "",
+                    "parameters": without_nulls(f.get("parameters"), notes) or NO_PARAMETERS,
+                }
+            )
     return out
 
 
 def called_tools(messages: list[dict], extra_names: list = ()) -> list[dict]:
     """Tool definitions with empty parameter schemas for every tool the messages call (when none are given)."""
-    names = [c["function"].get("name") for m in messages if isinstance(m, dict) for c in m.get("tool_calls") or []
-             if isinstance(c, dict) and isinstance(c.get("function"), dict)]
-    return [BASH_TOOL if n == BASH_TOOL["name"] else {"name": n, "description": "", "parameters": NO_PARAMETERS}
-            for n in dict.fromkeys(n for n in [*names, *extra_names] if isinstance(n, str))]
+    names = [
+        c["function"].get("name")
+        for m in messages
+        if isinstance(m, dict)
+        for c in m.get("tool_calls") or []
+        if isinstance(c, dict) and isinstance(c.get("function"), dict)
+    ]
+    return [
+        BASH_TOOL if n == BASH_TOOL["name"] else {"name": n, "description": "", "parameters": NO_PARAMETERS}
+        for n in dict.fromkeys(n for n in [*names, *extra_names] if isinstance(n, str))
+    ]
 
 
 def call(call_id: str, name: str, arguments: Any) -> dict:
     """An OpenAI tool call; arguments given as an object become a JSON string."""
-    args = arguments if isinstance(arguments, str) else orjson.dumps(arguments if arguments is not None else {}).decode()
+    args = (
+        arguments if isinstance(arguments, str) else orjson.dumps(arguments if arguments is not None else {}).decode()
+    )
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
 
 
@@ -92,18 +110,35 @@ def unique_call_ids(messages: list[dict]) -> list[dict]:
                 latest[c["id"]] = c["id"] = c["id"] if n == 1 else f"{c['id']}~{n}"
         if calls is not m.get("tool_calls"):
             m = {**m, "tool_calls": calls}
-        if m.get("role") == "tool" and m.get("tool_call_id") in latest and latest[m["tool_call_id"]] != m["tool_call_id"]:
+        if (
+            m.get("role") == "tool"
+            and m.get("tool_call_id") in latest
+            and latest[m["tool_call_id"]] != m["tool_call_id"]
+        ):
             m = {**m, "tool_call_id": latest[m["tool_call_id"]]}
         out.append(m)
     return out
 
 
-def trajectory(trajectory_id: str, task: dict, model: str, messages: list[dict], grade: dict | None = None,
-               role: str = "teacher", run_id: str | None = None, group_id: str | None = None) -> dict:
+def trajectory(
+    trajectory_id: str,
+    task: dict,
+    model: str,
+    messages: list[dict],
+    grade: dict | None = None,
+    role: str = "teacher",
+    run_id: str | None = None,
+    group_id: str | None = None,
+) -> dict:
     task = {"initial_state": {}, "tools": [], "checks": [], **task}
-    record = {"schema": "cowork.trajectory/v1", "trajectory_id": trajectory_id, "task": task,
-              "teacher": {"model": model, "run_id": run_id, "role": role},
-              "group_id": group_id or task["task_id"], "messages": unique_call_ids(messages)}
+    record = {
+        "schema": "cowork.trajectory/v1",
+        "trajectory_id": trajectory_id,
+        "task": task,
+        "teacher": {"model": model, "run_id": run_id, "role": role},
+        "group_id": group_id or task["task_id"],
+        "messages": unique_call_ids(messages),
+    }
     if grade is not None:
         record["grade"] = grade
     return record
@@ -140,4 +175,4 @@ def json_lines(sample, looks_like, convert, reason: str, expected: str):
         if not looks_like(obj):
             yield RawLine(line.record, line.data, f"{reason}: expected {expected}")
             continue
-        yield record_line(line.record, lambda: convert(obj, line.record), line.data, reason)
+        yield record_line(line.record, partial(convert, obj, line.record), line.data, reason)

@@ -11,7 +11,6 @@ is made unique with the file name. There is no grader in the file: no checks, no
 from __future__ import annotations
 
 from cowork_assets.ingest.formats import _common
-from cowork_assets.ingest.raw_files import RawLine
 
 NAME = "atif"
 PRIORITY = 20
@@ -37,8 +36,14 @@ def _step_messages(step: dict) -> list[dict]:
     for r in (step.get("observation") or {}).get("results") or []:
         call_id = r.get("source_call_id") or only
         content = r.get("content")
-        out.append({"role": "tool", "tool_call_id": call_id, "name": names.get(call_id),
-                    "content": _common.text(content) if isinstance(content, list) else str(content or "")})
+        out.append(
+            {
+                "role": "tool",
+                "tool_call_id": call_id,
+                "name": names.get(call_id),
+                "content": _common.text(content) if isinstance(content, list) else str(content or ""),
+            }
+        )
     return out
 
 
@@ -49,8 +54,12 @@ def convert(obj: dict, sample, batch) -> dict:
     task_id = _common.task_id_of("atif", request)
     tools = _common.tool_definitions(agent.get("tool_definitions"), batch.notes) or _common.called_tools(messages)
     trajectory_id = batch.unique_id(str(obj.get("session_id") or sample.path.stem), sample)
-    return _common.trajectory(trajectory_id, {"task_id": task_id, "category": "atif", "request": request, "tools": tools},
-                              str(agent.get("model_name") or agent.get("name") or "unknown"), messages)
+    return _common.trajectory(
+        trajectory_id,
+        {"task_id": task_id, "category": "atif", "request": request, "tools": tools},
+        str(agent.get("model_name") or agent.get("name") or "unknown"),
+        messages,
+    )
 
 
 def records(sample, batch):

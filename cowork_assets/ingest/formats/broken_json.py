@@ -11,8 +11,11 @@ PRIORITY = 95
 
 
 def detect(sample) -> bool:
-    return (not sample.is_lines and isinstance(sample.document, Exception)
-            and (sample.path.name.endswith(".json") or sample.head.lstrip()[:1] in (b"{", b"[")))
+    return (
+        not sample.is_lines
+        and isinstance(sample.document, Exception)
+        and (sample.path.name.endswith(".json") or sample.head.lstrip()[:1] in (b"{", b"["))
+    )
 
 
 def records(sample, batch):

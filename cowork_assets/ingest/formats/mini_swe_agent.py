@@ -20,17 +20,23 @@ FENCE = re.compile(r"```(?:bash|sh|shell|mswea_bash_command)?[ \t]*\n(.*?)\n?```
 
 
 def _is_chat(messages) -> bool:
-    return (isinstance(messages, list) and bool(messages) and all(isinstance(m, dict) and "role" in m for m in messages)
-            and any(m.get("role") == "assistant" for m in messages))
+    return (
+        isinstance(messages, list)
+        and bool(messages)
+        and all(isinstance(m, dict) and "role" in m for m in messages)
+        and any(m.get("role") == "assistant" for m in messages)
+    )
 
 
 def detect(sample) -> bool:
     doc = sample.document
     if isinstance(doc, dict):
         return str(doc.get("trajectory_format", "")).startswith("mini-swe-agent") or (
-            _is_chat(doc.get("messages")) and isinstance(doc.get("info"), dict) and "exit_status" in doc["info"])
-    return _is_chat(doc) and any(m.get("role") == "assistant" and FENCE.search(_common.text(m.get("content")) or "")
-                                 for m in doc)
+            _is_chat(doc.get("messages")) and isinstance(doc.get("info"), dict) and "exit_status" in doc["info"]
+        )
+    return _is_chat(doc) and any(
+        m.get("role") == "assistant" and FENCE.search(_common.text(m.get("content")) or "") for m in doc
+    )
 
 
 def fenced_calls(messages: list[dict]) -> list[dict]:
@@ -62,11 +68,19 @@ def convert(doc, sample, batch) -> dict:
     model = ((info.get("config") or {}).get("model") or {}).get("model_name") or "unknown"
     return _common.trajectory(
         batch.unique_id(stem, sample),
-        {"task_id": instance, "category": "mini_swe_agent", "request": _common.first_user_text(messages),
-         "tools": _common.called_tools(messages) or [_common.BASH_TOOL]},
-        str(model), messages, grade=_common.resolved_grade(swebench_report.resolved(batch, instance)))
+        {
+            "task_id": instance,
+            "category": "mini_swe_agent",
+            "request": _common.first_user_text(messages),
+            "tools": _common.called_tools(messages) or [_common.BASH_TOOL],
+        },
+        str(model),
+        messages,
+        grade=_common.resolved_grade(swebench_report.resolved(batch, instance)),
+    )
 
 
 def records(sample, batch):
-    yield _common.record_line(1, lambda: convert(sample.document, sample, batch), sample.head,
-                              "bad_mini_swe_agent_record")
+    yield _common.record_line(
+        1, lambda: convert(sample.document, sample, batch), sample.head, "bad_mini_swe_agent_record"
+    )

@@ -26,12 +26,23 @@ def convert(obj: dict, stem: str, record: int, notes) -> dict:
     task_id = _common.task_id_of("chat", request)
     return _common.trajectory(
         str(obj.get("id") or f"{stem}:{record}"),
-        {"task_id": task_id, "category": "chat", "request": request,
-         "tools": _common.tool_definitions(obj.get("tools"), notes)},
-        str(obj.get("model") or "unknown"), messages)
+        {
+            "task_id": task_id,
+            "category": "chat",
+            "request": request,
+            "tools": _common.tool_definitions(obj.get("tools"), notes),
+        },
+        str(obj.get("model") or "unknown"),
+        messages,
+    )
 
 
 def records(sample, batch):
     stem = sample.path.name.split(".")[0]
-    return _common.json_lines(sample, looks_like, lambda obj, record: convert(obj, stem, record, batch.notes),
-                              "bad_openai_record", "an object with a messages list")
+    return _common.json_lines(
+        sample,
+        looks_like,
+        lambda obj, record: convert(obj, stem, record, batch.notes),
+        "bad_openai_record",
+        "an object with a messages list",
+    )

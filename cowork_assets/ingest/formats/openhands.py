@@ -50,13 +50,15 @@ def _model_call(event: dict) -> tuple[str | None, dict | None]:
     message = choices[0].get("message") or {}
     call = next((c for c in message.get("tool_calls") or [] if c.get("id") == meta.get("tool_call_id")), None)
     if call is not None:
-        return _common.text(message.get("content")), _common.call(call["id"], call["function"]["name"],
-                                                                  call["function"].get("arguments"))
+        return _common.text(message.get("content")), _common.call(
+            call["id"], call["function"]["name"], call["function"].get("arguments")
+        )
     args = event.get("args") or {}
     call_id = meta.get("tool_call_id") or f"call_{event.get('id')}"
     name = meta.get("function_name") or CALL_NAMES.get(event["action"], event["action"])
-    return args.get("thought") or None, _common.call(call_id, name, {k: v for k, v in args.items()
-                                                                      if k not in NOT_ARGUMENTS})
+    return args.get("thought") or None, _common.call(
+        call_id, name, {k: v for k, v in args.items() if k not in NOT_ARGUMENTS}
+    )
 
 
 def conversation(history: list) -> list[dict]:
@@ -94,13 +96,24 @@ def convert(run: dict, stem: str, sample, batch) -> dict:
     model = ((run.get("metadata") or {}).get("llm_config") or {}).get("model") or "unknown"
     return _common.trajectory(
         batch.unique_id(f"{stem}:{instance}", sample),
-        {"task_id": instance, "category": "openhands",
-         "request": _common.text(run.get("instruction")) or _common.first_user_text(messages),
-         "tools": _common.called_tools(messages)},
-        str(model), messages, grade=_common.resolved_grade(swebench_report.resolved(batch, instance)))
+        {
+            "task_id": instance,
+            "category": "openhands",
+            "request": _common.text(run.get("instruction")) or _common.first_user_text(messages),
+            "tools": _common.called_tools(messages),
+        },
+        str(model),
+        messages,
+        grade=_common.resolved_grade(swebench_report.resolved(batch, instance)),
+    )
 
 
 def records(sample, batch):
     stem = sample.path.name.split(".")[0]
-    return _common.json_lines(sample, looks_like, lambda run, record: convert(run, stem, sample, batch),
-                              "bad_openhands_record", "an object with instance_id and history")
+    return _common.json_lines(
+        sample,
+        looks_like,
+        lambda run, record: convert(run, stem, sample, batch),
+        "bad_openhands_record",
+        "an object with instance_id and history",
+    )

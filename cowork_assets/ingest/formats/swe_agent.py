@@ -40,8 +40,9 @@ def conversation(history: list[dict]) -> list[dict]:
             message = {"role": "assistant", "content": content}
             calls = m.get("tool_calls") or []
             if calls:
-                message["tool_calls"] = [_common.call(c["id"], c["function"]["name"], c["function"].get("arguments"))
-                                         for c in calls]
+                message["tool_calls"] = [
+                    _common.call(c["id"], c["function"]["name"], c["function"].get("arguments")) for c in calls
+                ]
             elif m.get("action"):
                 pending = f"action_{i}"
                 message["tool_calls"] = [_common.call(pending, "bash", {"command": m["action"]})]
@@ -64,7 +65,10 @@ def convert(doc: dict, sample, batch) -> dict:
     return _common.trajectory(
         batch.unique_id(sample.path.name.removesuffix(".traj"), sample),
         {"task_id": instance, "category": "swe_agent", "request": _common.first_user_text(messages), "tools": tools},
-        str(model), messages, grade=_common.resolved_grade(swebench_report.resolved(batch, instance)))
+        str(model),
+        messages,
+        grade=_common.resolved_grade(swebench_report.resolved(batch, instance)),
+    )
 
 
 def records(sample, batch):

@@ -20,12 +20,19 @@ extra keys are read whenever the parts above are there; otherwise each is quaran
 
 from __future__ import annotations
 
+from functools import partial
+
 from cowork_assets.ingest.formats import _common, tool_definitions
 
 NAME = "tau2"
 PRIORITY = 25
-BASIS = {"ACTION": "tool_called", "COMMUNICATE": "keywords_present", "ENV_ASSERTION": "env_assertion",
-         "DB": "db_match", "NL_ASSERTION": "nl_assertion"}
+BASIS = {
+    "ACTION": "tool_called",
+    "COMMUNICATE": "keywords_present",
+    "ENV_ASSERTION": "env_assertion",
+    "DB": "db_match",
+    "NL_ASSERTION": "nl_assertion",
+}
 SCENARIO_PARTS = ("reason_for_call", "known_info", "unknown_info", "task_instructions")
 
 
@@ -53,17 +60,27 @@ def checks(criteria: dict) -> list[dict]:
         args = a.get("arguments") or {}
         if isinstance(a.get("compare_args"), list):
             args = {k: v for k, v in args.items() if k in a["compare_args"]}
-        out.append({"id": str(a.get("action_id") or f"action_{i}"), "type": "tool_called", "tool": a["name"],
-                    "args": args})
-    out += [{"id": f"communicate_{i}", "type": "keywords_present", "keywords": [info], "normalize": "tau_bench"}
-            for i, info in enumerate(criteria.get("communicate_info") or [])]
-    out += [{"id": f"env_{i}", "type": "env_assertion", **{k: e.get(k) for k in ("env_type", "func_name", "arguments",
-                                                                                  "assert_value")}}
-            for i, e in enumerate(criteria.get("env_assertions") or [])]
+        out.append(
+            {"id": str(a.get("action_id") or f"action_{i}"), "type": "tool_called", "tool": a["name"], "args": args}
+        )
+    out += [
+        {"id": f"communicate_{i}", "type": "keywords_present", "keywords": [info], "normalize": "tau_bench"}
+        for i, info in enumerate(criteria.get("communicate_info") or [])
+    ]
+    out += [
+        {
+            "id": f"env_{i}",
+            "type": "env_assertion",
+            **{k: e.get(k) for k in ("env_type", "func_name", "arguments", "assert_value")},
+        }
+        for i, e in enumerate(criteria.get("env_assertions") or [])
+    ]
     if "db_match" in basis:
         out.append({"id": "db", "type": "db_match"})
-    out += [{"id": f"nl_{i}", "type": "nl_assertion", "assertion": text}
-            for i, text in enumerate(criteria.get("nl_assertions") or [])]
+    out += [
+        {"id": f"nl_{i}", "type": "nl_assertion", "assertion": text}
+        for i, text in enumerate(criteria.get("nl_assertions") or [])
+    ]
     for c in out:
         if c["type"] not in basis:
             c["weight"] = 0.0
@@ -119,8 +136,14 @@ def agent_view(messages: list[dict], policy: str | None, ticket: str | None) -> 
                 out.append({"role": "user", "content": _common.text(m["content"])})
         elif role == "tool":
             if m.get("requestor", "assistant") == "assistant":
-                out.append({"role": "tool", "tool_call_id": m.get("id"), "name": names.get(m.get("id")),
-                            "content": _common.text(m.get("content")) or ""})
+                out.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": m.get("id"),
+                        "name": names.get(m.get("id")),
+                        "content": _common.text(m.get("content")) or "",
+                    }
+                )
         else:
             out.append({"role": role, "content": _common.text(m.get("content"))})
     return out
@@ -135,12 +158,22 @@ def _file_tools(doc: dict, domain: str, batch) -> list[dict]:
         return _common.tool_definitions(given, batch.notes)
     if (beside := tool_definitions.for_domain(batch, domain)) is not None:
         return _common.tool_definitions(beside, batch.notes)
-    names = [c.get("name") for s in doc["simulations"] if isinstance(s, dict) for m in s.get("messages") or []
-             if isinstance(m, dict) and m.get("role") == "assistant" for c in m.get("tool_calls") or []
-             if isinstance(c, dict) and c.get("requestor", "assistant") == "assistant"]
-    names += [a.get("name") for t in doc.get("tasks") or [] if isinstance(t, dict)
-              for a in (t.get("evaluation_criteria") or {}).get("actions") or []
-              if isinstance(a, dict) and a.get("requestor", "assistant") == "assistant"]
+    names = [
+        c.get("name")
+        for s in doc["simulations"]
+        if isinstance(s, dict)
+        for m in s.get("messages") or []
+        if isinstance(m, dict) and m.get("role") == "assistant"
+        for c in m.get("tool_calls") or []
+        if isinstance(c, dict) and c.get("requestor", "assistant") == "assistant"
+    ]
+    names += [
+        a.get("name")
+        for t in doc.get("tasks") or []
+        if isinstance(t, dict)
+        for a in (t.get("evaluation_criteria") or {}).get("actions") or []
+        if isinstance(a, dict) and a.get("requestor", "assistant") == "assistant"
+    ]
     return sorted(_common.called_tools([], names), key=lambda t: t["name"])
 
 
@@ -157,10 +190,19 @@ def convert(sim: dict, position: int, doc: dict, context: dict) -> dict:
     messages = agent_view(sim["messages"], context["policy"], task.get("ticket") if solo else None)
     return _common.trajectory(
         f"{context['stem']}:{task['id']}:{sim.get('trial', position)}",
-        {"task_id": task_id, "category": f"tau2_{domain}", "request": _request(task, solo),
-         "initial_state": task.get("initial_state") or {}, "tools": context["tools"], "checks": task_checks},
-        context["model"], messages, grade=grade(sim.get("reward_info"), task_checks),
-        run_id=f"trial-{sim.get('trial', 0)}")
+        {
+            "task_id": task_id,
+            "category": f"tau2_{domain}",
+            "request": _request(task, solo),
+            "initial_state": task.get("initial_state") or {},
+            "tools": context["tools"],
+            "checks": task_checks,
+        },
+        context["model"],
+        messages,
+        grade=grade(sim.get("reward_info"), task_checks),
+        run_id=f"trial-{sim.get('trial', 0)}",
+    )
 
 
 def records(sample, batch):
@@ -169,10 +211,12 @@ def records(sample, batch):
     env = info.get("environment_info") or {}
     domain = str(env.get("domain_name") or sample.path.stem.split("_")[-1]).lower()
     context = {
-        "stem": sample.path.stem, "domain": domain, "policy": env.get("policy"),
+        "stem": sample.path.stem,
+        "domain": domain,
+        "policy": env.get("policy"),
         "model": str((info.get("agent_info") or {}).get("llm") or "unknown"),
         "tasks": {str(t.get("id")): t for t in doc.get("tasks") or [] if isinstance(t, dict)},
         "tools": _file_tools(doc, domain, batch),
     }
     for i, sim in enumerate(doc["simulations"], 1):
-        yield _common.record_line(i, lambda: convert(sim, i, doc, context), sim, "bad_tau2_record")
+        yield _common.record_line(i, partial(convert, sim, i, doc, context), sim, "bad_tau2_record")

@@ -11,6 +11,7 @@ The domain is the one named at the end of the file name (`...-retail.json`, `...
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +40,14 @@ def convert(run: dict, stem: str, domain: str, tools: list[dict] | None) -> dict
     """One tau-bench run as a cowork.trajectory/v1 object (KeyError/TypeError on a malformed run)."""
     task = run["info"]["task"]
     actions, outputs = task.get("actions") or [], task.get("outputs") or []
-    checks = [{"id": f"action_{i}", "type": "tool_called", "tool": a["name"], "args": a.get("kwargs") or {}}
-              for i, a in enumerate(actions)]
-    checks += [{"id": f"output_{i}", "type": "keywords_present", "keywords": [o], "normalize": "tau_bench"}
-               for i, o in enumerate(outputs)]
+    checks = [
+        {"id": f"action_{i}", "type": "tool_called", "tool": a["name"], "args": a.get("kwargs") or {}}
+        for i, a in enumerate(actions)
+    ]
+    checks += [
+        {"id": f"output_{i}", "type": "keywords_present", "keywords": [o], "normalize": "tau_bench"}
+        for i, o in enumerate(outputs)
+    ]
     info = (run["info"].get("reward_info") or {}).get("info") or {}
     results: dict[str, bool] = {}
     if "r_actions" in info:
@@ -53,14 +58,23 @@ def convert(run: dict, stem: str, domain: str, tools: list[dict] | None) -> dict
     messages = run["traj"]
     return _common.trajectory(
         f"{stem}:{run['task_id']}:{run['trial']}",
-        {"task_id": task_id, "category": f"tau_bench_{domain}", "request": task["instruction"],
-         "initial_state": {"user_id": task.get("user_id")},
-         "tools": tools if tools is not None else _common.called_tools(
-             [m for m in messages if isinstance(m, dict)], [a.get("name") for a in actions if isinstance(a, dict)]),
-         "checks": checks},
-        stem.removesuffix(f"-{domain}"), messages,
+        {
+            "task_id": task_id,
+            "category": f"tau_bench_{domain}",
+            "request": task["instruction"],
+            "initial_state": {"user_id": task.get("user_id")},
+            "tools": tools
+            if tools is not None
+            else _common.called_tools(
+                [m for m in messages if isinstance(m, dict)], [a.get("name") for a in actions if isinstance(a, dict)]
+            ),
+            "checks": checks,
+        },
+        stem.removesuffix(f"-{domain}"),
+        messages,
         grade={"score": float(run["reward"]), "passed": float(run["reward"]) >= 1.0, "checks": results},
-        run_id=f"trial-{run['trial']}")
+        run_id=f"trial-{run['trial']}",
+    )
 
 
 def records(sample, batch):
@@ -68,4 +82,4 @@ def records(sample, batch):
     raw_tools = tool_definitions.for_domain(batch, domain)
     tools = _common.tool_definitions(raw_tools, batch.notes) if raw_tools is not None else None
     for i, run in enumerate(sample.document, 1):
-        yield _common.record_line(i, lambda: convert(run, stem, domain, tools), run, "bad_tau_record")
+        yield _common.record_line(i, partial(convert, run, stem, domain, tools), run, "bad_tau_record")

@@ -9,8 +9,14 @@ AUXILIARY = True
 
 
 def is_tools(data) -> bool:
-    return isinstance(data, list) and bool(data) and all(
-        isinstance(t, dict) and isinstance(t.get("function", t), dict) and "name" in t.get("function", t) for t in data)
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and all(
+            isinstance(t, dict) and isinstance(t.get("function", t), dict) and "name" in t.get("function", t)
+            for t in data
+        )
+    )
 
 
 def detect(sample) -> bool:

@@ -1,0 +1,94 @@
+"""An independent recount of a batch's raw records, for `records_accounted_for`.
+
+It shares no code with ingest (only the standard library), so a bug in ingest's readers cannot hide in the
+recount too. What counts as one raw record:
+- a JSON Lines file (`*.jsonl`, `*.jsonl.gz`, or any file of a batch whose `.cowork-format`
+  names a line format): each line with a non-blank byte, counted on the decompressed bytes; a gzip stream
+  that is corrupt or ends early ends in one more record (the unfinished line and the damage);
+- any other file: a JSON list holds one record per element, except that a list of chat messages (each
+  with a `role`: mini-swe-agent) is one, and tool definitions (function specs) are none; a JSON object
+  holds `simulations` records (tau2-bench), none for a report (`resolved_ids`), else one;
+  a file that does not parse as JSON is one record (quarantined as such).
+Files ingest lists in `skipped_inputs` (with their reason) are accounted for there and not recounted.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+BLOCK = 1 << 20
+LINE_FORMATS = {"cowork", "openai_chat", "openhands"}  # names a `.cowork-format` file may give
+
+
+def _decompressed(path: Path) -> Iterator[bytes | None]:
+    """The file's bytes, gunzipped (all members) when its name ends in .gz; None last if the stream is damaged."""
+    with open(path, "rb") as fh:
+        if not path.name.endswith(".gz"):
+            while block := fh.read(BLOCK):
+                yield block
+            return
+        stream, started = zlib.decompressobj(wbits=31), False
+        while block := fh.read(BLOCK):
+            while block:
+                try:
+                    yield stream.decompress(block)
+                except zlib.error:
+                    yield None
+                    return
+                started = True
+                if not stream.eof:
+                    break
+                block, stream, started = stream.unused_data, zlib.decompressobj(wbits=31), False
+        if started and not stream.eof:
+            yield None
+
+
+def count_lines(path: Path) -> int:
+    """Lines holding a non-blank byte; a damaged gzip stream's tail (with its unfinished line) is one record."""
+    count, tail = 0, b""
+    for block in _decompressed(path):
+        if block is None:
+            return count + 1
+        lines = (tail + block).split(b"\n")
+        tail = lines.pop()
+        count += sum(1 for line in lines if line.strip())
+    return count + (1 if tail.strip() else 0)
+
+
+def _is_function_spec(item: object) -> bool:
+    spec = item.get("function", item) if isinstance(item, dict) else None
+    return isinstance(spec, dict) and "name" in spec
+
+
+def count_documents(path: Path) -> int:
+    """Records of a JSON document file (see the module's docstring)."""
+    try:
+        document = json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError):
+        return 1
+    if isinstance(document, list):
+        if document and all(_is_function_spec(item) for item in document):
+            return 0
+        chat = document and all(isinstance(item, dict) and "role" in item for item in document)
+        return 1 if chat else len(document)
+    if isinstance(document, dict):
+        if isinstance(document.get("simulations"), list):
+            return len(document["simulations"])
+        return 0 if "resolved_ids" in document else 1
+    return 1
+
+
+def recount(folder: Path, skipped: Iterable[str] = ()) -> int:
+    """Raw records of a batch folder's files, leaving out the files named in `skipped` (file names)."""
+    forced = folder / ".cowork-format"
+    lines_everywhere = forced.is_file() and forced.read_text().strip() in LINE_FORMATS
+    total = 0
+    for path in sorted(folder.iterdir()):
+        if path.name == forced.name or path.name in set(skipped) or not path.is_file():
+            continue
+        jsonl = path.name.endswith((".jsonl", ".jsonl.gz")) or lines_everywhere
+        total += count_lines(path) if jsonl else count_documents(path)
+    return total

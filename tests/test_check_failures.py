@@ -1,0 +1,163 @@
+"""Every asset check and gate, made to fail on crafted input, failing where a user looks: the check's
+result in the run, `cowork-curate run`'s exit status (1 when an ERROR check or a gate fails) and the
+summary it prints (the check's name and its numbers).
+
+Each run is one small batch through the CLI in this process (one batch runs in process), so a test can
+break ingest on purpose with monkeypatch. `strategy_comparison` is informational (it never fails) and
+`passed_quality_gate` marks a version that was published, so a failing gate shows as no new version.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from cowork_assets.datasets import publish as pub
+from cowork_assets.ingest import batch as ingest_batch
+from cowork_assets.ingest.formats import cowork
+from cowork_assets.synthetic.generate import generate
+from cowork_cli.cli import main
+
+HOSTILE = Path(__file__).parent / "hostile" / "corpus"
+
+
+@pytest.fixture(scope="module")
+def small_raw(tmp_path_factory) -> Path:
+    raw = tmp_path_factory.mktemp("small") / "raw"
+    generate(raw, trajectories=60, batches=1, seed=21)
+    return raw
+
+
+def _run(raw: Path, tmp: Path, capsys, *settings: str) -> tuple[int, str, str]:
+    """(exit status, printed summary, batch) of `cowork-curate run` over a copy of `raw`."""
+    copy = tmp / "raw"
+    if not copy.exists():
+        shutil.copytree(raw, copy)
+    (batch,) = [p.name for p in copy.iterdir() if p.is_dir()]
+    args = ["run", "--raw-root", str(copy), "--data-root", str(tmp / "curated"), "--dagster-home", str(tmp / "home")]
+    capsys.readouterr()
+    status = main(args + [a for s in settings for a in ("--set", s)])
+    return status, capsys.readouterr().out, batch
+
+
+def _failed(summary: str) -> dict[str, list[str]]:
+    """FAILED CHECK headings of the summary -> the detail lines printed under each."""
+    out, current = {}, None
+    for line in summary.splitlines():
+        if line.startswith("FAILED CHECK "):
+            current = line.removeprefix("FAILED CHECK ")
+            out[current] = []
+        elif current and line.startswith("  "):
+            out[current].append(line.strip())
+        elif current and not line.strip():
+            current = None
+    return out
+
+
+def test_settings_that_lose_evidence_fail_the_error_checks_and_the_run(small_raw, tmp_path, capsys):
+    """head truncation loses at-risk values, a tight drop budget removes passing samples, no duplicates are
+    tolerated, and an orphan tool result breaks a sample's structure."""
+    shutil.copytree(small_raw, tmp_path / "raw")
+    (batch,) = [p for p in (tmp_path / "raw").iterdir() if p.is_dir()]
+    shutil.copy(HOSTILE / "orphan-result" / "a.jsonl", batch / "orphan.jsonl")
+    status, summary, b = _run(
+        small_raw,
+        tmp_path,
+        capsys,
+        "truncation_strategy=head",
+        "char_budget=2500",
+        "budget_policy=drop",
+        "max_duplicate_rate=0",
+    )
+    failed = _failed(summary)
+    assert status == 1
+    lost = failed[f"evidence_audit:evidence_lost_to_truncation [{b}] (ERROR)"]
+    assert any(line.startswith("lost_items: ") and int(line.split(": ")[1]) > 0 for line in lost)
+    budget = failed[f"sample_stats:evidence_lost_to_budget [{b}] (ERROR)"]
+    assert any(line.startswith("removed: ") and int(line.split(": ")[1]) > 0 for line in budget), budget
+    assert f"structure_findings:samples_structurally_valid [{b}] (WARN)" in failed
+    assert "invalid_samples: 1" in failed[f"structure_findings:samples_structurally_valid [{b}] (WARN)"]
+    assert "dedup_clusters:duplicate_rate (WARN)" in failed
+    assert "task_findings:tasks_consistent (WARN)" in failed  # the generator's injected inconsistencies
+    assert not any("strategy_comparison" in name for name in failed)  # informational: never fails
+
+
+def test_warnings_alone_do_not_fail_the_run(small_raw, tmp_path, capsys):
+    status, summary, b = _run(small_raw, tmp_path, capsys)
+    failed = _failed(summary)
+    assert status == 0 and failed and all(name.endswith("(WARN)") for name in failed)
+
+
+def test_a_record_ingest_loses_and_tables_that_break_their_model_fail_the_ingest_checks(
+    small_raw, tmp_path, capsys, monkeypatch
+):
+    """Ingest is broken on purpose: the cowork reader drops each file's second line, and every staging table
+    gets one value its pandera model forbids. The independent recount and the schema checks notice."""
+    reader = cowork.records
+    monkeypatch.setattr(cowork, "records", lambda s, b: (x for i, x in enumerate(reader(s, b)) if i != 1))
+    corrupt = {
+        "trajectories": pl.col("raw_record") * 0,  # ge=1
+        "messages": pl.col("chars") - 10**9,  # ge=0
+        "tool_calls": pl.col("call_index") - 1,  # ge=0
+        "task_packages": pl.col("n_tools") - 100,  # ge=0
+        "quarantine": pl.col("raw_record") * 0,  # ge=1
+        "skipped_inputs": pl.lit(None, pl.String).alias("reason"),  # not nullable
+    }
+
+    class Corrupting(ingest_batch.ParquetSink):
+        def write(self, frame: pl.DataFrame) -> None:
+            table = Path(self.final).parent.parent.name
+            if table in corrupt and frame.height:
+                frame = frame.with_columns(corrupt[table])
+            super().write(frame)
+
+    class CorruptingPackages(ingest_batch.ArrowScratch):  # task packages are gathered here before their file
+        def write(self, frame: pl.DataFrame) -> None:
+            super().write(frame.with_columns(corrupt["task_packages"]) if frame.height else frame)
+
+    monkeypatch.setattr(ingest_batch, "ParquetSink", Corrupting)
+    monkeypatch.setattr(ingest_batch, "ArrowScratch", CorruptingPackages)
+    shutil.copytree(small_raw, tmp_path / "raw")
+    (batch,) = [p for p in (tmp_path / "raw").iterdir() if p.is_dir()]
+    (batch / "notes.txt").write_text("not raw data")  # one skipped input, so skipped_inputs has a row
+    status, summary, b = _run(small_raw, tmp_path, capsys)
+    failed = _failed(summary)
+    assert status == 1
+    files = len([p for p in batch.iterdir() if p.name.endswith((".jsonl", ".jsonl.gz"))])
+    assert f"unaccounted: {files}" in failed[f"trajectories:records_accounted_for [{b}] (ERROR)"]
+    for table in corrupt:
+        assert f"{table}:matches_schema [{b}] (ERROR)" in failed, (table, sorted(failed))
+
+
+@pytest.mark.parametrize(
+    ("dataset", "candidate", "builder", "corruption"),
+    [
+        ("sft_dataset", "sft_candidate", "build_sft", {"split": pl.lit("test")}),
+        ("rl_tasks", "rl_tasks_candidate", "build_rl_tasks", {"data_source": pl.lit(None, pl.String)}),
+        ("rl_rollouts", "rl_rollouts_candidate", "build_rl_rollouts", {"grpo_advantage": pl.lit(float("nan"))}),
+    ],
+)
+def test_a_candidate_that_fails_its_gate_fails_the_run_and_is_never_published(
+    small_raw, tmp_path, capsys, monkeypatch, dataset, candidate, builder, corruption
+):
+    from cowork_assets.datasets import assets
+
+    original = getattr(assets, builder)
+
+    def corrupted(*args, **kwargs):
+        built = original(*args, **kwargs)
+        if isinstance(built, dict):
+            return {k: v.with_columns(**corruption) for k, v in built.items()}
+        return built.with_columns(**corruption)
+
+    monkeypatch.setattr(assets, builder, corrupted)
+    status, summary, _ = _run(small_raw, tmp_path, capsys)
+    failed = _failed(summary)
+    assert status == 1
+    details = failed[f"{candidate}:quality_gate (ERROR)"]
+    assert any(line.startswith("failed_expectations: ") and line != "failed_expectations: 0" for line in details)
+    assert any(column in "\n".join(details) for column in corruption), details  # the failing column is named
+    assert pub.current(str(tmp_path / "curated"), dataset) is None  # nothing was ever published
