@@ -1,6 +1,11 @@
-"""What Linux's /proc says about a process: empty answers where a process is gone (or there is no /proc)."""
+"""What Linux's /proc says about a process (empty answers where a process is gone, or there is no /proc), and
+the one process setting the pipeline makes through the kernel."""
 
 from __future__ import annotations
+
+import ctypes
+import os
+import signal
 
 
 def read(path: str) -> bytes:
@@ -15,3 +20,14 @@ def read(path: str) -> bytes:
 def stat_fields(pid: int) -> list[bytes]:
     """The fields of /proc/<pid>/stat after the command name: state, parent pid, ... (empty once gone)."""
     return read(f"/proc/{pid}/stat").rsplit(b")", 1)[-1].split()
+
+
+def die_with_parent() -> None:
+    """Linux: this process is killed when the process that started it exits, however that one ends (even by
+    SIGKILL), so a killed `cowork-curate run` leaves no batch worker behind."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the parent's own clean-up has to do
+        return
+    if os.getppid() == 1:  # the parent is already gone
+        os._exit(1)

@@ -8,9 +8,7 @@ runs recorded on this host are judged: another host's processes cannot be seen f
 
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
 import socket
 
 import dagster as dg
@@ -55,14 +53,3 @@ def reap_dead_runs(instance: dg.DagsterInstance) -> list[str]:
             instance.report_run_failed(run, f"the run's process ({identity}) is gone: it was killed or crashed")
             reaped.append(run.run_id)
     return reaped
-
-
-def die_with_parent() -> None:
-    """Linux: this process is killed when the process that started it exits, however that one ends (even by
-    SIGKILL), so a killed `cowork-curate run` leaves no batch worker behind."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: the parent's own clean-up has to do
-        return
-    if os.getppid() == 1:  # the parent is already gone
-        os._exit(1)

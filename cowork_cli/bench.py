@@ -20,6 +20,7 @@ import orjson
 import polars as pl
 
 from cowork_assets.procfs import read, stat_fields
+from cowork_cli.digest import content_digests
 
 ROLES = {
     "cowork_assets.tokens": "tokenizer helper",
@@ -206,6 +207,19 @@ def phase_seconds(instance, since: float, wall: float) -> dict[str, float]:
     }
 
 
+NAIVE_REFERENCE = Path(__file__).resolve().parents[1] / "bench" / "naive_reference.py"
+
+
+def naive_reference_seconds(raw_root: Path, out: Path) -> float | None:
+    """Wall time of bench/naive_reference.py (a plain script doing part of the job) on the same corpus,
+    interpreter start included; None where the script is not at hand (an installed wheel)."""
+    if not NAIVE_REFERENCE.is_file():
+        return None
+    started = time.monotonic()
+    subprocess.run([sys.executable, str(NAIVE_REFERENCE), str(raw_root), str(out)], check=True, capture_output=True)
+    return round(time.monotonic() - started, 1)
+
+
 def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
     from cowork_assets.settings import CurateSettings
     from cowork_assets.synthetic.generate import generate
@@ -230,6 +244,7 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
         outcome = materialize_all(settings, instance, echo=print)
         wall = time.monotonic() - started
     floor = floor_seconds(raw, data, settings.token_encoding, settings.tokenizer_processes)
+    naive = naive_reference_seconds(raw, out / f"naive-{size}.parquet")
     figures = {
         "trajectories": size,
         "batches": batches,
@@ -243,10 +258,13 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
         "floor": floor,
         "wall_over_floor": round(wall / max(floor["seconds"], 0.01), 2),
         "wall_over_strict_floor": round(wall / max(floor["strict_seconds"], 0.01), 2),
+        "naive_reference_seconds": naive,
+        "wall_over_naive_reference": round(wall / naive, 2) if naive else None,
         "max_concurrent": settings.max_concurrent,
         "failed": outcome.failed,
         "phase_seconds": phase_seconds(instance, since, wall),
         "per_asset_seconds": {k: round(v, 1) for k, v in per_asset_seconds(instance, since).items()},
+        "content_digests": content_digests(str(data)),  # to compare outputs across code versions
     }
     earlier = (orjson.loads(f.read_bytes()) for f in out.glob("bench-*.json"))
     # (Figures of earlier versions, which could count a forking process twice, do not compare.)
@@ -286,6 +304,14 @@ def report(figures: dict) -> str:
         f"  strict floor    {figures['floor']['strict_seconds']} s (the same text tokenized as the pipeline does "
         f"it: {figures['floor']['tokenize_loop_seconds']} s); wall / strict floor = "
         f"{figures['wall_over_strict_floor']}",
+        *(
+            [
+                f"  naive reference {figures['naive_reference_seconds']} s (bench/naive_reference.py: part of the "
+                f"job, one process); wall / naive reference = {figures['wall_over_naive_reference']}"
+            ]
+            if figures.get("naive_reference_seconds")
+            else []
+        ),
         *(
             [f"  growth from {g['from_trajectories']} trajectories: wall x{g['wall']}, peak memory x{g['peak_memory']}"]
             if (g := figures.get("growth"))

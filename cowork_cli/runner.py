@@ -22,9 +22,11 @@ from pathlib import Path
 
 import dagster as dg
 
+from cowork_assets.datasets.suites import start_early
 from cowork_assets.ingest.raw_files import discover_batches, not_batches
 from cowork_assets.partitions import batches as batches_partitions
-from cowork_assets.run_health import die_with_parent, in_flight, reap_dead_runs
+from cowork_assets.procfs import die_with_parent
+from cowork_assets.run_health import in_flight, reap_dead_runs
 from cowork_assets.settings import CurateSettings
 from cowork_assets.tokens import TokenizerUnavailable, get_encoding
 from cowork_cli.locks import file_lock
@@ -151,6 +153,7 @@ def materialize_all(
             outcome.skipped.append(batch)
         else:
             todo.append(batch)
+    start_early()  # the gates' Great Expectations helper imports while the batches run (at the lowest priority)
     workers = min(settings.max_concurrent, len(todo))
     if workers > 1:
         # Workers start first: they import the code and open the instance while this process does the same.

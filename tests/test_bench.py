@@ -34,6 +34,51 @@ def test_bench_writes_its_figures_and_the_growth_between_sizes(tmp_path):
     assert orjson.loads((tmp_path / "bench-120.json").read_bytes()) == large
     assert "strict floor" in report(large) and "growth from 60 trajectories" in report(large)
     assert "s cross-batch" in report(large) and "MB main process" in report(large)
+    assert large["naive_reference_seconds"] > 0 and "wall / naive reference" in report(large)
+    assert large["wall_over_naive_reference"] == round(large["wall_seconds"] / large["naive_reference_seconds"], 2)
+    assert len(large["content_digests"]) == 21 and (tmp_path / "naive-120.parquet").is_file()
+
+
+def test_the_naive_reference_does_its_part_of_the_job(tmp_path):
+    """Passing teacher runs only, observations cut to 1,000 characters, samples over 40,000 dropped, exact
+    duplicates dropped, tokens counted per message."""
+    import json
+    import subprocess
+    import sys
+
+    import polars as pl
+
+    from cowork_cli.bench import NAIVE_REFERENCE
+
+    def run(tid, role="teacher", passed=True, observation="ok", user="Find it."):
+        return json.dumps(
+            {
+                "trajectory_id": tid,
+                "teacher": {"role": role},
+                "grade": {"passed": passed},
+                "messages": [{"role": "user", "content": user}, {"role": "tool", "content": observation}],
+            }
+        )
+
+    batch = tmp_path / "raw" / "b"
+    batch.mkdir(parents=True)
+    lines = [
+        run("kept", observation="x" * 5000),
+        run("copy", observation="x" * 5000),
+        run("student", role="student"),
+        run("failed", passed=False),
+        run("long", user="y" * 50_000),
+        "not json",
+    ]
+    (batch / "a.jsonl").write_text("\n".join(lines) + "\n")
+    subprocess.run(
+        [sys.executable, str(NAIVE_REFERENCE), str(tmp_path / "raw"), str(tmp_path / "out.parquet")],
+        check=True,
+        capture_output=True,
+    )
+    out = pl.read_parquet(tmp_path / "out.parquet")
+    assert out["trajectory_id"].to_list() == ["kept"]
+    assert json.loads(out["messages"][0])[1]["content"] == "x" * 1000 and out["tokens"][0] > 0
 
 
 def test_the_floor_is_measured_in_a_fresh_interpreter(tmp_path, monkeypatch):

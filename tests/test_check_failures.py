@@ -132,32 +132,31 @@ def test_a_record_ingest_loses_and_tables_that_break_their_model_fail_the_ingest
         assert f"{table}:matches_schema [{b}] (ERROR)" in failed, (table, sorted(failed))
 
 
-@pytest.mark.parametrize(
-    ("dataset", "candidate", "builder", "corruption"),
-    [
-        ("sft_dataset", "sft_candidate", "build_sft", {"split": pl.lit("test")}),
-        ("rl_tasks", "rl_tasks_candidate", "build_rl_tasks", {"data_source": pl.lit(None, pl.String)}),
-        ("rl_rollouts", "rl_rollouts_candidate", "build_rl_rollouts", {"grpo_advantage": pl.lit(float("nan"))}),
-    ],
-)
-def test_a_candidate_that_fails_its_gate_fails_the_run_and_is_never_published(
-    small_raw, tmp_path, capsys, monkeypatch, dataset, candidate, builder, corruption
+GATED = {  # dataset -> (its candidate, the function that builds it, a change its gate refuses)
+    "sft_dataset": ("sft_candidate", "build_sft", {"score": pl.lit(2.0)}),
+    "rl_tasks": ("rl_tasks_candidate", "build_rl_tasks", {"data_source": pl.lit(None, pl.String)}),
+    "rl_rollouts": ("rl_rollouts_candidate", "build_rl_rollouts", {"grpo_advantage": pl.lit(float("nan"))}),
+}
+
+
+def test_candidates_that_fail_their_gates_fail_the_run_and_are_never_published(
+    small_raw, tmp_path, capsys, monkeypatch
 ):
     from cowork_assets.datasets import assets
 
-    original = getattr(assets, builder)
+    def corrupting(build, change):
+        def corrupted(*args, **kwargs):
+            return build(*args, **kwargs).with_columns(**change)
 
-    def corrupted(*args, **kwargs):
-        built = original(*args, **kwargs)
-        if isinstance(built, dict):
-            return {k: v.with_columns(**corruption) for k, v in built.items()}
-        return built.with_columns(**corruption)
+        return corrupted
 
-    monkeypatch.setattr(assets, builder, corrupted)
+    for _, builder, change in GATED.values():
+        monkeypatch.setattr(assets, builder, corrupting(getattr(assets, builder), change))
     status, summary, _ = _run(small_raw, tmp_path, capsys)
     failed = _failed(summary)
     assert status == 1
-    details = failed[f"{candidate}:quality_gate (ERROR)"]
-    assert any(line.startswith("failed_expectations: ") and line != "failed_expectations: 0" for line in details)
-    assert any(column in "\n".join(details) for column in corruption), details  # the failing column is named
-    assert pub.current(str(tmp_path / "curated"), dataset) is None  # nothing was ever published
+    for dataset, (candidate, _, change) in GATED.items():
+        details = "\n".join(failed[f"{candidate}:quality_gate (ERROR)"])
+        assert "failed_expectations: 0" not in details and "failed_expectations: " in details, dataset
+        assert all(column in details for column in change), (dataset, details)  # the failing column is named
+        assert pub.current(str(tmp_path / "curated"), dataset) is None  # nothing was ever published

@@ -16,7 +16,7 @@ from cowork_assets.datasets.gates import run_gate
 from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks
 from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft
 from cowork_assets.datasets.stages import card_inputs
-from cowork_assets.datasets.suites import SuiteProcess
+from cowork_assets.datasets.suites import SuiteProcess, suite_process
 from cowork_assets.lineage import column_lineage
 from cowork_assets.markdown import table
 from cowork_assets.metadata import as_metadata
@@ -144,7 +144,7 @@ class QualitySuites(dg.ConfigurableResource):
     _process: SuiteProcess | None = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        self._process = SuiteProcess()
+        self._process = suite_process()
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         if self._process is not None:

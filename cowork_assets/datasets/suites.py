@@ -19,6 +19,7 @@ import polars as pl
 
 from cowork_assets.helper_process import HelperProcess
 from cowork_assets.paths import project_dir
+from cowork_assets.procfs import die_with_parent
 
 
 class SuiteProcessError(RuntimeError):
@@ -79,10 +80,29 @@ class SuiteProcess(HelperProcess):
         return answer["failures"]
 
 
+_spare: SuiteProcess | None = None
+
+
+def start_early() -> None:
+    """Start a helper now for the next run with gates in this process, so that it imports Great Expectations
+    while other work runs (`cowork-curate run` does this before its batches; a run in the UI starts its own)."""
+    global _spare
+    if _spare is None or not _spare.running():
+        _spare = SuiteProcess()
+
+
+def suite_process() -> SuiteProcess:
+    """The helper started early, if there is one alive, else a new one."""
+    global _spare
+    process, _spare = _spare, None
+    return process if process is not None and process.running() else SuiteProcess()
+
+
 def _serve() -> None:
     """The helper's loop. Replies go to the real stdout; anything a library prints goes to stderr. At the
     lowest priority: it imports on cycles the run's own steps leave idle (at normal priority it slowed
     them by more than it saved the batches)."""
+    die_with_parent()  # started early, it may outlive a run that was killed
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     os.nice(19)
