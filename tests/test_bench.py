@@ -12,9 +12,15 @@ import pytest
 from cowork_cli.bench import FLOOR_REPEATS, _by_role, _role, _tree_memory_mb, bench, floor_seconds, report
 
 
-def test_bench_writes_its_figures_and_the_growth_between_sizes(tmp_path):
-    small = bench(60, 2, tmp_path)
-    large = bench(120, 2, tmp_path)
+@pytest.fixture(scope="module")
+def benched(tmp_path_factory):
+    """Two bench runs in one folder: 60, then 120 trajectories."""
+    out = tmp_path_factory.mktemp("bench")
+    return out, bench(60, 2, out), bench(120, 2, out)
+
+
+def test_bench_writes_its_figures_and_the_growth_between_sizes(benched):
+    tmp_path, small, large = benched
     assert small["failed"] == {} == large["failed"] and "growth" not in small
     for figures in (small, large):
         floor = figures["floor"]
@@ -81,8 +87,8 @@ def test_the_naive_reference_does_its_part_of_the_job(tmp_path):
     assert json.loads(out["messages"][0])[1]["content"] == "x" * 1000 and out["tokens"][0] > 0
 
 
-def test_the_floor_is_measured_in_a_fresh_interpreter(tmp_path, monkeypatch):
-    bench(60, 2, tmp_path)
+def test_the_floor_is_measured_in_a_fresh_interpreter(benched, monkeypatch):
+    tmp_path = benched[0]
     monkeypatch.setattr("cowork_cli.bench._measure_floor", lambda *a: pytest.fail("measured in the bench's process"))
     floor = floor_seconds(tmp_path / "raw-60", tmp_path / "data-60", "o200k_base", 2)
     assert floor["sft_messages"] > 0 and len(floor["tokenize_runs"]) == FLOOR_REPEATS

@@ -52,7 +52,7 @@ def _tables(data):
 
 def test_killed_run_resumes_without_redoing_finished_batches(tmp_path):
     raw = tmp_path / "raw"
-    generate(raw, 400, 4, 11)
+    generate(raw, 200, 4, 11)
     proc = _run(raw, tmp_path / "data", tmp_path / "home")
     finished = []
     deadline = time.monotonic() + 240

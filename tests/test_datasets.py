@@ -299,12 +299,14 @@ def test_exports(pipeline, tmp_path):
         ), roles
 
 
-def test_a_broken_dataset_fails_its_gate_and_is_not_published(default_raw, tmp_path, monkeypatch):
+def test_a_broken_dataset_fails_its_gate_and_is_not_published(tmp_path, monkeypatch):
     from cowork_assets.datasets import assets as dataset_assets
     from cowork_assets.settings import CurateSettings
+    from cowork_assets.synthetic.generate import generate
     from cowork_cli.runner import ensure_instance, materialize_all
 
-    settings = CurateSettings(raw_root=str(default_raw), data_root=str(tmp_path / "d"))
+    generate(tmp_path / "raw", trajectories=80, batches=1, seed=3)
+    settings = CurateSettings(raw_root=str(tmp_path / "raw"), data_root=str(tmp_path / "d"))
     instance = ensure_instance(tmp_path / "home")
     first = materialize_all(settings, instance, echo=lambda _: None)
     assert first.failed == {}
@@ -468,7 +470,7 @@ def test_rollout_rows_carry_their_checks_and_a_run_without_checks_an_empty_list(
     packages = pl.DataFrame(
         {"task_hash": ["h1"], "checks": ['[{"id": "c1", "type": "keywords_present", "keywords": ["x"]}]']}
     )
-    rows = build_rl_rollouts(runs, messages, packages, "group_id", 1e-6, True)
+    rows = build_rl_rollouts(runs, messages, packages, "group_id", 1e-6, "sample")
     assert rows.select("trajectory_id", "group_id", "checks").to_dicts() == [
         {
             "trajectory_id": "t1",

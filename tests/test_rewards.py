@@ -212,7 +212,7 @@ def test_the_sweep_cuts_by_position_as_verl_does_and_recommends_the_smallest_all
         },
     )
     runs = pl.DataFrame({"trajectory_id": ["t"], "category": ["c"]})
-    found = sweep(runs, messages, evidence, context=60, allowances=(1000, 2000, 4000))
+    found = sweep(runs, messages, evidence, evidence_context_chars=60, allowances=(1000, 2000, 4000))
     lost = {(s, n): lost for s, n, lost in found.select("strategy", "max_observation_chars", "lost_items").rows()}
     assert lost == {
         ("head", 1000): 2,

@@ -16,7 +16,11 @@ def _spans(spans) -> str:
 
 
 def truncation_report(
-    audit: pl.DataFrame, rollup: pl.DataFrame, curated: pl.DataFrame, threshold: float, settings: CurationSettings
+    audit: pl.DataFrame,
+    rollup: pl.DataFrame,
+    curated: pl.DataFrame,
+    max_truncation_loss_rate: float,
+    settings: CurationSettings,
 ) -> tuple[bool, dict]:
     """Lost at-risk evidence of passing teacher trajectories under the configured strategy."""
     population = audit.join(rollup.select("trajectory_id", "passing_teacher"), on="trajectory_id").filter(
@@ -30,13 +34,13 @@ def truncation_report(
         how="left",
         maintain_order="left",
     )
-    return rate <= threshold, {
+    return rate <= max_truncation_loss_rate, {
         "truncation_strategy": settings.truncation_strategy,
         "max_observation_chars": settings.max_observation_chars,
         "at_risk_items": population.height,
         "lost_items": lost.height,
         "loss_rate": round(rate, 4),
-        "threshold": threshold,
+        "threshold": max_truncation_loss_rate,
         "trajectories_affected": lost["trajectory_id"].n_unique(),
         "examples": table(
             ["trajectory", "check", "value", "where it sat", "what remained of that message"],
@@ -54,7 +58,7 @@ def truncation_report(
     }
 
 
-def budget_report(stats: pl.DataFrame, audit: pl.DataFrame, min_retention: float) -> tuple[bool, dict]:
+def budget_report(stats: pl.DataFrame, audit: pl.DataFrame, min_category_retention: float) -> tuple[bool, dict]:
     """Passing teacher samples the budget removes, per category, task and check type."""
     passing = stats.filter(pl.col("teacher_role") == "teacher", pl.col("grade_passed").fill_null(False))
     removed = pl.col("verdict") == "dropped"
@@ -80,12 +84,12 @@ def budget_report(stats: pl.DataFrame, audit: pl.DataFrame, min_retention: float
         .agg(removed=pl.len())
         .sort("check_type")
     )
-    low = by_category.filter(pl.col("retention") < min_retention)
+    low = by_category.filter(pl.col("retention") < min_category_retention)
     return low.is_empty() and emptied.is_empty(), {
         "passing_samples": passing.height,
         "removed": passing.filter(removed).height,
         "trimmed": passing.filter(pl.col("verdict") == "trimmed").height,
-        "min_category_retention": min_retention,
+        "min_category_retention": min_category_retention,
         "categories_below_retention": low.height,
         "tasks_losing_all": emptied.height,
         "by_category": table(

@@ -36,7 +36,7 @@ def sweep(
     trajectories: pl.DataFrame,
     messages: pl.DataFrame,
     evidence: pl.DataFrame,
-    context: int,
+    evidence_context_chars: int,
     allowances: tuple[int, ...] = ALLOWANCES,
 ) -> pl.DataFrame:
     """Per (category, strategy, allowance): at-risk items, how many the cut loses, and the observation
@@ -52,23 +52,32 @@ def sweep(
     frames = []
     for n in allowances:
         long = long_observations(messages, at_risk, n)
-        for name in names():
-            found = kept_spans(long, name, n, context)
-            kept = tools.join(
-                found.select(
-                    *KEY,
-                    cut_kept=pl.col("kept_spans")
-                    .list.eval(pl.element().struct.field("end") - pl.element().struct.field("start"))
-                    .list.sum(),
-                ),
-                on=KEY,
-                how="left",
-            )
+        for name, module in STRATEGIES.items():
+            if getattr(module, "KEEPS_ALL_EVIDENCE", False):  # only its characters are needed
+                survived = occurrences.select("trajectory_id", "norm").unique().with_columns(survives=pl.lit(True))
+                kept = tools.join(
+                    module.kept_chars(long, n, evidence_context_chars).rename({"kept_chars": "cut_kept"}),
+                    on=KEY,
+                    how="left",
+                )
+            else:
+                found = kept_spans(long, name, n, evidence_context_chars)
+                survived = survival(occurrences, found)
+                kept = tools.join(
+                    found.select(
+                        *KEY,
+                        cut_kept=pl.col("kept_spans")
+                        .list.eval(pl.element().struct.field("end") - pl.element().struct.field("start"))
+                        .list.sum(),
+                    ),
+                    on=KEY,
+                    how="left",
+                )
             frames.append(
                 _tally(
                     name,
                     items,
-                    survival(occurrences, found).with_columns(n=pl.lit(n, pl.Int64)),
+                    survived.with_columns(n=pl.lit(n, pl.Int64)),
                     kept.with_columns(n=pl.lit(n, pl.Int64), kept=pl.coalesce("cut_kept", "size")),
                     category,
                 )

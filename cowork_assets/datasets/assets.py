@@ -132,7 +132,7 @@ def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSet
     )
     packages = scan_table(settings.root, "task_packages").select("task_hash", "checks").collect()
     rows = build_rl_rollouts(
-        runs, messages, packages, settings.rl_group_by, settings.rl_advantage_epsilon, settings.rl_std == "sample"
+        runs, messages, packages, settings.rl_group_by, settings.rl_advantage_epsilon, settings.rl_std
     )
     return _stage(context, settings, "rl_rollouts", {"rollouts": rows})
 

@@ -154,7 +154,12 @@ def group_rewards(rollouts: pl.DataFrame, checks: pl.DataFrame, eps: float, samp
 
 
 def build_rl_rollouts(
-    runs: pl.DataFrame, messages: pl.DataFrame, packages: pl.DataFrame, group_by: str, eps: float, sample_std: bool
+    runs: pl.DataFrame,
+    messages: pl.DataFrame,
+    packages: pl.DataFrame,
+    rl_group_by: str,
+    rl_advantage_epsilon: float,
+    rl_std: str,
 ) -> pl.DataFrame:
     """`runs`: trajectories rows of the rollouts (grade_score, grade_checks, group_id, task_hash)."""
     plans = {
@@ -185,13 +190,13 @@ def build_rl_rollouts(
     rollouts = runs.select(
         "trajectory_id",
         "task_id",
-        group=pl.col("group_id").fill_null(pl.col("task_id")) if group_by == "group_id" else pl.col("task_id"),
+        group=pl.col("group_id").fill_null(pl.col("task_id")) if rl_group_by == "group_id" else pl.col("task_id"),
         batch="batch",
         score=pl.col("grade_score").cast(pl.Float64).fill_null(0.0),
     ).with_row_index("row")
     names = list(ROLLOUT_SCHEMA)
     return (
-        group_rewards(rollouts, checks, eps, sample_std)
+        group_rewards(rollouts, checks, rl_advantage_epsilon, rl_std == "sample")
         .select(*names[:5], "checks", *names[5:])
         .cast(ROLLOUT_SCHEMA)
         .rename({"group": "group_id"})

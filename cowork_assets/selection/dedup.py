@@ -81,14 +81,14 @@ def candidate_pairs(sigs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def clusters(sigs: pl.DataFrame, threshold: float) -> pl.DataFrame:
+def clusters(sigs: pl.DataFrame, near_dup_threshold: float) -> pl.DataFrame:
     """One row per member of every duplicate cluster (clusters of one are not listed).
 
     `sigs`: trajectory_id, batch, task_id, content_hash, shingles, score, chars. The representative kept
     is the best member: highest score, then fewest characters, then smallest trajectory id.
     """
     sigs = sigs.sort("trajectory_id")
-    edges = compared(candidate_pairs(sigs), sigs).filter(pl.col("exact") | (pl.col("similarity") >= threshold))
+    edges = compared(candidate_pairs(sigs), sigs).filter(pl.col("exact") | (pl.col("similarity") >= near_dup_threshold))
     parent: dict[str, str] = {}
 
     def root(x: str) -> str:

@@ -5,7 +5,9 @@ or None) and `kept(observations, allowance, context)`: for each long observation
 `message_index`, `length`, `cores` — the evidence spans first seen in it, possibly empty) the `kept_spans`
 (sorted, disjoint [start, end) ranges) and `overflow_chars` (kept beyond the allowance). Rendering the text,
 deciding which evidence survives and counting what each keeps are the same for all (curation/truncate.py).
-The package is the registry: a new module is found without editing any other code.
+A module that keeps every at-risk value by construction may say so (`KEEPS_ALL_EVIDENCE = True`) and give
+`kept_chars(observations, allowance, context)`: the truncation sweep then counts its characters without
+building its spans. The package is the registry: a new module is found without editing any other code.
 """
 
 from __future__ import annotations

@@ -24,3 +24,31 @@ def kept(observations: pl.DataFrame, allowance: int, context: int) -> pl.DataFra
         pl.DataFrame(rows, schema={"kept_spans": pl.List(SPAN), "overflow_chars": pl.Int64}, orient="row")
     )
     return pl.concat([plain, windowed])
+
+
+# By construction every at-risk value is kept, so what the sweep needs of this strategy is only how many
+# characters it keeps: the allowance, or the evidence alone when that needs more. Columnar, without the
+# spans (the sweep asks at seven allowances).
+KEEPS_ALL_EVIDENCE = True
+
+
+def kept_chars(observations: pl.DataFrame, allowance: int, context: int) -> pl.DataFrame:
+    """`trajectory_id`, `message_index`, `kept_chars` of each long observation: max(allowance, the union
+    of its evidence spans)."""
+    key = ["trajectory_id", "message_index"]
+    spans = (
+        observations.select(*key, "length", "cores")
+        .explode("cores")
+        .unnest("cores")
+        .with_columns(start=pl.col("start").clip(0, pl.col("length")), end=pl.col("end").clip(0, pl.col("length")))
+        .sort(*key, "start")
+    )
+    reach = pl.col("end").cum_max().shift(1).over(key).fill_null(0)
+    union = spans.group_by(key).agg(
+        covered=(pl.col("end") - pl.max_horizontal("start", reach)).clip(0).sum().fill_null(0)
+    )
+    return (
+        observations.select(key)
+        .join(union, on=key, how="left", maintain_order="left")
+        .select(*key, kept_chars=pl.max_horizontal(pl.lit(allowance), pl.col("covered").fill_null(0)).cast(pl.Int64))
+    )
