@@ -41,6 +41,39 @@ def read_lines(path):
     return lines
 
 
+def process(line, batch, encoding, seen):
+    run = json.loads(line)
+    if run.get("teacher", {}).get("role") != "teacher" or not run.get("grade", {}).get("passed"):
+        return None
+    messages = []
+    for message in run["messages"]:
+        message = dict(message)
+        content = message.get("content")
+        if message.get("role") == "tool" and isinstance(content, str) and len(content) > MAX_OBSERVATION:
+            message["content"] = content[:MAX_OBSERVATION]
+        messages.append(message)
+    size = sum(len(json.dumps(m)) for m in messages)
+    if size > MAX_SAMPLE:
+        return None
+    digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+    if digest in seen:
+        return None
+    seen.add(digest)
+    tokens = 0
+    for m in messages:
+        text = m.get("content") or ""
+        for call in m.get("tool_calls") or []:
+            text += json.dumps(call)
+        tokens += len(encoding.encode(text, disallowed_special=()))
+    return {
+        "trajectory_id": str(run.get("trajectory_id")),
+        "batch": batch,
+        "messages": json.dumps(messages),
+        "chars": size,
+        "tokens": tokens,
+    }
+
+
 def main(raw_root, out):
     encoding = tiktoken.get_encoding("o200k_base")
     seen = set()
@@ -53,44 +86,11 @@ def main(raw_root, out):
                 continue
             for line in read_lines(path):
                 try:
-                    run = json.loads(line)
-                except json.JSONDecodeError:
+                    row = process(line, batch.name, encoding, seen)
+                except (ValueError, TypeError, AttributeError, KeyError):  # a malformed record: skip it
                     continue
-                if not isinstance(run, dict):
-                    continue
-                teacher = run.get("teacher") or {}
-                grade = run.get("grade") or {}
-                if teacher.get("role") != "teacher" or not grade.get("passed"):
-                    continue
-                messages = []
-                for message in run.get("messages") or []:
-                    message = dict(message)
-                    content = message.get("content")
-                    if message.get("role") == "tool" and isinstance(content, str) and len(content) > MAX_OBSERVATION:
-                        message["content"] = content[:MAX_OBSERVATION]
-                    messages.append(message)
-                size = sum(len(json.dumps(m)) for m in messages)
-                if size > MAX_SAMPLE:
-                    continue
-                digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
-                if digest in seen:
-                    continue
-                seen.add(digest)
-                tokens = 0
-                for m in messages:
-                    text = m.get("content") or ""
-                    for call in m.get("tool_calls") or []:
-                        text += json.dumps(call)
-                    tokens += len(encoding.encode(text, disallowed_special=()))
-                rows.append(
-                    {
-                        "trajectory_id": run.get("trajectory_id"),
-                        "batch": batch.name,
-                        "messages": json.dumps(messages),
-                        "chars": size,
-                        "tokens": tokens,
-                    }
-                )
+                if row is not None:
+                    rows.append(row)
     pq.write_table(pa.Table.from_pylist(rows), out)
     print(f"{len(rows)} samples written to {out}")
 

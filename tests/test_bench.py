@@ -75,6 +75,7 @@ def test_the_naive_reference_does_its_part_of_the_job(tmp_path):
         run("failed", passed=False),
         run("long", user="y" * 50_000),
         "not json",
+        json.dumps({"trajectory_id": 7, "teacher": [], "messages": []}),  # wrong types: skipped
     ]
     (batch / "a.jsonl").write_text("\n".join(lines) + "\n")
     subprocess.run(

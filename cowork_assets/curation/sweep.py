@@ -15,7 +15,7 @@ from __future__ import annotations
 import polars as pl
 
 from cowork_assets.curation.strategies import STRATEGIES, names
-from cowork_assets.curation.truncate import KEY, kept_spans, long_observations, survival
+from cowork_assets.curation.truncate import KEY, kept_spans, observations, survival
 from cowork_assets.evidence.locate import shown
 from cowork_assets.markdown import Markdown
 
@@ -50,8 +50,9 @@ def sweep(
     )
     occurrences = shown(at_risk).select("trajectory_id", "norm", "message_index", "offset", "length")
     frames = []
+    every = observations(messages, at_risk, content=False)  # positions only: no strategy here needs the text
     for n in allowances:
-        long = long_observations(messages, at_risk, n)
+        long = every.filter(pl.col("shown") > n)
         for name, module in STRATEGIES.items():
             if getattr(module, "KEEPS_ALL_EVIDENCE", False):  # only its characters are needed
                 survived = occurrences.select("trajectory_id", "norm").unique().with_columns(survives=pl.lit(True))

@@ -27,18 +27,27 @@ def cores(at_risk: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def long_observations(messages: pl.DataFrame, at_risk: pl.DataFrame, allowance: int) -> pl.DataFrame:
-    """Tool observations longer than the allowance, with their length and evidence spans (`cores`).
-    Markers do not count against the allowance, so curating curated text changes nothing."""
-    shown = pl.col("content").str.replace_all(MARKER_RE.pattern, "").str.len_chars()
+def observations(messages: pl.DataFrame, at_risk: pl.DataFrame, content: bool = True) -> pl.DataFrame:
+    """Every tool observation with its length, `shown` (its length without cut markers: markers do not count
+    against the allowance, so curating curated text changes nothing) and evidence spans (`cores`)."""
     evidence = at_risk.group_by("trajectory_id", pl.col("found_at").alias("message_index")).agg(
         cores=pl.struct(start=pl.col("found_offset"), end=pl.col("found_offset") + pl.col("found_length"))
     )
     return (
-        messages.filter(pl.col("role") == "tool", shown > allowance)
-        .select(*KEY, "content", length=pl.col("content").str.len_chars().cast(pl.Int64))
+        messages.filter(pl.col("role") == "tool")
+        .select(
+            *KEY,
+            *(["content"] if content else []),
+            length=pl.col("content").str.len_chars().fill_null(0).cast(pl.Int64),
+            shown=pl.col("content").str.replace_all(MARKER_RE.pattern, "").str.len_chars().fill_null(0),
+        )
         .join(evidence, on=KEY, how="left", maintain_order="left")
     )
+
+
+def long_observations(messages: pl.DataFrame, at_risk: pl.DataFrame, allowance: int) -> pl.DataFrame:
+    """The tool observations longer than the allowance (see `observations`)."""
+    return observations(messages, at_risk).filter(pl.col("shown") > allowance)
 
 
 def kept_spans(long: pl.DataFrame, name: str, allowance: int, context: int) -> pl.DataFrame:
