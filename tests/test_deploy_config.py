@@ -67,3 +67,14 @@ def test_helm_values_match_the_instance_file(instance_yaml):
     assert values["runLauncher"]["type"] == "K8sRunLauncher"
     queued = values["dagsterDaemon"]["runCoordinator"]["config"]["queuedRunCoordinator"]
     assert queued["tagConcurrencyLimits"] == instance_yaml["concurrency"]["runs"]["tag_concurrency_limits"]
+
+
+def test_the_image_copies_every_package_the_wheel_holds():
+    """`uv sync` builds the project in the image: a package the Dockerfile leaves out fails the build."""
+    import tomllib
+
+    packages = tomllib.loads((DEPLOY.parents[1] / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"][
+        "wheel"
+    ]["packages"]
+    copied = {line.split()[1] for line in (DEPLOY / "Dockerfile").read_text().splitlines() if line.startswith("COPY ")}
+    assert set(packages) <= copied and {"sql", "expectations"} <= copied
