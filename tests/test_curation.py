@@ -200,14 +200,18 @@ def test_head_and_drop_fail_the_checks_with_named_values(default_raw, tmp_path, 
     assert set(stats.filter(pl.col("verdict") == "dropped")["trajectory_id"]) == over
 
 
-def test_a_new_truncation_strategy_is_one_module():
-    """Dropped into curation/strategies/, a module can be configured, and is audited and swept like the others
-    through the same schemas: here a copy of `tail` under another name must give exactly tail's results."""
+def test_a_new_truncation_strategy_is_one_module(tmp_path):
+    """Added to curation/strategies/, a module can be configured, and is audited and swept like the others
+    through the same schemas: here a copy of `tail` under another name must give exactly tail's results.
+    (The module is added from a folder the package also searches, in a fresh process, before anything else
+    of the pipeline is imported: the source tree is not touched.)"""
     folder = Path(strategies.__file__).parent
-    module = folder / "zz_last_chars.py"
-    module.write_text((folder / "tail.py").read_text())
+    (tmp_path / "zz_last_chars.py").write_text((folder / "tail.py").read_text())
     code = """
 import json, polars as pl
+import cowork_assets.curation.strategies as strategies
+strategies.__path__.append(FOLDER)
+strategies.STRATEGIES.update(strategies._discover())
 from tests.helpers import flatten
 from tests.test_curation import _curate, _sample
 from cowork_assets.curation.schemas import EvidenceAudit, SampleStats, TruncationSweep
@@ -221,16 +225,14 @@ f = flatten(traj)
 evidence, _ = build_evidence("b", f["trajectories"], f["task_packages"], f["tool_calls"], f["messages"])
 swept = sweep(f["trajectories"], f["messages"], evidence, 60, (1000,)).with_columns(batch=pl.lit("b"))
 TruncationSweep.validate(swept)
+texts = [o["curated_messages"]["content"] for o in out.values()]
 print(json.dumps({
-    "same_text": out["tail"]["curated_messages"]["content"].equals(out["zz_last_chars"]["curated_messages"]["content"]),
+    "same_text": texts[0].equals(texts[1]),
     "lost_under": out["tail"]["evidence_audit"]["lost_under"].to_list(),
     "chars": {c["strategy"]: c["chars"] for c in out["tail"]["sample_stats"]["chars_under"][0]},
     "swept": {r["strategy"]: [r["lost_items"], r["kept_chars"]] for r in swept.to_dicts()}}))
-"""
-    try:
-        run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    finally:
-        module.unlink()
+""".replace("FOLDER", repr(str(tmp_path)))
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
     found = json.loads(run.stdout)
     assert found["same_text"] and found["lost_under"] == [["tail", "zz_last_chars"]]
