@@ -45,12 +45,10 @@ def sweep(
     rows = evidence.filter(pl.col("status") == "at_risk")  # items as the evidence audit counts them: per check
     at_risk = rows.unique(["trajectory_id", "norm"], maintain_order=True)
     items = rows.select("trajectory_id", "norm").join(category, on="trajectory_id")
-    tools = messages.filter(pl.col("role") == "tool").select(
-        *KEY, size=pl.col("content").str.len_chars().fill_null(0).cast(pl.Int64)
-    )
+    every = observations(messages, at_risk, content=False)  # positions only: no strategy here needs the text
+    tools = every.select(*KEY, size="length")
     occurrences = shown(at_risk).select("trajectory_id", "norm", "message_index", "offset", "length")
     frames = []
-    every = observations(messages, at_risk, content=False)  # positions only: no strategy here needs the text
     for n in allowances:
         long = every.filter(pl.col("shown") > n)
         for name, module in STRATEGIES.items():

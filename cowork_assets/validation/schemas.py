@@ -3,6 +3,8 @@
 import pandera.polars as pa
 import polars as pl
 
+from cowork_assets.validation.regrade import CHECK
+
 
 class StructureFindings(pa.DataFrameModel):
     """One row per structural defect of a sample: the kind that makes a chat template or a trainer fail."""
@@ -42,19 +44,7 @@ class Regrade(pa.DataFrameModel):
     regraded_score: float = pa.Field(
         nullable=True, ge=0.0, le=1.0, description="weighted share of decidable checks met (rewards.score)"
     )
-    checks: pl.List(
-        pl.Struct(
-            {
-                "check_id": pl.String,
-                "type": pl.String,
-                "weight": pl.Float64,
-                "decidable": pl.Boolean,
-                "recorded": pl.Boolean,
-                "met": pl.Boolean,
-                "first_turn": pl.Int32,
-            }
-        )
-    ) = pa.Field(
+    checks: pl.List(CHECK) = pa.Field(
         description="per check: type, weight, whether replay can decide it, the recorded and replayed result, "
         "the assistant turn that first met it"
     )
