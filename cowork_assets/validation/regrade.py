@@ -62,9 +62,12 @@ def _why(recorded: bool, rows: list[dict], plan: checks.Plan, turns) -> tuple[st
 def regrade(batch: str, runs: pl.DataFrame, messages: pl.DataFrame, packages: pl.DataFrame) -> pl.DataFrame:
     """One row per run (`runs`: trajectory_id, task_id, category, task_hash, grade_score, grade_passed,
     grade_checks) with the recorded and the replayed verdict."""
-    plans = {
+    plans = {  # only the tasks of these runs: a chunk of a batch must not parse the whole batch's tasks
         h: checks.Plan(checks.parse(c))
-        for h, c in packages.select("task_hash", "checks").unique("task_hash").iter_rows()
+        for h, c in packages.filter(pl.col("task_hash").is_in(runs["task_hash"].unique()))
+        .select("task_hash", "checks")
+        .unique("task_hash")
+        .iter_rows()
     }
     turns_of = turns_by_trajectory(messages)
     out = []
