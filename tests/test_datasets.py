@@ -422,10 +422,32 @@ def test_a_suite_that_cannot_run_or_a_helper_that_died_fails_with_its_cause():
             suites.failures("rl_rollouts", _rollouts_view(), {})
 
 
-def test_a_run_never_imports_great_expectations_in_the_process_that_runs_it(default_raw, tmp_path):
+def test_a_helper_still_alive_serves_the_next_run_in_the_process_and_a_dead_one_does_not():
+    from cowork_assets.datasets import suites
+
+    first = suites.suite_process()
+    suites.give_back(first)
+    assert suites.suite_process() is first  # kept: it has imported Great Expectations already
+    other = suites.SuiteProcess()
+    suites.give_back(first)
+    suites.give_back(other)  # one is kept already: this one is closed
+    assert not other.running() and suites.suite_process() is first
+    first.close()
+    suites.give_back(first)
+    fresh = suites.suite_process()
+    assert fresh is not first and fresh.running()
+    fresh.close()
+
+
+def test_a_run_never_imports_great_expectations_in_the_process_that_runs_it(tmp_path):
     """Great Expectations takes ~3 s of CPU to import: the gates run it in their helper process."""
     import subprocess
     import sys
+
+    from cowork_assets.synthetic.generate import generate
+
+    default_raw = tmp_path / "raw"  # one small batch: every gate still runs
+    generate(default_raw, trajectories=30, batches=1, seed=5)
 
     script = (
         "import sys; from pathlib import Path; from cowork_cli.runner import ensure_instance, materialize_all; "

@@ -16,7 +16,7 @@ from cowork_assets.datasets.gates import run_gate
 from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks
 from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft
 from cowork_assets.datasets.stages import card_inputs
-from cowork_assets.datasets.suites import SuiteProcess, suite_process
+from cowork_assets.datasets.suites import SuiteProcess, give_back, suite_process
 from cowork_assets.lineage import column_lineage
 from cowork_assets.markdown import table
 from cowork_assets.metadata import as_metadata
@@ -139,7 +139,8 @@ def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSet
 
 class QualitySuites(dg.ConfigurableResource):
     """The datasets' Great Expectations suites, run by a helper process that a run with a gate starts as
-    it begins: Great Expectations is imported there while the steps before the gates run."""
+    it begins: Great Expectations is imported there while the steps before the gates run. A helper still
+    alive at the end serves the next run in the same process."""
 
     _process: SuiteProcess | None = PrivateAttr(default=None)
 
@@ -148,7 +149,7 @@ class QualitySuites(dg.ConfigurableResource):
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         if self._process is not None:
-            self._process.close()
+            give_back(self._process)
 
     @property
     def process(self) -> SuiteProcess:

@@ -98,6 +98,16 @@ def suite_process() -> SuiteProcess:
     return process if process is not None and process.running() else SuiteProcess()
 
 
+def give_back(process: SuiteProcess) -> None:
+    """Keep a helper that is still alive for the next run in this process (it has imported Great
+    Expectations already; it dies with this process); close it if one is kept already."""
+    global _spare
+    if _spare is None and process.running():
+        _spare = process
+    else:
+        process.close()
+
+
 def _serve() -> None:
     """The helper's loop. Replies go to the real stdout; anything a library prints goes to stderr. At the
     lowest priority: it imports on cycles the run's own steps leave idle (at normal priority it slowed
