@@ -83,6 +83,20 @@ def test_the_readme_layout_names_every_module():
     assert missing == []
 
 
+def test_every_test_the_readme_names_as_proof_exists():
+    import re
+
+    tests = (ROOT / "README.md").read_text().split("## Tests", 1)[1]
+    named = re.findall(r"`(test_\w+\.py)(?:::(test_\w+))?", tests)
+    missing = [
+        f"{module}::{test}" if test else module
+        for module, test in named
+        if not (ROOT / "tests" / module).is_file()
+        or (test and f"def {test}(" not in (ROOT / "tests" / module).read_text())
+    ]
+    assert len(named) > 20 and missing == []
+
+
 def test_the_recount_of_raw_records_shares_no_code_with_ingest():
     """records_accounted_for compares ingest with ingest/recount.py: only the standard library there."""
     imported = _imports("cowork_assets")["cowork_assets/ingest/recount.py"]
