@@ -17,6 +17,16 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line]
 
 
+# The modules that take a minute each (a live `dagster dev`) start first, so that the test workers
+# (pytest-xdist, one module per worker at a time) finish together instead of one waiting on the other.
+LONGEST_FIRST = ("test_automation_live.py", "test_ui_browser.py", "test_datasets.py", "test_object_store.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
 @pytest.fixture(scope="session")
 def default_raw(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("raw") / "raw"
