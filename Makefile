@@ -14,7 +14,7 @@ export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 
 SIZE ?= 20000
-BATCHES ?= 4
+BATCHES ?=
 
 .PHONY: setup run test ui data bench clean
 
@@ -45,7 +45,7 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 bench: setup
-	$(BIN)/cowork-curate bench --size $(SIZE) --batches $(BATCHES) --out bench
+	$(BIN)/cowork-curate bench --size $(SIZE) $(if $(BATCHES),--batches $(BATCHES)) --out bench
 
 ui: setup
 	@$(BIN)/python -c "from cowork_cli.runner import ensure_instance; ensure_instance(__import__('pathlib').Path('$(DAGSTER_HOME)'))"

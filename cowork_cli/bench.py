@@ -67,11 +67,13 @@ def _tree_memory_mb(root_pid: int) -> dict[int, float]:
 class PeakMemory:
     """Samples the memory of this process tree: `peak` (MB, resident memory summed over the processes),
     when it happened (`peak_at`, seconds) and what it was made of (`peak_processes`: each process's role
-    and MB, largest first)."""
+    and MB, largest first); `samples` keeps every sample as (epoch seconds, MB, MB by role) for the peak
+    of each phase (`phase_peaks`)."""
 
     def __init__(self, interval: float = 0.2):
         self.peak, self.peak_at, self._stop, self.interval = 0.0, 0.0, threading.Event(), interval
         self.peak_processes: list[dict] = []
+        self.samples: list[tuple[float, float, dict[str, float]]] = []
 
     def __enter__(self):
         started = time.monotonic()
@@ -79,13 +81,17 @@ class PeakMemory:
         def sample():
             while not self._stop.is_set():
                 tree = _tree_memory_mb(os.getpid())
+                processes = [
+                    {"process": _role(pid), "mb": round(mb)}
+                    for pid, mb in sorted(tree.items(), key=lambda kv: -kv[1])
+                    if mb >= 1
+                ]
+                roles: dict[str, float] = defaultdict(float)
+                for p in processes:
+                    roles[p["process"]] += p["mb"]
+                self.samples.append((time.time(), sum(tree.values()), dict(roles)))
                 if (now := sum(tree.values())) > self.peak:
-                    self.peak, self.peak_at = now, time.monotonic() - started
-                    self.peak_processes = [
-                        {"process": _role(pid), "mb": round(mb)}
-                        for pid, mb in sorted(tree.items(), key=lambda kv: -kv[1])
-                        if mb >= 1
-                    ]
+                    self.peak, self.peak_at, self.peak_processes = now, time.monotonic() - started, processes
                 self._stop.wait(self.interval)
 
         self._thread = threading.Thread(target=sample, daemon=True)
@@ -185,15 +191,39 @@ def per_asset_seconds(instance, since: float) -> dict[str, float]:
     return dict(sorted(seconds.items(), key=lambda kv: -kv[1]))
 
 
-def phase_seconds(instance, since: float, wall: float) -> dict[str, float]:
-    """Where the wall time went: before the first batch run, the batch phase (runs in parallel), the
-    cross-batch phase (one run after another), and the rest (between and after runs)."""
-    spans = {"batches": [], "cross_batch": []}
+def phase_spans(instance, since: float) -> dict[str, list[tuple[float, float]]]:
+    """(start, end) in epoch seconds of each run since `since`: batch runs, and cross-batch runs."""
+    spans: dict[str, list[tuple[float, float]]] = {"batches": [], "cross_batch": []}
     for record in _runs_since(instance, since):
         stats = instance.get_run_stats(record.dagster_run.run_id)
         if stats.start_time and stats.end_time:
             phase = "batches" if record.dagster_run.tags.get("dagster/partition") else "cross_batch"
             spans[phase].append((stats.start_time, stats.end_time))
+    return spans
+
+
+def phase_peaks(samples: list[tuple[float, float, dict[str, float]]], spans: dict) -> dict[str, dict]:
+    """The largest memory sample of the batch phase (first batch start to last batch end) and of the
+    cross-batch runs: MB, and MB by role, largest first."""
+    windows = {"batches": [(min(s for s, _ in spans["batches"]), max(e for _, e in spans["batches"]))]}
+    windows["cross_batch"] = spans["cross_batch"]
+    peaks = {}
+    for phase, within in windows.items():
+        inside = [x for x in samples if any(start <= x[0] <= end for start, end in within)]
+        if inside:
+            _, mb, roles = max(inside, key=lambda x: x[1])
+            peaks[phase] = {
+                "mb": round(mb),
+                "processes": [
+                    {"process": role, "mb": round(r)} for role, r in sorted(roles.items(), key=lambda kv: -kv[1])
+                ],
+            }
+    return peaks
+
+
+def phase_seconds(spans: dict, since: float, wall: float) -> dict[str, float]:
+    """Where the wall time went: before the first batch run, the batch phase (runs in parallel), the
+    cross-batch phase (one run after another), and the rest (between and after runs)."""
     if not spans["batches"]:
         return {}
     first = min(start for start, _ in spans["batches"])
@@ -220,6 +250,14 @@ def naive_reference_seconds(raw_root: Path, out: Path) -> float | None:
     return round(time.monotonic() - started, 1)
 
 
+BATCH_TRAJECTORIES = 20_000
+
+
+def default_batches(size: int) -> int:
+    """Four batches, or more once a batch would pass 20,000 runs: a larger corpus is more batches of the same size."""
+    return max(4, -(-size // BATCH_TRAJECTORIES))
+
+
 def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
     from cowork_assets.settings import CurateSettings
     from cowork_assets.synthetic.generate import generate
@@ -243,6 +281,7 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
         started = time.monotonic()
         outcome = materialize_all(settings, instance, echo=print)
         wall = time.monotonic() - started
+    spans = phase_spans(instance, since)
     floor = floor_seconds(raw, data, settings.token_encoding, settings.tokenizer_processes)
     naive = naive_reference_seconds(raw, out / f"naive-{size}.parquet")
     figures = {
@@ -262,7 +301,8 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
         "wall_over_naive_reference": round(wall / naive, 2) if naive else None,
         "max_concurrent": settings.max_concurrent,
         "failed": outcome.failed,
-        "phase_seconds": phase_seconds(instance, since, wall),
+        "phase_seconds": phase_seconds(spans, since, wall),
+        "phase_peaks": phase_peaks(memory.samples, spans) if spans["batches"] else {},
         "per_asset_seconds": {k: round(v, 1) for k, v in per_asset_seconds(instance, since).items()},
         "content_digests": content_digests(str(data)),  # to compare outputs across code versions
     }
@@ -323,6 +363,19 @@ def report(figures: dict) -> str:
                 f"{p['cross_batch']} s cross-batch, {p['other']} s between and after runs"
             ]
             if (p := figures.get("phase_seconds"))
+            else []
+        ),
+        *(
+            [
+                "  phase peaks     "
+                + "; ".join(
+                    f"{phase.replace('_', '-')} {peak['mb']} MB ("
+                    + ", ".join(f"{p['mb']} MB {p['process']}" for p in peak["processes"])
+                    + ")"
+                    for phase, peak in peaks.items()
+                )
+            ]
+            if (peaks := figures.get("phase_peaks"))
             else []
         ),
         "  time per asset (summed over runs):",

@@ -174,11 +174,12 @@ def _cmd_trace(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from cowork_cli.bench import bench, report
+    from cowork_cli.bench import bench, default_batches, report
 
-    if args.size < 1 or args.batches < 1:
+    batches = args.batches or default_batches(args.size)
+    if args.size < 1 or batches < 1:
         raise UsageError("--size and --batches must be positive")
-    figures = bench(args.size, args.batches, Path(args.out))
+    figures = bench(args.size, batches, Path(args.out))
     print("\n" + report(figures))
     print(f"\nfigures written to {Path(args.out) / f'bench-{args.size}.json'}")
     return 1 if figures["failed"] else 0
@@ -230,7 +231,11 @@ def parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="generate a corpus, run the whole pipeline on it, print throughput and memory")
     b.add_argument("--size", type=int, default=20000, help="trajectories [20000]")
-    b.add_argument("--batches", type=int, default=4, help="batches [4]")
+    b.add_argument(
+        "--batches",
+        type=int,
+        help="batches [4, or one per 20,000 trajectories: a batch is a day's drop, not the corpus]",
+    )
     b.add_argument("--out", default="bench", help="folder for the corpus, outputs and bench-<size>.json [bench]")
     b.set_defaults(func=_cmd_bench)
 
