@@ -130,6 +130,19 @@ def scan_table(root: str | Path, table: str, partitioned: bool = True) -> pl.Laz
     return pl.scan_parquet(table_glob(root, table, partitioned))
 
 
+def read_keyed_rows(root: str | Path, table: str, keys: pl.DataFrame, key: str) -> pl.DataFrame:
+    """The rows of a per-batch table whose (batch, `key`) is in `keys`, in the order of `keys`, read one
+    batch file at a time: a cross-batch step that needs a few wide rows (one task package per task
+    among many batches' copies) must not hold every batch's rows at once."""
+    frames = [
+        pl.scan_parquet(partition_file(root, table, batch)).filter(pl.col(key).is_in(wanted[key].implode())).collect()
+        for (batch,), wanted in keys.partition_by("batch", as_dict=True, maintain_order=True).items()
+    ]
+    if not frames:
+        return scan_table(root, table).head(0).collect()
+    return keys.select("batch", key).join(pl.concat(frames), on=["batch", key], how="left", maintain_order="left")
+
+
 def _scratch(final: str) -> Path:
     """A local temporary file for `final`: beside it on local disk (so the rename is atomic), else in /tmp."""
     name = f".{final.rsplit('/', 1)[-1]}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"

@@ -306,3 +306,24 @@ def test_schema_validation_reports_every_failure_with_its_row_in_the_file(tmp_pa
     assert failures.select("check", "column", "index").rows() == [
         ("field_uniqueness", "trajectory_id", i) for i in (0, 1)
     ]
+
+
+def test_keyed_rows_are_read_from_their_own_batch_in_the_order_asked(tmp_path, monkeypatch):
+    import cowork_assets.storage as storage
+
+    root = str(tmp_path)
+    for batch, hashes in {"b1": ["h1", "h2", "h3"], "b2": ["h2", "h3", "h4"]}.items():
+        frame = pl.DataFrame({"batch": batch, "task_hash": hashes, "state": [f"{batch}:{h}" for h in hashes]})
+        storage.write_parquet_atomic(frame, partition_file(root, "task_packages", batch))
+    reads = []
+    scan = storage.pl.scan_parquet
+    monkeypatch.setattr(storage.pl, "scan_parquet", lambda path, **k: reads.append(path) or scan(path, **k))
+    keys = pl.DataFrame({"batch": ["b2", "b1", "b2"], "task_hash": ["h4", "h1", "h2"]})
+    found = storage.read_keyed_rows(root, "task_packages", keys, "task_hash")
+    assert found.to_dicts() == [
+        {"batch": "b2", "task_hash": "h4", "state": "b2:h4"},
+        {"batch": "b1", "task_hash": "h1", "state": "b1:h1"},
+        {"batch": "b2", "task_hash": "h2", "state": "b2:h2"},  # b2's copy of h2, not b1's
+    ]
+    assert reads == [partition_file(root, "task_packages", "b2"), partition_file(root, "task_packages", "b1")]
+    assert storage.read_keyed_rows(root, "task_packages", keys.head(0), "task_hash").columns == found.columns

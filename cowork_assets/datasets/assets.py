@@ -23,7 +23,7 @@ from cowork_assets.metadata import as_metadata
 from cowork_assets.partitions import CROSS_BATCH_POOL
 from cowork_assets.schema import arrow_schema
 from cowork_assets.settings import CurateSettings
-from cowork_assets.storage import join, partition_file, read_bytes, scan_table, write_text_atomic
+from cowork_assets.storage import join, partition_file, read_bytes, read_keyed_rows, scan_table, write_text_atomic
 from cowork_assets.tables import TABLES, published
 from cowork_assets.tokens import TokenCounter
 
@@ -48,6 +48,12 @@ def _stage(
     )
 
 
+def _rows_of(settings: CurateSettings, table: str, batch: str | None, runs: pl.DataFrame) -> pl.LazyFrame:
+    """A per-batch table's rows of `runs`, read from their batch's file (from every batch's if None)."""
+    scan = pl.scan_parquet(partition_file(settings.root, table, batch)) if batch else scan_table(settings.root, table)
+    return scan.filter(pl.col("trajectory_id").is_in(runs["trajectory_id"].implode()))
+
+
 @dg.asset(**TABLES["sft_candidate"].asset_args())
 def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     run = ["batch", "trajectory_id"]
@@ -60,25 +66,28 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
             .collect()
             .join(excluded, on=run, how="anti")
         )
-        ids = selected["trajectory_id"].to_list()
-        curated = (
-            scan_table(settings.root, "curated_messages")
-            .filter(pl.col("trajectory_id").is_in(ids))
-            .select(CURATED_COLUMNS)
+        packages = (
+            scan_table(settings.root, "task_packages")
+            .select("task_hash", "tools")
+            .unique("task_hash", keep="first", maintain_order=True)
             .collect()
         )
-        stats = scan_table(settings.root, "sample_stats").filter(pl.col("trajectory_id").is_in(ids)).collect()
-        packages = scan_table(settings.root, "task_packages").select("task_hash", "tools").collect()
-        rows = build_sft(
-            selected,
-            curated,
-            stats,
-            packages,
-            settings.validation_fraction,
-            settings.truncation_strategy,
-            settings.max_observation_chars,
-            counter,
-        )
+        frames = []  # a batch at a time: one batch's messages are held, never the corpus's
+        by_batch = selected.partition_by("batch", as_dict=True, maintain_order=True)
+        for (batch,), runs in (by_batch or {(None,): selected}).items():  # no runs: an empty candidate
+            frames.append(
+                build_sft(
+                    runs,
+                    _rows_of(settings, "curated_messages", batch, runs).select(CURATED_COLUMNS).collect(),
+                    _rows_of(settings, "sample_stats", batch, runs).collect(),
+                    packages.filter(pl.col("task_hash").is_in(runs["task_hash"].implode())),
+                    settings.validation_fraction,
+                    settings.truncation_strategy,
+                    settings.max_observation_chars,
+                    counter,
+                )
+            )
+        rows = pl.concat(frames).sort("split", "task_id", "sample_id")
     context.log.info(f"SFT candidate: {rows.height} samples from {rows['task_id'].n_unique()} tasks")
     return _stage(context, settings, "sft_dataset", {s: rows.filter(pl.col("split") == s) for s in SPLITS})
 
@@ -86,13 +95,15 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
 @dg.asset(**TABLES["rl_tasks_candidate"].asset_args())
 def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     excluded = _excluded(settings, "rl_tasks").select("task_id").unique()
-    packages = (
+    chosen = (  # a task's package where most of its runs are; only those packages are read whole
         scan_table(settings.root, "task_packages")
+        .select("batch", "task_hash", "task_id", "n_trajectories")
         .collect()
         .sort(["task_id", "n_trajectories", "task_hash"], descending=[False, True, False])
         .unique("task_id", keep="first", maintain_order=True)
         .join(excluded, on="task_id", how="anti")
     )
+    packages = read_keyed_rows(settings.root, "task_packages", chosen, "task_hash")
     firsts = scan_table(settings.root, "trajectories").select("trajectory_id", "task_id").collect()
     systems = (
         scan_table(settings.root, "messages")

@@ -8,7 +8,13 @@ from cowork_assets.metadata import as_metadata, counts_md
 from cowork_assets.partitions import batches
 from cowork_assets.schema import arrow_schema, polars_schema
 from cowork_assets.settings import CurateSettings
-from cowork_assets.storage import iter_trajectory_chunks, partition_file, table_glob, write_parquet_atomic
+from cowork_assets.storage import (
+    iter_trajectory_chunks,
+    partition_file,
+    read_keyed_rows,
+    table_glob,
+    write_parquet_atomic,
+)
 from cowork_assets.tables import TABLES
 from cowork_assets.validation.regrade import UNDECIDABLE, agreement
 from cowork_assets.validation.regrade import regrade as replay
@@ -59,7 +65,10 @@ def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettin
 def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     root = settings.root
     scan = lambda t: pl.scan_parquet(table_glob(root, t))  # noqa: E731
-    found = find_task_findings(scan("task_packages"), scan("trajectories"), scan("tool_calls"))
+    # each batch holds its own copy of a task's package: read one copy of each
+    first = scan("task_packages").select("batch", "task_hash").collect().unique("task_hash", keep="first")
+    packages = read_keyed_rows(root, "task_packages", first, "task_hash")
+    found = find_task_findings(packages.lazy(), scan("trajectories"), scan("tool_calls"))
     path = write_parquet_atomic(found, partition_file(root, "task_findings"), arrow_schema(TaskFindings))
     return dg.MaterializeResult(
         metadata={
