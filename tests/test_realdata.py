@@ -181,7 +181,7 @@ def test_compute_score_reproduces_the_regraded_score_of_every_real_run(real_run)
     from tests.test_rewards import render
 
     found = _table(real_run, "regrade").filter(pl.col("regraded_score").is_not_null())
-    messages = _table(real_run, "messages").filter(pl.col("trajectory_id").is_in(found["trajectory_id"]))
+    messages = _table(real_run, "messages").filter(pl.col("trajectory_id").is_in(found["trajectory_id"].implode()))
     packages = _table(real_run, "task_packages").select("task_hash", "checks").unique("task_hash")
     runs = _table(real_run, "trajectories").select("trajectory_id", "task_hash").join(packages, on="task_hash")
     checks = dict(runs.select("trajectory_id", "checks").iter_rows())

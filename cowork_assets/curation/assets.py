@@ -75,7 +75,7 @@ def truncation_sweep(context: dg.AssetExecutionContext, settings: CurateSettings
     for messages in iter_trajectory_chunks(
         partition_file(root, "messages", batch), ["trajectory_id", "message_index", "role", "content"]
     ):
-        ids = messages["trajectory_id"].unique()
+        ids = messages["trajectory_id"].unique().implode()
         frames.append(
             sweep(
                 trajectories.filter(pl.col("trajectory_id").is_in(ids)),

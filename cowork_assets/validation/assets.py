@@ -89,7 +89,7 @@ def regrade(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.M
     packages = pl.read_parquet(partition_file(root, "task_packages", b), columns=["task_hash", "checks"])
     frames = []  # a chunk of whole trajectories at a time
     for messages in iter_trajectory_chunks(partition_file(root, "messages", b)):
-        ids = messages["trajectory_id"].unique()
+        ids = messages["trajectory_id"].unique().implode()
         frames.append(replay(b, runs.filter(pl.col("trajectory_id").is_in(ids)), messages, packages))
     found = (pl.concat(frames) if frames else pl.DataFrame(schema=polars_schema(Regrade))).sort("trajectory_id")
     path = write_parquet_atomic(found, partition_file(root, "regrade", b), arrow_schema(Regrade))

@@ -64,7 +64,7 @@ def regrade(batch: str, runs: pl.DataFrame, messages: pl.DataFrame, packages: pl
     grade_checks) with the recorded and the replayed verdict."""
     plans = {  # only the tasks of these runs: a chunk of a batch must not parse the whole batch's tasks
         h: checks.Plan(checks.parse(c))
-        for h, c in packages.filter(pl.col("task_hash").is_in(runs["task_hash"].unique()))
+        for h, c in packages.filter(pl.col("task_hash").is_in(runs["task_hash"].unique().implode()))
         .select("task_hash", "checks")
         .unique("task_hash")
         .iter_rows()
