@@ -89,8 +89,9 @@ class PeakMemory:
                 roles: dict[str, float] = defaultdict(float)
                 for p in processes:
                     roles[p["process"]] += p["mb"]
-                self.samples.append((time.time(), sum(tree.values()), dict(roles)))
-                if (now := sum(tree.values())) > self.peak:
+                now = sum(tree.values())
+                self.samples.append((time.time(), now, dict(roles)))
+                if now > self.peak:
                     self.peak, self.peak_at, self.peak_processes = now, time.monotonic() - started, processes
                 self._stop.wait(self.interval)
 
