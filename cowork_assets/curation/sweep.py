@@ -48,36 +48,27 @@ def sweep(
     every = observations(messages, at_risk, content=False)  # positions only: no strategy here needs the text
     tools = every.select(*KEY, size="length")
     occurrences = shown(at_risk).select("trajectory_id", "norm", "message_index", "offset", "length")
+    all_survive = occurrences.select("trajectory_id", "norm").unique().with_columns(survives=pl.lit(True))
+    span_chars = pl.col("kept_spans").list.eval(pl.element().struct.field("end") - pl.element().struct.field("start"))
     frames = []
     for n in allowances:
         long = every.filter(pl.col("shown") > n)
         for name, module in STRATEGIES.items():
             if getattr(module, "KEEPS_ALL_EVIDENCE", False):  # only its characters are needed
-                survived = occurrences.select("trajectory_id", "norm").unique().with_columns(survives=pl.lit(True))
-                kept = tools.join(
-                    module.kept_chars(long, n, evidence_context_chars).rename({"kept_chars": "cut_kept"}),
-                    on=KEY,
-                    how="left",
-                )
+                survived = all_survive
+                cut = module.kept_chars(long, n, evidence_context_chars).select(*KEY, cut_kept="kept_chars")
             else:
                 found = kept_spans(long, name, n, evidence_context_chars)
                 survived = survival(occurrences, found)
-                kept = tools.join(
-                    found.select(
-                        *KEY,
-                        cut_kept=pl.col("kept_spans")
-                        .list.eval(pl.element().struct.field("end") - pl.element().struct.field("start"))
-                        .list.sum(),
-                    ),
-                    on=KEY,
-                    how="left",
-                )
+                cut = found.select(*KEY, cut_kept=span_chars.list.sum())
             frames.append(
                 _tally(
                     name,
                     items,
                     survived.with_columns(n=pl.lit(n, pl.Int64)),
-                    kept.with_columns(n=pl.lit(n, pl.Int64), kept=pl.coalesce("cut_kept", "size")),
+                    tools.join(cut, on=KEY, how="left").with_columns(
+                        n=pl.lit(n, pl.Int64), kept=pl.coalesce("cut_kept", "size")
+                    ),
                     category,
                 )
             )
