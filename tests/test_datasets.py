@@ -88,6 +88,27 @@ def test_splits_are_disjoint_by_task_and_agree_across_datasets(pipeline):
     assert both and all(rl_split[t] == s for t, s in both)
 
 
+def test_published_rows_are_in_their_documented_order(pipeline):
+    """Built a batch at a time, the datasets are still written in one order: SFT by task, then sample, in
+    each split file; RL tasks by index, which numbers the tasks in task order across both splits."""
+    settings, _, _ = pipeline
+    for split in ("train", "validation"):
+        sft = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / f"{split}.parquet")
+        assert sft.height > 0 and sft.select("task_id", "sample_id").equals(
+            sft.select("task_id", "sample_id").sort(pl.all())
+        )
+    rl = (
+        _published(settings, "rl_tasks")
+        .select(pl.col("extra_info").struct.unnest())
+        .select("index", "task_id", "split")
+    )
+    assert rl["index"].sort().to_list() == list(range(rl.height))
+    assert rl.sort("index")["task_id"].to_list() == sorted(rl["task_id"].to_list())
+    for split in ("train", "validation"):
+        indexes = rl.filter(pl.col("split") == split)["index"]
+        assert indexes.len() > 0 and indexes.is_sorted()
+
+
 def test_rl_tasks_have_exactly_the_documented_keys_and_types(pipeline, labels):
     settings, _, _ = pipeline
     rl = _published(settings, "rl_tasks")

@@ -200,7 +200,7 @@ def test_every_expectation_of_every_suite_is_broken_below():
 
 @pytest.mark.parametrize("dataset", list(BREAKS))
 def test_the_published_versions_pass_their_gate(valid, suites, dataset):
-    assert run_gate(dataset, valid[dataset], {"char_budget": 40_000}, suites) == (True, [])
+    assert run_gate(dataset, [valid[dataset]], {"char_budget": 40_000}, suites) == (True, [])
 
 
 @pytest.mark.parametrize(
@@ -210,6 +210,19 @@ def test_the_published_versions_pass_their_gate(valid, suites, dataset):
 )
 def test_a_candidate_breaking_one_rule_fails_the_gate_on_that_rule(valid, suites, dataset, what, change, expected):
     broken = _break(dataset, valid[dataset], change)
-    passed, failures = run_gate(dataset, broken, {"char_budget": 40_000}, suites)
+    passed, failures = run_gate(dataset, [broken], {"char_budget": 40_000}, suites)
     found = {f"{f['expectation']} {f['column']}" for f in failures}
     assert not passed and expected <= found, (what, found)
+
+
+@pytest.mark.parametrize("dataset", ["sft_dataset", "rl_rollouts"])
+def test_a_duplicate_in_another_part_of_the_candidate_fails_the_gate(valid, suites, dataset):
+    """The gate reads a candidate a part at a time; the suite sees every part's ids."""
+    frame = valid[dataset]
+    key = "sample_id" if dataset == "sft_dataset" else "trajectory_id"
+    last = frame.tail(1).with_columns(pl.lit(frame[key][0]).alias(key))  # the first row's id, in a part of its own
+    parts = [frame.head(frame.height // 2), frame.slice(frame.height // 2, frame.height - frame.height // 2 - 1), last]
+    assert run_gate(dataset, parts[:2] + [frame.tail(1)], {"char_budget": 40_000}, suites) == (True, [])
+    passed, failures = run_gate(dataset, parts, {"char_budget": 40_000}, suites)
+    assert not passed
+    assert {f"{f['expectation']} {f['column']}" for f in failures} == {f"expect_column_values_to_be_unique {key}"}

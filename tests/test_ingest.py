@@ -327,3 +327,18 @@ def test_keyed_rows_are_read_from_their_own_batch_in_the_order_asked(tmp_path, m
     ]
     assert reads == [partition_file(root, "task_packages", "b2"), partition_file(root, "task_packages", "b1")]
     assert storage.read_keyed_rows(root, "task_packages", keys.head(0), "task_hash").columns == found.columns
+
+
+def test_a_sorted_spill_gives_back_every_row_in_key_order_a_bucket_at_a_time(tmp_path):
+    from cowork_assets.storage import SortedSpill
+
+    rows = pl.DataFrame({"task": [f"t{i % 37:02d}" for i in range(500)], "sample": [f"s{i:03d}" for i in range(500)]})
+    shuffled = rows.sample(fraction=1.0, shuffle=True, seed=7)
+    spill = SortedSpill(str(tmp_path / "out.parquet"), rows.to_arrow().schema, pl.col("task"), rows["task"], 60)
+    for part in shuffled.iter_slices(70):  # written in any order, as batches would be
+        spill.write(part)
+    parts = list(spill.sorted("sample"))
+    assert spill.rows == 500 and 8 <= len(parts) <= 10  # ~500/60 buckets; a task is never split
+    assert all(p.height <= 60 + 14 for p in parts)  # a bucket holds ~60 rows (plus the rest of its last task)
+    assert_frame_equal(pl.concat(parts), rows.sort("task", "sample"))
+    assert list(tmp_path.iterdir()) == []  # the scratch files are gone once read

@@ -5,6 +5,8 @@ Expectations suite), and only then published as a new version by its own asset. 
 that dataset's publication (the previous version stays current) and says why in the UI.
 """
 
+from collections.abc import Iterable
+
 import dagster as dg
 import orjson
 import polars as pl
@@ -23,11 +25,25 @@ from cowork_assets.metadata import as_metadata
 from cowork_assets.partitions import CROSS_BATCH_POOL
 from cowork_assets.schema import arrow_schema
 from cowork_assets.settings import CurateSettings
-from cowork_assets.storage import join, partition_file, read_bytes, read_keyed_rows, scan_table, write_text_atomic
+from cowork_assets.storage import (
+    SortedSpill,
+    iter_chunks,
+    join,
+    partition_file,
+    read_bytes,
+    read_keyed_rows,
+    scan_table,
+    write_text_atomic,
+)
 from cowork_assets.tables import TABLES, published
 from cowork_assets.tokens import TokenCounter
 
 SPLITS = ("train", "validation")
+GATE_PART_ROWS = 5_000  # rows of a candidate its gate holds at once (an RL task row is ~20 KB)
+
+
+def _rows(parquet_file: str) -> int:
+    return pl.scan_parquet(parquet_file).select(pl.len()).collect().item()
 
 
 def _excluded(settings: CurateSettings, dataset: str) -> pl.DataFrame:
@@ -35,22 +51,33 @@ def _excluded(settings: CurateSettings, dataset: str) -> pl.DataFrame:
 
 
 def _stage(
-    context: dg.AssetExecutionContext, settings: CurateSettings, name: str, files: dict[str, pl.DataFrame]
+    context: dg.AssetExecutionContext,
+    settings: CurateSettings,
+    name: str,
+    files: dict[str, pl.DataFrame | Iterable[pub.Part]],
 ) -> dg.MaterializeResult:
     schema = arrow_schema(TABLES[name].model)
     path = pub.stage(settings.root, name, files, {f: schema for f in files})
+    rows = {f: _rows(join(path, f"{f}.parquet")) for f in files}
     return dg.MaterializeResult(
         metadata={
             "staged": dg.MetadataValue.path(str(path)),
             **column_lineage(context.asset_key.path[-1]),
-            **{f"{f}_rows": frame.height for f, frame in files.items()},
+            **{f"{f}_rows": n for f, n in rows.items()},
         }
     )
 
 
-def _rows_of(settings: CurateSettings, table: str, batch: str | None, runs: pl.DataFrame) -> pl.LazyFrame:
-    """A per-batch table's rows of `runs`, read from their batch's file (from every batch's if None)."""
-    scan = pl.scan_parquet(partition_file(settings.root, table, batch)) if batch else scan_table(settings.root, table)
+def _split_spills(settings: CurateSettings, name: str, key: pl.Expr, keys: pl.Series) -> dict[str, SortedSpill]:
+    """One spill per split file of a dataset: its rows are built a batch at a time and published sorted by
+    `key` (`keys`: every row's key)."""
+    schema = arrow_schema(TABLES[name].model)
+    return {s: SortedSpill(join(settings.root, "staging", name, f"{s}.parquet"), schema, key, keys) for s in SPLITS}
+
+
+def _rows_of(settings: CurateSettings, table: str, batch: str, runs: pl.DataFrame) -> pl.LazyFrame:
+    """A per-batch table's rows of `runs`, read from their batch's file."""
+    scan = pl.scan_parquet(partition_file(settings.root, table, batch))
     return scan.filter(pl.col("trajectory_id").is_in(runs["trajectory_id"].implode()))
 
 
@@ -72,24 +99,24 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
             .unique("task_hash", keep="first", maintain_order=True)
             .collect()
         )
-        frames = []  # a batch at a time: one batch's messages are held, never the corpus's
+        spills, tasks = _split_spills(settings, "sft_dataset", pl.col("task_id"), selected["task_id"]), set()
         by_batch = selected.partition_by("batch", as_dict=True, maintain_order=True)
-        for (batch,), runs in (by_batch or {(None,): selected}).items():  # no runs: an empty candidate
-            frames.append(
-                build_sft(
-                    runs,
-                    _rows_of(settings, "curated_messages", batch, runs).select(CURATED_COLUMNS).collect(),
-                    _rows_of(settings, "sample_stats", batch, runs).collect(),
-                    packages.filter(pl.col("task_hash").is_in(runs["task_hash"].implode())),
-                    settings.validation_fraction,
-                    settings.truncation_strategy,
-                    settings.max_observation_chars,
-                    counter,
-                )
+        for (batch,), runs in by_batch.items():  # a batch's messages at a time, never the corpus's
+            rows = build_sft(
+                runs,
+                _rows_of(settings, "curated_messages", batch, runs).select(CURATED_COLUMNS).collect(),
+                _rows_of(settings, "sample_stats", batch, runs).collect(),
+                packages.filter(pl.col("task_hash").is_in(runs["task_hash"].implode())),
+                settings.validation_fraction,
+                settings.truncation_strategy,
+                settings.max_observation_chars,
+                counter,
             )
-        rows = pl.concat(frames).sort("split", "task_id", "sample_id")
-    context.log.info(f"SFT candidate: {rows.height} samples from {rows['task_id'].n_unique()} tasks")
-    return _stage(context, settings, "sft_dataset", {s: rows.filter(pl.col("split") == s) for s in SPLITS})
+            tasks.update(rows["task_id"].to_list())
+            for split, spill in spills.items():
+                spill.write(rows.filter(pl.col("split") == split))
+    context.log.info(f"SFT candidate: {sum(s.rows for s in spills.values())} samples from {len(tasks)} tasks")
+    return _stage(context, settings, "sft_dataset", {s: spill.sorted("sample_id") for s, spill in spills.items()})
 
 
 @dg.asset(**TABLES["rl_tasks_candidate"].asset_args())
@@ -102,8 +129,9 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
         .sort(["task_id", "n_trajectories", "task_hash"], descending=[False, True, False])
         .unique("task_id", keep="first", maintain_order=True)
         .join(excluded, on="task_id", how="anti")
+        .sort("task_id")
+        .with_row_index("index")  # its place in the published order
     )
-    packages = read_keyed_rows(settings.root, "task_packages", chosen, "task_hash")
     firsts = scan_table(settings.root, "trajectories").select("trajectory_id", "task_id").collect()
     systems = (
         scan_table(settings.root, "messages")
@@ -122,9 +150,15 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
         .agg(pass_rate=pl.col("grade_passed").cast(pl.Float64).mean())
         .collect()
     )
-    rows = build_rl_tasks(packages, systems, rates, settings.validation_fraction)
-    split = rows["extra_info"].struct.field("split")
-    return _stage(context, settings, "rl_tasks", {s: rows.filter(split == s) for s in SPLITS})
+    spills = _split_spills(settings, "rl_tasks", pl.col("extra_info").struct.field("index"), chosen["index"])
+    for keys in chosen.partition_by("batch", maintain_order=True):
+        # a batch's chosen packages at a time: a state slice per tool makes the rows ~2x the packages
+        packages = read_keyed_rows(settings.root, "task_packages", keys, "task_hash")
+        packages = packages.join(keys.select("task_hash", "index"), on="task_hash")
+        rows = build_rl_tasks(packages, systems, rates, settings.validation_fraction)
+        for split, spill in spills.items():
+            spill.write(rows.filter(pl.col("extra_info").struct.field("split") == split))
+    return _stage(context, settings, "rl_tasks", {s: spill.sorted() for s, spill in spills.items()})
 
 
 @dg.asset(**TABLES["rl_rollouts_candidate"].asset_args())
@@ -181,8 +215,9 @@ def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
         context: dg.AssetCheckExecutionContext, settings: CurateSettings, suites: QualitySuites
     ) -> dg.AssetCheckResult:
         folder = pub.candidate(settings.root, dataset)
-        frame = pl.concat([pl.read_parquet(p) for p in pub.parquet_files(folder)])
-        passed, failures = run_gate(dataset, frame, {"char_budget": settings.char_budget}, suites.process)
+        files = pub.parquet_files(folder)
+        parts = (part for f in files for part in iter_chunks(f, rows=GATE_PART_ROWS))
+        passed, failures = run_gate(dataset, parts, {"char_budget": settings.char_budget}, suites.process)
         if passed:
             pub.mark_gated(folder)
         return dg.AssetCheckResult(
@@ -190,7 +225,7 @@ def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
             metadata=as_metadata(
                 {
                     "candidate": str(folder),
-                    "rows": frame.height,
+                    "rows": sum(_rows(f) for f in files),
                     "failed_expectations": len(failures),
                     "failures": table(
                         ["expectation", "column", "unexpected", "examples"], [tuple(f.values()) for f in failures]
@@ -217,13 +252,13 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
         ],
     )
     def _asset(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-        staged = pub.candidate(settings.root, dataset)
-        frames = {p.rsplit("/", 1)[-1].removesuffix(".parquet"): pl.read_parquet(p) for p in pub.parquet_files(staged)}
-        inputs = card_inputs(settings, dataset, frames)
+        staged = pub.parquet_files(pub.candidate(settings.root, dataset))
+        counts = {p.rsplit("/", 1)[-1].removesuffix(".parquet"): _rows(p) for p in staged}
+        inputs = card_inputs(settings, dataset, staged)
         cards = {}
 
         def card_files(version: str, previous: str | None) -> dict[str, str]:
-            cards["card"] = build_card(dataset, version, previous, {k: v.height for k, v in frames.items()}, **inputs)
+            cards["card"] = build_card(dataset, version, previous, counts, **inputs)
             return {
                 "card.json": orjson.dumps(cards["card"], option=orjson.OPT_INDENT_2).decode(),
                 "card.md": render_markdown(cards["card"]),
@@ -238,7 +273,7 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
         publication = pub.publish(settings.root, dataset, card_files)
         card = orjson.loads(read_bytes(join(publication.path, "card.json")))
         context.log.info(f"{dataset}: {'published' if publication.new else 'unchanged, still'} {publication.version}")
-        rows = sum(v.height for v in frames.values())
+        rows = sum(counts.values())
         gate = dg.AssetCheckResult(
             check_name="passed_quality_gate",
             passed=True,
@@ -259,7 +294,7 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
                 "current": dg.MetadataValue.path(join(settings.root, "published", dataset, "CURRENT")),
                 "card": dg.MetadataValue.md(render_markdown(card)),
                 **column_lineage(dataset),
-                **{f"{k}_rows": v.height for k, v in frames.items()},
+                **{f"{k}_rows": n for k, n in counts.items()},
             },
         )
 

@@ -2,18 +2,25 @@
 
 The suites live in `expectations/<dataset>.json`. They run on a flat validation view of the dataset
 (nested columns summarised into helper columns such as `n_bad_roles`), in a helper process that has
-Great Expectations imported (see `suites`).
+Great Expectations imported (see `suites`). A candidate is read a part at a time: the pandera model
+checks each part, and the view (a few narrow columns) is built from every part, so the suite sees the
+whole dataset. The model's one rule across rows, uniqueness, is also in each suite.
 """
 
 from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
 
 import orjson
 import pandera.errors
 import polars as pl
 
 from cowork_assets.datasets.suites import SuiteProcess
+from cowork_assets.schema import polars_schema
 from cowork_assets.tables import published
 
+MAX_MODEL_FAILURES = 20  # pandera failure cases reported, over all parts
 ROLES = ["system", "user", "assistant", "tool"]
 
 
@@ -26,8 +33,8 @@ def _is_tool_list(text: str | None) -> bool:
     return isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
 
 
-def validation_view(dataset: str, frame: pl.DataFrame) -> pl.DataFrame:
-    """The flat columns the dataset's suite checks."""
+def _view_part(dataset: str, frame: pl.DataFrame) -> pl.DataFrame:
+    """The flat columns the dataset's suite checks, of one part of the dataset."""
     if dataset == "sft_dataset":
         roles = pl.col("messages").list.eval(pl.element().struct.field("role"))
         is_json = pl.col("tools").map_elements(_is_tool_list, return_dtype=pl.Boolean)
@@ -44,7 +51,6 @@ def validation_view(dataset: str, frame: pl.DataFrame) -> pl.DataFrame:
             n_messages=pl.col("messages").list.len(),
             n_bad_roles=roles.list.eval(~pl.element().is_in(ROLES)).list.sum(),
             last_role=roles.list.last(),
-            task_splits=pl.col("split").n_unique().over("task_id"),
         )
     if dataset == "rl_tasks":
         info = pl.col("extra_info")
@@ -71,16 +77,34 @@ def validation_view(dataset: str, frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def run_gate(dataset: str, frame: pl.DataFrame, parameters: dict, suites: SuiteProcess) -> tuple[bool, list[dict]]:
-    """(passed, failures) for the pandera model and the GX suite of a dataset (run by `suites`)."""
-    failures = []
-    try:
-        published()[dataset].model.validate(frame, lazy=True)
-    except pandera.errors.SchemaErrors as exc:
-        cases = exc.failure_cases.head(20)
-        failures += [
-            {"expectation": f"pandera: {c}", "column": col, "unexpected": 1, "examples": str(v)[:200]}
-            for c, col, v in zip(cases["check"], cases["column"], cases["failure_case"])
-        ]
-    failures += suites.failures(dataset, validation_view(dataset, frame), parameters)
+def validation_view(dataset: str, parts: Iterable[pl.DataFrame]) -> pl.DataFrame:
+    """The flat columns the dataset's suite checks, of all its parts."""
+    view = pl.concat([_view_part(dataset, part) for part in parts])
+    if dataset == "sft_dataset":
+        view = view.with_columns(task_splits=pl.col("split").n_unique().over("task_id"))
+    return view
+
+
+def run_gate(
+    dataset: str, parts: Iterable[pl.DataFrame], parameters: dict, suites: SuiteProcess
+) -> tuple[bool, list[dict]]:
+    """(passed, failures) for the pandera model and the GX suite (run by `suites`) of a dataset given as parts."""
+    model = published()[dataset].model
+    failures: list[dict] = []
+
+    def checked(part: pl.DataFrame) -> pl.DataFrame:
+        try:
+            model.validate(part, lazy=True)
+        except pandera.errors.SchemaErrors as exc:
+            cases = exc.failure_cases.head(MAX_MODEL_FAILURES - len(failures))
+            failures.extend(
+                {"expectation": f"pandera: {c}", "column": col, "unexpected": 1, "examples": str(v)[:200]}
+                for c, col, v in zip(cases["check"], cases["column"], cases["failure_case"])
+            )
+        return part
+
+    # a candidate with no rows still has its view checked: the suite says what an empty dataset breaks
+    empty = pl.DataFrame(schema=polars_schema(model))
+    view = validation_view(dataset, itertools.chain((checked(p) for p in parts), [empty]))
+    failures += suites.failures(dataset, view, parameters)
     return not failures, failures

@@ -14,16 +14,15 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from cowork_assets.storage import (
-    atomic_path,
+    ParquetSink,
     delete,
     exists,
     is_remote,
@@ -55,22 +54,34 @@ def portable(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def stage(data_root: str, dataset: str, files: dict[str, pl.DataFrame], schemas: dict[str, pa.Schema]) -> str:
-    """Write a candidate's Parquet files; returns its folder (named by the content digest)."""
+Part = pl.DataFrame | pa.RecordBatch
+
+
+def stage(
+    data_root: str, dataset: str, files: dict[str, pl.DataFrame | Iterable[Part]], schemas: dict[str, pa.Schema]
+) -> str:
+    """Write a candidate's Parquet files, each a frame or its parts in order (a candidate larger than memory
+    is written a part at a time); returns its folder, named by the content digest of the files."""
     root = join(data_root, "staging", dataset)
-    encoded, digest = {}, hashlib.sha256()
-    for name in sorted(files):
-        schema = pa.schema([pa.field(f.name, portable(f.type), f.nullable) for f in schemas[name]])
-        sink = pa.BufferOutputStream()
-        pq.write_table(files[name].to_arrow().select(schema.names).cast(schema), sink, compression="zstd")
-        encoded[name] = sink.getvalue().to_pybytes()
-        digest.update(name.encode() + encoded[name])
-    final = join(root, digest.hexdigest()[:12])
-    # Files are placed one by one; the folder counts as staged only once CANDIDATE names it.
-    for name, data in encoded.items():
-        if not exists(join(final, f"{name}.parquet")):
-            with atomic_path(join(final, f"{name}.parquet")) as tmp:
-                tmp.write_bytes(data)
+    sinks, digest = {}, hashlib.sha256()
+    try:
+        for name in sorted(files):
+            schema = pa.schema([pa.field(f.name, portable(f.type), f.nullable) for f in schemas[name]])
+            sinks[name] = sink = ParquetSink(join(root, f"{name}.parquet"), schema, compression="zstd")
+            for part in [files[name]] if isinstance(files[name], pl.DataFrame) else files[name]:
+                sink.write(part)
+            digest.update(name.encode())
+            with open(sink.written(), "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    digest.update(chunk)
+        final = join(root, digest.hexdigest()[:12])
+        # Files are placed one by one; the folder counts as staged only once CANDIDATE names it.
+        for name, sink in sinks.items():
+            if not exists(join(final, f"{name}.parquet")):
+                sink.commit(join(final, f"{name}.parquet"))
+    finally:
+        for sink in sinks.values():
+            sink.abort()
     write_text_atomic(join(root, "CANDIDATE"), final.rsplit("/", 1)[-1])
     return final
 

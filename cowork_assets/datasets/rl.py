@@ -71,12 +71,10 @@ def build_rl_tasks(
     validation_fraction: float,
     data_source: str = "cowork",
 ) -> pl.DataFrame:
-    """`packages`: the task packages to publish (one per task); `systems`: task_id -> system prompt."""
-    p = (
-        packages.join(systems, on="task_id", how="left")
-        .join(pass_rates, on="task_id", how="left")
-        .sort("task_id")
-        .with_row_index("index")
+    """`packages`: task packages to publish (one per task), each with its `index` in the published order;
+    `systems`: task_id -> system prompt."""
+    p = packages.join(systems, on="task_id", how="left", maintain_order="left").join(
+        pass_rates, on="task_id", how="left", maintain_order="left"
     )
     # A slice at a time: the kwargs are the largest column (a service's state copied for each of its
     # tools), and a list of them all as Python strings took ~1.5x their size on top.

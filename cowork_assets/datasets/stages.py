@@ -69,14 +69,20 @@ def truncation_sweep(settings: CurateSettings) -> list[dict]:
     return totals(scan_table(settings.root, "truncation_sweep").collect()).to_dicts()
 
 
-def card_inputs(settings: CurateSettings, dataset: str, frames: dict[str, pl.DataFrame]) -> dict:
-    rows = sum(f.height for f in frames.values())
-    if dataset == "sft_dataset":
-        lengths = [int(v) for f in frames.values() for v in f["chars"].to_list()]
-    elif dataset == "rl_tasks":
-        lengths = [len(p[-1]["content"]) for f in frames.values() for p in f["prompt"].to_list()]
-    else:
-        lengths = []
+LENGTH = {  # characters per sample, for the card's histogram
+    "sft_dataset": pl.col("chars"),
+    "rl_tasks": pl.col("prompt").list.last().struct.field("content").str.len_chars(),
+}
+
+
+def card_inputs(settings: CurateSettings, dataset: str, files: list[str]) -> dict:
+    """What the card of a candidate (its Parquet `files`) reports beside its row counts."""
+    rows = sum(_count(pl.scan_parquet(f)) for f in files)
+    lengths = (
+        pl.scan_parquet(files).select(LENGTH[dataset].cast(pl.Int64)).collect().to_series().to_list()
+        if dataset in LENGTH and files
+        else []
+    )
     return {
         "funnel": funnel(settings, dataset, rows),
         "reasons": reasons(settings, EXCLUSION_SET[dataset]) if dataset in EXCLUSION_SET else [],
