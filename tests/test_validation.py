@@ -180,7 +180,7 @@ def test_unknown_references_are_ids_no_state_or_run_contains(tmp_path):
     )
     traj["task"]["initial_state"] = {"orders": [{"id": "ord_55501"}]}
     f = flatten(traj)
-    found = task_findings(f["task_packages"].lazy(), f["trajectories"].lazy(), f["tool_calls"].lazy())
+    found = task_findings([f["task_packages"]], [(f["trajectories"].lazy(), f["tool_calls"].lazy())])
     assert found.select("kind", "check_id").rows() == [("unknown_reference", "c")]
 
 

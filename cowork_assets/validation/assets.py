@@ -12,7 +12,7 @@ from cowork_assets.storage import (
     iter_trajectory_chunks,
     partition_file,
     read_keyed_rows,
-    table_glob,
+    scan_table,
     write_parquet_atomic,
 )
 from cowork_assets.tables import TABLES
@@ -64,11 +64,12 @@ def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettin
 @dg.asset(**TABLES["task_findings"].asset_args())
 def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     root = settings.root
-    scan = lambda t: pl.scan_parquet(table_glob(root, t))  # noqa: E731
-    # each batch holds its own copy of a task's package: read one copy of each
-    first = scan("task_packages").select("batch", "task_hash").collect().unique("task_hash", keep="first")
-    packages = read_keyed_rows(root, "task_packages", first, "task_hash")
-    found = find_task_findings(packages.lazy(), scan("trajectories"), scan("tool_calls"))
+    # each batch holds its own copy of a task's package: read one copy of each, a batch's copies at a time
+    first = scan_table(root, "task_packages").select("batch", "task_hash").collect().unique("task_hash", keep="first")
+    packages = (read_keyed_rows(root, "task_packages", keys, "task_hash") for keys in first.partition_by("batch"))
+    names = scan_table(root, "trajectories").select("batch").unique().collect()["batch"].sort()
+    scan = lambda table, batch: pl.scan_parquet(partition_file(root, table, batch))  # noqa: E731
+    found = find_task_findings(packages, ((scan("trajectories", b), scan("tool_calls", b)) for b in names))
     path = write_parquet_atomic(found, partition_file(root, "task_findings"), arrow_schema(TaskFindings))
     return dg.MaterializeResult(
         metadata={

@@ -1,6 +1,9 @@
-"""task_findings across all batches, from lazy scans: only the columns each check needs are read."""
+"""task_findings across all batches, a part of the packages or a batch at a time: only the columns each check
+needs are read."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 import polars as pl
 
@@ -43,45 +46,53 @@ def _package_tables(packages: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     )
 
 
-def task_findings(packages: pl.LazyFrame, trajectories: pl.LazyFrame, tool_calls: pl.LazyFrame) -> pl.DataFrame:
-    packages = packages.unique("task_hash", keep="first").sort("task_hash").collect()
-    runs = trajectories.select("trajectory_id", "batch", "task_id", "task_hash")
-    frames = [
-        pl.DataFrame(
-            [
-                f
-                for row in packages.select(
-                    "task_id", "task_hash", "request", "tools", "checks", "initial_state"
-                ).iter_rows()
-                for f in package_findings(*row)
-            ],
-            schema=SCHEMA,
-            orient="row",
-        )
-    ]
-    tools, specs = _package_tables(packages)
-    calls = tool_calls.select("trajectory_id", "tool_name").join(runs, on="trajectory_id")
-    frames.append(unexposed_calls(calls.collect(), tools))
-    if specs.height:
-        counted = (
-            tool_calls.filter(pl.col("tool_name").is_in(specs["tool"].unique().to_list()))
-            .select("trajectory_id", "tool_name", "arguments", observation=pl.col("observation").str.slice(0, 200))
-            .join(runs, on="trajectory_id")
-            .collect()
-        )
-        grades = trajectories.select("trajectory_id", "grade_checks").collect()
-        frames.append(call_counting(counted, specs, grades))
-    frames.append(_unknown_references(packages, runs, tool_calls))
+LIGHT = ["task_hash", "tools", "checks"]  # what the runs are checked against
+CANDIDATES = {"task_id": pl.String, "task_hash": pl.String, "check_id": pl.String, "value": pl.String}
+
+
+def task_findings(
+    packages: Iterable[pl.DataFrame], batches: Iterable[tuple[pl.LazyFrame, pl.LazyFrame]]
+) -> pl.DataFrame:
+    """Findings over all batches, holding one part of the packages or one batch at a time.
+
+    `packages`: one copy of each task package, in parts; `batches`: each batch's (trajectories, tool_calls).
+    The packages are read first (their findings, exposed tools, counting specs and the ids their checks
+    name that the initial state lacks); then each batch's runs are checked against them."""
+    frames, light, candidates = [], [], []
+    for part in packages:
+        rows = part.select("task_id", "task_hash", "request", "tools", "checks", "initial_state").iter_rows()
+        frames.append(pl.DataFrame([f for row in rows for f in package_findings(*row)], schema=SCHEMA, orient="row"))
+        light.append(part.select(LIGHT))
+        candidates.append(_unknown_candidates(part))
+    tools, specs = _package_tables(pl.concat(light) if light else pl.DataFrame(schema=dict.fromkeys(LIGHT, pl.String)))
+    candidates = pl.concat(candidates) if candidates else pl.DataFrame(schema=CANDIDATES)
+    seen = [pl.DataFrame(schema={"task_hash": pl.String, "value": pl.String})]
+    for trajectories, tool_calls in batches:
+        runs = trajectories.select("trajectory_id", "batch", "task_id", "task_hash")
+        calls = tool_calls.select("trajectory_id", "tool_name").join(runs, on="trajectory_id")
+        frames.append(unexposed_calls(calls.collect(), tools))
+        if specs.height:
+            counted = (
+                tool_calls.filter(pl.col("tool_name").is_in(specs["tool"].unique().to_list()))
+                .select("trajectory_id", "tool_name", "arguments", observation=pl.col("observation").str.slice(0, 200))
+                .join(runs, on="trajectory_id")
+                .collect()
+            )
+            grades = trajectories.select("trajectory_id", "grade_checks").collect()
+            frames.append(call_counting(counted, specs, grades))
+        if candidates.height:
+            seen.append(_seen(candidates, runs, tool_calls))
+    frames.append(_unknown_references(candidates, pl.concat(seen).unique()))
     return (
         pl.concat([f.cast(SCHEMA) for f in frames])
-        .sort("task_id", "trajectory_id", "kind", "check_id", nulls_last=True)
+        .sort("task_id", "trajectory_id", "kind", "check_id", "detail", nulls_last=True)
         .select(list(TaskFindings.to_schema().columns))
     )
 
 
-def _unknown_references(packages: pl.DataFrame, runs: pl.LazyFrame, tool_calls: pl.LazyFrame) -> pl.DataFrame:
-    """Ids a check names that are neither in the initial state nor seen in any observation of any run."""
-    candidates = pl.DataFrame(
+def _unknown_candidates(packages: pl.DataFrame) -> pl.DataFrame:
+    """(task, check, id) for each id a check names that its package's initial state does not contain."""
+    return pl.DataFrame(
         [
             (task_id, task_hash, check_id, value)
             for task_id, task_hash, checks, state in packages.select(
@@ -90,21 +101,27 @@ def _unknown_references(packages: pl.DataFrame, runs: pl.LazyFrame, tool_calls: 
             for check_id, value in referenced_ids(checks)
             if value.casefold() not in state.casefold()
         ],
-        schema={"task_id": pl.String, "task_hash": pl.String, "check_id": pl.String, "value": pl.String},
+        schema=CANDIDATES,
         orient="row",
     )
-    if candidates.is_empty():
-        return pl.DataFrame(schema=SCHEMA)
-    seen = (
+
+
+def _seen(candidates: pl.DataFrame, runs: pl.LazyFrame, tool_calls: pl.LazyFrame) -> pl.DataFrame:
+    """The (task_hash, id) candidates that some observation of these runs contains."""
+    return (
         tool_calls.select("trajectory_id", "observation")
         .join(runs.select("trajectory_id", "task_hash"), on="trajectory_id")
-        .filter(pl.col("task_hash").is_in(candidates["task_hash"].unique().to_list()))
-        .join(candidates.lazy(), on="task_hash")
+        .filter(pl.col("task_hash").is_in(candidates["task_hash"].unique().implode()))
+        .join(candidates.lazy().select("task_hash", "value"), on="task_hash")
         .filter(pl.col("observation").str.contains(pl.col("value"), literal=True))
         .select("task_hash", "value")
         .unique()
         .collect()
     )
+
+
+def _unknown_references(candidates: pl.DataFrame, seen: pl.DataFrame) -> pl.DataFrame:
+    """Ids a check names that are neither in the initial state nor seen in any observation of any run."""
     missing = candidates.join(seen, on=["task_hash", "value"], how="anti", maintain_order="left")
     return missing.select(
         "task_id",
