@@ -513,7 +513,7 @@ def test_rollout_rows_carry_their_checks_and_a_run_without_checks_an_empty_list(
     packages = pl.DataFrame(
         {"task_hash": ["h1"], "checks": ['[{"id": "c1", "type": "keywords_present", "keywords": ["x"]}]']}
     )
-    rows = build_rl_rollouts(runs, messages, packages, "group_id", 1e-6, "sample")
+    rows = build_rl_rollouts(runs, [messages], packages, "group_id", 1e-6, "sample")
     assert rows.select("trajectory_id", "group_id", "checks").to_dicts() == [
         {
             "trajectory_id": "t1",

@@ -169,11 +169,11 @@ def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSet
     runs = runs.collect().sort("batch").unique("trajectory_id", keep="first", maintain_order=True)  # ids recur: first
     # Checks are met on assistant turns only: the observations (most of the text) are not read.
     messages = (
-        scan_table(settings.root, "messages")
+        _rows_of(settings, "messages", batch, of_batch)
         .filter(pl.col("role") == "assistant")
-        .join(runs.lazy().select("batch", "trajectory_id"), on=["batch", "trajectory_id"])
         .select("trajectory_id", "message_index", "role", "content", "tool_calls")
         .collect()
+        for (batch,), of_batch in runs.partition_by("batch", as_dict=True, maintain_order=True).items()
     )
     packages = scan_table(settings.root, "task_packages").select("task_hash", "checks").collect()
     rows = build_rl_rollouts(
