@@ -183,18 +183,18 @@ PARQUET_OPTIONS = {"compression": "lz4", "use_dictionary": False}
 
 
 class ParquetSink:
-    """Streams frames (polars, or Arrow batches) into one Parquet file with a fixed schema; atomic on
-    commit. `options` override the working tables' `PARQUET_OPTIONS`."""
+    """Streams polars frames into one Parquet file with a fixed schema; atomic on commit. `options`
+    override the working tables' `PARQUET_OPTIONS`."""
 
     def __init__(self, final: str, schema: pa.Schema, **options):
         self.final, self.schema, self.rows = final, schema, 0
         self._tmp = _scratch(final)
         self._writer = pq.ParquetWriter(self._tmp, schema, **(PARQUET_OPTIONS | options))
 
-    def write(self, frame: pl.DataFrame | pa.RecordBatch) -> None:
-        if frame.num_rows if isinstance(frame, pa.RecordBatch) else frame.height:
-            self._writer.write(_arrow(frame, self.schema))
-            self.rows += len(frame)
+    def write(self, frame: pl.DataFrame) -> None:
+        if frame.height:
+            self._writer.write_table(_arrow(frame, self.schema))
+            self.rows += frame.height
 
     def written(self) -> Path:
         """The complete temporary file (no more writes), to read before `commit`."""
@@ -248,36 +248,33 @@ class SortedSpill:
     """Frames written in any order, read back sorted by a key: a cross-batch step builds its rows a batch
     at a time and writes them in one order without holding them all. Rows are routed as they are written
     to buckets of about `bucket_rows` rows each, by ranges of the key taken from `keys` (every row's key,
-    known in advance); each bucket is a local scratch Parquet file, and reading sorts one bucket at a time."""
+    known in advance); each bucket is a local scratch Arrow file (written and read once), and reading
+    sorts one bucket at a time."""
 
     def __init__(self, near: str, schema: pa.Schema, key: pl.Expr, keys: pl.Series, bucket_rows: int = 5_000):
-        self.near, self.schema, self.key = near, schema, key
+        self.near, self.schema, self.key, self.rows = near, schema, key, 0
         ordered = keys.sort()
         self._bounds = ordered.gather_every(bucket_rows, offset=bucket_rows).unique(maintain_order=True)
-        self._buckets: dict[int, ParquetSink] = {}
+        self._buckets: dict[int, ArrowScratch] = {}
 
     def write(self, frame: pl.DataFrame) -> None:
         bucket = self._bounds.search_sorted(frame.select(self.key.cast(self._bounds.dtype)).to_series(), side="right")
         for (b,), part in frame.with_columns(_bucket=bucket).partition_by("_bucket", as_dict=True).items():
             if b not in self._buckets:
-                self._buckets[b] = ParquetSink(self.near, self.schema)
+                self._buckets[b] = ArrowScratch(self.near, self.schema)
             self._buckets[b].write(part)
-
-    @property
-    def rows(self) -> int:
-        return sum(b.rows for b in self._buckets.values())
+        self.rows += frame.height
 
     def sorted(self, *by: str | pl.Expr) -> Iterator[pl.DataFrame]:
         """Every row written, a bucket at a time, sorted by the key and then `by`; the scratch files go as
         they are read (and all of them if reading stops early)."""
         try:
             for b in sorted(self._buckets):
-                path = self._buckets[b].written()
-                yield pl.read_parquet(path).sort(self.key, *by)
-                path.unlink()
+                yield self._buckets[b].scan().sort(self.key, *by).collect()
+                self._buckets[b].remove()
         finally:
-            for sink in self._buckets.values():
-                sink.abort()
+            for bucket in self._buckets.values():
+                bucket.remove()
 
 
 def write_text_atomic(final: str | Path, text: str) -> str:
@@ -292,10 +289,9 @@ def write_parquet_atomic(frame: pl.DataFrame, final: str, schema: pa.Schema | No
     return final
 
 
-def _arrow(frame: pl.DataFrame | pa.RecordBatch, schema: pa.Schema) -> pa.Table | pa.RecordBatch:
-    """A frame as Arrow data with exactly `schema`'s columns, in its order and types."""
-    data = frame if isinstance(frame, pa.RecordBatch) else frame.to_arrow()
-    return data.select(schema.names).cast(schema)
+def _arrow(frame: pl.DataFrame, schema: pa.Schema) -> pa.Table:
+    """A frame as an Arrow table with exactly `schema`'s columns, in its order and types."""
+    return frame.to_arrow().select(schema.names).cast(schema)
 
 
 def iter_chunks(location: str, columns: list[str] | None = None, rows: int = 25_000) -> Iterator[pl.DataFrame]:

@@ -54,7 +54,7 @@ def _stage(
     context: dg.AssetExecutionContext,
     settings: CurateSettings,
     name: str,
-    files: dict[str, pl.DataFrame | Iterable[pub.Part]],
+    files: dict[str, pl.DataFrame | Iterable[pl.DataFrame]],
 ) -> dg.MaterializeResult:
     schema = arrow_schema(TABLES[name].model)
     path = pub.stage(settings.root, name, files, {f: schema for f in files})

@@ -54,11 +54,8 @@ def portable(t: pa.DataType) -> pa.DataType:
     return t
 
 
-Part = pl.DataFrame | pa.RecordBatch
-
-
 def stage(
-    data_root: str, dataset: str, files: dict[str, pl.DataFrame | Iterable[Part]], schemas: dict[str, pa.Schema]
+    data_root: str, dataset: str, files: dict[str, pl.DataFrame | Iterable[pl.DataFrame]], schemas: dict[str, pa.Schema]
 ) -> str:
     """Write a candidate's Parquet files, each a frame or its parts in order (a candidate larger than memory
     is written a part at a time); returns its folder, named by the content digest of the files."""
