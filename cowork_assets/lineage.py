@@ -41,7 +41,7 @@ _RL_ROLLOUTS = {
     "group_id": [("trajectories", "group_id")],
     "batch": [("trajectories", "batch")],
     "score": [("trajectories", "grade_score")],
-    "checks": [("task_packages", "checks"), ("messages", "content"), ("messages", "tool_calls")],
+    "checks": [("regrade", "checks")],
     **{
         c: [("trajectories", "grade_score"), ("trajectories", "group_id")]
         for c in ("group_size", "group_mean", "group_std", "zero_variance", "grpo_advantage", "gdpo_advantage")

@@ -289,8 +289,8 @@ REGISTRY: tuple[Table, ...] = (
         False,
         "Candidate processed rollout rewards (staged): per "
         "rollout the raw score, per-check rewards, GRPO and GDPO group-normalised advantages, zero-variance "
-        "groups, and the turn each check was met.",
-        ("trajectories", "messages", "task_packages"),
+        "groups, and the turn each check was met (from regrade's replay).",
+        ("trajectories", "regrade"),
         "staged",
     ),
     Table(

@@ -482,15 +482,19 @@ def test_a_run_never_imports_great_expectations_in_the_process_that_runs_it(tmp_
 
 
 def test_rollout_rows_carry_their_checks_and_a_run_without_checks_an_empty_list():
+    """A rollout's per-check rewards and first turns are those of regrade's replay of the run."""
     from cowork_assets.datasets.rl import build_rl_rollouts
+    from cowork_assets.validation.regrade import regrade
 
     runs = pl.DataFrame(
         {
             "trajectory_id": ["t1", "t2"],
             "task_id": ["a", "b"],
+            "category": ["c", "c"],
             "group_id": [None, None],
             "batch": ["x", "x"],
             "grade_score": [1.0, 0.5],
+            "grade_passed": [True, False],
             "grade_checks": ['{"c1": true}', None],
             "task_hash": ["h1", "h2"],
         }
@@ -511,9 +515,9 @@ def test_rollout_rows_carry_their_checks_and_a_run_without_checks_an_empty_list(
         },
     )
     packages = pl.DataFrame(
-        {"task_hash": ["h1"], "checks": ['[{"id": "c1", "type": "keywords_present", "keywords": ["x"]}]']}
+        {"task_hash": ["h1", "h2"], "checks": ['[{"id": "c1", "type": "keywords_present", "keywords": ["x"]}]', "[]"]}
     )
-    rows = build_rl_rollouts(runs, [messages], packages, "group_id", 1e-6, "sample")
+    rows = build_rl_rollouts(runs, regrade("x", runs, messages, packages), "group_id", 1e-6, "sample")
     assert rows.select("trajectory_id", "group_id", "checks").to_dicts() == [
         {
             "trajectory_id": "t1",

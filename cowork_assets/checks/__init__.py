@@ -72,8 +72,6 @@ class Plan:
             if kind and (tool := kind.tool(c)) and type(kind).on_call is not CheckType.on_call:
                 self.on_tool.setdefault(tool, []).append((c, kind))
         self.per_turn = [(c, kind) for c, kind in self.checks if kind and kind.per_turn]
-        # Per check, as a rollout row lists it: (its id as the replay keys it, check_id, type, weight).
-        self.columns = [(c.get("id"), str(c.get("id")), str(c.get("type")), weight(c)) for c, _ in self.checks]
 
 
 def first_turns(

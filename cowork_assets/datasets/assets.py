@@ -167,18 +167,14 @@ def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSet
     if settings.rl_rollout_role != "all":
         runs = runs.filter(pl.col("teacher_role") == settings.rl_rollout_role)
     runs = runs.collect().sort("batch").unique("trajectory_id", keep="first", maintain_order=True)  # ids recur: first
-    # Checks are met on assistant turns only: the observations (most of the text) are not read.
-    messages = (
-        _rows_of(settings, "messages", batch, of_batch)
-        .filter(pl.col("role") == "assistant")
-        .select("trajectory_id", "message_index", "role", "content", "tool_calls")
+    # regrade has replayed every run's checks on its transcript: the rewards and first turns come from there
+    replayed = (
+        scan_table(settings.root, "regrade")
+        .select("batch", "trajectory_id", "checks")
+        .join(runs.lazy().select("batch", "trajectory_id"), on=["batch", "trajectory_id"], how="semi")
         .collect()
-        for (batch,), of_batch in runs.partition_by("batch", as_dict=True, maintain_order=True).items()
     )
-    packages = scan_table(settings.root, "task_packages").select("task_hash", "checks").collect()
-    rows = build_rl_rollouts(
-        runs, messages, packages, settings.rl_group_by, settings.rl_advantage_epsilon, settings.rl_std
-    )
+    rows = build_rl_rollouts(runs, replayed, settings.rl_group_by, settings.rl_advantage_epsilon, settings.rl_std)
     return _stage(context, settings, "rl_rollouts", {"rollouts": rows})
 
 

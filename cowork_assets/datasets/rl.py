@@ -9,15 +9,10 @@ standard deviation (n - 1), as in verl's GRPO; a group of one has std 0.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import msgspec
-import orjson
 import polars as pl
 
-from cowork_assets import checks as checks_home
 from cowork_assets.datasets.split import split_expr
-from cowork_assets.rewards import turns_by_trajectory
 from cowork_assets.tool_lists import named_tools
 
 CHECK = pl.Struct(
@@ -154,47 +149,11 @@ def group_rewards(rollouts: pl.DataFrame, checks: pl.DataFrame, eps: float, samp
 
 
 def build_rl_rollouts(
-    runs: pl.DataFrame,
-    messages: Iterable[pl.DataFrame],
-    packages: pl.DataFrame,
-    rl_group_by: str,
-    rl_advantage_epsilon: float,
-    rl_std: str,
+    runs: pl.DataFrame, replayed: pl.DataFrame, rl_group_by: str, rl_advantage_epsilon: float, rl_std: str
 ) -> pl.DataFrame:
-    """`runs`: trajectories rows of the rollouts (grade_score, grade_checks, group_id, task_hash);
-    `messages`: their assistant messages, in parts that each hold whole runs (a batch's, say)."""
-    plans = {
-        h: checks_home.Plan(checks_home.parse(c_json))
-        for h, c_json in packages.filter(pl.col("task_hash").is_in(runs["task_hash"].unique().to_list()))
-        .select("task_hash", "checks")
-        .unique("task_hash")
-        .iter_rows()
-    }
-    rows = runs.select("trajectory_id", "task_hash", "grade_checks").with_row_index("row")
-    # Per (rollout, check) its reward, from the grade, and the turn it was first met, from the replay:
-    # the only Python per run; the group statistics are polars'.
-    flat: list[tuple] = []
-
-    def replay(part: pl.DataFrame, turns_of: dict[str, list]) -> None:
-        for row, tid, task_hash, grade in part.iter_rows():
-            plan = plans.get(task_hash)
-            if plan is None or not plan.checks:
-                continue
-            passed = orjson.loads(grade) if grade else {}
-            turns = checks_home.first_turns(plan, turns_of.get(tid, []))
-            flat.extend(
-                (row, cid, kind, weight, 1.0 if passed.get(cid) else 0.0, turns.get(key))
-                for key, cid, kind, weight in plan.columns
-            )
-
-    replayed_ids = [pl.Series(dtype=pl.String)]
-    for part in messages:  # one part's turns at a time: as Python objects they are ~10x their text
-        ids = part["trajectory_id"].unique()
-        replay(rows.filter(pl.col("trajectory_id").is_in(ids.implode())), turns_by_trajectory(part))
-        replayed_ids.append(ids)
-    replay(rows.filter(~pl.col("trajectory_id").is_in(pl.concat(replayed_ids).implode())), {})  # no turns
-    replayed = {f: t for f, t in CHECK.to_schema().items() if f != "normalized"}
-    checks = pl.DataFrame(flat, orient="row", schema={"row": pl.UInt32, **replayed})
+    """`runs`: trajectories rows of the rollouts (batch, trajectory_id, task_id, group_id, grade_score);
+    `replayed`: their `regrade` rows (batch, trajectory_id, checks), which replayed each run's checks on
+    its transcript: per check the recorded result (its reward) and the turn it was first met."""
     rollouts = runs.select(
         "trajectory_id",
         "task_id",
@@ -202,6 +161,20 @@ def build_rl_rollouts(
         batch="batch",
         score=pl.col("grade_score").cast(pl.Float64).fill_null(0.0),
     ).with_row_index("row")
+    checks = (
+        rollouts.select("row", "batch", "trajectory_id")
+        .join(replayed.select("batch", "trajectory_id", "checks"), on=["batch", "trajectory_id"], maintain_order="left")
+        .explode("checks", empty_as_null=False)
+        .unnest("checks")
+        .select(
+            "row",
+            "check_id",
+            "type",
+            "weight",
+            reward=pl.col("recorded").fill_null(False).cast(pl.Float64),
+            first_turn="first_turn",
+        )
+    )
     names = list(ROLLOUT_SCHEMA)
     return (
         group_rewards(rollouts, checks, rl_advantage_epsilon, rl_std == "sample")
