@@ -250,7 +250,8 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
     def _asset(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
         staged = pub.parquet_files(pub.candidate(settings.root, dataset))
         counts = {p.rsplit("/", 1)[-1].removesuffix(".parquet"): _rows(p) for p in staged}
-        inputs = card_inputs(settings, dataset, staged)
+        rows = sum(counts.values())
+        inputs = card_inputs(settings, dataset, staged, rows)
         cards = {}
 
         def card_files(version: str, previous: str | None) -> dict[str, str]:
@@ -269,7 +270,6 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
         publication = pub.publish(settings.root, dataset, card_files)
         card = orjson.loads(read_bytes(join(publication.path, "card.json")))
         context.log.info(f"{dataset}: {'published' if publication.new else 'unchanged, still'} {publication.version}")
-        rows = sum(counts.values())
         gate = dg.AssetCheckResult(
             check_name="passed_quality_gate",
             passed=True,

@@ -75,9 +75,8 @@ LENGTH = {  # characters per sample, for the card's histogram
 }
 
 
-def card_inputs(settings: CurateSettings, dataset: str, files: list[str]) -> dict:
-    """What the card of a candidate (its Parquet `files`) reports beside its row counts."""
-    rows = sum(_count(pl.scan_parquet(f)) for f in files)
+def card_inputs(settings: CurateSettings, dataset: str, files: list[str], rows: int) -> dict:
+    """What the card of a candidate (its Parquet `files`, `rows` in all) reports beside its row counts."""
     lengths = (
         pl.scan_parquet(files).select(LENGTH[dataset].cast(pl.Int64)).collect().to_series().to_list()
         if dataset in LENGTH and files
