@@ -9,6 +9,7 @@ tiktoken-encoding the text of the published SFT samples with the same number of 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -259,21 +260,25 @@ def default_batches(size: int) -> int:
     return max(4, -(-size // BATCH_TRAJECTORIES))
 
 
+def generate_corpus(raw: Path, size: int, batches: int, seed: int) -> None:
+    """Generate the corpus in its own process: the generator's memory is not the pipeline's."""
+    print(f"generating {size} trajectories in {batches} batches ...", flush=True)
+    command = ["generate", "--out", str(raw), "--trajectories", str(size), "--batches", str(batches)]
+    subprocess.run([sys.executable, "-m", "cowork_cli", *command, "--seed", str(seed)], check=True)
+
+
 def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
     from cowork_assets.settings import CurateSettings
-    from cowork_assets.synthetic.generate import generate
     from cowork_cli.runner import ensure_instance, materialize_all
 
     raw = out / f"raw-{size}"
     if not (raw / "manifest.json").exists():
-        print(f"generating {size} trajectories in {batches} batches ...")
-        generate(raw, size, batches, seed)
+        generate_corpus(raw, size, batches, seed)
     data, home = out / f"data-{size}", out / f"home-{size}"
     for folder in (data, home):
         if folder.exists():
-            import shutil
-
             shutil.rmtree(folder)
+    os.sync()  # the write-back of a fresh corpus or of the removed outputs is not the measured run's work
     settings = CurateSettings(raw_root=str(raw), data_root=str(data))
     raw_mb = sum(p.stat().st_size for p in raw.rglob("*.jsonl*")) / 1e6
     instance = ensure_instance(home)
