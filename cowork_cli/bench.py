@@ -263,8 +263,9 @@ def default_batches(size: int) -> int:
 def generate_corpus(raw: Path, size: int, batches: int, seed: int) -> None:
     """Generate the corpus in its own process: the generator's memory is not the pipeline's."""
     print(f"generating {size} trajectories in {batches} batches ...", flush=True)
-    command = ["generate", "--out", str(raw), "--trajectories", str(size), "--batches", str(batches)]
-    subprocess.run([sys.executable, "-m", "cowork_cli", *command, "--seed", str(seed)], check=True)
+    options = {"--out": raw, "--trajectories": size, "--batches": batches, "--seed": seed}
+    command = [sys.executable, "-m", "cowork_cli", "generate", *(str(x) for pair in options.items() for x in pair)]
+    subprocess.run(command, check=True)
 
 
 def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
