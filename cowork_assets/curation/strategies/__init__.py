@@ -40,8 +40,9 @@ def strategy(name: str) -> ModuleType:
 
 
 def spans(*pairs: tuple[pl.Expr, pl.Expr]) -> pl.Expr:
-    """A list of kept spans from (start, end) expressions."""
-    return pl.concat_list(pl.struct(start=s.cast(pl.Int64), end=e.cast(pl.Int64)) for s, e in pairs)
+    """A list of kept spans from (start, end) expressions (built as an array: `concat_list` of two structs
+    was 50x slower)."""
+    return pl.concat_arr(pl.struct(start=s.cast(pl.Int64), end=e.cast(pl.Int64)) for s, e in pairs).arr.to_list()
 
 
 def positional(observations: pl.DataFrame, kept_spans: pl.Expr) -> pl.DataFrame:

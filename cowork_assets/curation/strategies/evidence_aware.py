@@ -37,18 +37,25 @@ def kept_chars(observations: pl.DataFrame, allowance: int, context: int) -> pl.D
     of its evidence spans)."""
     key = ["trajectory_id", "message_index"]
     spans = (
-        observations.select(*key, "length", "cores")
+        observations.select("length", "cores")
+        .with_row_index("row")
         .explode("cores")
         .unnest("cores")
         .with_columns(start=pl.col("start").clip(0, pl.col("length")), end=pl.col("end").clip(0, pl.col("length")))
-        .sort(*key, "start")
+        .sort("row", "start")
     )
-    reach = pl.col("end").cum_max().shift(1).over(key).fill_null(0)
-    union = spans.group_by(key).agg(
-        covered=(pl.col("end") - pl.max_horizontal("start", reach)).clip(0).sum().fill_null(0)
+    # How far the row's earlier spans reach: a running maximum over the whole frame, each row's ends
+    # shifted past every earlier row's (a running maximum per row, `.over`, was 20x slower).
+    base = pl.col("row").cast(pl.Int64) * (pl.col("length").max() + 1)
+    reach = (pl.col("end") + base).cum_max().shift(1).fill_null(0) - base
+    union = (
+        spans.with_columns(reach=reach)  # before grouping: in `agg` it would run group by group
+        .group_by("row")
+        .agg(covered=(pl.col("end") - pl.max_horizontal("start", "reach")).clip(0).sum().fill_null(0))
     )
     return (
         observations.select(key)
-        .join(union, on=key, how="left", maintain_order="left")
+        .with_row_index("row")
+        .join(union, on="row", how="left", maintain_order="left")
         .select(*key, kept_chars=pl.max_horizontal(pl.lit(allowance), pl.col("covered").fill_null(0)).cast(pl.Int64))
     )
