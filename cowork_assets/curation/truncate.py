@@ -61,7 +61,11 @@ def render(cut: pl.DataFrame) -> pl.Series:
         cut.select(pl.int_range(pl.len()).alias("row"), "content", "length", "kept_spans")
         .explode("kept_spans")
         .unnest("kept_spans")
-        .with_columns(gap=pl.col("start") - pl.col("end").shift(1, fill_value=0).over("row"))
+        # Rows stay in order: the previous piece is the row's own when the row repeats (`.over` is 10x slower).
+        .with_columns(
+            gap=pl.col("start")
+            - pl.when(pl.col("row") == pl.col("row").shift(1)).then(pl.col("end").shift(1)).otherwise(0)
+        )
     )
     marker = lambda n: pl.concat_str([pl.lit(_BEFORE), n.cast(pl.String), pl.lit(_AFTER)])  # noqa: E731
     text = (

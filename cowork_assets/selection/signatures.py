@@ -71,7 +71,8 @@ def signatures(messages: pl.DataFrame) -> pl.DataFrame:
     )
     mins = grams.group_by("trajectory_id").agg(
         shingles=pl.col("h").sort().cast(pl.UInt32),
-        minhash=pl.concat_list([((pl.col("h") * a + b) % PRIME).min() for a, b in zip(A, B)]),
+        # an array first: concat_list of 64 aggregates took 2.5x as long
+        minhash=pl.concat_arr([((pl.col("h") * a + b) % PRIME).min() for a, b in zip(A, B)]).arr.to_list(),
     )
     digests = [hashlib.sha256(c.encode()).hexdigest()[:32] for c in per["conversation"]]
     return (
