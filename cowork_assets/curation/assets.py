@@ -71,25 +71,14 @@ def truncation_sweep(context: dg.AssetExecutionContext, settings: CurateSettings
     allowances = tuple(sorted(set(ALLOWANCES) | {settings.max_observation_chars}))
     trajectories = pl.read_parquet(partition_file(root, "trajectories", batch), columns=["trajectory_id", "category"])
     evidence = pl.read_parquet(partition_file(root, "evidence", batch))
-    frames = []  # a chunk of whole trajectories at a time, summed at the end
-    for messages in iter_trajectory_chunks(
-        partition_file(root, "messages", batch), ["trajectory_id", "message_index", "role", "content"]
-    ):
-        ids = messages["trajectory_id"].unique().implode()
-        frames.append(
-            sweep(
-                trajectories.filter(pl.col("trajectory_id").is_in(ids)),
-                messages,
-                evidence.filter(pl.col("trajectory_id").is_in(ids)),
-                settings.evidence_context_chars,
-                allowances,
-            )
-        )
-    keys = ["category", "strategy", "max_observation_chars"]
-    found = (
-        pl.concat(frames).group_by(keys).agg(pl.exclude(keys).sum()).sort(keys)
-        if frames
-        else pl.DataFrame(schema=polars_schema(TruncationSweep)).drop("batch")
+    # The whole batch at once: of the messages only the observations' lengths are read (a chunk at a time,
+    # the sweep cost 0.14 s more per chunk).
+    found = sweep(
+        trajectories,
+        pl.scan_parquet(partition_file(root, "messages", batch)),
+        evidence,
+        settings.evidence_context_chars,
+        allowances,
     )
     found = found.with_columns(batch=pl.lit(batch)).select(polars_schema(TruncationSweep).names())
     path = write_parquet_atomic(found, partition_file(root, "truncation_sweep", batch), arrow_schema(TruncationSweep))

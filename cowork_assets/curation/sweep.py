@@ -34,13 +34,14 @@ SCHEMA = {
 
 def sweep(
     trajectories: pl.DataFrame,
-    messages: pl.DataFrame,
+    messages: pl.DataFrame | pl.LazyFrame,
     evidence: pl.DataFrame,
     evidence_context_chars: int,
     allowances: tuple[int, ...] = ALLOWANCES,
 ) -> pl.DataFrame:
     """Per (category, strategy, allowance): at-risk items, how many the cut loses, and the observation
-    characters it keeps (of how many). `messages`: trajectory_id, message_index, role, content."""
+    characters it keeps (of how many). `messages`: trajectory_id, message_index, role, content; a scan of
+    them is read for the observations' lengths only."""
     category = trajectories.select("trajectory_id", "category")
     rows = evidence.filter(pl.col("status") == "at_risk")  # items as the evidence audit counts them: per check
     at_risk = rows.unique(["trajectory_id", "norm"], maintain_order=True)

@@ -27,20 +27,23 @@ def cores(at_risk: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def observations(messages: pl.DataFrame, at_risk: pl.DataFrame, content: bool = True) -> pl.DataFrame:
+def observations(messages: pl.DataFrame | pl.LazyFrame, at_risk: pl.DataFrame, content: bool = True) -> pl.DataFrame:
     """Every tool observation with its length, `shown` (its length without cut markers: markers do not count
-    against the allowance, so curating curated text changes nothing) and evidence spans (`cores`)."""
+    against the allowance, so curating curated text changes nothing) and evidence spans (`cores`).
+    `messages` may be a scan: without `content`, only the positions are kept of its texts, streaming."""
     evidence = at_risk.group_by("trajectory_id", pl.col("found_at").alias("message_index")).agg(
         cores=pl.struct(start=pl.col("found_offset"), end=pl.col("found_offset") + pl.col("found_length"))
     )
     return (
-        messages.filter(pl.col("role") == "tool")
+        messages.lazy()
+        .filter(pl.col("role") == "tool")
         .select(
             *KEY,
             *(["content"] if content else []),
             length=pl.col("content").str.len_chars().fill_null(0).cast(pl.Int64),
             shown=pl.col("content").str.replace_all(MARKER_RE.pattern, "").str.len_chars().fill_null(0),
         )
+        .collect(engine="streaming")
         .join(evidence, on=KEY, how="left", maintain_order="left")
     )
 
