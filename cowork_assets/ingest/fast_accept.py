@@ -14,6 +14,7 @@ task, kept as raw JSON for speed, which pass with at most `MAX_RAW_OPENINGS` bra
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Annotated, Literal
 
 import msgspec
@@ -92,9 +93,8 @@ _trajectory = msgspec.json.Decoder(Trajectory)
 _bounded_object = msgspec.json.Decoder(dict[str, JSON])
 
 
-def _object_ok(raw: Raw) -> bool:
+def _object_ok(data: bytes) -> bool:
     """A raw task part (which msgspec skipped unchecked) is an object of valid UTF-8, not deeply nested."""
-    data = bytes(raw)
     if data[:1] != b"{":
         return False
     try:
@@ -107,6 +107,15 @@ def _object_ok(raw: Raw) -> bool:
     return True
 
 
+# A corpus has a few dozen tool schemas, each repeated in thousands of records: each is checked once
+# (small ones only, so that the cache stays small whatever the input).
+_small_object_ok = lru_cache(maxsize=1024)(_object_ok)
+
+
+def _tool_ok(data: bytes) -> bool:
+    return _small_object_ok(data) if len(data) <= 16_384 else _object_ok(data)
+
+
 def accepts(line: bytes) -> bool:
     """True if `line` (UTF-8 JSON, BOM removed) certainly satisfies the contract."""
     try:
@@ -114,7 +123,7 @@ def accepts(line: bytes) -> bool:
     except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
         return False
     return (
-        _object_ok(task.initial_state)
-        and all(_object_ok(tool) for tool in task.tools)
+        _object_ok(bytes(task.initial_state))
+        and all(_tool_ok(bytes(tool)) for tool in task.tools)
         and all(type(c.get("id")) is str and type(c.get("type")) is str for c in task.checks)
     )
