@@ -9,8 +9,10 @@ import polars as pl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cowork_assets.curation import truncate
 from cowork_assets.curation.curate import curate_chunk
 from cowork_assets.curation.spans import MARKER_RE, evidence_spans, merge, render, total
+from cowork_assets.curation.strategies import SPAN
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.ingest.batch import ingest_batch
 from cowork_assets.ingest.raw_files import iter_raw_lines
@@ -80,6 +82,26 @@ def test_markers_are_well_formed_and_account_for_every_cut_character(text, data)
     cut = sum(int(n) for n in MARKER_RE.findall(rendered))
     assert cut == len(text) - total(spans)
     assert MARKER_RE.sub("", rendered) == "".join(text[s:e] for s, e in spans)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=300), min_size=1, max_size=4), st.data())
+def test_the_columnar_cut_renders_as_spans_render_and_counts_what_it_saves_without_rendering(texts, data):
+    spans = []
+    for text in texts:
+        cuts = data.draw(st.lists(st.tuples(st.integers(0, len(text)), st.integers(0, len(text))), min_size=1))
+        spans.append(merge((min(a, b), max(a, b)) for a, b in cuts) or [(0, 0)])
+    cut = pl.DataFrame(
+        {
+            "content": texts,
+            "length": [len(t) for t in texts],
+            "kept_spans": [[{"start": s, "end": e} for s, e in row] for row in spans],
+        },
+        schema={"content": pl.String, "length": pl.Int64, "kept_spans": pl.List(SPAN)},
+    )
+    rendered = truncate.render(cut).to_list()
+    assert rendered == [render(t, row) for t, row in zip(texts, spans)]
+    assert truncate.saved_chars(cut).to_list() == [len(t) - len(r) for t, r in zip(texts, rendered)]
 
 
 def _sample(positions: list[int], length: int) -> dict:

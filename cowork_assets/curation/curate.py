@@ -56,8 +56,16 @@ def curate_chunk(
     at_risk = evidence.filter(pl.col("status") == "at_risk").unique(["trajectory_id", "norm"], maintain_order=True)
     occurrences = shown(at_risk)  # found by the evidence stage; not searched again
     long = long_observations(messages, at_risk, settings.max_observation_chars)
-    cuts = {
-        s: cut(messages, at_risk, s, settings.max_observation_chars, settings.evidence_context_chars, long)
+    cuts = {  # only the configured cut's text is needed: the others are compared by their spans and sizes
+        s: cut(
+            messages,
+            at_risk,
+            s,
+            settings.max_observation_chars,
+            settings.evidence_context_chars,
+            long,
+            text=s == settings.truncation_strategy,
+        )
         for s in names()
     }
     survives = {s: survival(occurrences, cuts[s]) for s in names()}
@@ -90,7 +98,7 @@ def curate_chunk(
             if settings.token_budget is not None
             else pl.format("over budget: {} chars", "chars_after"),
         )
-    stats = _sample_stats(batch, trajectories, messages, cuts, totals, verdict)
+    stats = _sample_stats(batch, trajectories, cuts, totals, verdict)
 
     # What the budget took: dropped samples lose everything; trimmed ones are re-checked.
     final_cuts = curated.filter(pl.col("truncated") | pl.col("trimmed")).select(*KEY, "kept_spans")
@@ -104,15 +112,10 @@ def curate_chunk(
     }
 
 
-def _sample_stats(batch, trajectories, messages, cuts, totals, verdict) -> pl.DataFrame:
+def _sample_stats(batch, trajectories, cuts, totals, verdict) -> pl.DataFrame:
     chars = pl.concat(
         [
-            cut.join(messages.select(*KEY, "content"), on=KEY)
-            .group_by("trajectory_id")
-            .agg(
-                strategy=pl.lit(name),
-                saved=(pl.col("content").str.len_chars() - pl.col("new_content").str.len_chars()).sum(),
-            )
+            cut.group_by("trajectory_id").agg(strategy=pl.lit(name), saved=pl.col("saved_chars").sum())
             for name, cut in cuts.items()
         ]
     )

@@ -15,6 +15,7 @@ CUT_SCHEMA = {
     "message_index": pl.Int32,
     "kept_spans": pl.List(SPAN),
     "overflow_chars": pl.Int64,
+    "saved_chars": pl.Int64,
     "new_content": pl.String,
 }
 _BEFORE, _AFTER = MARKER.split("{n}")
@@ -58,10 +59,10 @@ def kept_spans(long: pl.DataFrame, name: str, allowance: int, context: int) -> p
     return strategy(name).kept(long, allowance, context).sort(KEY)
 
 
-def render(cut: pl.DataFrame) -> pl.Series:
-    """The kept text of each cut observation, a marker in every gap (as spans.render, columnar)."""
-    pieces = (
-        cut.select(pl.int_range(pl.len()).alias("row"), "content", "length", "kept_spans")
+def _pieces(cut: pl.DataFrame, *columns: str) -> pl.DataFrame:
+    """Each kept span of each cut observation (`row`), with the gap cut before it."""
+    return (
+        cut.select(pl.int_range(pl.len()).alias("row"), *columns, "length", "kept_spans")
         .explode("kept_spans")
         .unnest("kept_spans")
         # Rows stay in order: the previous piece is the row's own when the row repeats (`.over` is 10x slower).
@@ -70,24 +71,46 @@ def render(cut: pl.DataFrame) -> pl.Series:
             - pl.when(pl.col("row") == pl.col("row").shift(1)).then(pl.col("end").shift(1)).otherwise(0)
         )
     )
-    marker = lambda n: pl.concat_str([pl.lit(_BEFORE), n.cast(pl.String), pl.lit(_AFTER)])  # noqa: E731
+
+
+def _marker(n: pl.Expr) -> pl.Expr:
+    return (
+        pl.when(n > 0).then(pl.concat_str([pl.lit(_BEFORE), n.cast(pl.String), pl.lit(_AFTER)])).otherwise(pl.lit(""))
+    )
+
+
+def _marker_chars(n: pl.Expr) -> pl.Expr:
+    return pl.when(n > 0).then(len(_BEFORE) + len(_AFTER) + n.cast(pl.String).str.len_chars()).otherwise(0)
+
+
+def render(cut: pl.DataFrame) -> pl.Series:
+    """The kept text of each cut observation, a marker in every gap (as spans.render, columnar)."""
     text = (
-        pieces.with_columns(
+        _pieces(cut, "content")
+        .with_columns(
             piece=pl.concat_str(
-                [
-                    pl.when(pl.col("gap") > 0).then(marker(pl.col("gap"))).otherwise(pl.lit("")),
-                    pl.col("content").str.slice(pl.col("start"), pl.col("end") - pl.col("start")),
-                ]
+                [_marker(pl.col("gap")), pl.col("content").str.slice(pl.col("start"), pl.col("end") - pl.col("start"))]
             )
         )
         .group_by("row", maintain_order=True)
         .agg(pl.col("piece").str.join(""), tail=pl.col("length").first() - pl.col("end").last())
     )
-    return text.select(
-        pl.concat_str(
-            [pl.col("piece"), pl.when(pl.col("tail") > 0).then(marker(pl.col("tail"))).otherwise(pl.lit(""))]
-        ).alias("new_content")
-    ).to_series()
+    return text.select(pl.concat_str([pl.col("piece"), _marker(pl.col("tail"))]).alias("new_content")).to_series()
+
+
+def saved_chars(cut: pl.DataFrame) -> pl.Series:
+    """How many characters each cut removes, markers counted: the length less that of `render`'s text,
+    without building the text."""
+    kept = (
+        _pieces(cut)
+        .group_by("row", maintain_order=True)
+        .agg(
+            chars=(pl.col("end") - pl.col("start") + _marker_chars(pl.col("gap"))).sum(),
+            length=pl.col("length").first(),
+            tail=pl.col("length").first() - pl.col("end").last(),
+        )
+    )
+    return kept.select(pl.col("length") - pl.col("chars") - _marker_chars(pl.col("tail"))).to_series()
 
 
 def cut(
@@ -97,12 +120,17 @@ def cut(
     allowance: int,
     context: int,
     long: pl.DataFrame | None = None,
+    text: bool = True,
 ) -> pl.DataFrame:
-    """One row per truncated observation: kept spans, overflow beyond the allowance, and new text."""
+    """One row per truncated observation: kept spans, overflow beyond the allowance, the characters the cut
+    saves and, with `text`, the new text (null without: rendering is most of a cut's cost)."""
     if long is None:
         long = long_observations(messages, at_risk, allowance)
     found = kept_spans(long, name, allowance, context)
-    return found.with_columns(new_content=render(found)).select(list(CUT_SCHEMA))
+    return found.with_columns(
+        saved_chars=saved_chars(found),
+        new_content=render(found) if text else pl.lit(None, pl.String),
+    ).select(list(CUT_SCHEMA))
 
 
 def survival(occurrences: pl.DataFrame, cuts: pl.DataFrame) -> pl.DataFrame:
