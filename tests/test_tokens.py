@@ -98,3 +98,18 @@ def test_a_counter_started_ahead_answers_each_request_with_the_same_helpers(monk
         assert counter.count(second) == [len(enc.encode_ordinary(t)) for t in second]
         assert [h.pid for h in counter._helpers] == helpers and all(h.running() for h in counter._helpers)
     assert not any(h.running() for h in counter._helpers)  # stopped on leaving
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_remembering_counter_encodes_each_text_once_across_calls(monkeypatch, workers):
+    monkeypatch.setattr(tokens, "HELPER_MIN_TEXTS", 0)
+    enc = tokens.get_encoding("o200k_base")
+    original, encoded = enc.encode_ordinary, []
+    monkeypatch.setattr(enc, "encode_ordinary", lambda text: encoded.append(text) or original(text))
+    first = [f"row {i % 5} " * (i % 7) for i in range(60)] + ["", "ünï côdé"]
+    second = ["a b c", *first[10:20], "", "ünï côdé", "a b c"]
+    with tokens.TokenCounter("o200k_base", workers, remember=True) as counter:
+        assert counter.count(first) == [len(original(t)) for t in first]
+        seen = len(encoded)
+        assert counter.count(second) == [len(original(t)) for t in second]
+    assert encoded[seen:] == ["a b c"]  # of the second call's texts only the new one is encoded (here)

@@ -84,8 +84,9 @@ def _rows_of(settings: CurateSettings, table: str, batch: str, runs: pl.DataFram
 @dg.asset(**TABLES["sft_candidate"].asset_args())
 def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     run = ["batch", "trajectory_id"]
-    # The tokenizer's helper processes start first: they load the encoding while the samples are read.
-    with TokenCounter(settings.token_encoding, settings.tokenizer_processes) as counter:
+    # The tokenizer's helper processes start first: they load the encoding while the samples are read. Texts
+    # repeat from batch to batch: each is counted once.
+    with TokenCounter(settings.token_encoding, settings.tokenizer_processes, remember=True) as counter:
         excluded = _excluded(settings, "sft").select(run).unique()
         selected = (
             scan_table(settings.root, "trajectories")
