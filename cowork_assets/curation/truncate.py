@@ -107,10 +107,11 @@ def saved_chars(cut: pl.DataFrame) -> pl.Series:
         .agg(
             chars=(pl.col("end") - pl.col("start") + _marker_chars(pl.col("gap"))).sum(),
             length=pl.col("length").first(),
-            tail=pl.col("length").first() - pl.col("end").last(),
+            end=pl.col("end").last(),
         )
     )
-    return kept.select(pl.col("length") - pl.col("chars") - _marker_chars(pl.col("tail"))).to_series()
+    tail = pl.col("length") - pl.col("end")
+    return kept.select(pl.col("length") - pl.col("chars") - _marker_chars(tail)).to_series()
 
 
 def cut(
