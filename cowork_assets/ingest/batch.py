@@ -73,6 +73,7 @@ class _Writer:
             self.packages_final, pa.schema([f for f in full if f.name not in _COUNT_NAMES])
         )
         self.package_counts: dict[str, list] = {}  # task_hash -> [n_trajectories, first_trajectory_id]
+        self.packages = tables.TaskPackages()
         self.texts: list[bytes] = []
         self.origins: list[tuple[str, int]] = []
         self.quarantine: list[dict] = []
@@ -111,8 +112,8 @@ class _Writer:
             raw, origins = self._drop_repeated_ids(raw, origins)
             if raw.height:
                 files, records = zip(*origins)
-                frames = tables.flatten_chunk(raw, files, records, self.batch)
-                self._count_packages(frames.pop("task_packages"))
+                frames = tables.flatten_chunk(raw, files, records, self.batch, self.packages)
+                self._count_packages(frames.pop("task_packages"), frames.pop("task_counts"))
                 for name, frame in frames.items():
                     self.sinks[name].write(frame)
                 parsed = raw.height
@@ -150,10 +151,10 @@ class _Writer:
             return raw, origins
         return raw.filter(pl.Series(keep)), [o for o, k in zip(origins, keep) if k]
 
-    def _count_packages(self, packages: pl.DataFrame) -> None:
+    def _count_packages(self, packages: pl.DataFrame, counts: pl.DataFrame) -> None:
         fresh = packages.filter(~pl.col("task_hash").is_in(list(self.package_counts)))
         self.packages_seen.write(fresh)
-        for task_hash, n, first in packages.select("task_hash", *_COUNT_NAMES).iter_rows():
+        for task_hash, n, first in counts.iter_rows():
             self.package_counts.setdefault(task_hash, [0, first])[0] += n
 
     def finish(self) -> dict[str, int]:

@@ -21,6 +21,7 @@ import polars as pl
 
 from cowork_assets.ingest.schemas import Messages, ToolCalls, Trajectories
 from cowork_assets.schema import TOOL_CALL, polars_schema
+from cowork_assets.text_key import KEY, KEY_SCHEMA, text_key
 
 RAW_SCHEMA = pl.Schema(
     {
@@ -113,43 +114,66 @@ def task_hash(task: dict) -> str:
     return hashlib.sha256(orjson.dumps(task, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
-def task_packages(task_jsons: Sequence[str]) -> pl.DataFrame:
-    """One row per distinct task JSON: its hash and its parts (free-form parts as JSON strings)."""
-    rows = []
-    for text in dict.fromkeys(task_jsons):
+PACKAGE_SCHEMA = {
+    "task_hash": pl.String,
+    "task_id": pl.String,
+    "category": pl.String,
+    "request": pl.String,
+    "initial_state": pl.String,
+    "tools": pl.String,
+    "checks": pl.String,
+    "n_tools": pl.Int32,
+    "n_checks": pl.Int32,
+    "check_types": pl.List(pl.String),
+}
+
+
+def _parse_packages(task_jsons: Sequence[str]) -> pl.DataFrame:
+    """One row per task JSON: its hash and its parts (free-form parts as JSON strings)."""
+    columns: dict[str, list] = {name: [] for name in PACKAGE_SCHEMA}
+    for text in task_jsons:
         task = orjson.loads(text)
-        checks = task.get("checks") or []
-        rows.append(
-            {
-                "task_json": text,
-                "task_hash": task_hash(task),
-                "task_id": task["task_id"],
-                "category": task["category"],
-                "request": task["request"],
-                "initial_state": orjson.dumps(task.get("initial_state") or {}).decode(),
-                "tools": orjson.dumps(task.get("tools") or []).decode(),
-                "checks": orjson.dumps(checks).decode(),
-                "n_tools": len(task.get("tools") or []),
-                "n_checks": len(checks),
-                "check_types": [c["type"] for c in checks],
-            }
+        tools, checks = task.get("tools") or [], task.get("checks") or []
+        for name, value in (
+            ("task_hash", task_hash(task)),
+            ("task_id", task["task_id"]),
+            ("category", task["category"]),
+            ("request", task["request"]),
+            ("initial_state", orjson.dumps(task.get("initial_state") or {}).decode()),
+            ("tools", orjson.dumps(tools).decode()),
+            ("checks", orjson.dumps(checks).decode()),
+            ("n_tools", len(tools)),
+            ("n_checks", len(checks)),
+            ("check_types", [c["type"] for c in checks]),
+        ):
+            columns[name].append(value)
+    return pl.DataFrame(columns, schema=PACKAGE_SCHEMA)
+
+
+class TaskPackages:
+    """The task packages of a batch's chunks. The runs of a task repeat its JSON text, and about a fifth of
+    a chunk's texts already came in an earlier chunk: each distinct text is parsed once, and found again by
+    its key (`text_key.py`)."""
+
+    def __init__(self):
+        self._known = pl.DataFrame(
+            schema=KEY_SCHEMA | {"task_hash": pl.String, "task_id": pl.String, "category": pl.String}
         )
-    return pl.DataFrame(
-        rows,
-        schema={
-            "task_json": pl.String,
-            "task_hash": pl.String,
-            "task_id": pl.String,
-            "category": pl.String,
-            "request": pl.String,
-            "initial_state": pl.String,
-            "tools": pl.String,
-            "checks": pl.String,
-            "n_tools": pl.Int32,
-            "n_checks": pl.Int32,
-            "check_types": pl.List(pl.String),
-        },
-    )
+
+    def __call__(self, tasks: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """(every distinct text's key with its task_hash, task_id and category; the packages of the texts not
+        seen before, in order of first appearance)."""
+        keyed = pl.DataFrame({"task": tasks}).unique(maintain_order=True).with_columns(**text_key("task"))
+        fresh = keyed.join(self._known, on=KEY, how="anti", maintain_order="left")
+        packages = _parse_packages(fresh["task"].to_list())
+        self._known = pl.concat(
+            [
+                self._known,
+                pl.concat([fresh.select(KEY), packages.select("task_hash", "task_id", "category")], how="horizontal"),
+            ],
+            rechunk=False,
+        )
+        return keyed.drop("task").join(self._known, on=KEY, maintain_order="left"), packages
 
 
 def _messages(raw: pl.DataFrame, batch: str) -> pl.DataFrame:
@@ -228,8 +252,10 @@ def flatten_chunk(
     raw_file: Sequence[str],
     raw_record: Sequence[int],
     batch: str,
+    packages: TaskPackages | None = None,
 ) -> dict[str, pl.DataFrame]:
-    """Staging frames for one parsed chunk (task packages with per-chunk trajectory counts)."""
+    """Staging frames for one parsed chunk: `task_packages` holds the packages `packages` has not seen in an
+    earlier chunk, `task_counts` the runs of each package of the chunk."""
     messages = _messages(raw, batch)
     tool_calls = _tool_calls(messages)
     per_traj = messages.group_by("trajectory_id").agg(
@@ -239,30 +265,24 @@ def flatten_chunk(
         chars_total=pl.col("chars").sum(),
         chars_observations=pl.col("chars").filter(pl.col("role") == "tool").sum(),
     )
-    packages = task_packages(raw["task"].to_list())
+    keyed, fresh = (packages or TaskPackages())(raw["task"])
     trajectories = (
         raw.with_columns(
             batch=pl.lit(batch),
             raw_file=pl.Series(raw_file, dtype=pl.String),
             raw_record=pl.Series(raw_record, dtype=pl.Int64),
+            **text_key("task"),
         )
-        .join(
-            packages.select("task_json", "task_hash", "task_id", "category"),
-            left_on="task",
-            right_on="task_json",
-            how="left",
-            maintain_order="left",
-        )
+        .join(keyed, on=KEY, how="left", maintain_order="left")
         .unnest("teacher", "grade", separator="_")
         .join(per_traj, on="trajectory_id", how="left", maintain_order="left")
         .select(polars_schema(Trajectories).names())
     )
-    counts = trajectories.group_by("task_hash").agg(
+    counts = trajectories.group_by("task_hash", maintain_order=True).agg(
         n_trajectories=pl.len().cast(pl.Int32), first_trajectory_id=pl.col("trajectory_id").first()
     )
-    packages = (  # one row per package: the same task may be written with its keys in another order
-        packages.drop("task_json")
-        .unique("task_hash", keep="first", maintain_order=True)
+    fresh = (  # one row per package: the same task may be written with its keys in another order
+        fresh.unique("task_hash", keep="first", maintain_order=True)
         .join(counts, on="task_hash", maintain_order="left")
         .with_columns(batch=pl.lit(batch))
     )
@@ -270,5 +290,6 @@ def flatten_chunk(
         "trajectories": trajectories,
         "messages": messages,
         "tool_calls": tool_calls,
-        "task_packages": packages,
+        "task_packages": fresh,
+        "task_counts": counts,
     }

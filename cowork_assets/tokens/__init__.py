@@ -21,6 +21,7 @@ import polars as pl
 import tiktoken
 
 from cowork_assets.helper_process import HelperProcess
+from cowork_assets.text_key import KEY, KEY_SCHEMA, text_key
 
 CACHE_DIR = Path(__file__).parent / "tiktoken_cache"
 
@@ -76,11 +77,6 @@ def get_encoding(name: str) -> tiktoken.Encoding:
 HELPER_MIN_TEXTS = 20_000
 
 
-# A text's key in a counter's memory: two 64-bit hashes and its length (a collision among millions of texts
-# is not to be expected), 20 bytes a text however long it is.
-_KEY = {"a": pl.col("text").hash(1), "b": pl.col("text").hash(2), "n": pl.col("text").str.len_bytes()}
-
-
 class TokenCounter:
     """Counts tokens here and in `workers` - 1 helper processes (`python -m cowork_assets.tokens`).
 
@@ -90,7 +86,7 @@ class TokenCounter:
     loop: for many short texts that is several times as fast as tiktoken's batch API, which pays for a
     future per text. Processes, not threads: tiktoken holds the GIL. A context manager.
 
-    With `remember`, the counter keeps each count it made, by the text's key (20 bytes), for later calls:
+    With `remember`, the counter keeps each count it made, by the text's key (`text_key.py`), for later calls:
     a corpus counted a batch at a time repeats about half its text from batch to batch.
     """
 
@@ -98,18 +94,18 @@ class TokenCounter:
         self.encoding = encoding
         self._stack = ExitStack()
         self._helpers = [_Helper(self._stack, encoding) for _ in range(max(0, workers - 1))]
-        self._known = pl.DataFrame(schema={"a": pl.UInt64, "b": pl.UInt64, "n": pl.UInt32, "tokens": pl.Int64})
+        self._known = pl.DataFrame(schema=KEY_SCHEMA | {"tokens": pl.Int64})
         self._remember = remember
 
     def count(self, texts: Sequence[str]) -> list[int]:
         """Token count of each text (special-token strings are counted as plain text)."""
         if not self._remember:
             return self._count(texts)
-        keyed = pl.DataFrame({"text": texts}, schema={"text": pl.String}).with_columns(**_KEY)
-        new = keyed.unique(list(_KEY), maintain_order=True).join(self._known, on=list(_KEY), how="anti")
-        counted = new.select(*_KEY, tokens=pl.Series(self._count(new["text"].to_list()), dtype=pl.Int64))
+        keyed = pl.DataFrame({"text": texts}, schema={"text": pl.String}).with_columns(**text_key("text"))
+        new = keyed.unique(KEY, maintain_order=True).join(self._known, on=KEY, how="anti")
+        counted = new.select(*KEY, tokens=pl.Series(self._count(new["text"].to_list()), dtype=pl.Int64))
         self._known = pl.concat([self._known, counted], rechunk=False)
-        return keyed.join(self._known, on=list(_KEY), how="left", maintain_order="left")["tokens"].to_list()
+        return keyed.join(self._known, on=KEY, how="left", maintain_order="left")["tokens"].to_list()
 
     def _count(self, texts: Sequence[str]) -> list[int]:
         distinct = list(dict.fromkeys(texts))
