@@ -52,19 +52,11 @@ def score_turns(turns: list[tuple[str | None, list[tuple[str, str]]]], checks: l
     plan = checks if isinstance(checks, check_types.Plan) else check_types.Plan(checks)
     first = check_types.first_turns(plan, turns)
     rows, weights, met_weights, decided, met_count = [], 0.0, 0.0, 0, 0
-    for check, kind in plan.checks:
-        decidable = kind is not None and kind.decidable
-        met = first.get(check.get("id")) is not None if decidable else None
-        weight = check_types.weight(check)
+    for check_id, name, kind, weight, decidable in plan.described:
+        turn = first.get(check_id) if decidable else None
+        met = turn is not None if decidable else None
         rows.append(
-            {
-                "check_id": str(check.get("id")),
-                "type": str(check.get("type")),
-                "weight": weight,
-                "decidable": decidable,
-                "met": met,
-                "first_turn": first.get(check.get("id")) if decidable else None,
-            }
+            {"check_id": name, "type": kind, "weight": weight, "decidable": decidable, "met": met, "first_turn": turn}
         )
         if decidable:
             decided += 1

@@ -62,16 +62,22 @@ def evidence_values(check: dict, enums: frozenset[str]) -> Iterator[tuple[str, s
 
 
 class Plan:
-    """A task's checks arranged for replaying runs: each call meets only the checks on its tool."""
+    """A task's checks arranged for replaying runs: each call meets only the checks on its tool. Checks are
+    referred to by their position in `checks`."""
 
     def __init__(self, checks: list[dict]):
         self.checks = [(c, type_of(c)) for c in checks]
-        self.prepared = {id(c): kind.prepare(c) for c, kind in self.checks if kind}
-        self.on_tool: dict[str, list[tuple[dict, CheckType]]] = {}
-        for c, kind in self.checks:
+        self.prepared = [kind.prepare(c) if kind else None for c, kind in self.checks]
+        self.on_tool: dict[str, list[tuple[int, CheckType]]] = {}
+        for i, (c, kind) in enumerate(self.checks):
             if kind and (tool := kind.tool(c)) and type(kind).on_call is not CheckType.on_call:
-                self.on_tool.setdefault(tool, []).append((c, kind))
-        self.per_turn = [(c, kind) for c, kind in self.checks if kind and kind.per_turn]
+                self.on_tool.setdefault(tool, []).append((i, kind))
+        self.per_turn = [(i, kind) for i, (_, kind) in enumerate(self.checks) if kind and kind.per_turn]
+        # What a result reports of each check: (its id, as given and as text; type; weight; decidable).
+        self.described = [
+            (c.get("id"), str(c.get("id")), str(c.get("type")), weight(c), kind is not None and kind.decidable)
+            for c, kind in self.checks
+        ]
 
 
 def first_turns(
@@ -81,28 +87,30 @@ def first_turns(
 
     `turns`: the run's assistant turns in order, each (content, [(tool name, arguments JSON), ...])."""
     plan = checks if isinstance(checks, Plan) else Plan(checks)
+    prepared, on_tool = plan.prepared, plan.on_tool
     calls_seen: dict[str, int] = {}
-    states: dict[int, dict] = {id(c): {} for c, _ in plan.checks}
-    seen: dict[int, int | None] = {id(c): None for c, _ in plan.checks}
+    states: list[dict] = [{} for _ in plan.checks]
+    seen: list[int | None] = [None] * len(plan.checks)
     for turn, (content, calls) in enumerate(turns, 1):
         for name, arguments in calls:
             calls_seen[name] = calls_seen.get(name, 0) + 1
-            if name not in plan.on_tool:
+            if name not in on_tool:
                 continue
             try:
                 args = orjson.loads(arguments)
             except orjson.JSONDecodeError:
                 args = {}
-            for c, kind in plan.on_tool[name]:
-                if kind.on_call(plan.prepared[id(c)], states[id(c)], args, calls_seen[name]) and seen[id(c)] is None:
-                    seen[id(c)] = turn
-        text = Turn(content)
-        for c, kind in plan.per_turn:
-            if seen[id(c)] is None and kind.on_turn(plan.prepared[id(c)], states[id(c)], text):
-                seen[id(c)] = turn
+            for i, kind in on_tool[name]:
+                if kind.on_call(prepared[i], states[i], args, calls_seen[name]) and seen[i] is None:
+                    seen[i] = turn
+        if plan.per_turn:
+            text = Turn(content)
+            for i, kind in plan.per_turn:
+                if seen[i] is None and kind.on_turn(prepared[i], states[i], text):
+                    seen[i] = turn
     out: dict[Any, int | None] = {}
-    for c, kind in plan.checks:  # a repeated check id is met when the first of its checks is
-        turn = kind.at_end(plan.prepared[id(c)], seen[id(c)], calls_seen, len(turns)) if kind else None
+    for i, (c, kind) in enumerate(plan.checks):  # a repeated check id is met when the first of its checks is
+        turn = kind.at_end(prepared[i], seen[i], calls_seen, len(turns)) if kind else None
         earlier = out.get(c.get("id"))
         out[c.get("id")] = turn if earlier is None else earlier if turn is None else min(earlier, turn)
     return out

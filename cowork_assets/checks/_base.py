@@ -3,31 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import cached_property
 from typing import Any
 
 from cowork_assets.evidence.values import matches
 
 
 class Turn:
-    """An assistant turn's text, in the normal forms checks compare, each computed once when first asked."""
+    """An assistant turn's text, in the normal forms checks compare, each computed once when first asked
+    (`__getattr__` runs only until the form is stored: cheaper than `cached_property`, which locks in 3.11)."""
 
     def __init__(self, content: str | None):
         self.content = content or ""
 
-    @cached_property
-    def lowered(self) -> str:
-        return self.content.lower()
+    def __getattr__(self, name: str) -> str:
+        if name == "lowered":
+            self.lowered = self.content.lower()
+            return self.lowered
+        if name == "tau_bench":  # tau-bench's and tau2's form: lower-cased, commas removed
+            self.tau_bench = self.content.lower().replace(",", "")
+            return self.tau_bench
+        raise AttributeError(name)
 
     def shows(self, norm: str) -> bool:
         """Whether the text shows a normalised value, as evidence is matched: case-folded, on token
         boundaries, a number also with its thousands separators."""
         return next(matches(norm, self.content, self.lowered), None) is not None
-
-    @cached_property
-    def tau_bench(self) -> str:
-        """tau-bench's and tau2's form: lower-cased, commas removed."""
-        return self.content.lower().replace(",", "")
 
 
 class CheckType:

@@ -33,7 +33,22 @@ CHECK = pl.Struct(
         "first_turn": pl.Int32,
     }
 )
+CHECK_FIELDS = list(CHECK.to_schema())
 UNDECIDABLE = "undecidable"
+SCHEMA = pl.Schema(  # a run's row; its checks follow `regraded_score`
+    {
+        "batch": pl.String,
+        "trajectory_id": pl.String,
+        "task_id": pl.String,
+        "category": pl.String,
+        "recorded_passed": pl.Boolean,
+        "recorded_score": pl.Float64,
+        "regraded_passed": pl.Boolean,
+        "regraded_score": pl.Float64,
+        "disagreement": pl.String,
+        "disagreement_detail": pl.String,
+    }
+)
 
 
 def _why(recorded: bool, rows: list[dict], plan: checks.Plan, turns) -> tuple[str, str]:
@@ -70,14 +85,20 @@ def regrade(batch: str, runs: pl.DataFrame, messages: pl.DataFrame, packages: pl
         .iter_rows()
     }
     turns_of = turns_by_trajectory(messages)
-    out = []
-    for tid, task_id, category, task_hash, recorded_score, recorded, grade_checks in runs.select(
-        "trajectory_id", "task_id", "category", "task_hash", "grade_score", "grade_passed", "grade_checks"
-    ).iter_rows():
+    out, per_check = [], {name: [] for name in ("run", *CHECK_FIELDS)}
+    for run, (tid, task_id, category, task_hash, recorded_score, recorded, grade_checks) in enumerate(
+        runs.select(
+            "trajectory_id", "task_id", "category", "task_hash", "grade_score", "grade_passed", "grade_checks"
+        ).iter_rows()
+    ):
         plan, turns = plans[task_hash], turns_of.get(tid, [])
         result = score_turns(turns, plan)
-        per_check = orjson.loads(grade_checks) if grade_checks else {}
-        rows = [{**r, "recorded": per_check.get(r["check_id"])} for r in result.checks]
+        recorded_checks = orjson.loads(grade_checks) if grade_checks else {}
+        rows = [{**r, "recorded": recorded_checks.get(r["check_id"])} for r in result.checks]
+        for r in rows:
+            per_check["run"].append(run)
+            for name in CHECK_FIELDS:
+                per_check[name].append(r[name])
         kind = detail = None
         if recorded is not None and result.passed is None:
             kind, detail = UNDECIDABLE, ", ".join(sorted({r["type"] for r in rows})) or "the task has no checks"
@@ -93,27 +114,25 @@ def regrade(batch: str, runs: pl.DataFrame, messages: pl.DataFrame, packages: pl
                 recorded_score,
                 result.passed,
                 result.reward if result.passed is not None else None,
-                rows,
                 kind,
                 detail,
             )
         )
-    return pl.DataFrame(
-        out,
-        orient="row",
-        schema={
-            "batch": pl.String,
-            "trajectory_id": pl.String,
-            "task_id": pl.String,
-            "category": pl.String,
-            "recorded_passed": pl.Boolean,
-            "recorded_score": pl.Float64,
-            "regraded_passed": pl.Boolean,
-            "regraded_score": pl.Float64,
-            "checks": pl.List(CHECK),
-            "disagreement": pl.String,
-            "disagreement_detail": pl.String,
-        },
+    # The checks go into their lists in polars: building the nested rows from Python objects took 3x as long.
+    checks_of = (
+        pl.DataFrame(per_check, schema={"run": pl.UInt32, **CHECK.to_schema()})
+        .group_by("run", maintain_order=True)
+        .agg(checks=pl.struct(*CHECK_FIELDS))
+    )
+    return (
+        pl.DataFrame(out, orient="row", schema=SCHEMA)
+        .with_row_index("run")
+        .join(checks_of, on="run", how="left", maintain_order="left")
+        .select(
+            *SCHEMA.names()[:8],
+            pl.col("checks").fill_null(pl.lit([], dtype=pl.List(CHECK))),
+            *SCHEMA.names()[8:],
+        )
     )
 
 
