@@ -7,6 +7,9 @@ Only over-budget samples are visited, so the loop is over few trajectories.
 
 from __future__ import annotations
 
+from itertools import groupby
+from operator import itemgetter
+
 import polars as pl
 
 from cowork_assets.curation.spans import intersect, render, total, widen
@@ -33,10 +36,13 @@ def trim(curated: pl.DataFrame, cores: pl.DataFrame, trajectory_ids: list[str], 
         .sort("trajectory_id", "message_index")
     )
     counting = settings.token_budget is not None  # tokens are counted only for a token budget
-    for (tid,), frame in subset.group_by("trajectory_id", maintain_order=True):
-        chars, tokens = frame["chars"].sum(), frame["tokens"].sum() if counting else None
+    totals = subset.group_by("trajectory_id", maintain_order=True).agg(pl.col("chars").sum(), pl.col("tokens").sum())
+    observations = subset.filter(pl.col("role") == "tool").select(*cols, "start", "end").iter_rows(named=True)
+    by_trajectory = {tid: list(found) for tid, found in groupby(observations, key=itemgetter("trajectory_id"))}
+    for tid, chars, tokens in totals.iter_rows():  # one pass, not polars calls per trajectory
+        tokens = tokens if counting else None
         trimmed = 0
-        for m in frame.filter(pl.col("role") == "tool").select(*cols, "start", "end").iter_rows(named=True):
+        for m in by_trajectory.get(tid, []):
             if not over_budget(settings, chars, tokens):
                 break
             length = len(m["original"])

@@ -20,13 +20,16 @@ def marker(n: int) -> str:
 
 def merge(spans: Iterable[Span]) -> list[Span]:
     """Sorted, non-overlapping, non-adjacent spans covering the same characters."""
-    out: list[list[int]] = []
-    for start, end in sorted(s for s in spans if s[1] > s[0]):
+    out: list[Span] = []
+    for start, end in sorted(spans):
+        if end <= start:
+            continue
         if out and start <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], end)
+            if end > out[-1][1]:
+                out[-1] = (out[-1][0], end)
         else:
-            out.append([start, end])
-    return [(s, e) for s, e in out]
+            out.append((start, end))
+    return out
 
 
 def total(spans: Sequence[Span]) -> int:
