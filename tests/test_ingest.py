@@ -142,6 +142,30 @@ def test_one_package_however_its_keys_are_ordered_or_spaced(tmp_path, chunk_reco
     assert trajectories["task_hash"].to_list() == packages["task_hash"].to_list() * 3
 
 
+def test_each_distinct_task_text_is_parsed_once_per_batch(tmp_path, monkeypatch):
+    from tests.test_record import good
+
+    parsed = []
+    real = tables._parse_packages
+    monkeypatch.setattr(tables, "_parse_packages", lambda texts: parsed.extend(texts) or real(texts))
+    raw = tmp_path / "raw" / "b"
+    raw.mkdir(parents=True)
+    other = good()["task"] | {"task_id": "x-2"}
+    tasks = [good()["task"], other, good()["task"], dict(reversed(good()["task"].items())), other]
+    (raw / "a.jsonl").write_text(
+        "".join(json.dumps(good(trajectory_id=f"t{i}", task=t)) + "\n" for i, t in enumerate(tasks))
+    )
+    ingest_batch(tmp_path / "raw", "b", tmp_path / "out", chunk_records=1)  # one chunk per line
+    assert [orjson.loads(text)["task_id"] for text in parsed] == ["x-1", "x-2", "x-1"]  # the third: keys reordered
+    packages = pl.read_parquet(partition_file(tmp_path / "out", "task_packages", "b"))
+    assert packages.select("task_id", "n_trajectories", "first_trajectory_id").rows() == [
+        ("x-1", 3, "t0"),
+        ("x-2", 2, "t1"),
+    ]
+    trajectories = pl.read_parquet(partition_file(tmp_path / "out", "trajectories", "b"))
+    assert trajectories["task_id"].to_list() == ["x-1", "x-2", "x-1", "x-1", "x-2"]
+
+
 def test_output_does_not_depend_on_chunk_size(default_raw, ingested, tmp_path):
     out, _ = ingested
     batch = discover_batches(default_raw)[0]
