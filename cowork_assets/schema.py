@@ -1,5 +1,6 @@
 """Helpers every stage uses with its pandera (polars) models: the Arrow and polars schemas the Parquet writers
-take from a model, an empty frame of it, validation of a written file against it, and the shared struct types."""
+take from a model, an empty frame of it, validation of a written file against it, the shared struct types, and
+nested list columns built from flat rows."""
 
 from __future__ import annotations
 
@@ -14,6 +15,19 @@ TOOL_CALL = pl.Struct({"id": pl.String, "type": pl.String, "name": pl.String, "a
 
 def polars_schema(model: type[pa.DataFrameModel]) -> pl.Schema:
     return pl.Schema({name: col.dtype.type for name, col in model.to_schema().columns.items()})
+
+
+def nest(frame: pl.DataFrame, items: pl.DataFrame, row: str, name: str, item: pl.Struct) -> pl.DataFrame:
+    """`frame` with a list column `name`: the `item` structs of the `items` rows whose `row` (UInt32) is the
+    frame's row number, in order; empty where there are none. Python code that yields nested values gives
+    them as flat columns: polars builds nested rows from Python objects several times slower."""
+    lists = items.group_by(row, maintain_order=True).agg(pl.struct(*item.to_schema()).alias(name))
+    return (
+        frame.with_row_index(row)
+        .join(lists, on=row, how="left", maintain_order="left")
+        .with_columns(pl.col(name).fill_null(pl.lit([], dtype=pl.List(item))))
+        .drop(row)
+    )
 
 
 def arrow_schema(model: type[pa.DataFrameModel]) -> pa_arrow.Schema:

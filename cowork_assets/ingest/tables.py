@@ -134,19 +134,20 @@ def _parse_packages(task_jsons: Sequence[str]) -> pl.DataFrame:
     for text in task_jsons:
         task = orjson.loads(text)
         tools, checks = task.get("tools") or [], task.get("checks") or []
-        for name, value in (
-            ("task_hash", task_hash(task)),
-            ("task_id", task["task_id"]),
-            ("category", task["category"]),
-            ("request", task["request"]),
-            ("initial_state", orjson.dumps(task.get("initial_state") or {}).decode()),
-            ("tools", orjson.dumps(tools).decode()),
-            ("checks", orjson.dumps(checks).decode()),
-            ("n_tools", len(tools)),
-            ("n_checks", len(checks)),
-            ("check_types", [c["type"] for c in checks]),
-        ):
-            columns[name].append(value)
+        row = (
+            task_hash(task),
+            task["task_id"],
+            task["category"],
+            task["request"],
+            orjson.dumps(task.get("initial_state") or {}).decode(),
+            orjson.dumps(tools).decode(),
+            orjson.dumps(checks).decode(),
+            len(tools),
+            len(checks),
+            [c["type"] for c in checks],
+        )
+        for column, value in zip(columns.values(), row):
+            column.append(value)
     return pl.DataFrame(columns, schema=PACKAGE_SCHEMA)
 
 

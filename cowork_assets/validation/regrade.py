@@ -21,34 +21,13 @@ import polars as pl
 from cowork_assets import checks
 from cowork_assets.checks import distinct_items
 from cowork_assets.rewards import score_turns, turns_by_trajectory
+from cowork_assets.schema import nest, polars_schema
+from cowork_assets.validation.schemas import CHECK, Regrade
 
-CHECK = pl.Struct(
-    {
-        "check_id": pl.String,
-        "type": pl.String,
-        "weight": pl.Float64,
-        "decidable": pl.Boolean,
-        "recorded": pl.Boolean,
-        "met": pl.Boolean,
-        "first_turn": pl.Int32,
-    }
-)
+COLUMNS = polars_schema(Regrade)
+RUN_COLUMNS = {name: dtype for name, dtype in COLUMNS.items() if name != "checks"}  # a run's row, its checks apart
 CHECK_FIELDS = list(CHECK.to_schema())
 UNDECIDABLE = "undecidable"
-SCHEMA = pl.Schema(  # a run's row; its checks follow `regraded_score`
-    {
-        "batch": pl.String,
-        "trajectory_id": pl.String,
-        "task_id": pl.String,
-        "category": pl.String,
-        "recorded_passed": pl.Boolean,
-        "recorded_score": pl.Float64,
-        "regraded_passed": pl.Boolean,
-        "regraded_score": pl.Float64,
-        "disagreement": pl.String,
-        "disagreement_detail": pl.String,
-    }
-)
 
 
 def _why(recorded: bool, rows: list[dict], plan: checks.Plan, turns) -> tuple[str, str]:
@@ -118,22 +97,10 @@ def regrade(batch: str, runs: pl.DataFrame, messages: pl.DataFrame, packages: pl
                 detail,
             )
         )
-    # The checks go into their lists in polars: building the nested rows from Python objects took 3x as long.
-    checks_of = (
-        pl.DataFrame(per_check, schema={"run": pl.UInt32, **CHECK.to_schema()})
-        .group_by("run", maintain_order=True)
-        .agg(checks=pl.struct(*CHECK_FIELDS))
-    )
-    return (
-        pl.DataFrame(out, orient="row", schema=SCHEMA)
-        .with_row_index("run")
-        .join(checks_of, on="run", how="left", maintain_order="left")
-        .select(
-            *SCHEMA.names()[:8],
-            pl.col("checks").fill_null(pl.lit([], dtype=pl.List(CHECK))),
-            *SCHEMA.names()[8:],
-        )
-    )
+    per_run = pl.DataFrame(out, orient="row", schema=RUN_COLUMNS)
+    return nest(
+        per_run, pl.DataFrame(per_check, schema={"run": pl.UInt32, **CHECK.to_schema()}), "run", "checks", CHECK
+    ).select(COLUMNS.names())
 
 
 def agreement(regraded: pl.DataFrame) -> dict:

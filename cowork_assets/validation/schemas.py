@@ -3,7 +3,17 @@
 import pandera.polars as pa
 import polars as pl
 
-from cowork_assets.validation.regrade import CHECK
+CHECK = pl.Struct(  # one check of a re-graded run
+    {
+        "check_id": pl.String,
+        "type": pl.String,
+        "weight": pl.Float64,
+        "decidable": pl.Boolean,
+        "recorded": pl.Boolean,
+        "met": pl.Boolean,
+        "first_turn": pl.Int32,
+    }
+)
 
 
 class StructureFindings(pa.DataFrameModel):
