@@ -59,9 +59,9 @@ class RunSettings(dg.Config):
     tokenizer_processes: int = Field(
         default=2,
         ge=1,
-        description="Processes counting tokens with tiktoken at once, "
-        "for many texts: the step's own and helpers (threads would take turns: tiktoken "
-        "holds the GIL).",
+        description="Processes counting tokens with tiktoken at once (threads would take turns: tiktoken "
+        "holds the GIL). The SFT candidate's are all helpers: its own process builds a batch's samples while "
+        "they count the next batch's tokens.",
     )
     refresh_cron: str = Field(
         default="0 3 * * *",

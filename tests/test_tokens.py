@@ -113,3 +113,41 @@ def test_a_remembering_counter_encodes_each_text_once_across_calls(monkeypatch, 
         seen = len(encoded)
         assert counter.count(second) == [len(original(t)) for t in second]
     assert encoded[seen:] == ["a b c"]  # of the second call's texts only the new one is encoded (here)
+
+
+def test_counting_ahead_sends_each_distinct_text_once_and_answers_in_any_order(monkeypatch):
+    enc = tokens.get_encoding("o200k_base")
+    sent = []
+    original_send = tokens._Helper.send_share
+    monkeypatch.setattr(
+        tokens._Helper, "send_share", lambda self, share: sent.append(share) or original_send(self, share)
+    )
+    first = [f"row {i % 5} " * (i % 7) for i in range(40)] + ["", "ünï côdé"]
+    second = ["a b c", *first[5:15], "ünï côdé"]  # shares texts with the first, still in flight when sent
+    third = ["a b c", "x y"]
+    with tokens.TokenCounter("o200k_base", 2, ahead=True) as counter:
+        later = [counter.count_later(texts) for texts in (first, second, third)]
+        assert later[2]() == [len(enc.encode_ordinary(t)) for t in third]  # waits for the earlier ones too
+        assert later[0]() == [len(enc.encode_ordinary(t)) for t in first]
+        assert later[1]() == [len(enc.encode_ordinary(t)) for t in second]
+        assert counter.count_later(first)() == [len(enc.encode_ordinary(t)) for t in first]  # nothing sent
+        helpers = counter._helpers
+        assert len(helpers) == 2 and not any(h._files for h in helpers)  # every share answered and removed
+    texts = [t for share in sent for t in share]
+    assert sorted(texts) == sorted({*first, *second, *third})  # each distinct text sent once, to one helper
+    assert len(sent) == 6  # three calls with something new, a share per helper each
+
+
+def test_a_count_after_counting_ahead_takes_the_answers_in_order(monkeypatch):
+    monkeypatch.setattr(tokens, "HELPER_MIN_TEXTS", 0)
+    enc = tokens.get_encoding("o200k_base")
+    ahead, now = [f"ahead {i}" for i in range(30)], [f"now {i}" * i for i in range(30)]
+    with tokens.TokenCounter("o200k_base", 1, ahead=True) as counter:
+        later = counter.count_later(ahead)
+        assert counter.count(now) == [len(enc.encode_ordinary(t)) for t in now]
+        assert later() == [len(enc.encode_ordinary(t)) for t in ahead]
+
+
+def test_counting_ahead_needs_a_counter_made_for_it():
+    with tokens.TokenCounter("o200k_base", 1, remember=True) as counter, pytest.raises(ValueError, match="ahead"):
+        counter.count_later(["a"])

@@ -5,7 +5,7 @@ Expectations suite), and only then published as a new version by its own asset. 
 that dataset's publication (the previous version stays current) and says why in the UI.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import dagster as dg
 import orjson
@@ -16,7 +16,7 @@ from cowork_assets.datasets import publish as pub
 from cowork_assets.datasets.card import build_card, render_markdown, svg, sweep_svg
 from cowork_assets.datasets.gates import run_gate
 from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks
-from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft
+from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft, chat_messages, published_messages, token_texts
 from cowork_assets.datasets.stages import card_inputs
 from cowork_assets.datasets.suites import SuiteProcess, give_back, suite_process
 from cowork_assets.lineage import column_lineage
@@ -81,12 +81,22 @@ def _rows_of(settings: CurateSettings, table: str, batch: str, runs: pl.DataFram
     return scan.filter(pl.col("trajectory_id").is_in(runs["trajectory_id"].implode()))
 
 
+def _one_ahead(items: Iterable) -> Iterator:
+    """Each item of `items`, given once the next one has been made."""
+    items, none = iter(items), object()
+    current = next(items, none)
+    while current is not none:
+        following = next(items, none)
+        yield current
+        current = following
+
+
 @dg.asset(**TABLES["sft_candidate"].asset_args())
 def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     run = ["batch", "trajectory_id"]
     # The tokenizer's helper processes start first: they load the encoding while the samples are read. Texts
     # repeat from batch to batch: each is counted once.
-    with TokenCounter(settings.token_encoding, settings.tokenizer_processes, remember=True) as counter:
+    with TokenCounter(settings.token_encoding, settings.tokenizer_processes, ahead=True) as counter:
         excluded = _excluded(settings, "sft").select(run).unique()
         selected = (
             scan_table(settings.root, "trajectories")
@@ -101,17 +111,22 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
             .collect()
         )
         spills, tasks = _split_spills(settings, "sft_dataset", pl.col("task_id"), selected["task_id"]), set()
-        by_batch = selected.partition_by("batch", as_dict=True, maintain_order=True)
-        for (batch,), runs in by_batch.items():  # a batch's messages at a time, never the corpus's
+
+        def sent_ahead():  # a batch's messages at a time, never the corpus's; their tokens counted meanwhile
+            for (batch,), runs in selected.partition_by("batch", as_dict=True, maintain_order=True).items():
+                curated = _rows_of(settings, "curated_messages", batch, runs).select(CURATED_COLUMNS).collect()
+                messages = published_messages(curated)
+                yield batch, runs, messages, counter.count_later(token_texts(messages))
+
+        for batch, runs, messages, tokens in _one_ahead(sent_ahead()):  # the helpers count a batch while one is built
             rows = build_sft(
                 runs,
-                _rows_of(settings, "curated_messages", batch, runs).select(CURATED_COLUMNS).collect(),
+                chat_messages(messages, tokens()),
                 _rows_of(settings, "sample_stats", batch, runs).collect(),
                 packages.filter(pl.col("task_hash").is_in(runs["task_hash"].implode())),
                 settings.validation_fraction,
                 settings.truncation_strategy,
                 settings.max_observation_chars,
-                counter,
             )
             tasks.update(rows["task_id"].to_list())
             for split, spill in spills.items():

@@ -11,7 +11,7 @@ import orjson
 import polars as pl
 
 from cowork_assets.datasets.split import split_expr
-from cowork_assets.tokens import TokenCounter, token_text
+from cowork_assets.tokens import token_text
 from cowork_assets.tool_lists import named_tools
 
 FUNCTION_CALL = pl.Struct(
@@ -47,19 +47,26 @@ def openai_tools(tools_json: str) -> str:
     ).decode()
 
 
-def chat_messages(curated: pl.DataFrame, counter: TokenCounter) -> pl.DataFrame:
-    """batch, trajectory_id, messages (list of MESSAGE), tokens from curated message rows, in conversation order.
+def published_messages(curated: pl.DataFrame) -> pl.DataFrame:
+    """The curated message rows (of the selected runs) their samples publish, in conversation order.
 
-    The sample ends at the last assistant turn: a trailing user turn (a simulated user's "###STOP###")
-    teaches nothing and would end the sample on a turn the model does not produce. Tokens are counted
-    here, once, for exactly the text that is published.
-    """
-    e = pl.element()
+    A sample ends at its last assistant turn: a trailing user turn (a simulated user's "###STOP###")
+    teaches nothing and would end the sample on a turn the model does not produce."""
     last_answer = pl.col("message_index").filter(pl.col("role") == "assistant").max().over("batch", "trajectory_id")
-    kept = curated.filter(pl.col("message_index") <= last_answer).sort("batch", "trajectory_id", "message_index")
-    texts = kept.select(token_text(pl.col("content"), pl.col("tool_calls"))).to_series().to_list()
+    return curated.filter(pl.col("message_index") <= last_answer).sort("batch", "trajectory_id", "message_index")
+
+
+def token_texts(messages: pl.DataFrame) -> pl.Series:
+    """The text whose tokens are counted, of each published message row: counted once, for exactly the text
+    that is published."""
+    return messages.select(token_text(pl.col("content"), pl.col("tool_calls"))).to_series()
+
+
+def chat_messages(messages: pl.DataFrame, tokens: list[int]) -> pl.DataFrame:
+    """batch, trajectory_id, messages (list of MESSAGE), tokens from published message rows and their tokens."""
+    e = pl.element()
     return (
-        kept.with_columns(tokens=pl.Series(counter.count(texts), dtype=pl.Int64))
+        messages.with_columns(tokens=pl.Series(tokens, dtype=pl.Int64))
         .with_columns(
             tool_calls=pl.col("tool_calls").list.eval(
                 pl.struct(
@@ -77,17 +84,15 @@ def chat_messages(curated: pl.DataFrame, counter: TokenCounter) -> pl.DataFrame:
 
 def build_sft(
     selected: pl.DataFrame,
-    curated: pl.DataFrame,
+    chat: pl.DataFrame,
     stats: pl.DataFrame,
     packages: pl.DataFrame,
     validation_fraction: float,
     strategy: str,
     allowance: int,
-    counter: TokenCounter,
 ) -> pl.DataFrame:
-    """`selected`: the trajectories rows of the runs that passed selection; `counter` counts the tokens."""
+    """`selected`: the trajectories rows of the runs that passed selection; `chat`: their `chat_messages`."""
     run = ["batch", "trajectory_id"]
-    curated = curated.join(selected.select(run), on=run, how="semi")
     distinct = packages["tools"].unique()  # thousands of packages share a few dozen tool lists
     converted = pl.DataFrame({"tools": distinct, "openai": [openai_tools(t) for t in distinct]})
     tools = (
@@ -97,7 +102,7 @@ def build_sft(
         .select("task_hash", tools="openai")
     )
     return (
-        selected.join(chat_messages(curated, counter), on=run, maintain_order="left")
+        selected.join(chat, on=run, maintain_order="left")
         .join(tools, on="task_hash", how="left", maintain_order="left")
         .join(
             stats.select(

@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from functools import cache
 from pathlib import Path
@@ -88,23 +89,65 @@ class TokenCounter:
 
     With `remember`, the counter keeps each count it made, by the text's key (`text_key.py`), for later calls:
     a corpus counted a batch at a time repeats about half its text from batch to batch.
+
+    With `ahead`, all `workers` processes are helpers and the counter remembers: `count_later` hands texts
+    to the helpers and returns at once, and the caller prepares its next texts while they count.
     """
 
-    def __init__(self, encoding: str, workers: int = 2, remember: bool = False):
+    def __init__(self, encoding: str, workers: int = 2, remember: bool = False, ahead: bool = False):
         self.encoding = encoding
         self._stack = ExitStack()
-        self._helpers = [_Helper(self._stack, encoding) for _ in range(max(0, workers - 1))]
+        self._helpers = [_Helper(self._stack, encoding) for _ in range(workers if ahead else workers - 1)]
         self._known = pl.DataFrame(schema=KEY_SCHEMA | {"tokens": pl.Int64})
-        self._remember = remember
+        self._remember, self._ahead = remember or ahead, ahead
+        self._sent: deque[tuple[int, list[tuple[_Helper, pl.DataFrame]]]] = deque()  # (ticket, shares) in flight
+        self._tickets = 0
 
     def count(self, texts: Sequence[str]) -> list[int]:
         """Token count of each text (special-token strings are counted as plain text)."""
         if not self._remember:
             return self._count(texts)
-        keyed = pl.DataFrame({"text": texts}, schema={"text": pl.String}).with_columns(**text_key("text"))
+        self._receive(self._tickets)  # the helpers answer in order: what was sent ahead first
+        keyed = _keyed(texts)
         new = keyed.unique(KEY, maintain_order=True).join(self._known, on=KEY, how="anti")
-        counted = new.select(*KEY, tokens=pl.Series(self._count(new["text"].to_list()), dtype=pl.Int64))
+        self._learn(new, self._count(new["text"].to_list()))
+        return self._look_up(keyed)
+
+    def count_later(self, texts: Sequence[str]) -> Callable[[], list[int]]:
+        """Send `texts` to the helpers and return at once a function that gives their counts, waiting for
+        them if need be. A text counted or sent before is not sent again. Needs a counter made with `ahead`."""
+        if not self._ahead:
+            raise ValueError("count_later needs a TokenCounter made with ahead=True")
+        keyed = _keyed(texts)
+        new = keyed.unique(KEY, maintain_order=True).join(self._known, on=KEY, how="anti")
+        if self._sent:
+            in_flight = pl.concat([share for _, shares in self._sent for _, share in shares])
+            new = new.join(in_flight, on=KEY, how="anti")
+        self._tickets += 1
+        if new.height:
+            shares = [(h, new.gather_every(len(self._helpers), offset=i)) for i, h in enumerate(self._helpers)]
+            for helper, share in shares:
+                helper.send_share(share["text"].to_list())
+            self._sent.append((self._tickets, [(h, share.select(KEY)) for h, share in shares]))
+        ticket = self._tickets
+
+        def counts() -> list[int]:
+            self._receive(ticket)
+            return self._look_up(keyed)
+
+        return counts
+
+    def _receive(self, ticket: int) -> None:
+        """Learn the helpers' counts of everything sent up to `ticket`."""
+        while self._sent and self._sent[0][0] <= ticket:
+            for helper, keys in self._sent.popleft()[1]:
+                self._learn(keys, helper.counts())
+
+    def _learn(self, keys: pl.DataFrame, counts: list[int]) -> None:
+        counted = keys.select(*KEY, tokens=pl.Series(counts, dtype=pl.Int64))
         self._known = pl.concat([self._known, counted], rechunk=False)
+
+    def _look_up(self, keyed: pl.DataFrame) -> list[int]:
         return keyed.join(self._known, on=KEY, how="left", maintain_order="left")["tokens"].to_list()
 
     def _count(self, texts: Sequence[str]) -> list[int]:
@@ -131,6 +174,10 @@ class TokenCounter:
         self.close()
 
 
+def _keyed(texts: Sequence[str]) -> pl.DataFrame:
+    return pl.DataFrame({"text": texts}, schema={"text": pl.String}).with_columns(**text_key("text"))
+
+
 def count_tokens(texts: Sequence[str], encoding: str, workers: int = 2) -> list[int]:
     """Token count of each text, with a `TokenCounter` of its own."""
     with TokenCounter(encoding, workers if len(texts) >= HELPER_MIN_TEXTS else 1) as counter:
@@ -138,25 +185,32 @@ def count_tokens(texts: Sequence[str], encoding: str, workers: int = 2) -> list[
 
 
 class _Helper(HelperProcess):
-    """One tokenizer process. A share goes over in a temporary file: writing it to the process's stdin
-    would need this process's GIL between writes while it encodes its own share."""
+    """One tokenizer process. A share goes over in a temporary file, removed once it is answered: writing it
+    to the process's stdin would need this process's GIL between writes while it encodes its own share."""
 
     def __init__(self, stack: ExitStack, encoding: str):
         super().__init__("cowork_assets.tokens", encoding)
         stack.callback(self.close)
-        self._stack = stack
+        self._files: deque = deque()  # the shares sent and not yet answered, in order
 
     def send_share(self, share: list[str]) -> None:
-        file = self._stack.enter_context(tempfile.NamedTemporaryFile(suffix=".json"))
+        file = tempfile.NamedTemporaryFile(suffix=".json")
         file.write(orjson.dumps(share))
         file.flush()
+        self._files.append(file)
         self.send(file.name.encode())
 
     def counts(self) -> list[int]:
         reply = self.receive()
         if reply is None:
             raise TokenizerUnavailable(f"a tokenizer process failed {self.failure()}")
+        self._files.popleft().close()
         return orjson.loads(reply)
+
+    def close(self) -> None:
+        super().close()
+        while self._files:
+            self._files.popleft().close()
 
 
 def token_text(content: pl.Expr, tool_calls: pl.Expr) -> pl.Expr:
