@@ -535,3 +535,19 @@ def test_rollout_rows_carry_their_checks_and_a_run_without_checks_an_empty_list(
         },
         {"trajectory_id": "t2", "group_id": "b", "checks": []},
     ]
+
+
+def test_the_same_content_staged_again_is_the_same_version_however_its_frames_are_chunked(tmp_path):
+    # text enough for many pages, which a column's chunks would otherwise cut differently
+    rows = pl.DataFrame({"id": range(3000), "text": [f"sample {i} " * (i % 500) for i in range(3000)]})
+    schema = {"train": rows.to_arrow().schema}
+    pieces = pl.concat([rows.slice(0, 700), rows.slice(700, 1500), rows.slice(2200)], rechunk=False)
+    assert pieces.n_chunks() == 3 and pieces.equals(rows)
+    first = pub.stage(tmp_path, "demo", {"train": [rows]}, schema)
+    pub.mark_gated(first)
+    assert pub.publish(tmp_path, "demo").new
+    again = pub.stage(tmp_path, "demo", {"train": [pieces]}, schema)
+    assert again.rsplit("/", 1)[-1] == first.rsplit("/", 1)[-1]  # the digest, and so the version's name
+    pub.mark_gated(again)
+    republished = pub.publish(tmp_path, "demo")
+    assert not republished.new and republished.version.startswith("v0001-")

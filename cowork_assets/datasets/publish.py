@@ -66,7 +66,7 @@ def stage(
             schema = pa.schema([pa.field(f.name, portable(f.type), f.nullable) for f in schemas[name]])
             sinks[name] = sink = ParquetSink(join(root, f"{name}.parquet"), schema, compression="zstd")
             for part in [files[name]] if isinstance(files[name], pl.DataFrame) else files[name]:
-                sink.write(part)
+                sink.write(part.rechunk())  # pages follow a column's chunks: the digest must follow only content
             digest.update(name.encode())
             with open(sink.written(), "rb") as fh:
                 while chunk := fh.read(1 << 20):
