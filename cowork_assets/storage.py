@@ -222,7 +222,9 @@ class ArrowScratch:
 
     def __init__(self, final: str, schema: pa.Schema):
         self.schema, self.path = schema, _scratch(final)
-        self._file = pa.OSFile(str(self.path), "wb")
+        # Buffered: unbuffered, each of a part's many small Arrow buffers was a write call (rl_tasks' spill at
+        # 400,000 runs, 1.4 GB in ~600 parts: 1.5-2 s of writes instead of 0.5 s).
+        self._file = pa.BufferedOutputStream(pa.OSFile(str(self.path), "wb"), 1 << 20)
         self._writer = pa.ipc.new_file(self._file, schema)
 
     def write(self, frame: pl.DataFrame) -> None:
