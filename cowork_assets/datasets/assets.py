@@ -112,13 +112,15 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
         )
         spills, tasks = _split_spills(settings, "sft_dataset", pl.col("task_id"), selected["task_id"]), set()
 
-        def sent_ahead():  # a batch's messages at a time, never the corpus's; their tokens counted meanwhile
+        def sent_ahead():  # a batch's published messages, their tokens sent to be counted
             for (batch,), runs in selected.partition_by("batch", as_dict=True, maintain_order=True).items():
                 curated = _rows_of(settings, "curated_messages", batch, runs).select(CURATED_COLUMNS).collect()
                 messages = published_messages(curated)
                 yield batch, runs, messages, counter.count_later(token_texts(messages))
 
-        for batch, runs, messages, tokens in _one_ahead(sent_ahead()):  # the helpers count a batch while one is built
+        # The helpers count a batch's tokens while the one before is built: two batches' messages are held at
+        # a time, never the corpus's.
+        for batch, runs, messages, tokens in _one_ahead(sent_ahead()):
             rows = build_sft(
                 runs,
                 chat_messages(messages, tokens()),
