@@ -246,3 +246,27 @@ def test_similarity_is_the_jaccard_of_the_shingle_sets_and_two_empty_sets_are_al
     )
     out = compared(pl.DataFrame({"left": ["a", "a", "c"], "right": ["b", "c", "d"]}), sigs)
     assert out.rows() == [("a", "b", False, 2 / 5), ("a", "c", False, 0.0), ("c", "d", True, 1.0)]
+
+
+def test_dedup_clusters_reads_a_repeated_id_from_its_first_batch_only(tmp_path):
+    import dagster as dg
+
+    from cowork_assets.schema import arrow_schema
+    from cowork_assets.selection.assets import dedup_clusters
+    from cowork_assets.selection.schemas import DedupSignatures
+    from cowork_assets.settings import CurateSettings
+    from cowork_assets.storage import write_parquet_atomic
+
+    same, other = WORDS[:100], WORDS[100:]
+    # batch a: r1 repeats r0; batch b (later): r1 again, now repeating r2. Only a's r1 may be clustered.
+    batches = {"a": _sigs(_traj("r0", same), _traj("r1", same)), "b": _sigs(_traj("r1", other), _traj("r2", other))}
+    for batch, sigs in batches.items():
+        rows = sigs.with_columns(batch=pl.lit(batch))
+        write_parquet_atomic(rows, partition_file(tmp_path, "dedup_signatures", batch), arrow_schema(DedupSignatures))
+    settings = CurateSettings(raw_root=str(tmp_path / "raw"), data_root=str(tmp_path))
+    dedup_clusters(dg.build_asset_context(), settings)
+    found = pl.read_parquet(partition_file(tmp_path, "dedup_clusters"))
+    assert found.select("trajectory_id", "batch", "kind").sort("trajectory_id").rows() == [
+        ("r0", "a", "representative"),
+        ("r1", "a", "exact"),
+    ]

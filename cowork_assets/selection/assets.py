@@ -42,11 +42,13 @@ def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings
 
 @dg.asset(**TABLES["dedup_clusters"].asset_args())
 def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    scan = pl.scan_parquet(table_glob(settings.root, "dedup_signatures"))
+    # A repeated id is excluded as such, not clustered: only its first batch's row is read. Chosen on the two
+    # id columns: sorting every signature for it held them twice (+0.6 GB at 400,000 runs).
+    first = scan.select("trajectory_id", "batch").collect().sort("batch").unique("trajectory_id", keep="first")
     sigs = (
-        pl.scan_parquet(table_glob(settings.root, "dedup_signatures"))
-        .select("trajectory_id", "batch", "task_id", "content_hash", "shingles", "minhash", "score", "chars")
-        .sort("batch")
-        .unique("trajectory_id", keep="first")  # a repeated id is excluded as such, not clustered
+        scan.select("trajectory_id", "batch", "task_id", "content_hash", "shingles", "minhash", "score", "chars")
+        .join(first.lazy(), on=["trajectory_id", "batch"], how="semi")
         .collect()
     )
     found = clusters(sigs, settings.near_dup_threshold)
