@@ -21,7 +21,7 @@ import polars as pl
 
 from cowork_assets.ingest.schemas import Messages, ToolCalls, Trajectories
 from cowork_assets.schema import TOOL_CALL, polars_schema
-from cowork_assets.text_key import KEY, KEY_SCHEMA, text_key
+from cowork_assets.text_key import KEY, TextMemo, keyed, text_key
 
 RAW_SCHEMA = pl.Schema(
     {
@@ -157,24 +157,16 @@ class TaskPackages:
     its key (`text_key.py`)."""
 
     def __init__(self):
-        self._known = pl.DataFrame(
-            schema=KEY_SCHEMA | {"task_hash": pl.String, "task_id": pl.String, "category": pl.String}
-        )
+        self._memo = TextMemo({"task_hash": pl.String, "task_id": pl.String, "category": pl.String})
 
     def __call__(self, tasks: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
         """(every distinct text's key with its task_hash, task_id and category; the packages of the texts not
         seen before, in order of first appearance)."""
-        keyed = pl.DataFrame({"task": tasks}).unique(maintain_order=True).with_columns(**text_key("task"))
-        fresh = keyed.join(self._known, on=KEY, how="anti", maintain_order="left")
+        texts = keyed(tasks.unique(maintain_order=True), "task")
+        fresh = self._memo.unknown(texts)
         packages = _parse_packages(fresh["task"].to_list())
-        self._known = pl.concat(
-            [
-                self._known,
-                pl.concat([fresh.select(KEY), packages.select("task_hash", "task_id", "category")], how="horizontal"),
-            ],
-            rechunk=False,
-        )
-        return keyed.drop("task").join(self._known, on=KEY, maintain_order="left"), packages
+        self._memo.learn(fresh, packages.select("task_hash", "task_id", "category"))
+        return self._memo.look_up(texts), packages
 
 
 def _messages(raw: pl.DataFrame, batch: str) -> pl.DataFrame:

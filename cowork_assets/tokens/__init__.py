@@ -22,7 +22,7 @@ import polars as pl
 import tiktoken
 
 from cowork_assets.helper_process import HelperProcess
-from cowork_assets.text_key import KEY, KEY_SCHEMA, text_key
+from cowork_assets.text_key import KEY, TextMemo, keyed
 
 CACHE_DIR = Path(__file__).parent / "tiktoken_cache"
 
@@ -98,7 +98,7 @@ class TokenCounter:
         self.encoding = encoding
         self._stack = ExitStack()
         self._helpers = [_Helper(self._stack, encoding) for _ in range(workers if ahead else workers - 1)]
-        self._known = pl.DataFrame(schema=KEY_SCHEMA | {"tokens": pl.Int64})
+        self._memo = TextMemo({"tokens": pl.Int64})
         self._remember, self._ahead = remember or ahead, ahead
         self._sent: deque[tuple[int, list[tuple[_Helper, pl.DataFrame]]]] = deque()  # (ticket, shares) in flight
         self._tickets = 0
@@ -108,18 +108,18 @@ class TokenCounter:
         if not self._remember:
             return self._count(texts)
         self._receive(self._tickets)  # the helpers answer in order: what was sent ahead first
-        keyed = _keyed(texts)
-        new = keyed.unique(KEY, maintain_order=True).join(self._known, on=KEY, how="anti")
+        texts = keyed(texts)
+        new = self._memo.unknown(texts)
         self._learn(new, self._count(new["text"].to_list()))
-        return self._look_up(keyed)
+        return self._look_up(texts)
 
     def count_later(self, texts: Sequence[str]) -> Callable[[], list[int]]:
         """Send `texts` to the helpers and return at once a function that gives their counts, waiting for
         them if need be. A text counted or sent before is not sent again. Needs a counter made with `ahead`."""
         if not self._ahead:
             raise ValueError("count_later needs a TokenCounter made with ahead=True")
-        keyed = _keyed(texts)
-        new = keyed.unique(KEY, maintain_order=True).join(self._known, on=KEY, how="anti")
+        texts = keyed(texts)
+        new = self._memo.unknown(texts)
         if self._sent:
             in_flight = pl.concat([share for _, shares in self._sent for _, share in shares])
             new = new.join(in_flight, on=KEY, how="anti")
@@ -133,7 +133,7 @@ class TokenCounter:
 
         def counts() -> list[int]:
             self._receive(ticket)
-            return self._look_up(keyed)
+            return self._look_up(texts)
 
         return counts
 
@@ -144,11 +144,10 @@ class TokenCounter:
                 self._learn(keys, helper.counts())
 
     def _learn(self, keys: pl.DataFrame, counts: list[int]) -> None:
-        counted = keys.select(*KEY, tokens=pl.Series(counts, dtype=pl.Int64))
-        self._known = pl.concat([self._known, counted], rechunk=False)
+        self._memo.learn(keys, pl.DataFrame({"tokens": counts}, schema={"tokens": pl.Int64}))
 
-    def _look_up(self, keyed: pl.DataFrame) -> list[int]:
-        return keyed.join(self._known, on=KEY, how="left", maintain_order="left")["tokens"].to_list()
+    def _look_up(self, texts: pl.DataFrame) -> list[int]:
+        return self._memo.look_up(texts)["tokens"].to_list()
 
     def _count(self, texts: Sequence[str]) -> list[int]:
         distinct = list(dict.fromkeys(texts))
@@ -172,10 +171,6 @@ class TokenCounter:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _keyed(texts: Sequence[str]) -> pl.DataFrame:
-    return pl.DataFrame({"text": texts}, schema={"text": pl.String}).with_columns(**text_key("text"))
 
 
 def count_tokens(texts: Sequence[str], encoding: str, workers: int = 2) -> list[int]:
