@@ -11,6 +11,7 @@ import pytest
 from cowork_assets.curation import strategies
 from cowork_assets.curation.curate import curate_chunk
 from cowork_assets.curation.spans import MARKER_RE, evidence_spans, merge, render, total
+from cowork_assets.curation.truncate import lost, survival
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.evidence.values import normalise
 from cowork_assets.settings import CurationSettings
@@ -95,6 +96,41 @@ def test_evidence_aware_keeps_a_window_around_the_evidence_within_the_allowance(
         == under["middle"]
         == stats["chars_before"] - 2000 + len("[...2000 chars cut...]")
     )
+
+
+def test_a_value_survives_while_any_occurrence_before_use_is_kept():
+    span = pl.Struct({"start": pl.Int64, "end": pl.Int64})
+    occurrences = pl.DataFrame(  # (trajectory, value, message, offset, length)
+        [
+            ("t", "kept", 2, 0, 5),  # cut away in message 2 ...
+            ("t", "kept", 4, 10, 5),  # ... kept in message 4
+            ("t", "whole", 2, 0, 5),  # cut away in message 2, but message 6 is not cut
+            ("t", "whole", 6, 0, 5),
+            ("t", "gone", 2, 0, 5),  # cut away wherever it was shown
+            ("t", "gone", 4, 100, 5),
+            ("u", "edge", 2, 98, 5),  # one character beyond the kept span
+        ],
+        schema=["trajectory_id", "norm", "message_index", "offset", "length"],
+        orient="row",
+        schema_overrides={"message_index": pl.Int32},
+    )
+    cuts = pl.DataFrame(
+        {
+            "trajectory_id": ["t", "t", "u"],
+            "message_index": [2, 4, 2],
+            "kept_spans": [[{"start": 50, "end": 60}], [{"start": 0, "end": 20}], [{"start": 0, "end": 102}]],
+        },
+        schema_overrides={"message_index": pl.Int32, "kept_spans": pl.List(span)},
+    )
+    assert sorted(survival(occurrences, cuts).rows()) == [
+        ("t", "gone", False),
+        ("t", "kept", True),
+        ("t", "whole", True),
+        ("u", "edge", False),
+    ]
+    # Several cuts at once: the same cut as configuration 1; configuration 2 keeps message 2 whole.
+    both = pl.concat([cuts.with_columns(n=pl.lit(1)), cuts.filter(pl.col("message_index") == 4).with_columns(n=2)])
+    assert sorted(lost(occurrences, both, by=("n",)).rows()) == [("t", "gone", 1), ("u", "edge", 1)]
 
 
 def test_drop_policy_drops_and_loses_every_item():

@@ -15,7 +15,7 @@ from __future__ import annotations
 import polars as pl
 
 from cowork_assets.curation.strategies import STRATEGIES, names
-from cowork_assets.curation.truncate import KEY, kept_spans, observations, survival
+from cowork_assets.curation.truncate import KEY, kept_spans, lost, observations
 from cowork_assets.evidence.locate import shown
 from cowork_assets.markdown import Markdown
 
@@ -46,57 +46,68 @@ def sweep(
     rows = evidence.filter(pl.col("status") == "at_risk")  # items as the evidence audit counts them: per check
     at_risk = rows.unique(["trajectory_id", "norm"], maintain_order=True)
     items = rows.select("trajectory_id", "norm").join(category, on="trajectory_id")
-    every = observations(messages, at_risk, content=False)  # positions only: no strategy here needs the text
-    tools = every.select(*KEY, size="length")
+    # Positions only (no strategy here needs the text), each observation with its trajectory's category.
+    every = observations(messages, at_risk, content=False).join(category, on="trajectory_id")
     occurrences = shown(at_risk).select("trajectory_id", "norm", "message_index", "offset", "length")
-    all_survive = occurrences.select("trajectory_id", "norm").unique().with_columns(survives=pl.lit(True))
     span_chars = pl.col("kept_spans").list.eval(pl.element().struct.field("end") - pl.element().struct.field("start"))
-    frames = []
+    # Each (strategy, allowance) gives what its cuts take off the long observations and the spans they keep;
+    # they are tallied together once, not one join of every observation per pair.
+    taken, cuts = [], []
     for n in allowances:
         long = every.filter(pl.col("shown") > n)
         for name, module in STRATEGIES.items():
-            if getattr(module, "KEEPS_ALL_EVIDENCE", False):  # only its characters are needed
-                survived = all_survive
-                cut = module.kept_chars(long, n, evidence_context_chars).select(*KEY, cut_kept="kept_chars")
+            config = {"strategy": pl.lit(name), "n": pl.lit(n, pl.Int64)}
+            if getattr(module, "KEEPS_ALL_EVIDENCE", False):  # loses nothing: only its characters are needed
+                kept = module.kept_chars(long, n, evidence_context_chars)["kept_chars"]  # in `long`'s order
+                taken.append(long.select("category", **config, taken=pl.col("length") - kept))
             else:
                 found = kept_spans(long, name, n, evidence_context_chars)
-                survived = survival(occurrences, found)
-                cut = found.select(*KEY, cut_kept=span_chars.list.sum())
-            frames.append(
-                _tally(
-                    name,
-                    items,
-                    survived.with_columns(n=pl.lit(n, pl.Int64)),
-                    tools.join(cut, on=KEY, how="left").with_columns(
-                        n=pl.lit(n, pl.Int64), kept=pl.coalesce("cut_kept", "size")
-                    ),
-                    category,
-                )
-            )
-    return pl.concat(frames).sort("category", "strategy", "max_observation_chars").cast(SCHEMA)
+                taken.append(found.select("category", **config, taken=pl.col("length") - span_chars.list.sum()))
+                cuts.append(found.select(*KEY, "kept_spans", **config))
+    configs = pl.DataFrame(
+        [(name, n) for n in allowances for name in STRATEGIES],
+        schema={"strategy": pl.String, "n": pl.Int64},
+        orient="row",
+    )
+    return _tally(
+        every, items, occurrences, configs, pl.concat(taken), lost(occurrences, pl.concat(cuts), by=("strategy", "n"))
+    )
 
 
 def _tally(
-    strategy: str, items: pl.DataFrame, survived: pl.DataFrame, kept: pl.DataFrame, category: pl.DataFrame
+    every: pl.DataFrame,
+    items: pl.DataFrame,
+    occurrences: pl.DataFrame,
+    configs: pl.DataFrame,
+    taken: pl.DataFrame,
+    gone: pl.DataFrame,
 ) -> pl.DataFrame:
-    lost = (
-        items.join(survived, on=["trajectory_id", "norm"], how="left")
-        .group_by("category", "n")
-        .agg(at_risk_items=pl.len(), lost_items=(~pl.col("survives").fill_null(False)).sum())
+    """Per category with observations and (strategy, allowance) of `configs`: its at-risk items, those lost
+    (`gone`, or with no occurrence to keep), and the characters kept (the observations' less what the cuts
+    `taken`)."""
+    group, pair = ["category", "strategy", "n"], ["trajectory_id", "norm"]
+    unseen = (
+        items.join(occurrences.select(pair).unique(), on=pair, how="anti").group_by("category").agg(unseen=pl.len())
     )
-    chars = (
-        kept.join(category, on="trajectory_id")
-        .group_by("category", "n")
-        .agg(kept_chars=pl.col("kept").sum(), observation_chars=pl.col("size").sum())
-    )
-    return chars.join(lost, on=["category", "n"], how="left").select(
-        "category",
-        strategy=pl.lit(strategy),
-        max_observation_chars="n",
-        at_risk_items=pl.col("at_risk_items").fill_null(0),
-        lost_items=pl.col("lost_items").fill_null(0),
-        kept_chars="kept_chars",
-        observation_chars="observation_chars",
+    return (
+        every.group_by("category")
+        .agg(observation_chars=pl.col("length").sum())
+        .join(configs, how="cross")
+        .join(items.group_by("category").agg(at_risk_items=pl.len()), on="category", how="left")
+        .join(unseen, on="category", how="left")
+        .join(taken.group_by(group).agg(taken=pl.col("taken").sum()), on=group, how="left")
+        .join(items.join(gone, on=pair).group_by(group).agg(lost=pl.len()), on=group, how="left")
+        .select(
+            "category",
+            "strategy",
+            max_observation_chars="n",
+            at_risk_items=pl.col("at_risk_items").fill_null(0),
+            lost_items=pl.col("unseen").fill_null(0) + pl.col("lost").fill_null(0),
+            kept_chars=pl.col("observation_chars") - pl.col("taken").fill_null(0),
+            observation_chars="observation_chars",
+        )
+        .sort("category", "strategy", "max_observation_chars")
+        .cast(SCHEMA)
     )
 
 

@@ -134,13 +134,33 @@ def cut(
     ).select(list(CUT_SCHEMA))
 
 
-def survival(occurrences: pl.DataFrame, cuts: pl.DataFrame) -> pl.DataFrame:
-    """Per (trajectory_id, norm): does any occurrence before first use lie wholly in kept text?"""
-    spans = cuts.select(*KEY, "kept_spans").explode("kept_spans").unnest("kept_spans")
+def lost(occurrences: pl.DataFrame, cuts: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
+    """The (trajectory_id, norm, *by) whose every occurrence before first use `cuts` removes: each lies in a
+    cut message and in none of its kept spans. With `by` (e.g. strategy and allowance) `cuts` holds several
+    cuts at once. Only the cut messages that hold an occurrence are looked at: few hold any."""
+    occurrences = occurrences.with_row_index("occurrence")
     inside = (pl.col("start") <= pl.col("offset")) & (pl.col("offset") + pl.col("length") <= pl.col("end"))
     return (
-        occurrences.join(cuts.select(*KEY, cut=pl.lit(True)), on=KEY, how="left")
-        .join(spans, on=KEY, how="left")
-        .group_by("trajectory_id", "norm")
-        .agg(survives=(pl.col("cut").is_null() | inside.fill_null(False)).any())
+        occurrences.join(cuts.select(*KEY, *by, "kept_spans"), on=KEY)
+        .explode("kept_spans")
+        .unnest("kept_spans")
+        .group_by("occurrence", "trajectory_id", "norm", *by)
+        .agg(kept=inside.fill_null(False).any())
+        .filter(~pl.col("kept"))
+        .group_by("trajectory_id", "norm", *by)
+        .agg(removed=pl.len())
+        .join(occurrences.group_by("trajectory_id", "norm").agg(occurrences=pl.len()), on=["trajectory_id", "norm"])
+        .filter(pl.col("removed") == pl.col("occurrences"))
+        .select("trajectory_id", "norm", *by)
+    )
+
+
+def survival(occurrences: pl.DataFrame, cuts: pl.DataFrame) -> pl.DataFrame:
+    """Per (trajectory_id, norm): does any occurrence before first use lie wholly in kept text (or in a
+    message the cut leaves whole)?"""
+    return (
+        occurrences.select("trajectory_id", "norm")
+        .unique()
+        .join(lost(occurrences, cuts).with_columns(gone=pl.lit(True)), on=["trajectory_id", "norm"], how="left")
+        .select("trajectory_id", "norm", survives=pl.col("gone").is_null())
     )
