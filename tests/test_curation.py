@@ -11,7 +11,7 @@ import pytest
 from cowork_assets.curation import strategies
 from cowork_assets.curation.curate import curate_chunk
 from cowork_assets.curation.spans import MARKER_RE, evidence_spans, merge, render, total
-from cowork_assets.curation.truncate import lost, survival
+from cowork_assets.curation.truncate import Shown, survival
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.evidence.values import normalise
 from cowork_assets.settings import CurationSettings
@@ -129,8 +129,14 @@ def test_a_value_survives_while_any_occurrence_before_use_is_kept():
         ("u", "edge", False),
     ]
     # Several cuts at once: the same cut as configuration 1; configuration 2 keeps message 2 whole.
-    both = pl.concat([cuts.with_columns(n=pl.lit(1)), cuts.filter(pl.col("message_index") == 4).with_columns(n=2)])
-    assert sorted(lost(occurrences, both, by=("n",)).rows()) == [("t", "gone", 1), ("u", "edge", 1)]
+    shown = Shown(occurrences)
+    spans = pl.concat(
+        [
+            shown.spans(cuts).with_columns(n=pl.lit(1)),
+            shown.spans(cuts.filter(pl.col("message_index") == 4)).with_columns(n=pl.lit(2)),
+        ]
+    )
+    assert sorted(shown.lost(spans, by=("n",)).rows()) == [("t", "gone", 1), ("u", "edge", 1)]
 
 
 def test_drop_policy_drops_and_loses_every_item():

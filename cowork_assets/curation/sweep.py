@@ -15,7 +15,7 @@ from __future__ import annotations
 import polars as pl
 
 from cowork_assets.curation.strategies import STRATEGIES, names
-from cowork_assets.curation.truncate import KEY, kept_spans, lost, observations
+from cowork_assets.curation.truncate import Shown, kept_spans, observations
 from cowork_assets.evidence.locate import shown
 from cowork_assets.markdown import Markdown
 
@@ -50,28 +50,25 @@ def sweep(
     every = observations(messages, at_risk, content=False).join(category, on="trajectory_id")
     occurrences = shown(at_risk).select("trajectory_id", "norm", "message_index", "offset", "length")
     span_chars = pl.col("kept_spans").list.eval(pl.element().struct.field("end") - pl.element().struct.field("start"))
-    # Each (strategy, allowance) gives what its cuts take off the long observations and the spans they keep;
-    # they are tallied together once, not one join of every observation per pair.
-    taken, cuts = [], []
-    for n in allowances:
-        long = every.filter(pl.col("shown") > n)
-        for name, module in STRATEGIES.items():
-            config = {"strategy": pl.lit(name), "n": pl.lit(n, pl.Int64)}
-            if getattr(module, "KEEPS_ALL_EVIDENCE", False):  # loses nothing: only its characters are needed
-                kept = module.kept_chars(long, n, evidence_context_chars)["kept_chars"]  # in `long`'s order
-                taken.append(long.select("category", **config, taken=pl.col("length") - kept))
-            else:
-                found = kept_spans(long, name, n, evidence_context_chars)
-                taken.append(found.select("category", **config, taken=pl.col("length") - span_chars.list.sum()))
-                cuts.append(found.select(*KEY, "kept_spans", **config))
+    # Each configuration (strategy, allowance) gives what its cuts take off each category's observations and
+    # the spans they keep of messages that show evidence: small parts, tallied together once.
     configs = pl.DataFrame(
         [(name, n) for n in allowances for name in STRATEGIES],
         schema={"strategy": pl.String, "n": pl.Int64},
         orient="row",
-    )
-    return _tally(
-        every, items, occurrences, configs, pl.concat(taken), lost(occurrences, pl.concat(cuts), by=("strategy", "n"))
-    )
+    ).with_row_index("config")
+    before_use = Shown(occurrences)
+    taken, spans = [], []
+    for config, name, n in configs.iter_rows():
+        module, long, tag = STRATEGIES[name], every.filter(pl.col("shown") > n), pl.lit(config, pl.UInt32)
+        if getattr(module, "KEEPS_ALL_EVIDENCE", False):  # loses nothing: only its characters are needed
+            found = long.with_columns(kept=module.kept_chars(long, n, evidence_context_chars)["kept_chars"])
+        else:
+            found = kept_spans(long, name, n, evidence_context_chars).with_columns(kept=span_chars.list.sum())
+            spans.append(before_use.spans(found).with_columns(config=tag))
+        taken.append(found.group_by("category").agg(taken=(pl.col("length") - pl.col("kept")).sum(), config=tag))
+    gone = before_use.lost(pl.concat(spans), by=("config",))
+    return _tally(every, items, occurrences, configs, pl.concat(taken), gone)
 
 
 def _tally(
@@ -82,10 +79,9 @@ def _tally(
     taken: pl.DataFrame,
     gone: pl.DataFrame,
 ) -> pl.DataFrame:
-    """Per category with observations and (strategy, allowance) of `configs`: its at-risk items, those lost
-    (`gone`, or with no occurrence to keep), and the characters kept (the observations' less what the cuts
-    `taken`)."""
-    group, pair = ["category", "strategy", "n"], ["trajectory_id", "norm"]
+    """Per category with observations and configuration of `configs`: its at-risk items, those lost (`gone`, or
+    with no occurrence to keep), and the characters kept (the observations' less what the cuts `taken`)."""
+    group, pair = ["category", "config"], ["trajectory_id", "norm"]
     unseen = (
         items.join(occurrences.select(pair).unique(), on=pair, how="anti").group_by("category").agg(unseen=pl.len())
     )
@@ -95,7 +91,7 @@ def _tally(
         .join(configs, how="cross")
         .join(items.group_by("category").agg(at_risk_items=pl.len()), on="category", how="left")
         .join(unseen, on="category", how="left")
-        .join(taken.group_by(group).agg(taken=pl.col("taken").sum()), on=group, how="left")
+        .join(taken, on=group, how="left")
         .join(items.join(gone, on=pair).group_by(group).agg(lost=pl.len()), on=group, how="left")
         .select(
             "category",

@@ -134,33 +134,51 @@ def cut(
     ).select(list(CUT_SCHEMA))
 
 
-def lost(occurrences: pl.DataFrame, cuts: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
-    """The (trajectory_id, norm, *by) whose every occurrence before first use `cuts` removes: each lies in a
-    cut message and in none of its kept spans. With `by` (e.g. strategy and allowance) `cuts` holds several
-    cuts at once. Only the cut messages that hold an occurrence are looked at: few hold any."""
-    occurrences = occurrences.with_row_index("occurrence")
-    inside = (pl.col("start") <= pl.col("offset")) & (pl.col("offset") + pl.col("length") <= pl.col("end"))
-    return (
-        occurrences.join(cuts.select(*KEY, *by, "kept_spans"), on=KEY)
-        .explode("kept_spans")
-        .unnest("kept_spans")
-        .group_by("occurrence", "trajectory_id", "norm", *by)
-        .agg(kept=inside.fill_null(False).any())
-        .filter(~pl.col("kept"))
-        .group_by("trajectory_id", "norm", *by)
-        .agg(removed=pl.len())
-        .join(occurrences.group_by("trajectory_id", "norm").agg(occurrences=pl.len()), on=["trajectory_id", "norm"])
-        .filter(pl.col("removed") == pl.col("occurrences"))
-        .select("trajectory_id", "norm", *by)
-    )
+class Shown:
+    """The occurrences of values before their first use, indexed once to test many cuts against them."""
+
+    def __init__(self, occurrences: pl.DataFrame):
+        occurrences = occurrences.with_row_index("occurrence")
+        self.messages = occurrences.select(KEY).unique().with_row_index("message")  # the messages showing any
+        self.places = occurrences.join(self.messages, on=KEY).select("occurrence", "message", "offset", "length")
+        self.values = occurrences.select("occurrence", "trajectory_id", "norm")
+        self.counts = occurrences.group_by("trajectory_id", "norm").agg(occurrences=pl.len())
+
+    def spans(self, cuts: pl.DataFrame) -> pl.DataFrame:
+        """The kept spans of the cut messages that show a value (`message`, `kept_spans`): the others cannot
+        lose one."""
+        return cuts.join(self.messages, on=KEY).select("message", "kept_spans")
+
+    def lost(self, spans: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
+        """The (trajectory_id, norm, *by) whose every occurrence is cut away: each lies in a cut message and in
+        none of its kept spans (`spans`, as `self.spans` gives them). With `by` (e.g. a configuration) `spans`
+        holds several cuts at once."""
+        inside = (pl.col("start") <= pl.col("offset")) & (pl.col("offset") + pl.col("length") <= pl.col("end"))
+        removed = (
+            self.places.join(spans, on="message")
+            .explode("kept_spans")
+            .unnest("kept_spans")
+            .group_by("occurrence", *by)
+            .agg(kept=inside.fill_null(False).any())
+            .filter(~pl.col("kept"))
+        )
+        return (
+            removed.join(self.values, on="occurrence")
+            .group_by("trajectory_id", "norm", *by)
+            .agg(removed=pl.len())
+            .join(self.counts, on=["trajectory_id", "norm"])
+            .filter(pl.col("removed") == pl.col("occurrences"))
+            .select("trajectory_id", "norm", *by)
+        )
 
 
 def survival(occurrences: pl.DataFrame, cuts: pl.DataFrame) -> pl.DataFrame:
     """Per (trajectory_id, norm): does any occurrence before first use lie wholly in kept text (or in a
     message the cut leaves whole)?"""
+    shown = Shown(occurrences)
     return (
         occurrences.select("trajectory_id", "norm")
         .unique()
-        .join(lost(occurrences, cuts).with_columns(gone=pl.lit(True)), on=["trajectory_id", "norm"], how="left")
+        .join(shown.lost(shown.spans(cuts)).with_columns(gone=pl.lit(True)), on=["trajectory_id", "norm"], how="left")
         .select("trajectory_id", "norm", survives=pl.col("gone").is_null())
     )
