@@ -11,7 +11,7 @@ import pytest
 from cowork_assets.curation import strategies
 from cowork_assets.curation.curate import curate_chunk
 from cowork_assets.curation.spans import MARKER_RE, evidence_spans, merge, render, total
-from cowork_assets.curation.truncate import Shown, survival
+from cowork_assets.curation.truncate import Shown
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.evidence.values import normalise
 from cowork_assets.settings import CurationSettings
@@ -122,14 +122,14 @@ def test_a_value_survives_while_any_occurrence_before_use_is_kept():
         },
         schema_overrides={"message_index": pl.Int32, "kept_spans": pl.List(span)},
     )
-    assert sorted(survival(occurrences, cuts).rows()) == [
+    shown = Shown(occurrences)
+    assert sorted(shown.survival(cuts).rows()) == [
         ("t", "gone", False),
         ("t", "kept", True),
         ("t", "whole", True),
         ("u", "edge", False),
     ]
     # Several cuts at once: the same cut as configuration 1; configuration 2 keeps message 2 whole.
-    shown = Shown(occurrences)
     spans = pl.concat(
         [
             shown.spans(cuts).with_columns(n=pl.lit(1)),

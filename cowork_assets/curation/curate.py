@@ -11,7 +11,7 @@ import polars as pl
 from cowork_assets.curation.budget import trim
 from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats
 from cowork_assets.curation.strategies import names
-from cowork_assets.curation.truncate import cores, cut, long_observations, survival
+from cowork_assets.curation.truncate import Shown, cores, cut, long_observations
 from cowork_assets.evidence.locate import shown
 from cowork_assets.schema import polars_schema
 from cowork_assets.settings import CurationSettings
@@ -54,7 +54,7 @@ def curate_chunk(
     batch: str, trajectories: pl.DataFrame, messages: pl.DataFrame, evidence: pl.DataFrame, settings: CurationSettings
 ) -> dict[str, pl.DataFrame]:
     at_risk = evidence.filter(pl.col("status") == "at_risk").unique(["trajectory_id", "norm"], maintain_order=True)
-    occurrences = shown(at_risk)  # found by the evidence stage; not searched again
+    before_use = Shown(shown(at_risk))  # occurrences found by the evidence stage; not searched again
     long = long_observations(messages, at_risk, settings.max_observation_chars)
     cuts = {  # only the configured cut's text is needed: the others are compared by their spans and sizes
         s: cut(
@@ -68,7 +68,7 @@ def curate_chunk(
         )
         for s in names()
     }
-    survives = {s: survival(occurrences, cuts[s]) for s in names()}
+    survives = {s: before_use.survival(cuts[s]) for s in names()}
     curated = apply_cuts(messages, cuts[settings.truncation_strategy], settings)
 
     # The budget.
@@ -102,7 +102,7 @@ def curate_chunk(
 
     # What the budget took: dropped samples lose everything; trimmed ones are re-checked.
     final_cuts = curated.filter(pl.col("truncated") | pl.col("trimmed")).select(*KEY, "kept_spans")
-    survives["final"] = survival(occurrences, final_cuts)
+    survives["final"] = before_use.survival(final_cuts)
     audit = _audit(batch, evidence, survives, stats, settings.truncation_strategy)
     return {
         "curated_messages": curated.with_columns(batch=pl.lit(batch)).select(polars_schema(CuratedMessages).names()),

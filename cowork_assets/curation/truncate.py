@@ -149,6 +149,14 @@ class Shown:
         lose one."""
         return cuts.join(self.messages, on=KEY).select("message", "kept_spans")
 
+    def survival(self, cuts: pl.DataFrame) -> pl.DataFrame:
+        """Per (trajectory_id, norm): does any occurrence lie wholly in text `cuts` keeps (or in a message it
+        leaves whole)?"""
+        gone = self.lost(self.spans(cuts)).with_columns(gone=pl.lit(True))
+        return self.counts.join(gone, on=["trajectory_id", "norm"], how="left").select(
+            "trajectory_id", "norm", survives=pl.col("gone").is_null()
+        )
+
     def lost(self, spans: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
         """The (trajectory_id, norm, *by) whose every occurrence is cut away: each lies in a cut message and in
         none of its kept spans (`spans`, as `self.spans` gives them). With `by` (e.g. a configuration) `spans`
@@ -170,15 +178,3 @@ class Shown:
             .filter(pl.col("removed") == pl.col("occurrences"))
             .select("trajectory_id", "norm", *by)
         )
-
-
-def survival(occurrences: pl.DataFrame, cuts: pl.DataFrame) -> pl.DataFrame:
-    """Per (trajectory_id, norm): does any occurrence before first use lie wholly in kept text (or in a
-    message the cut leaves whole)?"""
-    shown = Shown(occurrences)
-    return (
-        occurrences.select("trajectory_id", "norm")
-        .unique()
-        .join(shown.lost(shown.spans(cuts)).with_columns(gone=pl.lit(True)), on=["trajectory_id", "norm"], how="left")
-        .select("trajectory_id", "norm", survives=pl.col("gone").is_null())
-    )
