@@ -51,24 +51,23 @@ def sweep(
     occurrences = shown(at_risk).select("trajectory_id", "norm", "message_index", "offset", "length")
     span_chars = pl.col("kept_spans").list.eval(pl.element().struct.field("end") - pl.element().struct.field("start"))
     # Each configuration (strategy, allowance) gives what its cuts take off each category's observations and
-    # the spans they keep of messages that show evidence: small parts, tallied together once.
+    # the values they lose: small parts, tallied together once.
     configs = pl.DataFrame(
         [(name, n) for n in allowances for name in STRATEGIES],
         schema={"strategy": pl.String, "n": pl.Int64},
         orient="row",
     ).with_row_index("config")
     before_use = Shown(occurrences)
-    taken, spans = [], []
+    taken, gone = [], []
     for config, name, n in configs.iter_rows():
         module, long, tag = STRATEGIES[name], every.filter(pl.col("shown") > n), pl.lit(config, pl.UInt32)
         if getattr(module, "KEEPS_ALL_EVIDENCE", False):  # loses nothing: only its characters are needed
             found = long.with_columns(kept=module.kept_chars(long, n, evidence_context_chars)["kept_chars"])
         else:
             found = kept_spans(long, name, n, evidence_context_chars).with_columns(kept=span_chars.list.sum())
-            spans.append(before_use.spans(found).with_columns(config=tag))
+            gone.append(before_use.lost(before_use.spans(found)).with_columns(config=tag))
         taken.append(found.group_by("category").agg(taken=(pl.col("length") - pl.col("kept")).sum(), config=tag))
-    gone = before_use.lost(pl.concat(spans), by=("config",))
-    return _tally(every, items, occurrences, configs, pl.concat(taken), gone)
+    return _tally(every, items, occurrences, configs, pl.concat(taken), pl.concat(gone))
 
 
 def _tally(

@@ -157,24 +157,23 @@ class Shown:
             "trajectory_id", "norm", survives=pl.col("gone").is_null()
         )
 
-    def lost(self, spans: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
-        """The (trajectory_id, norm, *by) whose every occurrence is cut away: each lies in a cut message and in
-        none of its kept spans (`spans`, as `self.spans` gives them). With `by` (e.g. a configuration) `spans`
-        holds several cuts at once."""
+    def lost(self, spans: pl.DataFrame) -> pl.DataFrame:
+        """The (trajectory_id, norm) whose every occurrence a cut removes: each lies in a cut message and in none
+        of its kept spans (`spans`, as `self.spans` gives them)."""
         inside = (pl.col("start") <= pl.col("offset")) & (pl.col("offset") + pl.col("length") <= pl.col("end"))
         removed = (
             self.places.join(spans, on="message")
             .explode("kept_spans")
             .unnest("kept_spans")
-            .group_by("occurrence", *by)
+            .group_by("occurrence")
             .agg(kept=inside.fill_null(False).any())
             .filter(~pl.col("kept"))
         )
         return (
             removed.join(self.values, on="occurrence")
-            .group_by("trajectory_id", "norm", *by)
+            .group_by("trajectory_id", "norm")
             .agg(removed=pl.len())
             .join(self.counts, on=["trajectory_id", "norm"])
             .filter(pl.col("removed") == pl.col("occurrences"))
-            .select("trajectory_id", "norm", *by)
+            .select("trajectory_id", "norm")
         )
