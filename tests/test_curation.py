@@ -130,8 +130,8 @@ def test_a_value_survives_while_any_occurrence_before_use_is_kept():
         ("u", "edge", False),
     ]
     # The same index tests another cut: one that leaves message 2 whole.
-    assert sorted(shown.lost(shown.spans(cuts.filter(pl.col("message_index") == 4))).rows()) == []
-    assert sorted(shown.lost(shown.spans(cuts)).rows()) == [("t", "gone"), ("u", "edge")]
+    assert sorted(shown.lost(cuts.filter(pl.col("message_index") == 4)).rows()) == []
+    assert sorted(shown.lost(cuts).rows()) == [("t", "gone"), ("u", "edge")]
 
 
 def test_drop_policy_drops_and_loses_every_item():

@@ -65,25 +65,24 @@ def sweep(
             found = long.with_columns(kept=module.kept_chars(long, n, evidence_context_chars)["kept_chars"])
         else:
             found = kept_spans(long, name, n, evidence_context_chars).with_columns(kept=span_chars.list.sum())
-            gone.append(before_use.lost(before_use.spans(found)).with_columns(config=tag))
+            gone.append(before_use.lost(found).with_columns(config=tag))
         taken.append(found.group_by("category").agg(taken=(pl.col("length") - pl.col("kept")).sum(), config=tag))
-    return _tally(every, items, occurrences, configs, pl.concat(taken), pl.concat(gone))
+    return _tally(every, items, before_use.counts, configs, pl.concat(taken), pl.concat(gone))
 
 
 def _tally(
     every: pl.DataFrame,
     items: pl.DataFrame,
-    occurrences: pl.DataFrame,
+    shown_values: pl.DataFrame,
     configs: pl.DataFrame,
     taken: pl.DataFrame,
     gone: pl.DataFrame,
 ) -> pl.DataFrame:
     """Per category with observations and configuration of `configs`: its at-risk items, those lost (`gone`, or
-    with no occurrence to keep), and the characters kept (the observations' less what the cuts `taken`)."""
+    with no occurrence to keep: not in `shown_values`), and the characters kept (the observations' less what
+    the cuts `taken`)."""
     group, pair = ["category", "config"], ["trajectory_id", "norm"]
-    unseen = (
-        items.join(occurrences.select(pair).unique(), on=pair, how="anti").group_by("category").agg(unseen=pl.len())
-    )
+    unseen = items.join(shown_values, on=pair, how="anti").group_by("category").agg(unseen=pl.len())
     return (
         every.group_by("category")
         .agg(observation_chars=pl.col("length").sum())

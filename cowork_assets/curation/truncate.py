@@ -144,23 +144,19 @@ class Shown:
         self.values = occurrences.select("occurrence", "trajectory_id", "norm")
         self.counts = occurrences.group_by("trajectory_id", "norm").agg(occurrences=pl.len())
 
-    def spans(self, cuts: pl.DataFrame) -> pl.DataFrame:
-        """The kept spans of the cut messages that show a value (`message`, `kept_spans`): the others cannot
-        lose one."""
-        return cuts.join(self.messages, on=KEY).select("message", "kept_spans")
-
     def survival(self, cuts: pl.DataFrame) -> pl.DataFrame:
         """Per (trajectory_id, norm): does any occurrence lie wholly in text `cuts` keeps (or in a message it
         leaves whole)?"""
-        gone = self.lost(self.spans(cuts)).with_columns(gone=pl.lit(True))
+        gone = self.lost(cuts).with_columns(gone=pl.lit(True))
         return self.counts.join(gone, on=["trajectory_id", "norm"], how="left").select(
             "trajectory_id", "norm", survives=pl.col("gone").is_null()
         )
 
-    def lost(self, spans: pl.DataFrame) -> pl.DataFrame:
-        """The (trajectory_id, norm) whose every occurrence a cut removes: each lies in a cut message and in none
-        of its kept spans (`spans`, as `self.spans` gives them)."""
+    def lost(self, cuts: pl.DataFrame) -> pl.DataFrame:
+        """The (trajectory_id, norm) whose every occurrence `cuts` removes: each lies in a cut message and in none
+        of its kept spans. Only the cut messages that show a value are looked at: the others cannot lose one."""
         inside = (pl.col("start") <= pl.col("offset")) & (pl.col("offset") + pl.col("length") <= pl.col("end"))
+        spans = cuts.join(self.messages, on=KEY).select("message", "kept_spans")
         removed = (
             self.places.join(spans, on="message")
             .explode("kept_spans")
