@@ -296,11 +296,41 @@ def _arrow(frame: pl.DataFrame, schema: pa.Schema) -> pa.Table:
     return frame.to_arrow().select(schema.names).cast(schema)
 
 
+def _has_extension(dtype: pl.DataType) -> bool:
+    if isinstance(dtype, pl.Extension):
+        return True
+    if isinstance(dtype, pl.List | pl.Array):
+        return _has_extension(dtype.inner)
+    return isinstance(dtype, pl.Struct) and any(_has_extension(f.dtype) for f in dtype.fields)
+
+
+def _storage_type(t: pa.DataType) -> pa.DataType:
+    if isinstance(t, pa.BaseExtensionType):
+        return t.storage_type
+    if pa.types.is_list(t):
+        return pa.list_(_storage_type(t.value_type))
+    if pa.types.is_large_list(t):
+        return pa.large_list(_storage_type(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _storage_type(f.type), f.nullable) for f in t])
+    return t
+
+
+def plain(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with extension columns (the published datasets' JSON fields) as their storage (JSON strings),
+    the types the pipeline's own code and models use."""
+    if not any(_has_extension(dtype) for dtype in frame.schema.values()):
+        return frame
+    table = frame.to_arrow()
+    return pl.from_arrow(table.cast(pa.schema([pa.field(f.name, _storage_type(f.type)) for f in table.schema])))
+
+
 def iter_chunks(location: str, columns: list[str] | None = None, rows: int = 25_000) -> Iterator[pl.DataFrame]:
     """A Parquet file `rows` rows at a time, wherever it lives (polars' streaming reader: a third of
-    the time pyarrow's row-group reads take)."""
+    the time pyarrow's row-group reads take), JSON fields as strings (`plain`)."""
     scan = pl.scan_parquet(location)
-    yield from (scan.select(columns) if columns else scan).collect_batches(chunk_size=rows)
+    for chunk in (scan.select(columns) if columns else scan).collect_batches(chunk_size=rows):
+        yield plain(chunk)
 
 
 def iter_trajectory_chunks(location: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:

@@ -108,13 +108,15 @@ class PeakMemory:
 def published_sft_texts(data_root: Path) -> list[str]:
     """The text of every published SFT message as it is tokenized: content, then each tool call's name
     and arguments (what `sft_dataset.tokens` counts)."""
+    from cowork_assets.storage import plain
     from cowork_assets.tokens import token_text
 
     function = pl.element().struct.field("function")
     calls = pl.col("tool_calls").list.eval(
         pl.struct(name=function.struct.field("name"), arguments=function.struct.field("arguments"))
     )
-    sft = pl.read_parquet(data_root / "published" / "sft_dataset" / "current" / "*.parquet", columns=["messages"])
+    published = data_root / "published" / "sft_dataset" / "current" / "*.parquet"
+    sft = plain(pl.read_parquet(published, columns=["messages"]))
     messages = sft.select(pl.col("messages").explode()).unnest("messages")
     return messages.select(token_text(pl.col("content"), calls)).to_series().to_list()
 

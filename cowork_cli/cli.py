@@ -138,14 +138,12 @@ def _cmd_sql(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from cowork_assets.datasets.export import llamafactory, openai_jsonl
+    from cowork_assets.datasets.export import jsonl, llamafactory, openai_jsonl
 
     split = None if args.split == "all" else args.split
+    write = {"jsonl": jsonl, "openai": openai_jsonl, "llamafactory": llamafactory}[args.format]
     try:
-        if args.format == "openai":
-            n = openai_jsonl(normalize_root(args.data_root), Path(args.out), split)
-        else:
-            n = llamafactory(normalize_root(args.data_root), Path(args.out), split)
+        n = write(normalize_root(args.data_root), Path(args.out), split)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     print(f"exported {n} samples ({args.split}) of the current SFT dataset to {args.out} as {args.format}")
@@ -243,10 +241,11 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--format",
         required=True,
-        choices=["openai", "llamafactory"],
-        help="openai: fine-tuning JSONL (--out FILE); llamafactory: ShareGPT + dataset_info.json (--out DIR)",
+        choices=["jsonl", "openai", "llamafactory"],
+        help="jsonl: the rows with arguments and tools as objects (--out FILE); openai: fine-tuning JSONL "
+        "(--out FILE); llamafactory: ShareGPT + dataset_info.json (--out DIR)",
     )
-    e.add_argument("--out", required=True, help="output file (openai) or folder (llamafactory)")
+    e.add_argument("--out", required=True, help="output file (jsonl, openai) or folder (llamafactory)")
     e.add_argument("--split", default="train", choices=["train", "validation", "all"], help="which split [train]")
     e.add_argument(
         "--data-root", default=DEFAULT_DATA_ROOT, help=f"where the datasets are published [{DEFAULT_DATA_ROOT}]"

@@ -8,7 +8,7 @@ import hashlib
 import polars as pl
 
 from cowork_assets.datasets.publish import current_path
-from cowork_assets.storage import exists, join, partition_file, table_glob
+from cowork_assets.storage import exists, join, partition_file, plain, table_glob
 from cowork_assets.tables import Table, in_warehouse
 
 
@@ -25,7 +25,7 @@ def content_digests(root: str) -> dict[str, str]:
     """sha256 of each table's rows: the sorted 64-bit hashes of its rows (columns in name order)."""
     out = {}
     for table in in_warehouse():
-        frame = pl.concat([pl.read_parquet(f) for f in _files(root, table)], how="diagonal_relaxed")
+        frame = pl.concat([plain(pl.read_parquet(f)) for f in _files(root, table)], how="diagonal_relaxed")
         rows = frame.select(sorted(frame.columns)).hash_rows(seed=0).sort()
         out[table.name] = hashlib.sha256(rows.to_numpy().tobytes()).hexdigest()[:16] + f" ({frame.height} rows)"
     return out

@@ -2,7 +2,10 @@
 
 * Chat templates (TRL, transformers): `for_chat_template` gives a sample's messages and tools with
   tool-call arguments as objects, ready for `tokenizer.apply_chat_template(messages, tools=tools)`.
-* OpenAI fine-tuning JSONL: one `{"messages": [...], "tools": [...]}` object per line.
+* JSON Lines for trainers that read JSON (`datasets.load_dataset("json", ...)`): one published row per line,
+  tool-call arguments and `tools` as objects, with the metadata and lineage columns.
+* OpenAI fine-tuning JSONL: one `{"messages": [...], "tools": [...]}` object per line (arguments as the
+  JSON strings that format requires).
 * LLaMA-Factory ShareGPT: a JSON list of `{"conversations", "system", "tools"}` plus the
   `dataset_info.json` entry that registers it. Roles map to human / gpt / function_call /
   observation; an assistant turn that calls tools becomes one function_call (its text is dropped, as
@@ -17,13 +20,13 @@ import orjson
 import polars as pl
 
 from cowork_assets.datasets.publish import current_path
-from cowork_assets.storage import atomic_path, exists, join, write_text_atomic
+from cowork_assets.storage import atomic_path, exists, join, plain, write_text_atomic
 
 
 def _rows(data_root: str, split: str | None) -> pl.DataFrame:
     folder = current_path(data_root, "sft_dataset")
     files = [join(folder, f"{s}.parquet") for s in ([split] if split else ["train", "validation"])]
-    return pl.concat([pl.read_parquet(f) for f in files if exists(f)])
+    return pl.concat([plain(pl.read_parquet(f)) for f in files if exists(f)])
 
 
 def for_chat_template(messages: list[dict], tools_json: str) -> tuple[list[dict], list[dict]]:
@@ -43,6 +46,15 @@ def for_chat_template(messages: list[dict], tools_json: str) -> tuple[list[dict]
             ]
         out.append(message)
     return out, orjson.loads(tools_json)
+
+
+def jsonl(data_root: str, out: Path, split: str | None = "train") -> int:
+    rows = _rows(data_root, split)
+    with atomic_path(out) as tmp, open(tmp, "wb") as fh:
+        for row in rows.iter_rows(named=True):
+            row["messages"], row["tools"] = for_chat_template(row["messages"], row["tools"])
+            fh.write(orjson.dumps(row) + b"\n")
+    return rows.height
 
 
 def _openai_message(m: dict) -> dict:

@@ -43,28 +43,38 @@ class Publication:
     new: bool
 
 
-def portable(t: pa.DataType) -> pa.DataType:
-    """Plain string/list types instead of Arrow's large ones, which every reader (HF datasets, pandas) maps simply."""
+def portable(t: pa.DataType, json: frozenset[str] = frozenset(), path: str = "") -> pa.DataType:
+    """Plain string/list types instead of Arrow's large ones, which every reader (HF datasets, pandas) maps simply;
+    the string fields at the dotted paths in `json` (list levels do not count) as Arrow's JSON extension type."""
+    if path in json:
+        return pa.json_()
     if pa.types.is_large_string(t):
         return pa.string()
     if pa.types.is_large_list(t) or pa.types.is_list(t):
-        return pa.list_(portable(t.value_type))
+        return pa.list_(portable(t.value_type, json, path))
     if pa.types.is_struct(t):
-        return pa.struct([pa.field(f.name, portable(f.type), f.nullable) for f in t])
+        return pa.struct(
+            [pa.field(f.name, portable(f.type, json, f"{path}.{f.name}".lstrip(".")), f.nullable) for f in t]
+        )
     return t
+
+
+def file_schema(schema: pa.Schema, json: frozenset[str] = frozenset()) -> pa.Schema:
+    """The schema a published file is written with: `portable` types, JSON fields marked (see `portable`)."""
+    return pa.schema([pa.field(f.name, portable(f.type, json, f.name), f.nullable) for f in schema])
 
 
 def stage(
     data_root: str, dataset: str, files: dict[str, pl.DataFrame | Iterable[pl.DataFrame]], schemas: dict[str, pa.Schema]
 ) -> str:
     """Write a candidate's Parquet files, each a frame or its parts in order (a candidate larger than memory
-    is written a part at a time); returns its folder, named by the content digest of the files."""
+    is written a part at a time) with its `file_schema`; returns its folder, named by the content digest of
+    the files."""
     root = join(data_root, "staging", dataset)
     sinks, digest = {}, hashlib.sha256()
     try:
         for name in sorted(files):
-            schema = pa.schema([pa.field(f.name, portable(f.type), f.nullable) for f in schemas[name]])
-            sinks[name] = sink = ParquetSink(join(root, f"{name}.parquet"), schema, compression="zstd")
+            sinks[name] = sink = ParquetSink(join(root, f"{name}.parquet"), schemas[name], compression="zstd")
             for part in [files[name]] if isinstance(files[name], pl.DataFrame) else files[name]:
                 sink.write(part.rechunk())  # pages follow a column's chunks: the digest must follow only content
             digest.update(name.encode())

@@ -8,6 +8,14 @@ from cowork_assets.datasets.sft import MESSAGE
 
 SPLITS = ["train", "validation"]
 
+# Fields published as Arrow's JSON extension type (Parquet's JSON logical type): `datasets` and DuckDB read them
+# as one object per row, so a row keeps its own tool schemas and arguments (as Arrow structs, every tool's
+# parameters would merge into one sparse struct). Inside the pipeline they are JSON strings.
+JSON_FIELDS = {
+    "sft_dataset": frozenset({"tools", "messages.tool_calls.function.arguments"}),
+    "rl_tasks": frozenset({"reward_model.ground_truth", "extra_info.tools_kwargs"}),
+}
+
 
 class SftDataset(pa.DataFrameModel):
     """One row per SFT sample: `messages` + `tools`, metadata, and lineage to the raw line."""
@@ -35,12 +43,13 @@ class RlTasks(pa.DataFrameModel):
     """verl-style RL rows: one per validated task package."""
 
     data_source: str = pa.Field(description="dataset name for verl's reward routing")
+    agent_name: str = pa.Field(description="verl agent loop that runs the task: tool_agent")
     prompt: pl.List(pl.Struct({"role": pl.String, "content": pl.String})) = pa.Field(
         description="system + user request"
     )
     ability: str = pa.Field(description="task category")
     reward_model: pl.Struct({"style": pl.String, "ground_truth": pl.String}) = pa.Field(
-        description="style 'rule'; ground_truth: the checks as JSON"
+        description="style 'rule'; ground_truth: the checks (JSON list)"
     )
     extra_info: pl.Struct(
         {
@@ -49,12 +58,15 @@ class RlTasks(pa.DataFrameModel):
             "task_id": pl.String,
             "need_tools_kwargs": pl.Boolean,
             "tools_kwargs": pl.String,
+            "tool_selection": pl.List(pl.String),
+            "tools_simulated": pl.Boolean,
             "interaction_kwargs": pl.Struct({"name": pl.String, "task_id": pl.String, "query": pl.String}),
             "teacher_pass_rate": pl.Float64,
             "difficulty": pl.Float64,
         }
     ) = pa.Field(
-        description="split, index, task_id, tools_kwargs (JSON: per tool create_kwargs), interaction_kwargs, "
+        description="split, index, task_id, tools_kwargs (JSON object: per tool create_kwargs), tool_selection "
+        "(the task's tools), tools_simulated (the project's workspace simulation answers them), interaction_kwargs, "
         "teacher pass rate and difficulty"
     )
 
