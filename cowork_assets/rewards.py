@@ -9,12 +9,12 @@ assertion, an LLM judge) is reported as undecided and left out of the reward:
   them (weight 1 unless the check says otherwise); when every decidable check has weight 0 (tau2 tasks
   whose reward basis is the database) the unweighted share; 0.0 when nothing is decidable.
 
-`compute_score` is the same in verl's custom reward signature. Point verl at it with
-`custom_reward_function.path=<site-packages>/cowork_assets/rewards.py` and
+`compute_score` is the same in verl's custom reward signature. verl loads it as
+`custom_reward_function.path=pkg://cowork_assets.rewards` (or this file's path) with
 `custom_reward_function.name=compute_score`; `ground_truth` is `reward_model.ground_truth` of `rl_tasks`.
+No `from __future__ import annotations` here: verl loads a file without registering it in `sys.modules`,
+and `dataclasses` then cannot resolve string annotations.
 """
-
-from __future__ import annotations
 
 import json
 import re

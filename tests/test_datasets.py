@@ -10,12 +10,13 @@ from cowork_assets.checks import first_turns
 from cowork_assets.datasets import publish as pub
 from cowork_assets.datasets.rl import group_rewards, tools_kwargs
 from cowork_assets.rewards import turns_by_trajectory as assistant_turns
-from cowork_assets.storage import partition_file, table_glob
+from cowork_assets.storage import partition_file, plain, table_glob
 
 
 def _published(settings, dataset):
+    """A published dataset as the pipeline's models see it: JSON fields as strings (`plain`)."""
     folder = settings.local_root / "published" / dataset / "current"
-    return pl.concat([pl.read_parquet(p) for p in sorted(folder.glob("*.parquet"))])
+    return plain(pl.concat([pl.read_parquet(p) for p in sorted(folder.glob("*.parquet"))]))
 
 
 def test_sft_rows_round_trip_to_the_curated_messages_of_their_source(pipeline):
@@ -114,6 +115,7 @@ def test_rl_tasks_have_exactly_the_documented_keys_and_types(pipeline, labels):
     rl = _published(settings, "rl_tasks")
     assert dict(rl.schema) == {
         "data_source": pl.String,
+        "agent_name": pl.String,
         "prompt": pl.List(pl.Struct({"role": pl.String, "content": pl.String})),
         "ability": pl.String,
         "reward_model": pl.Struct({"style": pl.String, "ground_truth": pl.String}),
@@ -124,6 +126,8 @@ def test_rl_tasks_have_exactly_the_documented_keys_and_types(pipeline, labels):
                 "task_id": pl.String,
                 "need_tools_kwargs": pl.Boolean,
                 "tools_kwargs": pl.String,
+                "tool_selection": pl.List(pl.String),
+                "tools_simulated": pl.Boolean,
                 "interaction_kwargs": pl.Struct({"name": pl.String, "task_id": pl.String, "query": pl.String}),
                 "teacher_pass_rate": pl.Float64,
                 "difficulty": pl.Float64,
@@ -135,6 +139,10 @@ def test_rl_tasks_have_exactly_the_documented_keys_and_types(pipeline, labels):
     assert isinstance(json.loads(row["reward_model"]["ground_truth"]), list)
     for spec in json.loads(row["extra_info"]["tools_kwargs"]).values():
         assert set(spec) == {"create_kwargs"}
+    assert row["agent_name"] == "tool_agent" and row["extra_info"]["tools_simulated"]
+    assert row["extra_info"]["tool_selection"] == list(
+        json.loads(row["extra_info"]["tools_kwargs"])
+    )  # the task's tools
     inconsistent = {
         l["task_id"] for l in labels if l["kind"] in ("unexposed_endpoint", "count_mismatch", "duplicate_creations")
     }
@@ -283,15 +291,26 @@ def test_published_parquet_loads_with_hugging_face_datasets(pipeline):
     ds = datasets.load_dataset("parquet", data_files={"train": str(folder / "train.parquet")}, split="train")
     message = ds.features["messages"].feature
     assert message["role"] == datasets.Value("string") and message["content"] == datasets.Value("string")
-    assert message["tool_calls"].feature["function"]["arguments"] == datasets.Value("string")
-    assert ds.features["tools"] == datasets.Value("string") and ds.features["raw_record"] == datasets.Value("int64")
+    # JSON fields come out as one object per row (Arrow's JSON type): no schema merged across rows
+    assert message["tool_calls"].feature["function"]["arguments"] == datasets.Json()
+    assert ds.features["tools"] == datasets.Json() and ds.features["raw_record"] == datasets.Value("int64")
     assert ds.num_rows == pl.read_parquet(folder / "train.parquet").height
+    stored = plain(pl.read_parquet(folder / "train.parquet"))
+    for row, (messages, tools) in zip(ds, stored.select("messages", "tools").iter_rows()):
+        assert row["tools"] == json.loads(tools)
+        calls = [c["function"]["arguments"] for m in row["messages"] for c in m["tool_calls"] or []]
+        assert calls == [json.loads(c["function"]["arguments"]) for m in messages for c in m["tool_calls"] or []]
     rl = datasets.load_dataset(
         "parquet",
         data_files=str(settings.local_root / "published" / "rl_tasks" / "current" / "train.parquet"),
         split="train",
     )
-    assert set(rl.features) == {"data_source", "prompt", "ability", "reward_model", "extra_info"}
+    assert set(rl.features) == {"data_source", "agent_name", "prompt", "ability", "reward_model", "extra_info"}
+    assert rl.features["extra_info"]["tools_kwargs"] == datasets.Json()
+    assert rl.features["reward_model"]["ground_truth"] == datasets.Json()
+    assert isinstance(rl[0]["extra_info"]["tools_kwargs"], dict) and isinstance(
+        rl[0]["reward_model"]["ground_truth"], list
+    )
 
 
 def test_exports(pipeline, tmp_path):

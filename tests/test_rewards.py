@@ -252,3 +252,21 @@ def test_keywords_match_as_evidence_does_or_as_tau_bench_compares_them():
     tau = {"id": "o", "type": "keywords_present", "keywords": ["ORD-770"], "normalize": "tau_bench"}
     assert score(said, [tau]).passed is True  # tau-bench: a substring of the lower-cased text without commas
     assert score(said, [{**tau, "normalize": None}]).passed is False  # evidence matching: whole tokens only
+
+
+def test_compute_score_loads_by_file_path_without_being_registered_as_a_module():
+    """verl's `load_module` for a file path: a spec from the file, executed, never put in `sys.modules` (a dataclass
+    under `from __future__ import annotations` then fails to build)."""
+    import importlib.util
+    import sys
+
+    import cowork_assets.rewards
+
+    spec = importlib.util.spec_from_file_location("custom_module_rewards", cowork_assets.rewards.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert "custom_module_rewards" not in sys.modules
+    messages = [{"role": "assistant", "content": "REF-9", "tool_calls": [call("c1", "send", {"to": "c_42"})]}]
+    assert module.compute_score("cowork", "", CHECKS, {"messages": messages}) == cowork_assets.rewards.compute_score(
+        "cowork", "", CHECKS, {"messages": messages}
+    )

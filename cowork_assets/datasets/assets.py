@@ -15,7 +15,8 @@ from pydantic import PrivateAttr
 from cowork_assets.datasets import publish as pub
 from cowork_assets.datasets.card import build_card, render_markdown, svg, sweep_svg
 from cowork_assets.datasets.gates import run_gate
-from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks
+from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks, verl_tool_config
+from cowork_assets.datasets.schemas import JSON_FIELDS
 from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft, chat_messages, published_messages, token_texts
 from cowork_assets.datasets.stages import card_inputs
 from cowork_assets.datasets.suites import SuiteProcess, give_back, suite_process
@@ -56,7 +57,7 @@ def _stage(
     name: str,
     files: dict[str, pl.DataFrame | Iterable[pl.DataFrame]],
 ) -> dg.MaterializeResult:
-    schema = arrow_schema(TABLES[name].model)
+    schema = pub.file_schema(arrow_schema(TABLES[name].model), JSON_FIELDS.get(name, frozenset()))
     path = pub.stage(settings.root, name, files, {f: schema for f in files})
     rows = {f: _rows(join(path, f"{f}.parquet")) for f in files}
     return dg.MaterializeResult(
@@ -253,6 +254,24 @@ def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
     return _check
 
 
+VERL_TOOLS = "verl_tools.yaml"  # beside the rl_tasks files: the tool config a verl multi-turn run points at
+
+
+def _simulated_tools(files: list[str]) -> list[str]:
+    """The tools of the RL task rows whose tools the workspace simulation answers."""
+    info = pl.col("extra_info")
+    return (
+        pl.scan_parquet(files)
+        .filter(info.struct.field("tools_simulated"))
+        .select(info.struct.field("tool_selection").explode())
+        .unique()
+        .collect()
+        .to_series()
+        .drop_nulls()
+        .to_list()
+    )
+
+
 def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefinition:
     @dg.asset(
         **TABLES[dataset].asset_args(),
@@ -283,6 +302,7 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
                     if cards["card"]["truncation_sweep"]
                     else {}
                 ),
+                **({VERL_TOOLS: verl_tool_config(_simulated_tools(staged))} if dataset == "rl_tasks" else {}),
             }
 
         publication = pub.publish(settings.root, dataset, card_files)

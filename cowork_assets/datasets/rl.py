@@ -9,11 +9,18 @@ standard deviation (n - 1), as in verl's GRPO; a group of one has std 0.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import msgspec
 import polars as pl
+import yaml
 
 from cowork_assets.datasets.split import split_expr
+from cowork_assets.synthetic.workspace import SIMULATED, simulated
 from cowork_assets.tool_lists import named_tools
+
+AGENT_NAME = "tool_agent"  # verl's multi-turn agent loop that executes tool calls
+TOOL_CLASS = "cowork_assets.trainers.verl.WorkspaceTool"
 
 CHECK = pl.Struct(
     {
@@ -61,6 +68,23 @@ def tools_kwargs(tools_json: str, state_json: str) -> str:
     return _ENCODE(out).decode()
 
 
+def verl_tool_config(tool_names: Iterable[str]) -> str:
+    """verl's tool config (YAML, for `actor_rollout_ref.rollout.multi_turn.tool_config_path`): each simulated
+    tool among `tool_names` with its OpenAI schema, answered by the workspace simulation (`TOOL_CLASS`)."""
+    tools = [
+        {
+            "class_name": TOOL_CLASS,
+            "config": {"type": "native"},
+            "tool_schema": {
+                "type": "function",
+                "function": {k: SIMULATED[name][k] for k in ("name", "description", "parameters")},
+            },
+        }
+        for name in sorted(set(tool_names) & SIMULATED.keys())
+    ]
+    return yaml.safe_dump({"tools": tools}, sort_keys=False)
+
+
 def build_rl_tasks(
     packages: pl.DataFrame,
     systems: pl.DataFrame,
@@ -85,9 +109,19 @@ def build_rl_tasks(
         ],
         rechunk=False,
     )
-    p = p.with_columns(tools_kwargs=kwargs)
+    distinct = p["tools"].unique()  # a few dozen tool lists
+    lists = pl.DataFrame(
+        {
+            "tools": distinct,
+            "tool_selection": [[t["name"] for t in named_tools(t)] for t in distinct],
+            "tools_simulated": [simulated(list(named_tools(t))) for t in distinct],
+        },
+        schema={"tools": pl.String, "tool_selection": pl.List(pl.String), "tools_simulated": pl.Boolean},
+    )
+    p = p.with_columns(tools_kwargs=kwargs).join(lists, on="tools", how="left", maintain_order="left")
     return p.select(
         data_source=pl.lit(data_source),
+        agent_name=pl.lit(AGENT_NAME),
         prompt=pl.concat_list(
             pl.struct(role=pl.lit("system"), content=pl.col("system").fill_null("")),
             pl.struct(role=pl.lit("user"), content=pl.col("request")),
@@ -100,6 +134,8 @@ def build_rl_tasks(
             task_id="task_id",
             need_tools_kwargs=pl.lit(True),
             tools_kwargs="tools_kwargs",
+            tool_selection="tool_selection",
+            tools_simulated="tools_simulated",
             interaction_kwargs=pl.struct(name=pl.lit("cowork_checks"), task_id="task_id", query="request"),
             teacher_pass_rate=pl.col("pass_rate"),
             difficulty=1 - pl.col("pass_rate"),
