@@ -5,6 +5,8 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
+TRAIN_VENV := .venv-train
+TRAIN_REQUIREMENTS := tests/trainers/requirements.txt
 RAW_ROOT ?= data/raw
 DATA_ROOT ?= data/curated
 PORT ?= 3000
@@ -16,7 +18,7 @@ export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 SIZE ?= 20000
 BATCHES ?=
 
-.PHONY: setup run test ui data bench clean
+.PHONY: setup trainers run test ui data bench clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -30,6 +32,16 @@ $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
 
 setup: $(VENV)/.synced
 
+# The trainer test environment (TRL, verl, CPU torch), apart from the project's: built with pip, which finds
+# the CPU build of torch on this machine's disk (uv would download a CUDA build); every package pinned.
+$(TRAIN_VENV)/.synced: $(TRAIN_REQUIREMENTS)
+	rm -rf $(TRAIN_VENV)
+	$(PYTHON) -m venv $(TRAIN_VENV)
+	$(TRAIN_VENV)/bin/pip install --quiet --disable-pip-version-check $(if $(wildcard /opt/wheels),--find-links /opt/wheels) -r $(TRAIN_REQUIREMENTS)
+	@touch $@
+
+trainers: $(TRAIN_VENV)/.synced
+
 $(RAW_ROOT)/manifest.json: | setup
 	$(BIN)/cowork-curate generate --out $(RAW_ROOT) --trajectories 300 --batches 3 --seed 7
 
@@ -39,7 +51,7 @@ run: setup data
 	$(BIN)/cowork-curate run --raw-root $(RAW_ROOT) --data-root $(DATA_ROOT)
 
 # Lint and format are part of the tests: ruff's settings are in pyproject.toml.
-test: setup
+test: setup trainers
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
