@@ -108,7 +108,10 @@ class CurationSettings(dg.Config):
     )
     char_budget: int = Field(default=40000, ge=1, description="Maximum characters of a curated sample.")
     token_budget: int | None = Field(
-        default=None, ge=1, description="Optional maximum tiktoken tokens of a curated sample (none: no limit)."
+        default=None,
+        ge=1,
+        description="Optional maximum tiktoken tokens of a curated sample (none: no limit). Set it to the trainer's "
+        "`max_length`, so no published sample is cut off in training.",
     )
     budget_policy: Literal["drop", "trim"] = Field(
         default="trim",

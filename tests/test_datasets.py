@@ -267,6 +267,20 @@ def test_rollouts_cover_the_student_groups(pipeline):
     assert rollouts.group_by("group_id").agg(pl.col("grpo_advantage").sum())["grpo_advantage"].abs().max() < 1e-9
 
 
+def test_the_card_counts_rows_over_trainer_lengths_per_split_and_category(pipeline):
+    settings, _, _ = pipeline
+    folder = settings.local_root / "published" / "sft_dataset" / "current"
+    card = json.loads((folder / "card.json").read_text())
+    sft = _published(settings, "sft_dataset")
+    assert sum(r["rows"] for r in card["token_lengths"]) == sft.height
+    for r in card["token_lengths"]:
+        part = sft.filter(pl.col("split") == r["split"], pl.col("category") == r["category"])
+        assert r["rows"] == part.height and r["max_tokens"] == part["tokens"].max()
+        for n in (2048, 4096, 8192, 16384, 32768):
+            assert r[f"over_{n}"] == (part["tokens"] > n).sum()
+    assert any(r["over_2048"] for r in card["token_lengths"]) and "> 2048" in (folder / "card.md").read_text()
+
+
 def test_the_card_reports_stages_reasons_retention_and_settings(pipeline):
     settings, _, _ = pipeline
     card = json.loads((settings.local_root / "published" / "sft_dataset" / "current" / "card.json").read_text())

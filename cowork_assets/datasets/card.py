@@ -133,6 +133,7 @@ def build_card(
     lengths: list[int],
     settings: dict,
     sweep: list[dict] | None = None,
+    token_lengths: list[dict] | None = None,
 ) -> dict:
     bars = histogram(lengths)
     sweep = sweep or []
@@ -147,6 +148,7 @@ def build_card(
         "truncation_sweep": sweep,
         "rollout_truncation": recommendation(pl.DataFrame(sweep)) if sweep else [],
         "length_histogram": bars,
+        "token_lengths": token_lengths or [],
         "length_chart": vega_lite(bars, f"{dataset}: characters per sample"),
         "settings": settings,
         "settings_hash": settings_hash(settings),
@@ -216,6 +218,23 @@ def render_markdown(card: dict) -> str:
             "![characters per sample](lengths.svg)",
             "",
             "(Vega-Lite spec in card.json under `length_chart`.)",
+        ]
+    if card.get("token_lengths"):
+        over = [k for k in card["token_lengths"][0] if k.startswith("over_")]
+        lines += [
+            "",
+            "## Rows longer than a trainer's max_length (tokens)",
+            "",
+            "A trainer cuts these at that `max_length`, losing the end of the last assistant turn; "
+            "`token_budget` set to the trainer's `max_length` keeps them out instead.",
+            "",
+            table(
+                ["split", "category", "rows", "max tokens", *(f"> {k.removeprefix('over_')}" for k in over)],
+                [
+                    (r["split"], r["category"], r["rows"], r["max_tokens"], *(r[k] for k in over))
+                    for r in card["token_lengths"]
+                ],
+            ),
         ]
     lines += ["", "## Settings", "", table(["setting", "value"], sorted(card["settings"].items()))]
     return "\n".join(lines) + "\n"

@@ -30,8 +30,8 @@ def _rows(data_root: str, split: str | None) -> pl.DataFrame:
 
 
 def for_chat_template(messages: list[dict], tools_json: str) -> tuple[list[dict], list[dict]]:
-    """A published sample as `apply_chat_template(messages, tools=tools)` expects it: tool-call arguments
-    as objects (the dataset keeps them as JSON strings; a template's `tojson` would encode them twice)."""
+    """A published sample read as text (polars, pyarrow) as `apply_chat_template(messages, tools=tools)` expects
+    it: tool-call arguments as objects (a template's `tojson` would encode the JSON text twice)."""
     out = []
     for m in messages:
         message = {k: v for k, v in m.items() if v is not None and k != "tool_calls"}

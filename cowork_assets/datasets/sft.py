@@ -1,8 +1,9 @@
 """The SFT dataset: selected runs as `messages` + `tools`, the shape TRL's SFTTrainer and verl's
 multi-turn SFT dataset read, with metadata and lineage columns.
 
-`tools` is a JSON string (a list of OpenAI function schemas) and tool-call `arguments` are JSON strings:
-Arrow would otherwise unify the different parameter schemas of different tools into one sparse struct.
+`tools` (a list of OpenAI function schemas) and tool-call `arguments` are JSON text here, and published as
+Arrow's JSON type (`schemas.JSON_FIELDS`): as structs, Arrow would unify the different parameter schemas of
+different tools into one sparse struct.
 """
 
 from __future__ import annotations

@@ -75,6 +75,25 @@ LENGTH = {  # characters per sample, for the card's histogram
 }
 
 
+TRAINER_LENGTHS = (2048, 4096, 8192, 16384, 32768)  # common trainer `max_length`s, in tokens
+
+
+def over_lengths(files: list[str]) -> list[dict]:
+    """SFT rows per split and category, and how many have more tokens (of the configured encoding) than each of
+    `TRAINER_LENGTHS`: a trainer truncates those at that `max_length`, the end of the last assistant turn first."""
+    if not files:
+        return []
+    tokens = pl.col("tokens")
+    return (
+        pl.scan_parquet(files)
+        .group_by("split", "category")
+        .agg(rows=pl.len(), max_tokens=tokens.max(), **{f"over_{n}": (tokens > n).sum() for n in TRAINER_LENGTHS})
+        .sort("split", "category")
+        .collect()
+        .to_dicts()
+    )
+
+
 def card_inputs(settings: CurateSettings, dataset: str, files: list[str], rows: int) -> dict:
     """What the card of a candidate (its Parquet `files`, `rows` in all) reports beside its row counts."""
     lengths = (
@@ -88,5 +107,6 @@ def card_inputs(settings: CurateSettings, dataset: str, files: list[str], rows: 
         "retention": retention(settings) if dataset == "sft_dataset" else {},
         "sweep": truncation_sweep(settings) if dataset == "sft_dataset" else [],
         "lengths": lengths,
+        "token_lengths": over_lengths(files) if dataset == "sft_dataset" else [],
         "settings": settings.content(),
     }
