@@ -59,7 +59,8 @@ def test_a_clean_sample_has_no_findings():
         ([USER, call("lookup", {"q": 7}), result("ok"), DONE], [("arguments_schema_mismatch", 1)]),
         ([USER, call("lookup", {"q": "x"}), USER, result("ok"), DONE], [("tool_message_out_of_order", 3)]),
         ([{"role": "assistant", "content": "hello"}, USER, DONE], [("does_not_start_with_user", 0)]),
-        ([USER, call("lookup", {"q": "x"}), result("ok")], [("does_not_end_with_assistant", 2)]),
+        ([USER, call("lookup", {"q": "x"}), result("ok")], [("ends_on_tool_result", 2)]),
+        ([USER, call("lookup", {"q": "x"})], [("unanswered_call", 1), ("does_not_end_with_assistant", 1)]),
         ([USER, DONE, {"role": "user", "content": "###STOP###"}], [("ends_on_user_turn", 2)]),
         ([USER, {"role": "assistant", "content": "  "}, DONE], [("empty_assistant_turn", 1)]),
         ([USER, {"role": "assistant", "content": "bell\x07 here"}], [("control_characters", 1)]),
@@ -68,6 +69,29 @@ def test_a_clean_sample_has_no_findings():
 )
 def test_each_structural_defect_is_found(messages, expected):
     assert sorted(_kinds(trajectory(messages, tools=TOOL))) == sorted(expected)
+
+
+@pytest.mark.parametrize(
+    "category, tool, args",
+    [
+        ("swe_agent", "submit", {}),
+        ("openhands", "finish", {"message": "done"}),
+        ("atif", "finish", {}),
+        ("atif", "mark_task_complete", {}),
+        ("atif", "task_complete", {}),
+        ("mini_swe_agent", "bash", {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff"}),
+        ("mini_swe_agent", "bash", {"command": "  echo MINI_SWE_AGENT_FINAL_OUTPUT"}),
+    ],
+)
+def test_a_run_may_end_on_its_harness_terminal_call_answered_or_not(category, tool, args):
+    run = lambda messages: {**(t := trajectory(messages)), "task": {**t["task"], "category": category}}  # noqa: E731
+    ends = [USER, call("lookup", {"q": "x"}), result("ok"), call(tool, args, "c2", content="Submitting.")]
+    assert _kinds(run(ends)) == [("ends_on_terminal_call", 3)]  # its result was never written (ATIF, OpenHands)
+    assert _kinds(run([*ends, result("diff --git a/x b/x", "c2")])) == [("ends_on_tool_result", 4)]
+    # the same call anywhere but at the end is a call like any other, and another format's is not terminal
+    assert ("unanswered_call", 3) in _kinds(run([*ends, DONE]))
+    other = {**trajectory(ends), "task": {**trajectory(ends)["task"], "category": "tau2_retail"}}
+    assert sorted(_kinds(other)) == [("does_not_end_with_assistant", 3), ("unanswered_call", 3)]
 
 
 def test_arguments_are_checked_against_the_schema_with_where_and_why():
@@ -226,8 +250,27 @@ def test_finding_texts_read_as_sentences():
         },
         schema_overrides={"message_index": pl.Int32, "tool_calls": pl.List(TOOL_CALL)},
     )
-    details = {f["kind"]: f["detail"] for f in pl.concat(order_findings(frame)).iter_rows(named=True)}
+    no_terminal_calls = pl.DataFrame(
+        schema={"trajectory_id": pl.String, "message_index": pl.Int32, "call_index": pl.Int32}
+    )
+    details = {
+        f["kind"]: f["detail"] for f in pl.concat(order_findings(frame, no_terminal_calls)).iter_rows(named=True)
+    }
     assert details["does_not_start_with_user"] == (
         "does not start with a user message: the first message after the system prompt is from the assistant"
     )
-    assert details["does_not_end_with_assistant"] == "does not end with an assistant message: it ends on a tool message"
+    assert details["ends_on_tool_result"] == (
+        "tool results follow the last assistant turn: the SFT sample ends at the last assistant turn"
+    )
+    pending = frame.head(2).with_columns(
+        role=pl.Series(["user", "assistant"]),
+        tool_calls=pl.Series(
+            [[], [{"id": "c", "type": "function", "name": "ls", "arguments": "{}"}]], dtype=pl.List(TOOL_CALL)
+        ),
+    )
+    details = {
+        f["kind"]: f["detail"] for f in pl.concat(order_findings(pending, no_terminal_calls)).iter_rows(named=True)
+    }
+    assert details["does_not_end_with_assistant"] == (
+        "does not end with an assistant message: it ends on a assistant message with pending tool calls"
+    )

@@ -30,7 +30,7 @@ def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettin
     b, root = context.partition_key, settings.root
     read = lambda t, columns: pl.read_parquet(partition_file(root, t, b), columns=columns)  # noqa: E731
     trajectories, packages = (
-        read("trajectories", ["trajectory_id", "task_hash"]),
+        read("trajectories", ["trajectory_id", "task_hash", "category"]),
         read("task_packages", ["task_hash", "tools"]),
     )
     calls = read(

@@ -11,6 +11,7 @@ from functools import lru_cache
 import orjson
 import polars as pl
 
+from cowork_assets.ingest.formats import terminal_calls
 from cowork_assets.tokens import SPECIAL_TOKENS, get_encoding
 from cowork_assets.tool_lists import named_tools
 from cowork_assets.validation.json_schema import arguments_problem
@@ -24,8 +25,10 @@ SCHEMA = {
     "severity": pl.String,
     "detail": pl.String,
 }
-# Not fatal: the SFT sample simply ends at the last assistant turn (e.g. a simulated user's "###STOP###").
-WARNINGS = {"ends_on_user_turn"}
+# Not fatal: the SFT sample simply ends at the last assistant turn (after it: a simulated user's "###STOP###", the
+# result of a coding agent's submit command), and a run may end on the call its harness ends runs with.
+WARNINGS = {"ends_on_user_turn", "ends_on_tool_result", "ends_on_terminal_call"}
+CALL_KEY = ["trajectory_id", "message_index", "call_id"]
 
 
 def _finding(frame: pl.DataFrame, kind: str, detail: pl.Expr) -> pl.DataFrame:
@@ -38,8 +41,24 @@ def _finding(frame: pl.DataFrame, kind: str, detail: pl.Expr) -> pl.DataFrame:
     ).cast(SCHEMA)
 
 
-def order_findings(messages: pl.DataFrame) -> list[pl.DataFrame]:
-    """Message order a chat template would reject, and empty assistant turns."""
+def terminal(trajectories: pl.DataFrame, messages: pl.DataFrame, tool_calls: pl.DataFrame) -> pl.DataFrame:
+    """The calls (CALL_KEY) of each run's last assistant turn that are its format's terminal calls
+    (`formats.terminal_calls`): a terminal call anywhere else is a call like any other."""
+    command = pl.col("arguments").str.json_path_match("$.command").fill_null("").str.strip_chars_start()
+    last = messages.filter(pl.col("role") == "assistant").group_by("trajectory_id").agg(pl.col("message_index").max())
+    return (
+        tool_calls.select(*CALL_KEY, "tool_name", "arguments")
+        .join(last, on=["trajectory_id", "message_index"])
+        .join(trajectories.select("trajectory_id", "category"), on="trajectory_id")
+        .join(terminal_calls(), on=["category", "tool_name"])
+        .filter(pl.col("command_prefix").is_null() | command.str.starts_with(pl.col("command_prefix")))
+        .select(CALL_KEY)
+        .unique()
+    )
+
+
+def order_findings(messages: pl.DataFrame, terminal_keys: pl.DataFrame) -> list[pl.DataFrame]:
+    """Message order a chat template would reject, and empty assistant turns. `terminal_keys`: `terminal`."""
     m = (
         messages.sort("trajectory_id", "message_index")
         .with_columns(
@@ -67,6 +86,11 @@ def order_findings(messages: pl.DataFrame) -> list[pl.DataFrame]:
     ends = m.select("trajectory_id", "message_index", "role", "calls")  # not the texts: they would be copied
     firsts = ends.filter(pl.col("role") != "system").group_by("trajectory_id").agg(pl.all().first())
     lasts = ends.group_by("trajectory_id").agg(pl.all().last())
+    # A run that ends on calls: fine when each is its harness's terminal call (submit, finish, ...).
+    terminals = terminal_keys.group_by("trajectory_id", "message_index").agg(terminal=pl.len())
+    lasts = lasts.join(terminals, on=["trajectory_id", "message_index"], how="left").with_columns(
+        ends_by_terminal_calls=(pl.col("calls") > 0) & (pl.col("terminal").fill_null(0) == pl.col("calls"))
+    )
     empty = m.filter(
         pl.col("role") == "assistant", pl.col("calls") == 0, pl.col("content").fill_null("").str.strip_chars() == ""
     )
@@ -87,7 +111,10 @@ def order_findings(messages: pl.DataFrame) -> list[pl.DataFrame]:
             ),
         ),
         _finding(
-            lasts.filter(~pl.col("role").is_in(["assistant", "user"]) | (pl.col("calls") > 0)),
+            lasts.filter(
+                ~pl.col("role").is_in(["assistant", "user", "tool"])
+                | (pl.col("calls") > 0) & ~pl.col("ends_by_terminal_calls")
+            ),
             "does_not_end_with_assistant",
             pl.format(
                 "does not end with an assistant message: it ends on a {} message{}",
@@ -100,12 +127,25 @@ def order_findings(messages: pl.DataFrame) -> list[pl.DataFrame]:
             "ends_on_user_turn",
             pl.lit("a user turn follows the last answer: the SFT sample ends at the last assistant turn"),
         ),
+        _finding(
+            lasts.filter(pl.col("role") == "tool"),
+            "ends_on_tool_result",
+            pl.lit("tool results follow the last assistant turn: the SFT sample ends at the last assistant turn"),
+        ),
+        _finding(
+            lasts.filter(pl.col("ends_by_terminal_calls")),
+            "ends_on_terminal_call",
+            pl.lit("the run ends on the call its harness ends runs with, which has no result"),
+        ),
         _finding(empty, "empty_assistant_turn", pl.lit("an assistant turn has no text and no tool calls")),
     ]
 
 
-def call_findings(messages: pl.DataFrame, tool_calls: pl.DataFrame, tools: pl.DataFrame) -> list[pl.DataFrame]:
-    """Calls never answered, results with no call, and arguments that are not JSON or do not fit the schema."""
+def call_findings(
+    messages: pl.DataFrame, tool_calls: pl.DataFrame, tools: pl.DataFrame, terminal_keys: pl.DataFrame
+) -> list[pl.DataFrame]:
+    """Calls never answered (but a terminal call, `terminal`), results with no call, and arguments that are not
+    JSON or do not fit the schema."""
     # Calls of a turn answered by results without call ids count as answered: the results are the turn's.
     owners = (
         messages.sort("trajectory_id", "message_index")
@@ -118,8 +158,10 @@ def call_findings(messages: pl.DataFrame, tool_calls: pl.DataFrame, tools: pl.Da
         .filter(pl.col("role") == "tool", pl.col("tool_call_id").is_null())
         .select("trajectory_id", message_index="owner")
     )
-    unanswered = tool_calls.filter(pl.col("observation_index").is_null()).join(
-        owners.unique(), on=["trajectory_id", "message_index"], how="anti", maintain_order="left"
+    unanswered = (
+        tool_calls.filter(pl.col("observation_index").is_null())
+        .join(owners.unique(), on=["trajectory_id", "message_index"], how="anti", maintain_order="left")
+        .join(terminal_keys, on=CALL_KEY, how="anti", maintain_order="left")
     )
     results = messages.filter(pl.col("role") == "tool", pl.col("tool_call_id").is_not_null()).select(
         "trajectory_id", "message_index", "tool_call_id"
@@ -205,9 +247,10 @@ def structure_findings(
     tool_calls: pl.DataFrame,
     encoding: str,
 ) -> pl.DataFrame:
+    terminal_keys = terminal(trajectories, messages, tool_calls)
     frames = [
-        *order_findings(messages),
-        *call_findings(messages, tool_calls, tools_per_trajectory(trajectories, packages)),
+        *order_findings(messages, terminal_keys),
+        *call_findings(messages, tool_calls, tools_per_trajectory(trajectories, packages), terminal_keys),
         *text_findings(messages, encoding),
     ]
     return (

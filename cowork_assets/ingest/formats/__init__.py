@@ -9,7 +9,10 @@ registry, so a new format is one new module here and nothing else. A format modu
 * `records(sample: Sample, batch: Batch) -> Iterator[RawLine]` — each raw record as a
   `cowork.trajectory/v1` line, or with the reason it is quarantined;
 * optionally `AUXILIARY = True` — it gives context to other files of the batch (tool definitions, a
-  SWE-bench report) and has no records of its own.
+  SWE-bench report) and has no records of its own;
+* optionally `TERMINAL_TOOLS` (tool names) and `TERMINAL_COMMANDS` (prefixes of a shell call's `command`) —
+  the harness's own calls that end a run (submit, finish, task complete), for the trajectories it gives the
+  category `NAME`: a run may end on one, unanswered or followed by its result.
 
 Detection is per file. A `.cowork-format` file in the batch folder naming a format forces it for every
 file that is not auxiliary. A file no format takes is skipped with its reason, never silently.
@@ -28,6 +31,7 @@ from types import ModuleType
 from typing import Any
 
 import orjson
+import polars as pl
 
 from cowork_assets.ingest.raw_files import RawLine, batch_entries, iter_raw_lines
 
@@ -116,6 +120,16 @@ def discover(package: ModuleType | None = None) -> list[ModuleType]:
 @cache
 def registry() -> dict[str, ModuleType]:
     return {m.NAME: m for m in discover()}
+
+
+def terminal_calls() -> pl.DataFrame:
+    """category, tool_name, command_prefix (null: any call of the tool) of every format's terminal calls."""
+    rows = [(m.NAME, name, None) for m in registry().values() for name in sorted(getattr(m, "TERMINAL_TOOLS", ()))] + [
+        (m.NAME, "bash", prefix) for m in registry().values() for prefix in getattr(m, "TERMINAL_COMMANDS", ())
+    ]
+    return pl.DataFrame(
+        rows, schema={"category": pl.String, "tool_name": pl.String, "command_prefix": pl.String}, orient="row"
+    )
 
 
 def detect(sample: Sample, formats: list[ModuleType] | None = None) -> ModuleType | None:

@@ -14,6 +14,8 @@ from cowork_assets.ingest.formats import _common
 
 NAME = "atif"
 PRIORITY = 20
+# The calls harness agents end a run with: OpenHands' finish, Terminus-2's task-complete call.
+TERMINAL_TOOLS = frozenset({"finish", "mark_task_complete", "task_complete"})
 ROLE = {"system": "system", "user": "user", "agent": "assistant"}
 
 

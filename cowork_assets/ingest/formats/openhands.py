@@ -16,6 +16,7 @@ from cowork_assets.ingest.formats import _common, swebench_report
 
 NAME = "openhands"
 PRIORITY = 30
+TERMINAL_TOOLS = frozenset({"finish"})  # AgentFinishAction, when it is written as a tool call
 CALL_NAMES = {"run": "execute_bash", "run_ipython": "execute_ipython_cell"}
 NOT_ARGUMENTS = ("thought", "is_input", "blocking", "hidden", "confirmation_state", "security_risk")
 SKIPPED_ACTIONS = ("recall", "change_agent_state", "null", "condensation")

@@ -15,6 +15,8 @@ from cowork_assets.ingest.formats import _common, swebench_report
 
 NAME = "swe_agent"
 PRIORITY = 30
+# The call that ends a run (its result is the submitted patch, not something the agent reacts to).
+TERMINAL_TOOLS = frozenset({"submit"})
 
 
 def detect(sample) -> bool:
