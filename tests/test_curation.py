@@ -55,6 +55,9 @@ def _curate(*trajs, **params):
     return curate_chunk("b", f["trajectories"], f["messages"], ev, CurationSettings(**params))
 
 
+USER_LS = {"role": "user", "content": "Run the tests."}
+
+
 def _sample(tid="t1", n_obs=1, obs_len=3000, target_at=2500):
     """A trajectory whose needed id sits at `target_at` in each long observation."""
     messages = [{"role": "user", "content": "Find the record and send it."}]
@@ -276,3 +279,48 @@ print(json.dumps({
     assert found["chars"]["zz_last_chars"] == found["chars"]["tail"] == found["chars"]["head"]  # 1,000 + a marker
     assert found["swept"]["zz_last_chars"] == found["swept"]["tail"] == [1, 1002]  # and the 2 chars of "ok"
     assert found["swept"]["head"] == [0, 1002]
+
+
+def test_terminal_text_in_observations_is_shown_as_a_terminal_shows_it():
+    from cowork_assets.curation.terminal import normalised
+
+    frame = pl.DataFrame(
+        {
+            "trajectory_id": ["t"] * 5,
+            "message_index": [0, 1, 2, 3, 4],
+            "role": ["tool", "tool", "tool", "assistant", "tool"],
+            "content": [
+                "\x1b[1;32mPASSED\x1b[0m 3 tests\r\nnext line",  # colours, a CRLF
+                "Downloading 10%\r50%\r100%\nsaved\x07",  # progress overwritten in place, a bell
+                "\x1b]0;title\x07$ ls\x1b[K",  # a window title (OSC) and a line erase
+                "keeps \x07 its bell",  # not an observation: left for control_characters to report
+                "plain text",
+            ],
+            "chars": [40, 40, 20, 18, 10],
+        }
+    )
+    out = normalised(frame, ["trajectory_id", "message_index"])
+    assert out["content"].to_list() == [
+        "PASSED 3 tests\nnext line",
+        "100%\nsaved\ufffd",
+        "$ ls",
+        "keeps \x07 its bell",
+        "plain text",
+    ]
+    assert out["terminal_chars"].to_list() == [7 + 4 + 1, 20 + 1, 10 + 3, 0, 0]
+    assert out["chars"].to_list() == [40 - 12, 40 - 20, 20 - 13, 18, 10]  # a replaced character still counts
+
+
+def test_a_coding_run_with_terminal_output_is_curated_clean_and_not_flagged():
+    from cowork_assets.validation.structure import structure_findings
+
+    noisy = "\x1b[32m$ pytest\x1b[0m\r\ncollecting 0 items\rcollected 3 items\r\n3 passed\x1b[K"
+    run = trajectory(
+        [USER_LS, call("bash", {"command": "pytest"}), result(noisy), {"role": "assistant", "content": "Done."}]
+    )
+    f = flatten(run)
+    found = structure_findings("b", f["trajectories"], f["task_packages"], f["messages"], f["tool_calls"], "o200k_base")
+    assert found.height == 0  # the observation's control text is not a defect: curation normalises it
+    curated = _curate(run)["curated_messages"].filter(pl.col("role") == "tool").row(0, named=True)
+    assert curated["content"] == "$ pytest\ncollected 3 items\n3 passed"
+    assert curated["terminal_chars"] == len(noisy) - len(curated["content"])

@@ -11,6 +11,7 @@ import polars as pl
 from cowork_assets.curation.budget import trim
 from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats
 from cowork_assets.curation.strategies import names
+from cowork_assets.curation.terminal import normalised
 from cowork_assets.curation.truncate import Shown, cores, cut, long_observations
 from cowork_assets.evidence.locate import shown
 from cowork_assets.schema import polars_schema
@@ -104,6 +105,7 @@ def curate_chunk(
     final_cuts = curated.filter(pl.col("truncated") | pl.col("trimmed")).select(*KEY, "kept_spans")
     survives["final"] = before_use.survival(final_cuts)
     audit = _audit(batch, evidence, survives, stats, settings.truncation_strategy)
+    curated = normalised(curated, KEY)  # last: the cuts and the trim render from the original text
     return {
         "curated_messages": curated.with_columns(batch=pl.lit(batch)).select(polars_schema(CuratedMessages).names()),
         "sample_stats": stats,

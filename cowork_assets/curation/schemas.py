@@ -28,6 +28,11 @@ class CuratedMessages(pa.DataFrameModel):
     trimmed: bool = pa.Field(description="cut further by the budget's trim policy")
     overflow_chars: pl.Int64 = pa.Field(ge=0, description="kept beyond the allowance because evidence needed it")
     chars: pl.Int64 = pa.Field(ge=0, description="curated content (with markers) plus tool-call text")
+    terminal_chars: pl.Int64 = pa.Field(
+        ge=0,
+        description="terminal control text removed or replaced in a tool observation (ANSI escapes, "
+        "carriage-return overwrites, other control characters)",
+    )
 
 
 class SampleStats(pa.DataFrameModel):

@@ -134,6 +134,7 @@ def build_card(
     settings: dict,
     sweep: list[dict] | None = None,
     token_lengths: list[dict] | None = None,
+    terminal_text: dict | None = None,
 ) -> dict:
     bars = histogram(lengths)
     sweep = sweep or []
@@ -149,6 +150,7 @@ def build_card(
         "rollout_truncation": recommendation(pl.DataFrame(sweep)) if sweep else [],
         "length_histogram": bars,
         "token_lengths": token_lengths or [],
+        "terminal_text": terminal_text,
         "length_chart": vega_lite(bars, f"{dataset}: characters per sample"),
         "settings": settings,
         "settings_hash": settings_hash(settings),
@@ -218,6 +220,13 @@ def render_markdown(card: dict) -> str:
             "![characters per sample](lengths.svg)",
             "",
             "(Vega-Lite spec in card.json under `length_chart`.)",
+        ]
+    if card.get("terminal_text"):
+        t = card["terminal_text"]
+        lines += [
+            "",
+            f"Terminal text in observations: {t['chars']} control characters (ANSI escapes, carriage-return "
+            f"overwrites, others) removed or replaced in {t['messages']} messages.",
         ]
     if card.get("token_lengths"):
         over = [k for k in card["token_lengths"][0] if k.startswith("over_")]

@@ -94,6 +94,21 @@ def over_lengths(files: list[str]) -> list[dict]:
     )
 
 
+def terminal_text(settings: CurateSettings, files: list[str]) -> dict:
+    """Terminal control text normalised in the published samples' observations: messages and characters."""
+    if not files:
+        return {"messages": 0, "chars": 0}
+    samples = pl.scan_parquet(files).select("batch", "trajectory_id")
+    totals = (
+        scan_table(settings.root, "curated_messages")
+        .filter(pl.col("terminal_chars") > 0)
+        .join(samples, on=["batch", "trajectory_id"], how="semi")
+        .select(messages=pl.len(), chars=pl.col("terminal_chars").sum())
+        .collect()
+    )
+    return {"messages": int(totals["messages"][0]), "chars": int(totals["chars"][0] or 0)}
+
+
 def card_inputs(settings: CurateSettings, dataset: str, files: list[str], rows: int) -> dict:
     """What the card of a candidate (its Parquet `files`, `rows` in all) reports beside its row counts."""
     lengths = (
@@ -108,5 +123,6 @@ def card_inputs(settings: CurateSettings, dataset: str, files: list[str], rows: 
         "sweep": truncation_sweep(settings) if dataset == "sft_dataset" else [],
         "lengths": lengths,
         "token_lengths": over_lengths(files) if dataset == "sft_dataset" else [],
+        "terminal_text": terminal_text(settings, files) if dataset == "sft_dataset" else None,
         "settings": settings.content(),
     }

@@ -197,9 +197,11 @@ def call_findings(
 
 
 def text_findings(messages: pl.DataFrame, encoding: str) -> list[pl.DataFrame]:
-    """Control characters, and text the tokenizer will not encode and decode back unchanged."""
+    """Control characters outside tool observations, and text the tokenizer will not encode and decode back
+    unchanged."""
     text = pl.col("content").fill_null("")
-    control = messages.filter(text.str.contains(CONTROL))
+    # tool observations are shown as a terminal shows them (curation/terminal.py): no control text survives there
+    control = messages.filter(pl.col("role") != "tool", text.str.contains(CONTROL))
     specials = SPECIAL_TOKENS.get(encoding) or get_encoding(encoding).special_tokens_set  # unknown: a clear error
     special = messages.filter(text.str.contains_any(sorted(specials)))
     enc = get_encoding(encoding) if special.height else None  # its rank file loads only when needed
