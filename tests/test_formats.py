@@ -11,6 +11,7 @@ import pytest
 from cowork_assets.ingest import formats
 from cowork_assets.ingest.batch import ingest_batch
 from cowork_assets.ingest.formats import Sample, discover, registry
+from cowork_assets.ingest.recount import recount
 from cowork_assets.storage import partition_file
 
 FORMATS_DIR = Path(formats.__file__).parent
@@ -371,6 +372,78 @@ def test_mini_swe_agent_fenced_commands_become_bash_calls_graded_by_a_report(tmp
         ("new", "repo__7", "m-1", True),
         ("old", "old", "unknown", False),
     ]
+
+
+def _mini_run(instance: str) -> bytes:
+    return orjson.dumps(
+        {
+            "trajectory_format": "mini-swe-agent-1.1",
+            "instance_id": instance,
+            "info": {"exit_status": "Submitted"},
+            "messages": [{"role": "user", "content": f"Fix {instance}"}, {"role": "assistant", "content": "done"}],
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "reports, expected",
+    [
+        # the harness's run report and sb-cli's: id lists
+        ({"run.json": {"resolved_ids": ["a__1"], "unresolved_ids": ["b__2"], "error_ids": []}}, (True, False, None)),
+        # per-instance report.json keyed by instance id
+        (
+            {"eval.json": {"a__1": {"resolved": True, "tests_status": {}}, "b__2": {"resolved": False}}},
+            (True, False, None),
+        ),
+        # the same without the key: named after its instance
+        (
+            {
+                "a__1.report.json": {"resolved": False, "tests_status": {}},
+                "b__2.json": {"resolved": True, "tests_status": {}},
+            },
+            (False, True, None),
+        ),
+        ({"report.json": {"resolved": True, "tests_status": {}}}, (None, None, None)),  # names no instance
+        ({}, (None, None, None)),  # no report: ungraded
+    ],
+)
+def test_swe_bench_reports_grade_coding_runs_by_instance_and_name_their_file(tmp_path, reports, expected):
+    files = {f"{i}.traj.json": _mini_run(i) for i in ("a__1", "b__2", "c__3")}
+    report, read = _ingest(tmp_path, {**files, **{name: orjson.dumps(doc) for name, doc in reports.items()}})
+    assert report.skipped == [] and report.quarantined == 0 and report.raw_records == 3
+    assert recount(tmp_path / "raw" / "b") == 3  # the independent recount sees the reports as no records too
+    t = read("trajectories").sort("task_id")
+    assert tuple(t["grade_passed"].to_list()) == expected
+    for passed, checks in t.select("grade_passed", "grade_checks").iter_rows():
+        if passed is not None:
+            (source, verdict), *rest = orjson.loads(checks).items()
+            assert not rest and verdict == passed and source.removeprefix("b/") in reports
+
+
+@pytest.mark.parametrize(
+    "test_result, grade",
+    [
+        ({"git_patch": "diff", "report": {"resolved": True}}, (1.0, True)),
+        ({"git_patch": "diff", "resolved": False}, (0.0, False)),
+        ({"checkpoints": [], "final_score": {"total": 4, "result": 3}}, (0.75, False)),
+        ({"checkpoints": [], "final_score": {"total": 2, "result": 2}}, (1.0, True)),
+        ({"error": "the grader crashed: docker timeout"}, (None, None)),  # a grader error is ungraded, not a fail
+        ({"checkpoints": [], "final_score": {"total": 0, "result": 0}}, (None, None)),  # nothing was graded
+        ({"git_patch": "diff"}, (None, None)),
+    ],
+)
+def test_an_openhands_output_is_graded_by_its_own_test_result(tmp_path, test_result, grade):
+    run = {
+        "instance_id": "org__repo-1",
+        "instruction": "Fix it",
+        "history": [
+            {"id": 1, "source": "user", "action": "message", "args": {"content": "Fix it"}},
+            {"id": 2, "source": "agent", "action": "message", "args": {"content": "Fixed."}},
+        ],
+        "test_result": test_result,
+    }
+    _, read = _ingest(tmp_path, {"output.jsonl": orjson.dumps(run) + b"\n"})
+    assert read("trajectories").select("grade_score", "grade_passed").row(0) == grade
 
 
 def test_openhands_events_and_older_pairs_become_calls_and_observations(tmp_path):

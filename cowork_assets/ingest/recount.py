@@ -7,7 +7,8 @@ recount too. What counts as one raw record:
   that is corrupt or ends early ends in one more record (the unfinished line and the damage);
 - any other file: a JSON list holds one record per element, except that a list of chat messages (each
   with a `role`: mini-swe-agent) is one, and tool definitions (function specs) are none; a JSON object
-  holds `simulations` records (tau2-bench), none for a report (`resolved_ids`), else one;
+  holds `simulations` records (tau2-bench), none for a SWE-bench report (`resolved_ids`; a per-instance
+  `{resolved, tests_status}`, keyed by instance id or not), else one;
   a file that does not parse as JSON is one record (quarantined as such).
 Files ingest lists in `skipped_inputs` (with their reason) are accounted for there and not recounted.
 """
@@ -77,8 +78,17 @@ def count_documents(path: Path) -> int:
     if isinstance(document, dict):
         if isinstance(document.get("simulations"), list):
             return len(document["simulations"])
-        return 0 if "resolved_ids" in document else 1
+        return 0 if _is_report(document) else 1
     return 1
+
+
+def _is_report(document: dict) -> bool:
+    def graded(value: object) -> bool:
+        return isinstance(value, dict) and isinstance(value.get("resolved"), bool)
+
+    if "resolved_ids" in document or graded(document) and "tests_status" in document:
+        return True
+    return bool(document) and all(graded(v) for v in document.values())
 
 
 def recount(folder: Path, skipped: Iterable[str] = ()) -> int:

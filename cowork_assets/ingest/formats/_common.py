@@ -144,11 +144,6 @@ def trajectory(
     return record
 
 
-def resolved_grade(passed: bool | None) -> dict | None:
-    """A pass/fail grade from a benchmark report (None: the run is ungraded)."""
-    return None if passed is None else {"score": 1.0 if passed else 0.0, "passed": passed, "checks": {}}
-
-
 def record_line(record: int, build, raw: Any, reason: str) -> RawLine:
     """One record: `build()` as a cowork line, or — when the input lacks a part `build` needs — the raw
     input quarantined with `reason` and what was missing."""

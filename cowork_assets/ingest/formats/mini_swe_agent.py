@@ -78,7 +78,7 @@ def convert(doc, sample, batch) -> dict:
         },
         str(model),
         messages,
-        grade=_common.resolved_grade(swebench_report.resolved(batch, instance)),
+        grade=swebench_report.grade(batch, instance),
     )
 
 

@@ -7,8 +7,8 @@ assistant turn (its text and the call as the model returned it, from `tool_call_
 actions without it become a call named after the action with its `args`), answered by the observation
 caused by it. `finish` becomes the final assistant message; bookkeeping events (recall, state changes)
 are left out, and an error observation that answers no call becomes a user message, as the agent saw it.
-The task is `instance_id`; the grade comes from a SWE-bench report beside the file, else the run is
-ungraded."""
+The task is `instance_id`; the grade comes from a SWE-bench report beside the file, else from the output's
+own `test_result` (`test_result_grade`), else the run is ungraded."""
 
 from __future__ import annotations
 
@@ -91,6 +91,23 @@ def conversation(history: list) -> list[dict]:
     return out
 
 
+def test_result_grade(result) -> dict | None:
+    """The grade an OpenHands evaluation wrote into its output (None: ungraded): a SWE-bench evaluation's
+    `report.resolved` (or `resolved`), or `final_score {total, result}` (score result / total). A result that
+    holds a grader error, or no verdict, is ungraded, not a fail."""
+    if not isinstance(result, dict) or result.get("error"):
+        return None
+    report = result.get("report") if isinstance(result.get("report"), dict) else result
+    if isinstance(report.get("resolved"), bool):
+        passed = report["resolved"]
+        return {"score": float(passed), "passed": passed, "checks": {"test_result.resolved": passed}}
+    final = result.get("final_score")
+    if isinstance(final, dict) and isinstance(final.get("total"), int | float) and final["total"] > 0:
+        score = min(1.0, max(0.0, float(final.get("result") or 0) / final["total"]))
+        return {"score": score, "passed": score == 1.0, "checks": {"test_result.final_score": score == 1.0}}
+    return None
+
+
 def convert(run: dict, stem: str, sample, batch) -> dict:
     instance = str(run["instance_id"])
     messages = conversation(run["history"])
@@ -105,7 +122,7 @@ def convert(run: dict, stem: str, sample, batch) -> dict:
         },
         str(model),
         messages,
-        grade=_common.resolved_grade(swebench_report.resolved(batch, instance)),
+        grade=swebench_report.grade(batch, instance) or test_result_grade(run.get("test_result")),
     )
 
 

@@ -69,7 +69,7 @@ def convert(doc: dict, sample, batch) -> dict:
         {"task_id": instance, "category": "swe_agent", "request": _common.first_user_text(messages), "tools": tools},
         str(model),
         messages,
-        grade=_common.resolved_grade(swebench_report.resolved(batch, instance)),
+        grade=swebench_report.grade(batch, instance),
     )
 
 

@@ -1,33 +1,73 @@
-"""A SWE-bench style report beside coding-agent runs (any JSON object with a `resolved_ids` list).
+"""SWE-bench reports beside coding-agent runs, in the shapes the harness and sb-cli write them:
 
-Auxiliary: a coding-agent run whose instance is in `resolved_ids` passed, one listed among the report's
-other ids (`unresolved_ids`, `error_ids`, ...) failed; without a report the run is ungraded and
-`accept_ungraded` decides whether it may reach SFT."""
+* a summary with id lists: `resolved_ids`, and `unresolved_ids`, `error_ids`, ... (the harness's run report,
+  sb-cli's report);
+* a per-instance `report.json` keyed by instance id: `{"<instance_id>": {"resolved": true, "tests_status": ...}}`;
+* the same object without the key, `{"resolved": true, "tests_status": ...}` (the harness writes it as
+  `<instance_id>/report.json`; batches are flat): its instance is its file name, `<instance_id>.report.json`
+  or `<instance_id>.json` (a file named `report.json` names no instance).
+
+Auxiliary: a coding-agent run whose instance a report resolves passed, one a report lists otherwise failed
+(ids under `submitted_ids` or `completed_ids` alone say nothing); the grade names the report
+(`grade_checks`: `{"<report file>": resolved}`). Without a report the run is ungraded and `accept_ungraded`
+decides whether it may reach SFT."""
 
 from __future__ import annotations
 
 NAME = "swebench_report"
 PRIORITY = 10
 AUXILIARY = True
+NEUTRAL_LISTS = ("submitted_ids", "completed_ids")
+
+
+def _per_instance(value) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("resolved"), bool)
 
 
 def detect(sample) -> bool:
     doc = sample.document
-    return isinstance(doc, dict) and isinstance(doc.get("resolved_ids"), list)
+    if not isinstance(doc, dict) or not doc:
+        return False
+    if isinstance(doc.get("resolved_ids"), list):
+        return True
+    if _per_instance(doc) and "tests_status" in doc:
+        return True
+    return all(_per_instance(v) for v in doc.values())
 
 
 def records(sample, batch):
     return iter(())
 
 
-def resolved(batch, instance_id: str) -> bool | None:
-    """Whether the batch's reports say the instance was resolved (None: no report names it)."""
-    verdict = None
+def _unkeyed_instance(sample) -> str | None:
+    name = sample.path.name.removesuffix(".json").removesuffix(".report")
+    return None if name == "report" else name
+
+
+def verdicts(sample) -> dict[str, bool]:
+    """instance id -> resolved, as one report says."""
+    doc = sample.document
+    if isinstance(doc.get("resolved_ids"), list):
+        out = {}
+        for key, ids in doc.items():
+            if key.endswith("_ids") and key not in NEUTRAL_LISTS and isinstance(ids, list):
+                out.update((str(i), False) for i in ids if str(i) not in out)
+        out.update((str(i), True) for i in doc["resolved_ids"])
+        return out
+    if _per_instance(doc) and "tests_status" in doc:
+        instance = _unkeyed_instance(sample)
+        return {instance: doc["resolved"]} if instance else {}
+    return {str(k): v["resolved"] for k, v in doc.items()}
+
+
+def grade(batch, instance_id: str) -> dict | None:
+    """The grade the batch's reports give the instance (a resolving report first), or None when none names it."""
+    found = None
     for sample in batch.auxiliary(NAME):
-        for key, ids in sample.document.items():
-            if key.endswith("_ids") and isinstance(ids, list) and instance_id in ids:
-                if key == "resolved_ids":
-                    return True
-                if key not in ("submitted_ids", "completed_ids"):
-                    verdict = False
-    return verdict
+        verdict = verdicts(sample).get(instance_id)
+        if verdict is not None and (found is None or verdict and not found[0]):
+            found = (verdict, sample.rel)
+    if found is None:
+        return None
+    passed, source = found
+    return {"score": 1.0 if passed else 0.0, "passed": passed, "checks": {source: passed}}
