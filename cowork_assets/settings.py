@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import dagster as dg
+import polars as pl
 from pydantic import Field, TypeAdapter, ValidationError, field_validator
 
 from cowork_assets.run_health import record_process
@@ -20,6 +21,9 @@ from cowork_assets.storage import is_remote, normalize_root
 
 DEFAULT_RAW_ROOT = "data/raw"
 DEFAULT_DATA_ROOT = "data/curated"
+# The categories coding-agent formats give their runs: a resolved SWE-bench run is long (one `cat` of a file can
+# return 800 KB), so their budget is a trainer's long context rather than a chat sample's size.
+CODING_CATEGORIES = ("atif", "mini_swe_agent", "openhands", "swe_agent")
 
 
 def cron_problem(cron: str) -> str | None:
@@ -113,11 +117,41 @@ class CurationSettings(dg.Config):
         description="Optional maximum tiktoken tokens of a curated sample (none: no limit). Set it to the trainer's "
         "`max_length`, so no published sample is cut off in training.",
     )
+    category_char_budgets: dict[str, int] = Field(
+        default={c: 262_144 for c in CODING_CATEGORIES},
+        description="char_budget per task category, for the categories named (the others keep char_budget); "
+        "`--set category_char_budgets='{\"swe_agent\": 524288}'` replaces the whole mapping.",
+    )
+    category_token_budgets: dict[str, int] = Field(
+        default={c: 65_536 for c in CODING_CATEGORIES},
+        description="token_budget per task category, for the categories named (the others keep token_budget): "
+        "tokens are counted during curation only for samples with a token budget.",
+    )
     budget_policy: Literal["drop", "trim"] = Field(
         default="trim",
         description="Over budget: `drop` the sample, or `trim` the oldest observations down to their evidence "
         "windows and drop only if still over.",
     )
+
+    @field_validator("category_char_budgets", "category_token_budgets")
+    @classmethod
+    def _budgets(cls, value: dict[str, int]) -> dict[str, int]:
+        bad = sorted(k for k, v in value.items() if v < 1)
+        if bad:
+            raise ValueError(f"budgets must be at least 1 (categories {', '.join(bad)})")
+        return value
+
+    def budgets(self, categories: pl.Series) -> pl.DataFrame:
+        """category, char_budget, token_budget (null: none) of each of `categories`."""
+        names = categories.unique().sort()
+        return pl.DataFrame(
+            {
+                "category": names,
+                "char_budget": [self.category_char_budgets.get(c, self.char_budget) for c in names],
+                "token_budget": [self.category_token_budgets.get(c, self.token_budget) for c in names],
+            },
+            schema={"category": pl.String, "char_budget": pl.Int64, "token_budget": pl.Int64},
+        )
 
     @field_validator("truncation_strategy")
     @classmethod
@@ -284,7 +318,8 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
             out[name] = None
             continue
         try:
-            out[name] = TypeAdapter(fields[name].annotation).validate_strings(raw)
+            adapter = TypeAdapter(fields[name].annotation)
+            out[name] = adapter.validate_json(raw) if raw.lstrip().startswith("{") else adapter.validate_strings(raw)
         except ValidationError as exc:
             raise SettingsError(f"bad value for {name}: {exc.errors()[0]['msg']} (got {raw!r})") from None
     try:

@@ -324,3 +324,37 @@ def test_a_coding_run_with_terminal_output_is_curated_clean_and_not_flagged():
     curated = _curate(run)["curated_messages"].filter(pl.col("role") == "tool").row(0, named=True)
     assert curated["content"] == "$ pytest\ncollected 3 items\n3 passed"
     assert curated["terminal_chars"] == len(noisy) - len(curated["content"])
+
+
+def test_each_category_has_its_own_budget():
+    def run(tid, category, text_chars):
+        t = trajectory(
+            [
+                USER_LS,
+                call("bash", {"command": "cat big.py"}),
+                result("x" * text_chars),
+                {"role": "assistant", "content": "ok"},
+            ],
+            tid=tid,
+        )
+        t["task"]["category"] = category
+        return t
+
+    chat, coding = run("chat", "single_turn", 50_000), run("code", "swe_agent", 50_000)
+    out = _curate(
+        chat,
+        coding,
+        max_observation_chars=100_000,  # nothing truncated: the budget alone decides
+        budget_policy="drop",
+        category_char_budgets={"swe_agent": 60_000},
+        category_token_budgets={"swe_agent": 20_000},
+    )
+    stats = {r["trajectory_id"]: r for r in out["sample_stats"].iter_rows(named=True)}
+    assert stats["chat"]["verdict"] == "dropped" and stats["code"]["verdict"] == "kept"
+    assert stats["chat"]["tokens_after"] is None  # no token budget for chat: not counted during curation
+    assert 0 < stats["code"]["tokens_after"] <= 20_000
+    tight = _curate(
+        coding, max_observation_chars=100_000, budget_policy="drop", category_token_budgets={"swe_agent": 100}
+    )
+    assert tight["sample_stats"].row(0, named=True)["reason"].startswith("over budget: ")
+    assert tight["sample_stats"]["verdict"].to_list() == ["dropped"]

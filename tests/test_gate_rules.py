@@ -17,6 +17,7 @@ from cowork_assets.storage import plain
 
 EXPECTATIONS = Path(__file__).resolve().parents[1] / "expectations"
 FIRST = pl.int_range(pl.len()) == 0
+BUDGETS = {"char_budget": 40_000, "category_char_budgets": {"tiny_tasks": 10, "swe_agent": 262_144}}
 
 
 def _first(column: str, value: pl.Expr) -> pl.Expr:
@@ -65,7 +66,12 @@ BREAKS = {
         ("unknown role", "robot_role", {"expect_column_values_to_be_in_set n_bad_roles"}),
         ("ends on a tool message", "ends_on_tool", {"expect_column_values_to_be_in_set last_role"}),
         ("one message", "one_message", {"expect_column_values_to_be_between n_messages"}),
-        ("over the budget", {"chars": pl.lit(40_001, pl.Int64)}, {"expect_column_values_to_be_between chars"}),
+        ("over the budget", {"chars": pl.lit(40_001, pl.Int64)}, {"expect_column_values_to_be_between budget_excess"}),
+        (
+            "over its category's budget",
+            {"chars": pl.lit(11, pl.Int64), "category": pl.lit("tiny_tasks")},
+            {"expect_column_values_to_be_between budget_excess"},
+        ),
         (
             "negative chars",
             {"chars": pl.lit(-1, pl.Int64)},
@@ -202,7 +208,7 @@ def test_every_expectation_of_every_suite_is_broken_below():
 
 @pytest.mark.parametrize("dataset", list(BREAKS))
 def test_the_published_versions_pass_their_gate(valid, suites, dataset):
-    assert run_gate(dataset, [valid[dataset]], {"char_budget": 40_000}, suites) == (True, [])
+    assert run_gate(dataset, [valid[dataset]], BUDGETS, suites) == (True, [])
 
 
 @pytest.mark.parametrize(
@@ -212,7 +218,7 @@ def test_the_published_versions_pass_their_gate(valid, suites, dataset):
 )
 def test_a_candidate_breaking_one_rule_fails_the_gate_on_that_rule(valid, suites, dataset, what, change, expected):
     broken = _break(dataset, valid[dataset], change)
-    passed, failures = run_gate(dataset, [broken], {"char_budget": 40_000}, suites)
+    passed, failures = run_gate(dataset, [broken], BUDGETS, suites)
     found = {f"{f['expectation']} {f['column']}" for f in failures}
     assert not passed and expected <= found, (what, found)
 
@@ -224,7 +230,7 @@ def test_a_duplicate_in_another_part_of_the_candidate_fails_the_gate(valid, suit
     key = "sample_id" if dataset == "sft_dataset" else "trajectory_id"
     last = frame.tail(1).with_columns(pl.lit(frame[key][0]).alias(key))  # the first row's id, in a part of its own
     parts = [frame.head(frame.height // 2), frame.slice(frame.height // 2, frame.height - frame.height // 2 - 1), last]
-    assert run_gate(dataset, parts[:2] + [frame.tail(1)], {"char_budget": 40_000}, suites) == (True, [])
-    passed, failures = run_gate(dataset, parts, {"char_budget": 40_000}, suites)
+    assert run_gate(dataset, parts[:2] + [frame.tail(1)], BUDGETS, suites) == (True, [])
+    passed, failures = run_gate(dataset, parts, BUDGETS, suites)
     assert not passed
     assert {f"{f['expectation']} {f['column']}" for f in failures} == {f"expect_column_values_to_be_unique {key}"}

@@ -17,33 +17,37 @@ from cowork_assets.settings import CurationSettings
 from cowork_assets.tokens import count_tokens
 
 
-def over_budget(settings: CurationSettings, chars: int, tokens: int | None) -> str | None:
-    """Why a sample of this size is over the budget, or None."""
-    if chars > settings.char_budget:
-        return f"{chars} chars > {settings.char_budget}"
-    if settings.token_budget is not None and tokens > settings.token_budget:
-        return f"{tokens} tokens > {settings.token_budget}"
+def over_budget(char_budget: int, token_budget: int | None, chars: int, tokens: int | None) -> str | None:
+    """Why a sample of this size is over its budget, or None."""
+    if chars > char_budget:
+        return f"{chars} chars > {char_budget}"
+    if token_budget is not None and tokens > token_budget:
+        return f"{tokens} tokens > {token_budget}"
     return None
 
 
-def trim(curated: pl.DataFrame, cores: pl.DataFrame, trajectory_ids: list[str], settings: CurationSettings):
-    """Trim the given over-budget trajectories. Returns (replacement rows, verdict rows)."""
+def trim(curated: pl.DataFrame, cores: pl.DataFrame, budgets: pl.DataFrame, settings: CurationSettings):
+    """Trim the over-budget trajectories of `budgets` (trajectory_id, char_budget, token_budget: each its
+    category's). Returns (replacement rows, verdict rows)."""
     rows, outcome = [], []
+    trajectory_ids = budgets["trajectory_id"].to_list()
+    limit = {tid: (c, t) for tid, c, t in budgets.select("trajectory_id", "char_budget", "token_budget").iter_rows()}
     cols = ["trajectory_id", "message_index", "role", "original", "kept_spans", "chars", "tokens"]
     subset = (
         curated.filter(pl.col("trajectory_id").is_in(trajectory_ids))
         .join(cores, on=["trajectory_id", "message_index"], how="left")
         .sort("trajectory_id", "message_index")
     )
-    counting = settings.token_budget is not None  # tokens are counted only for a token budget
     totals = subset.group_by("trajectory_id", maintain_order=True).agg(pl.col("chars").sum(), pl.col("tokens").sum())
     observations = subset.filter(pl.col("role") == "tool").select(*cols, "start", "end").iter_rows(named=True)
     by_trajectory = {tid: list(found) for tid, found in groupby(observations, key=itemgetter("trajectory_id"))}
     for tid, chars, tokens in totals.iter_rows():  # one pass, not polars calls per trajectory
+        char_budget, token_budget = limit[tid]
+        counting = token_budget is not None  # tokens are counted only for a token budget
         tokens = tokens if counting else None
         trimmed = 0
         for m in by_trajectory.get(tid, []):
-            if not over_budget(settings, chars, tokens):
+            if not over_budget(char_budget, token_budget, chars, tokens):
                 break
             length = len(m["original"])
             current = (
@@ -70,7 +74,7 @@ def trim(curated: pl.DataFrame, cores: pl.DataFrame, trajectory_ids: list[str], 
                     total(spans),
                 )
             )
-        still = over_budget(settings, chars, tokens)
+        still = over_budget(char_budget, token_budget, chars, tokens)
         outcome.append(
             (
                 tid,

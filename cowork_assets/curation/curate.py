@@ -22,9 +22,11 @@ KEY = ["trajectory_id", "message_index"]
 SPAN_LEN = pl.element().struct.field("end") - pl.element().struct.field("start")
 
 
-def apply_cuts(messages: pl.DataFrame, cuts: pl.DataFrame, settings: CurationSettings) -> pl.DataFrame:
-    """Messages with the cuts applied. Tokens are counted only when a token budget needs them: otherwise
-    they are counted once, for the samples that are published."""
+def apply_cuts(
+    messages: pl.DataFrame, cuts: pl.DataFrame, settings: CurationSettings, counted: pl.Series | None = None
+) -> pl.DataFrame:
+    """Messages with the cuts applied. Tokens are counted only for the trajectories in `counted` (those with a
+    token budget): the others' are counted once, for the samples that are published."""
     length = pl.col("original").str.len_chars().fill_null(0)
     out = (
         messages.rename({"content": "original"})
@@ -44,11 +46,15 @@ def apply_cuts(messages: pl.DataFrame, cuts: pl.DataFrame, settings: CurationSet
             chars=pl.col("chars") - pl.col("original_chars") + pl.col("content").str.len_chars().fill_null(0),
         )
     )
-    if settings.token_budget is None:
+    if counted is None or counted.is_empty():
         return out.with_columns(tokens=pl.lit(None, pl.Int64))
-    texts = out.select(token_text(pl.col("content"), pl.col("tool_calls")))[:, 0].to_list()
+    needed = out.filter(pl.col("trajectory_id").is_in(counted.implode()))
+    texts = needed.select(token_text(pl.col("content"), pl.col("tool_calls")))[:, 0].to_list()
     # In this process: batches already run side by side, and helpers per chunk would not repay starting.
-    return out.with_columns(tokens=pl.Series(count_tokens(texts, settings.token_encoding, workers=1), dtype=pl.Int64))
+    tokens = needed.select(*KEY).with_columns(
+        tokens=pl.Series(count_tokens(texts, settings.token_encoding, workers=1), dtype=pl.Int64)
+    )
+    return out.join(tokens, on=KEY, how="left", maintain_order="left")
 
 
 def curate_chunk(
@@ -70,34 +76,39 @@ def curate_chunk(
         for s in names()
     }
     survives = {s: before_use.survival(cuts[s]) for s in names()}
-    curated = apply_cuts(messages, cuts[settings.truncation_strategy], settings)
+    # The budget: each trajectory's is its category's (settings.budgets).
+    budgets = trajectories.select("trajectory_id", "category").join(
+        settings.budgets(trajectories["category"]), on="category", how="left"
+    )
+    counted = budgets.filter(pl.col("token_budget").is_not_null())["trajectory_id"]
+    curated = apply_cuts(messages, cuts[settings.truncation_strategy], settings, counted)
 
-    # The budget.
     totals = curated.group_by("trajectory_id", maintain_order=True).agg(
         chars_after=pl.col("chars").sum(),
-        tokens_after=pl.col("tokens").sum().cast(pl.Int64)
-        if settings.token_budget is not None
-        else pl.lit(None, pl.Int64),
+        tokens_after=pl.when(pl.col("tokens").is_not_null().any()).then(pl.col("tokens").sum()).cast(pl.Int64),
         truncated_messages=pl.col("truncated").sum().cast(pl.Int32),
         overflow_chars=pl.col("overflow_chars").sum(),
     )
-    over = pl.col("chars_after") > settings.char_budget
-    if settings.token_budget is not None:
-        over = over | (pl.col("tokens_after") > settings.token_budget)
-    over_ids = totals.filter(over)["trajectory_id"].to_list()
+    sized = totals.join(budgets, on="trajectory_id", how="left", maintain_order="left")
+    over = (pl.col("chars_after") > pl.col("char_budget")) | (
+        pl.col("tokens_after") > pl.col("token_budget")
+    ).fill_null(False)
+    over_ids = sized.filter(over)["trajectory_id"].to_list()
     if settings.budget_policy == "trim" and over_ids:
-        replaced, verdict = trim(curated, cores(at_risk), over_ids, settings)
+        replaced, verdict = trim(
+            curated, cores(at_risk), budgets.filter(pl.col("trajectory_id").is_in(over_ids)), settings
+        )
         curated = curated.update(replaced.with_columns(trimmed=pl.lit(True)), on=KEY)
     else:
-        verdict = totals.filter(over).select(
+        verdict = sized.filter(over).select(
             "trajectory_id",
             "chars_after",
             "tokens_after",
             verdict=pl.lit("dropped"),
             trimmed_messages=pl.lit(0, pl.Int32),
-            reason=pl.format("over budget: {} chars, {} tokens", "chars_after", "tokens_after")
-            if settings.token_budget is not None
-            else pl.format("over budget: {} chars", "chars_after"),
+            reason=pl.when(pl.col("token_budget").is_not_null())
+            .then(pl.format("over budget: {} chars, {} tokens", "chars_after", "tokens_after"))
+            .otherwise(pl.format("over budget: {} chars", "chars_after")),
         )
     stats = _sample_stats(batch, trajectories, cuts, totals, verdict)
 

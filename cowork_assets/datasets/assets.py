@@ -232,7 +232,8 @@ def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
         folder = pub.candidate(settings.root, dataset)
         files = pub.parquet_files(folder)
         parts = (part for f in files for part in iter_chunks(f, rows=GATE_PART_ROWS))
-        passed, failures = run_gate(dataset, parts, {"char_budget": settings.char_budget}, suites.process)
+        budgets = {"char_budget": settings.char_budget, "category_char_budgets": settings.category_char_budgets}
+        passed, failures = run_gate(dataset, parts, budgets, suites.process)
         if passed:
             pub.mark_gated(folder)
         return dg.AssetCheckResult(

@@ -135,6 +135,7 @@ def build_card(
     sweep: list[dict] | None = None,
     token_lengths: list[dict] | None = None,
     terminal_text: dict | None = None,
+    budgets: list[dict] | None = None,
 ) -> dict:
     bars = histogram(lengths)
     sweep = sweep or []
@@ -151,6 +152,7 @@ def build_card(
         "length_histogram": bars,
         "token_lengths": token_lengths or [],
         "terminal_text": terminal_text,
+        "budgets": budgets or [],
         "length_chart": vega_lite(bars, f"{dataset}: characters per sample"),
         "settings": settings,
         "settings_hash": settings_hash(settings),
@@ -220,6 +222,16 @@ def render_markdown(card: dict) -> str:
             "![characters per sample](lengths.svg)",
             "",
             "(Vega-Lite spec in card.json under `length_chart`.)",
+        ]
+    if card.get("budgets"):
+        lines += [
+            "",
+            "## Sample budget per category",
+            "",
+            table(
+                ["category", "characters", "tokens"],
+                [(b["category"], b["char_budget"], b["token_budget"] or "none") for b in card["budgets"]],
+            ),
         ]
     if card.get("terminal_text"):
         t = card["terminal_text"]

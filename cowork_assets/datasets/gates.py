@@ -33,9 +33,13 @@ def _is_tool_list(text: str | None) -> bool:
     return isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
 
 
-def _view_part(dataset: str, frame: pl.DataFrame) -> pl.DataFrame:
-    """The flat columns the dataset's suite checks, of one part of the dataset."""
+def _view_part(dataset: str, frame: pl.DataFrame, budgets: dict) -> pl.DataFrame:
+    """The flat columns the dataset's suite checks, of one part of the dataset. `budgets`: char_budget and
+    category_char_budgets (each sample's budget is its category's)."""
     if dataset == "sft_dataset":
+        budget = pl.col("category").replace_strict(
+            budgets.get("category_char_budgets") or {}, default=budgets["char_budget"], return_dtype=pl.Int64
+        )
         roles = pl.col("messages").list.eval(pl.element().struct.field("role"))
         is_json = pl.col("tools").map_elements(_is_tool_list, return_dtype=pl.Boolean)
         distinct = frame.select("tools").unique().with_columns(tools_is_json=is_json)  # a few dozen tool lists
@@ -48,6 +52,7 @@ def _view_part(dataset: str, frame: pl.DataFrame) -> pl.DataFrame:
             "tokens",
             "score",
             "tools_is_json",
+            budget_excess=pl.col("chars") - budget,
             n_messages=pl.col("messages").list.len(),
             n_bad_roles=roles.list.eval(~pl.element().is_in(ROLES)).list.sum(),
             last_role=roles.list.last(),
@@ -77,18 +82,19 @@ def _view_part(dataset: str, frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def validation_view(dataset: str, parts: Iterable[pl.DataFrame]) -> pl.DataFrame:
+def validation_view(dataset: str, parts: Iterable[pl.DataFrame], budgets: dict) -> pl.DataFrame:
     """The flat columns the dataset's suite checks, of all its parts."""
-    view = pl.concat([_view_part(dataset, part) for part in parts])
+    view = pl.concat([_view_part(dataset, part, budgets) for part in parts])
     if dataset == "sft_dataset":
         view = view.with_columns(task_splits=pl.col("split").n_unique().over("task_id"))
     return view
 
 
 def run_gate(
-    dataset: str, parts: Iterable[pl.DataFrame], parameters: dict, suites: SuiteProcess
+    dataset: str, parts: Iterable[pl.DataFrame], budgets: dict, suites: SuiteProcess
 ) -> tuple[bool, list[dict]]:
-    """(passed, failures) for the pandera model and the GX suite (run by `suites`) of a dataset given as parts."""
+    """(passed, failures) for the pandera model and the GX suite (run by `suites`) of a dataset given as parts.
+    `budgets`: char_budget and category_char_budgets, the sample budgets the SFT lengths must keep."""
     model = published()[dataset].model
     failures: list[dict] = []
 
@@ -105,6 +111,6 @@ def run_gate(
 
     # a candidate with no rows still has its view checked: the suite says what an empty dataset breaks
     empty = pl.DataFrame(schema=polars_schema(model))
-    view = validation_view(dataset, itertools.chain((checked(p) for p in parts), [empty]))
-    failures += suites.failures(dataset, view, parameters)
+    view = validation_view(dataset, itertools.chain((checked(p) for p in parts), [empty]), budgets)
+    failures += suites.failures(dataset, view, {})
     return not failures, failures

@@ -124,5 +124,8 @@ def card_inputs(settings: CurateSettings, dataset: str, files: list[str], rows: 
         "lengths": lengths,
         "token_lengths": over_lengths(files) if dataset == "sft_dataset" else [],
         "terminal_text": terminal_text(settings, files) if dataset == "sft_dataset" else None,
+        "budgets": settings.budgets(pl.scan_parquet(files).select("category").collect()["category"]).to_dicts()
+        if dataset == "sft_dataset" and files
+        else [],
         "settings": settings.content(),
     }
