@@ -121,12 +121,18 @@ def parse_response(text: str) -> list[tuple[str | None, list[tuple[str, str]]]]:
 
 
 def compute_score(
-    data_source: str, solution_str: str, ground_truth: str | list, extra_info: dict | None = None, **_: Any
-) -> float:
+    data_source: str, solution_str: str, ground_truth: str | list | dict, extra_info: dict | None = None, **_: Any
+) -> float | None:
     """verl's custom reward function: the reward of a rollout against the task's checks. When the trainer
     passes the conversation itself as `extra_info["messages"]`, it is replayed; otherwise the decoded
-    response `solution_str` is parsed (`parse_response`)."""
-    checks = check_types.parse(ground_truth) if isinstance(ground_truth, str) else ground_truth
+    response `solution_str` is parsed (`parse_response`). A coding task (`reward_model.style` "sandbox": its
+    ground truth an object, not a list of checks) is not decidable from the transcript: None, the reward is
+    the sandbox's test run."""
+    if isinstance(ground_truth, str):
+        ground_truth = json.loads(ground_truth)
+    if isinstance(ground_truth, dict):
+        return None
+    checks = [c for c in ground_truth if isinstance(c, dict)] if isinstance(ground_truth, list) else []
     messages = (extra_info or {}).get("messages")
     if isinstance(messages, list):
         return score(messages, checks).reward

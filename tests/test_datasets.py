@@ -584,3 +584,48 @@ def test_the_same_content_staged_again_is_the_same_version_however_its_frames_ar
     pub.mark_gated(again)
     republished = pub.publish(tmp_path, "demo")
     assert not republished.new and republished.version.startswith("v0001-")
+
+
+def test_a_coding_task_is_an_rl_row_graded_in_a_sandbox():
+    from cowork_assets.datasets.rl import build_rl_tasks
+    from cowork_assets.ingest.formats._common import sandbox
+    from cowork_assets.rewards import compute_score
+    from cowork_assets.validation.consistency import package_findings
+
+    state = sandbox(
+        "org__repo-7",
+        {"repo": "org/repo", "base_commit": "abc", "FAIL_TO_PASS": '["tests/test_a.py::test_x"]', "PASS_TO_PASS": []},
+    )
+    assert state == {
+        "sandbox": {
+            "repo": "org/repo",
+            "base_commit": "abc",
+            "instance_id": "org__repo-7",
+            "FAIL_TO_PASS": ["tests/test_a.py::test_x"],  # the JSON text SWE-bench instances hold, as a list
+        }
+    }
+    packages = pl.DataFrame(
+        {
+            "task_id": ["org__repo-7", "chat-1"],
+            "category": ["openhands", "single_turn"],
+            "request": ["Fix the bug", "Send it"],
+            "tools": ['[{"name": "execute_bash"}]', '[{"name": "mail_send"}]'],
+            "checks": ["[]", '[{"id": "sent", "type": "tool_called", "tool": "mail_send"}]'],
+            "initial_state": [json.dumps(state), "{}"],
+            "index": [0, 1],
+        }
+    )
+    rows = build_rl_tasks(
+        packages,
+        pl.DataFrame({"task_id": ["org__repo-7"], "system": ["You are a coding agent."]}),
+        pl.DataFrame({"task_id": ["org__repo-7", "chat-1"], "pass_rate": [1.0, 0.5]}),
+        0.0,
+    )
+    coding, chat = rows["reward_model"].to_list()
+    assert coding == {"style": "sandbox", "ground_truth": json.dumps(state["sandbox"], separators=(",", ":"))}
+    assert chat["style"] == "rule"
+    assert compute_score("cowork", "any response", json.loads(coding["ground_truth"])) is None  # not decidable
+    assert compute_score("cowork", "any response", coding["ground_truth"]) is None
+    kinds = {f["kind"] for f in package_findings("org__repo-7", "h", "Fix the bug", "[]", "[]", json.dumps(state))}
+    assert "no_checks" not in kinds  # its tests grade it
+    assert "no_checks" in {f["kind"] for f in package_findings("t", "h", "r", "[]", "[]", "{}")}

@@ -21,6 +21,9 @@ from cowork_assets.tool_lists import named_tools
 
 AGENT_NAME = "tool_agent"  # verl's multi-turn agent loop that executes tool calls
 TOOL_CLASS = "cowork_assets.trainers.verl.WorkspaceTool"
+# reward_model.style of a coding task: graded by running its tests in a sandbox; ground_truth is what the sandbox
+# needs (instance id, repository, base commit, problem statement, FAIL_TO_PASS / PASS_TO_PASS when the log has them)
+SANDBOX = "sandbox"
 
 CHECK = pl.Struct(
     {
@@ -119,6 +122,7 @@ def build_rl_tasks(
         schema={"tools": pl.String, "tool_selection": pl.List(pl.String), "tools_simulated": pl.Boolean},
     )
     p = p.with_columns(tools_kwargs=kwargs).join(lists, on="tools", how="left", maintain_order="left")
+    sandbox = pl.col("initial_state").str.json_path_match("$.sandbox")  # a coding task: graded by its tests
     return p.select(
         data_source=pl.lit(data_source),
         agent_name=pl.lit(AGENT_NAME),
@@ -127,7 +131,10 @@ def build_rl_tasks(
             pl.struct(role=pl.lit("user"), content=pl.col("request")),
         ),
         ability=pl.col("category"),
-        reward_model=pl.struct(style=pl.lit("rule"), ground_truth=pl.col("checks")),
+        reward_model=pl.struct(
+            style=pl.when(sandbox.is_not_null()).then(pl.lit(SANDBOX)).otherwise(pl.lit("rule")),
+            ground_truth=pl.coalesce(sandbox, pl.col("checks")),
+        ),
         extra_info=pl.struct(
             split=split_expr(pl.col("task_id"), validation_fraction),
             index=pl.col("index").cast(pl.Int64),

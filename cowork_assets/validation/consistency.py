@@ -104,6 +104,15 @@ def _suggest(name: str, interface: tuple[tuple[str, str], ...]) -> str | None:
     return suggest(name, dict(interface))  # packages share tool lists: the same question recurs
 
 
+def sandbox_graded(state_json: str) -> bool:
+    """A coding task, graded by running its tests in a sandbox (`initial_state.sandbox`), not by checks."""
+    try:
+        state = orjson.loads(state_json)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(state, dict) and isinstance(state.get("sandbox"), dict)
+
+
 def package_findings(
     task_id: str, task_hash: str, request: str, tools_json: str, checks_json: str, state_json: str
 ) -> list[dict]:
@@ -129,7 +138,7 @@ def package_findings(
 
     for problem in schema_problems:
         add("invalid_tool_schema", problem)
-    if not task_checks:
+    if not task_checks and not sandbox_graded(state_json):
         add(
             "no_checks",
             "the task has no grading checks: nothing to verify or reward",

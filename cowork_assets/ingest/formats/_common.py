@@ -120,6 +120,28 @@ def unique_call_ids(messages: list[dict]) -> list[dict]:
     return out
 
 
+SANDBOX_FIELDS = ("instance_id", "repo", "base_commit", "version", "image", "problem_statement")
+SANDBOX_TESTS = ("FAIL_TO_PASS", "PASS_TO_PASS")
+
+
+def sandbox(instance_id: str, fields: dict | None = None) -> dict:
+    """A coding task's `initial_state`: `{"sandbox": ...}`, what a sandbox RL trainer needs to rebuild and grade
+    it (the instance id, and what the log carries of its repository, base commit, image, problem statement
+    and the tests that must pass); test lists written as JSON text become lists."""
+    fields = fields if isinstance(fields, dict) else {}
+    box = {**{k: v for k, v in fields.items() if k in SANDBOX_FIELDS and v}, "instance_id": instance_id}
+    for name in SANDBOX_TESTS:
+        tests = fields.get(name)
+        if isinstance(tests, str):
+            try:
+                tests = orjson.loads(tests)
+            except orjson.JSONDecodeError:
+                tests = [tests]
+        if isinstance(tests, list) and tests:
+            box[name] = [str(t) for t in tests]
+    return {"sandbox": box}
+
+
 def trajectory(
     trajectory_id: str,
     task: dict,

@@ -75,6 +75,7 @@ def convert(doc, sample, batch) -> dict:
             "category": "mini_swe_agent",
             "request": _common.first_user_text(messages),
             "tools": _common.called_tools(messages) or [_common.BASH_TOOL],
+            "initial_state": _common.sandbox(instance),
         },
         str(model),
         messages,

@@ -119,6 +119,7 @@ def convert(run: dict, stem: str, sample, batch) -> dict:
             "category": "openhands",
             "request": _common.text(run.get("instruction")) or _common.first_user_text(messages),
             "tools": _common.called_tools(messages),
+            "initial_state": _common.sandbox(instance, run.get("instance")),
         },
         str(model),
         messages,

@@ -9,6 +9,8 @@ beside the file (`resolved_ids`), else the run is ungraded."""
 
 from __future__ import annotations
 
+import re
+
 import orjson
 
 from cowork_assets.ingest.formats import _common, swebench_report
@@ -58,15 +60,38 @@ def conversation(history: list[dict]) -> list[dict]:
     return out
 
 
+def _field(value, key: str):
+    """`key` of a replay-config part, which SWE-agent writes as an object or as its Python repr."""
+    if isinstance(value, dict):
+        return value.get(key)
+    found = re.search(rf"'{key}': '([^']*)'", value) if isinstance(value, str) else None
+    return found.group(1) if found else None
+
+
 def convert(doc: dict, sample, batch) -> dict:
     config = _replay_config(doc)
     instance = str((config.get("problem_statement") or {}).get("id") or sample.path.name.removesuffix(".traj"))
     messages = conversation(doc["history"])
     tools = _common.called_tools(messages)
     model = ((config.get("agent") or {}).get("model") or {}).get("name") or "unknown"
+    env = config.get("env") or {}
+    state = _common.sandbox(
+        instance,
+        {
+            "base_commit": _field(env.get("repo"), "base_commit"),
+            "image": _field(env.get("deployment"), "image"),
+            "problem_statement": (config.get("problem_statement") or {}).get("text"),
+        },
+    )
     return _common.trajectory(
         batch.unique_id(sample.path.name.removesuffix(".traj"), sample),
-        {"task_id": instance, "category": "swe_agent", "request": _common.first_user_text(messages), "tools": tools},
+        {
+            "task_id": instance,
+            "category": "swe_agent",
+            "request": _common.first_user_text(messages),
+            "tools": tools,
+            "initial_state": state,
+        },
         str(model),
         messages,
         grade=swebench_report.grade(batch, instance),
