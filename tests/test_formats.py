@@ -705,7 +705,7 @@ SAMPLE = Path(__file__).parent / "realdata"
     [
         ("tau2", {"tau2": 3}, 80),
         ("tau_bench", {"tau_bench": 1}, 30),
-        ("coding", {"swe_agent": 1, "mini_swe_agent": 2, "openhands": 1}, 6),
+        ("coding", {"swe_agent": 1, "mini_swe_agent": 3, "openhands": 1, "atif": 2}, 9),
     ],
 )
 def test_the_shipped_real_sample_is_read_whole(batch, formats_read, runs, tmp_path):
