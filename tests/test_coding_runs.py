@@ -113,3 +113,36 @@ def test_the_card_shows_the_coding_budgets_and_the_terminal_text_it_cleaned(codi
     assert card["terminal_text"] == {"messages": cleaned.height, "chars": int(cleaned["terminal_chars"].sum())}
     observations = curated.filter(pl.col("role") == "tool")["content"].fill_null("")
     assert cleaned.height > 0 and not observations.str.contains("\r").any()
+
+
+def test_the_swe_agent_edit_is_located_at_its_line_and_lost_under_head_at_500(coding):
+    from cowork_assets.curation.curate import curate_chunk
+    from cowork_assets.settings import CurationSettings
+
+    evidence = pl.read_parquet(coding.local_root / "tables" / "evidence" / "batch=*" / "data.parquet")
+    tid = "sweagent_demo_marshmallow-1867_function_calling_replace"
+    edit = evidence.filter(pl.col("trajectory_id") == tid, pl.col("source") == "edit").row(0, named=True)
+    assert (edit["value"], edit["used_at"], edit["status"]) == (
+        "return int(value.total_seconds() / base_unit.total_seconds())",
+        14,  # the first edit of fields.py
+        "at_risk",
+    )
+    # shown in the `open` window (`1475:        return int(...)`), 737 characters into its 4,222
+    assert (edit["found_at"], edit["found_offset"], edit["found_message_chars"]) == (13, 737, 4222)
+    messages = _table(coding, "messages").filter(pl.col("trajectory_id") == tid)
+    window = messages.filter(pl.col("message_index") == 13)["content"][0]
+    assert window[edit["found_offset"] :].startswith(edit["value"])
+    assert window[: edit["found_offset"]].endswith("\r\n1475:        ")
+    runs = _table(coding, "trajectories").filter(pl.col("trajectory_id") == tid)
+    lost = {}
+    for strategy in ("head", "evidence_aware"):
+        out = curate_chunk(
+            "coding",
+            runs,
+            messages,
+            evidence.filter(pl.col("trajectory_id") == tid),
+            CurationSettings(truncation_strategy=strategy, max_observation_chars=500),
+        )
+        audit = out["evidence_audit"].filter(pl.col("source") == "edit", pl.col("used_at") == 14)
+        lost[strategy] = audit["lost_to_truncation"].to_list()
+    assert lost == {"head": [True], "evidence_aware": [False]}

@@ -240,3 +240,62 @@ def test_location_in_slices_of_pairs_finds_what_one_pass_finds(pipeline, monkeyp
     sliced = locate.scan(keys, messages)
     assert whole[0].height > 100 and whole[1].height > 100
     assert whole[0].equals(sliced[0]) and whole[1].equals(sliced[1])
+
+
+# --- code edits ----------------------------------------------------------------------------------------
+
+VIEW = "Here's the result of running `cat -n` on app.py:\n" + "".join(
+    f"{n:6}\t{line}\n"
+    for n, line in enumerate(
+        ["import os", *(f"x_{i} = {i}" for i in range(60)), "def total(items):", "    return sum(items)", "end = 1"],
+        start=1,
+    )
+)
+
+
+@pytest.mark.parametrize(
+    "command, patterns",
+    [
+        ("sed -i 's/def division(a: float, b: float) -> float/X/' t.py", ["def division(a: float, b: float) -> float"]),
+        ('sed -i -e "s|a\\/b\\.c|d|g" f && cat f', ["a/b.c"]),  # any delimiter, escapes undone
+        ("sed -i '317s/^    return x$/y/' f.py", ["    return x"]),  # a line address; anchors dropped
+        ("grep -n sed f.py", []),
+    ],
+)
+def test_sed_substitution_patterns_are_read_unescaped(command, patterns):
+    from cowork_assets.evidence.edits import sed_patterns
+
+    assert sed_patterns(command) == patterns
+
+
+def test_an_edit_is_located_through_the_line_numbers_of_the_view_it_copied():
+    old = "def total(items):\n    return sum(items)"  # two lines: never verbatim in a numbered view
+    run = trajectory(
+        [
+            {"role": "user", "content": "Fix total in app.py."},
+            call("bash", {"command": "cat -n app.py"}, "c1"),
+            result(VIEW, "c1"),
+            call(
+                "str_replace_editor", {"command": "str_replace", "path": "app.py", "old_str": old, "new_str": "x"}, "c2"
+            ),
+            result("edited", "c2"),
+            call("bash", {"command": "sed -i 's/x_59 = 59/x_59 = 0/' app.py"}, "c3"),
+            result("", "c3"),
+            {"role": "assistant", "content": "Fixed."},
+        ]
+    )
+    f = flatten(run)
+    evidence, _ = build_evidence("b", f["trajectories"], f["task_packages"], f["tool_calls"], f["messages"])
+    edits = {r["value"]: r for r in evidence.filter(pl.col("source") == "edit").iter_rows(named=True)}
+    assert sorted(edits) == [old, "x_59 = 59"]
+    start = VIEW.index("def total(items):")
+    end = VIEW.index("sum(items)") + len("sum(items)")
+    assert edits[old] | {} == {
+        **edits[old],
+        "used_at": 3,
+        "found_at": 2,
+        "status": "at_risk",
+        "found_offset": start,
+        "found_length": end - start,  # the prefix of the second line inside the span
+    }
+    assert edits["x_59 = 59"]["found_offset"] == VIEW.index("x_59 = 59") and edits["x_59 = 59"]["used_at"] == 5

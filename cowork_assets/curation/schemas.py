@@ -67,7 +67,7 @@ class EvidenceAudit(pa.DataFrameModel):
     trajectory_id: str = pa.Field(description="trajectory the item belongs to")
     check_id: str = pa.Field(description="check that depends on it, or 'grounding'")
     check_type: str = pa.Field(description="type of that check")
-    source: str = pa.Field(description="explicit / derived / grounding")
+    source: str = pa.Field(description="explicit / derived / grounding / edit")
     value: str = pa.Field(description="the value")
     status: str = pa.Field(description="given / at_risk / produced / unused")
     found_at: pl.Int32 = pa.Field(nullable=True, description="message where it was first seen")

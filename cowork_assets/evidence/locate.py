@@ -155,6 +155,12 @@ def locate(items: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
     """One row per distinct (trajectory_id, norm) of `items`: first use, and first location before it."""
     keys = items.select("trajectory_id", "norm").unique(maintain_order=True)
     used, occurrences = scan(keys, messages)
+    return locations(keys, used, occurrences)
+
+
+def locations(keys: pl.DataFrame, used: pl.DataFrame, occurrences: pl.DataFrame) -> pl.DataFrame:
+    """LOCATION_SCHEMA rows of `keys` from their first uses (trajectory_id, norm, used_at) and the occurrences
+    before them (OCCURRENCE_SCHEMA)."""
     first = (
         occurrences.sort("message_index", "offset")
         .group_by("trajectory_id", "norm", maintain_order=True)

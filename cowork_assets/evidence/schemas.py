@@ -14,7 +14,10 @@ class Evidence(pa.DataFrameModel):
     trajectory_id: str = pa.Field(description="trajectory the item belongs to")
     check_id: str = pa.Field(description="check that depends on the value, or 'grounding'")
     check_type: str = pa.Field(description="type of that check (or 'grounding')")
-    source: str = pa.Field(isin=["explicit", "derived", "grounding"], description="how the item was found")
+    source: str = pa.Field(
+        isin=["explicit", "derived", "grounding", "edit"],
+        description="how the item was found (edit: the text a code edit searches for)",
+    )
     value: str = pa.Field(description="the value as the check (or the call) states it")
     norm: str = pa.Field(description="normalised value used for matching")
     used_at: pl.Int32 = pa.Field(nullable=True, description="assistant message that first uses it (null: never used)")
