@@ -121,7 +121,11 @@ def test_the_swe_agent_edit_is_located_at_its_line_and_lost_under_head_at_500(co
 
     evidence = pl.read_parquet(coding.local_root / "tables" / "evidence" / "batch=*" / "data.parquet")
     tid = "sweagent_demo_marshmallow-1867_function_calling_replace"
-    edit = evidence.filter(pl.col("trajectory_id") == tid, pl.col("source") == "edit").row(0, named=True)
+    edits = evidence.filter(pl.col("trajectory_id") == tid, pl.col("source") == "edit")
+    assert sorted(edits["value"]) == ["1474", "return int(value.total_seconds() / base_unit.total_seconds())"]
+    opened = edits.filter(pl.col("value") == "1474").row(0, named=True)  # `open fields.py 1474`: a guess, seen nowhere
+    assert (opened["norm"], opened["used_at"], opened["status"]) == ("line 1474", 12, "produced")
+    edit = edits.filter(pl.col("used_at") == 14).row(0, named=True)
     assert (edit["value"], edit["used_at"], edit["status"]) == (
         "return int(value.total_seconds() / base_unit.total_seconds())",
         14,  # the first edit of fields.py

@@ -299,3 +299,23 @@ def test_an_edit_is_located_through_the_line_numbers_of_the_view_it_copied():
         "found_length": end - start,  # the prefix of the second line inside the span
     }
     assert edits["x_59 = 59"]["found_offset"] == VIEW.index("x_59 = 59") and edits["x_59 = 59"]["used_at"] == 5
+
+
+def test_line_numbers_of_views_and_edits_are_items_found_where_a_view_prints_them():
+    from cowork_assets.evidence.edits import _found, _searches
+
+    assert _searches("str_replace_editor", '{"command": "view", "path": "a.py", "view_range": [150, -1]}') == [
+        ("150", "line 150")  # -1 (to the end) and numbers under 100 are in every view: not items
+    ]
+    assert _searches("bash", '{"command": "open src/f.py 1474"}') == [("1474", "line 1474")]
+    assert _searches("bash", '{"command": "edit 1475:1476\\nreturn x\\nend_of_edit"}') == [
+        ("1475", "line 1475"),
+        ("1476", "line 1476"),
+    ]
+    assert _searches("str_replace_editor", '{"command": "view", "path": "a.py", "view_range": [1, 40]}') == []
+    cat_n = "   149\tdef f():\n   150\t    return 1\n"
+    grep_n = "src/a.py:150:    return 1\n"
+    window = "[File: a.py]\n150:    return 1\n151:\n"
+    for text, at in ((cat_n, cat_n.index("   150\t")), (grep_n, grep_n.index(":150:")), (window, window.index("150:"))):
+        assert [start for start, _ in _found("line 150", text)] == [at]
+    assert _found("line 150", "it took 150 ms, 1500 lines") == []  # a number that is not a line's

@@ -6,7 +6,11 @@ that makes the edit:
 
 * `old_str` of any call (`str_replace_editor` of SWE-agent and OpenHands), `search` of SWE-agent's `edit`;
 * the pattern of a `sed` substitution in a shell command (`sed -i 's/OLD/NEW/' file`), unescaped, without the
-  `^` / `$` anchors.
+  `^` / `$` anchors;
+* the line numbers of a line-range view or edit (`view_range`, `line_number`, `start_line`, `end_line`,
+  `insert_line`; SWE-agent's `goto N`, `open FILE N`, `edit N:M` commands), from 100 on (smaller ones are in
+  every view), as `line N`: shown where an earlier observation prints that line's number (`   650<TAB>`,
+  `650:`, `file:650:` of `grep -n`, `line 650`).
 
 File viewers print a line number before each line (`cat -n` and OpenHands: `   650\\t...`; SWE-agent's window:
 `1475:...`), so text of several lines never appears verbatim in the view. Each observation is also searched
@@ -39,6 +43,17 @@ SED = re.compile(r"""\bsed\b[^|;&\n]*?\s(['"])(?:\d+(?:,\d+)?)?s([^\w\s\\])(.*?)
 LINE_NUMBER = re.compile(r"^(?: *\d+\t|\d+:)", re.M)
 REMOVED = re.compile(r"^(?: *\d+\t|\d+:)|\r(?=\n)", re.M)  # from a numbered view: the prefixes, and CRs of CRLFs
 MIN_EDIT_CHARS = 4  # non-space characters of an edit's search text
+LINE_ARGUMENTS = ("view_range", "line_number", "start_line", "end_line", "insert_line")
+LINE_COMMANDS = re.compile(r"^\s*(?:goto\s+(\d+)|open\s+\S+\s+(\d+)|edit\s+(\d+):(\d+))", re.M)
+MIN_LINE = 100
+
+
+def line_norm(number: int) -> str:
+    return f"line {number}"
+
+
+def _line_pattern(number: str) -> re.Pattern:
+    return re.compile(rf"(?m)^ *{number}\t|^{number}:|:{number}:|\bline {number}\b", re.IGNORECASE)
 
 
 def sed_patterns(command: str) -> list[str]:
@@ -50,7 +65,20 @@ def sed_patterns(command: str) -> list[str]:
     return out
 
 
-def _searches(tool: str, arguments: str) -> list[str]:
+def _line_numbers(args: dict) -> list[int]:
+    numbers = []
+    for key in LINE_ARGUMENTS:
+        value = args.get(key)
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, int) and not isinstance(v, bool):
+                numbers.append(v)
+    if isinstance(args.get("command"), str):
+        numbers += [int(n) for m in LINE_COMMANDS.finditer(args["command"]) for n in m.groups() if n]
+    return [n for n in numbers if n >= MIN_LINE]
+
+
+def _searches(tool: str, arguments: str) -> list[tuple[str, str]]:
+    """(value, norm) of each edit item of one call."""
     try:
         args = orjson.loads(arguments)
     except orjson.JSONDecodeError:
@@ -62,20 +90,23 @@ def _searches(tool: str, arguments: str) -> list[str]:
     ]
     if isinstance(args.get("command"), str) and "sed" in args["command"]:
         found += sed_patterns(args["command"])
-    return [v for v in found if len("".join(v.split())) >= MIN_EDIT_CHARS]
+    texts = [(v, normalise(v)) for v in found if len("".join(v.split())) >= MIN_EDIT_CHARS]
+    return texts + [(str(n), line_norm(n)) for n in _line_numbers(args)]
 
 
 def edit_items(tool_calls: pl.DataFrame) -> pl.DataFrame:
-    """One row per (trajectory, edit search text): EDIT_ITEM_SCHEMA, `used_at` the first call that edits with it."""
+    """One row per (trajectory, edit item): EDIT_ITEM_SCHEMA, `used_at` the first call that edits with it."""
+    keys = "|".join(["old_str", "search", *LINE_ARGUMENTS])
     calls = tool_calls.filter(
-        pl.col("arguments").str.contains(r'"(?:old_str|search)"\s*:') | pl.col("arguments").str.contains(r"\bsed\b")
+        pl.col("arguments").str.contains(rf'"(?:{keys})"\s*:')
+        | pl.col("arguments").str.contains(r"\bsed\b|\b(?:goto|open|edit)\s")
     )
     rows = [
-        (tid, value, normalise(value), index)
+        (tid, value, norm, index)
         for tid, index, tool, arguments in calls.select(
             "trajectory_id", "message_index", "tool_name", "arguments"
         ).iter_rows()
-        for value in _searches(tool, arguments)
+        for value, norm in _searches(tool, arguments)
     ]
     frame = pl.DataFrame(
         rows,
@@ -115,7 +146,10 @@ def without_line_numbers(text: str) -> tuple[str, list[int], list[int]] | None:
 
 
 def _found(norm: str, text: str) -> list[tuple[int, int]]:
-    """(offset, length) in `text` of each match of `norm`, verbatim or through line-number prefixes."""
+    """(offset, length) in `text` of each match of `norm`, verbatim or through line-number prefixes; of a line
+    number, each place the text prints it as one."""
+    if norm.startswith("line ") and norm[5:].isdigit():
+        return [(m.start(), m.end() - m.start()) for m in _line_pattern(norm[5:]).finditer(text)]
     found = dict(matches(norm, text))
     plain = without_line_numbers(text)
     if plain is not None:
@@ -146,7 +180,9 @@ def _occurrences(items: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
         .join(items.select("trajectory_id", "norm", "used_at"), on="trajectory_id")
         .filter(pl.col("message_index") < pl.col("used_at"))
         .filter(
-            pl.col("content").str.to_lowercase().str.contains(pl.col("norm").str.split("\n").list.first(), literal=True)
+            pl.col("content")
+            .str.to_lowercase()
+            .str.contains(pl.col("norm").str.split("\n").list.first().str.strip_prefix("line "), literal=True)
         )
     )
     rows = [
