@@ -153,3 +153,26 @@ def test_a_batch_folder_that_resolves_outside_the_raw_root_is_never_a_batch(tmp_
         ("_raw_root", "linked", "resolves outside the raw root (a symlink): never a batch"),
         ("_raw_root", "stray.jsonl", "a file at the raw root: batches are folders"),
     ]
+
+
+def test_batch_names_a_reader_would_expand_or_a_filesystem_refuse_are_not_batches(tmp_path):
+    """A batch `*` once took in every other batch's rows (a partition path is a glob to polars and DuckDB)."""
+    from cowork_assets.settings import CurateSettings
+    from cowork_cli.runner import ensure_instance, materialize_all
+
+    raw = tmp_path / "raw"
+    names = ["good", "*", "[ab]", "a?b", "{x,y}", "n" * 201]
+    for i, name in enumerate(names):
+        (raw / name).mkdir(parents=True)
+        run = trajectory([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}], tid=f"t{i}")
+        (raw / name / "a.jsonl").write_bytes(orjson.dumps(run) + b"\n")
+    assert discover_batches(raw) == ["good"]
+    glob = "batch folder names may not contain the glob characters * ? [ ] { } (readers would expand them)"
+    assert not_batches(raw) == sorted(
+        [(n, glob) for n in names[1:5]]
+        + [("n" * 201, "batch folder names may have at most 200 bytes (its partition folder must fit)")]
+    )
+    settings = CurateSettings(raw_root=str(raw), data_root=str(tmp_path / "out"), accept_ungraded=True)
+    assert materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lambda _: None).failed == {}
+    stats = pl.read_parquet(table_glob(settings.root, "sample_stats"))
+    assert stats["trajectory_id"].to_list() == ["t0"]  # no batch read another's rows

@@ -14,6 +14,11 @@ from pathlib import Path
 
 READ_BYTES = 1 << 20
 _BAD_KEY_PARTS = ("/", "\\", "...", "\0", "\n", "\r", "\t")
+# Characters a glob-expanding reader (polars, DuckDB, fsspec) would read as a pattern in a partition path: a
+# batch named `*` would read every other batch's rows.
+_GLOB_CHARACTERS = frozenset("*?[]{}")
+# A partition folder is `batch=<name>`, and a filesystem name holds at most 255 bytes.
+MAX_BATCH_NAME_BYTES = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +34,10 @@ def batch_name_problem(name: str) -> str | None:
         return "hidden or underscore-prefixed folders are not batches"
     if any(part in name for part in _BAD_KEY_PARTS) or name.strip() != name or not name:
         return "batch folder names may not contain path separators, '...', control characters or edge spaces"
+    if _GLOB_CHARACTERS & set(name):
+        return "batch folder names may not contain the glob characters * ? [ ] { } (readers would expand them)"
+    if len(name.encode()) > MAX_BATCH_NAME_BYTES:
+        return f"batch folder names may have at most {MAX_BATCH_NAME_BYTES} bytes (its partition folder must fit)"
     return None
 
 
