@@ -138,10 +138,18 @@ def _cmd_sql(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from cowork_assets.datasets.export import jsonl, llamafactory, openai_jsonl
+    from cowork_assets.datasets.export import jsonl, llamafactory, openai_jsonl, output_problem, outputs
 
     split = None if args.split == "all" else args.split
     write = {"jsonl": jsonl, "openai": openai_jsonl, "llamafactory": llamafactory}[args.format]
+    out = Path(args.out)
+    if args.format == "llamafactory" and (out.is_symlink() or out.exists() and not out.is_dir()):
+        raise UsageError(f"{out} is not a folder: the llamafactory export writes a folder")
+    if args.format == "llamafactory" and not out.exists():
+        out.mkdir(parents=True)
+    for path in outputs(args.format, out):
+        if problem := output_problem(path, args.force):
+            raise UsageError(problem)
     try:
         n = write(normalize_root(args.data_root), Path(args.out), split)
     except FileNotFoundError as exc:
@@ -246,6 +254,7 @@ def parser() -> argparse.ArgumentParser:
         "(--out FILE); llamafactory: ShareGPT + dataset_info.json (--out DIR)",
     )
     e.add_argument("--out", required=True, help="output file (jsonl, openai) or folder (llamafactory)")
+    e.add_argument("--force", action="store_true", help="replace an existing output file (never a link or device)")
     e.add_argument("--split", default="train", choices=["train", "validation", "all"], help="which split [train]")
     e.add_argument(
         "--data-root", default=DEFAULT_DATA_ROOT, help=f"where the datasets are published [{DEFAULT_DATA_ROOT}]"

@@ -353,6 +353,42 @@ def test_exports(pipeline, tmp_path):
         ), roles
 
 
+def test_export_writes_only_regular_files_and_replaces_one_only_with_force(pipeline, tmp_path, capsys):
+    import os
+    import stat
+
+    from cowork_cli.cli import main
+
+    settings, _, _ = pipeline
+
+    def export(out, *more):
+        return main(["export", "--format", "openai", "--out", str(out), "--data-root", settings.root, *more])
+
+    # a device: refused, and it stays a device (it once became a 311 KB regular file)
+    assert export("/dev/full") == 2 and stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert export(fifo) == 2 and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("keep me")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    assert export(link, "--force") == 2 and link.is_symlink() and target.read_text() == "keep me"
+    existing = tmp_path / "sft.jsonl"
+    existing.write_text("old")
+    assert export(existing) == 2 and existing.read_text() == "old"
+    errors = capsys.readouterr().err.splitlines()
+    assert errors == [
+        "cowork-curate export: error: /dev/full exists and is not a regular file (a folder, device or FIFO): "
+        "an export writes only regular files",
+        f"cowork-curate export: error: {fifo} exists and is not a regular file (a folder, device or FIFO): "
+        "an export writes only regular files",
+        f"cowork-curate export: error: {link} is a symbolic link: an export writes only regular files",
+        f"cowork-curate export: error: {existing} exists: pass --force to replace it",
+    ]
+    assert export(existing, "--force") == 0 and existing.read_text().startswith('{"messages"')
+
+
 def test_a_broken_dataset_fails_its_gate_and_is_not_published(tmp_path, monkeypatch):
     from cowork_assets.datasets import assets as dataset_assets
     from cowork_assets.settings import CurateSettings

@@ -23,6 +23,27 @@ from cowork_assets.datasets.publish import current_path
 from cowork_assets.storage import atomic_path, exists, join, plain, write_text_atomic
 
 
+def output_problem(path: Path, force: bool = False) -> str | None:
+    """Why an export may not write the file at `path`, or None: exports write regular files only, and never
+    rename over a link, a device or a FIFO; an existing file is replaced only when `force` says so."""
+    if path.is_symlink():
+        return f"{path} is a symbolic link: an export writes only regular files"
+    if path.exists() and not path.is_file():
+        return (
+            f"{path} exists and is not a regular file (a folder, device or FIFO): an export writes only regular files"
+        )
+    if path.exists() and not force:
+        return f"{path} exists: pass --force to replace it"
+    if not path.parent.is_dir():
+        return f"{path.parent} is not a folder"
+    return None
+
+
+def outputs(fmt: str, out: Path, name: str = "cowork_sft") -> list[Path]:
+    """The files an export of format `fmt` to `out` writes."""
+    return [out / f"{name}.json", out / "dataset_info.json"] if fmt == "llamafactory" else [out]
+
+
 def _rows(data_root: str, split: str | None) -> pl.DataFrame:
     folder = current_path(data_root, "sft_dataset")
     files = [join(folder, f"{s}.parquet") for s in ([split] if split else ["train", "validation"])]
