@@ -24,6 +24,10 @@ DEFAULT_DATA_ROOT = "data/curated"
 # The categories coding-agent formats give their runs: a resolved SWE-bench run is long (one `cat` of a file can
 # return 800 KB), so their budget is a trainer's long context rather than a chat sample's size.
 CODING_CATEGORIES = ("atif", "mini_swe_agent", "openhands", "swe_agent")
+# Upper bounds of the sizes (a typo of a few zeros is refused, not run): characters and tokens of a sample.
+MAX_CHARS = 100_000_000
+MAX_TOKENS = 10_000_000
+WAREHOUSE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}\.duckdb")
 
 
 def cron_problem(cron: str) -> str | None:
@@ -52,9 +56,19 @@ class StorageSettings(dg.Config):
     )
     warehouse_file: str = Field(
         default="cowork.duckdb",
-        description="DuckDB database file with a view per table, relative to the local root (data_root, "
-        "or COWORK_WORK_DIR when data_root is an object store).",
+        description="DuckDB database file with a view per table: a plain file name ending in .duckdb, in the "
+        "local root (data_root, or COWORK_WORK_DIR when data_root is an object store).",
     )
+
+    @field_validator("warehouse_file")
+    @classmethod
+    def _warehouse_file(cls, value: str) -> str:
+        if not WAREHOUSE_FILE.fullmatch(value):
+            raise ValueError(
+                f"{value!r} is not a plain file name ending in .duckdb (it is written inside the data root, "
+                "beside the tables and the published datasets, and nowhere else)"
+            )
+        return value
 
 
 class RunSettings(dg.Config):
@@ -63,6 +77,7 @@ class RunSettings(dg.Config):
     tokenizer_processes: int = Field(
         default=2,
         ge=1,
+        le=64,
         description="Processes counting tokens with tiktoken at once (threads would take turns: tiktoken "
         "holds the GIL). The SFT candidate's are all helpers: its own process builds a batch's samples while "
         "they count the next batch's tokens.",
@@ -75,11 +90,13 @@ class RunSettings(dg.Config):
     max_concurrent: int = Field(
         default=2,
         ge=1,
+        le=64,
         description="Batches processed at once by `cowork-curate run` (one process each).",
     )
     read_chunk_records: int = Field(
         default=2000,
         ge=1,
+        le=1_000_000,
         description="Raw records parsed and written per chunk; bounds ingestion memory.",
     )
 
@@ -105,15 +122,19 @@ class CurationSettings(dg.Config):
         "same allowance on windows around at-risk evidence first, then the head.",
     )
     max_observation_chars: int = Field(
-        default=1000, ge=1, description="Characters of an observation kept by truncation (the allowance)."
+        default=1000, ge=1, le=MAX_CHARS, description="Characters of an observation kept by truncation (the allowance)."
     )
     evidence_context_chars: int = Field(
-        default=60, ge=0, description="Context kept on each side of an at-risk value, when the allowance permits."
+        default=60,
+        ge=0,
+        le=100_000,
+        description="Context kept on each side of an at-risk value, when the allowance permits.",
     )
-    char_budget: int = Field(default=40000, ge=1, description="Maximum characters of a curated sample.")
+    char_budget: int = Field(default=40000, ge=1, le=MAX_CHARS, description="Maximum characters of a curated sample.")
     token_budget: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_TOKENS,
         description="Optional maximum tiktoken tokens of a curated sample (none: no limit). Set it to the trainer's "
         "`max_length`, so no published sample is cut off in training.",
     )
@@ -135,10 +156,11 @@ class CurationSettings(dg.Config):
 
     @field_validator("category_char_budgets", "category_token_budgets")
     @classmethod
-    def _budgets(cls, value: dict[str, int]) -> dict[str, int]:
-        bad = sorted(k for k, v in value.items() if v < 1)
+    def _budgets(cls, value: dict[str, int], info) -> dict[str, int]:
+        top = MAX_CHARS if info.field_name == "category_char_budgets" else MAX_TOKENS
+        bad = sorted(k for k, v in value.items() if not 1 <= v <= top)
         if bad:
-            raise ValueError(f"budgets must be at least 1 (categories {', '.join(bad)})")
+            raise ValueError(f"budgets must be from 1 to {top} (categories {', '.join(bad)})")
         return value
 
     def budgets(self, categories: pl.Series) -> pl.DataFrame:
@@ -196,7 +218,9 @@ class SelectionSettings(dg.Config):
         description="Jaccard similarity (word 3-grams of assistant text and actions) at which two runs of a task "
         "are near-duplicates.",
     )
-    max_per_task: int = Field(default=4, ge=1, description="At most this many SFT samples per task (the best kept).")
+    max_per_task: int = Field(
+        default=4, ge=1, le=1_000_000, description="At most this many SFT samples per task (the best kept)."
+    )
     accept_ungraded: bool = Field(
         default=False,
         description="Treat teacher runs without a grade (OpenAI chat or ATIF input) as passing demonstrations for SFT.",
@@ -301,6 +325,37 @@ def settings_from_env() -> tuple[CurateSettings, dict[str, str]]:
 
 class SettingsError(ValueError):
     pass
+
+
+REMOTE_SCHEMES = ("s3", "gs", "gcs")  # what pyarrow's object-store file systems read
+
+
+def roots_problem(raw_root: str, data_root: str) -> str | None:
+    """Why these raw and data roots cannot be used together, or None: checked before any work."""
+    if not raw_root.strip():
+        return "--raw-root is empty (it would mean the current folder): name the folder of the batches"
+    raw = Path(raw_root).expanduser().resolve()
+    if raw == Path(raw.anchor):
+        return f"--raw-root {raw_root} is the filesystem root: every system folder would be a batch"
+    if is_remote(data_root):
+        scheme = data_root.split("://", 1)[0]
+        if scheme not in (*REMOTE_SCHEMES, "file"):
+            return (
+                f"--data-root {data_root}: {scheme}:// is not an object store this reads ({', '.join(REMOTE_SCHEMES)})"
+            )
+        if scheme != "file":
+            return None
+    if not data_root.strip():
+        return "--data-root is empty: name the folder the tables and datasets go to"
+    data = Path(normalize_root(data_root))
+    if data == raw or data.is_relative_to(raw) or raw.is_relative_to(data):
+        return f"--data-root {data} and --raw-root {raw} overlap: the outputs would be read as raw batches"
+    if data.exists() and not data.is_dir():
+        return f"--data-root {data} exists and is not a folder"
+    existing = next(p for p in (data, *data.parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        return f"--data-root {data}: {existing} is not a folder this process can write in"
+    return None
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:

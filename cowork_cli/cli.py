@@ -66,6 +66,10 @@ def _settings(args: argparse.Namespace):
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from cowork_assets.settings import roots_problem
+
+    if problem := roots_problem(args.raw_root, args.data_root):
+        raise UsageError(problem)
     raw = Path(args.raw_root)
     if not raw.is_dir():
         raise UsageError(f"--raw-root {raw} is not a directory")
@@ -78,6 +82,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from cowork_cli.summary import print_summary
 
     home = Path(args.dagster_home or os.environ.get("DAGSTER_HOME") or ".dagster_home").resolve()
+    if home.exists() and not home.is_dir():
+        raise UsageError(f"--dagster-home {home} exists and is not a folder")
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     try:

@@ -53,6 +53,22 @@ def test_data_root_may_be_a_folder_a_file_uri_or_an_object_store(monkeypatch, tm
         ("max_concurrent=0", "bad value for max_concurrent: Input should be greater than or equal to 1"),
         ("near_dup_threshold=2", "bad value for near_dup_threshold: Input should be less than or equal to 1"),
         ("budget_policy=cut", "bad value for budget_policy: Input should be 'drop' or 'trim'"),
+        # upper bounds: a typo of a few zeros is refused, not run (100,000 tokenizer helpers exhausted the machine)
+        ("tokenizer_processes=100000", "bad value for tokenizer_processes: Input should be less than or equal to 64"),
+        ("max_concurrent=65", "bad value for max_concurrent: Input should be less than or equal to 64"),
+        ("read_chunk_records=99999999", "bad value for read_chunk_records: Input should be less than or equal to"),
+        ("char_budget=18446744073709551617", "bad value for char_budget: Input should be less than or equal to"),
+        ("max_observation_chars=" + "9" * 12, "bad value for max_observation_chars: Input should be less than or equal"),
+        ("token_budget=99999999999", "bad value for token_budget: Input should be less than or equal to 10000000"),
+        ("max_per_task=10000000", "bad value for max_per_task: Input should be less than or equal to 1000000"),
+        ('category_char_budgets={"swe_agent": 0}', "bad value for category_char_budgets: budgets must be from 1"),
+        # the warehouse file is a plain name inside the data root, never a path
+        (
+            "warehouse_file=published/sft_dataset/CURRENT",
+            "bad value for warehouse_file: 'published/sft_dataset/CURRENT'",
+        ),
+        ("warehouse_file=/abs/evil.duckdb", "bad value for warehouse_file: '/abs/evil.duckdb' is not a plain file"),
+        ("warehouse_file=../escape.duckdb", "bad value for warehouse_file: '../escape.duckdb' is not a plain file"),
     ],
 )
 def test_bad_values_are_refused_before_any_work(pair, message, tmp_path, capsys):
@@ -80,6 +96,34 @@ def test_bad_values_are_refused_before_any_work(pair, message, tmp_path, capsys)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and pair.split("=")[0] in err
     assert not (tmp_path / "out").exists() and not (tmp_path / "home").exists()
+
+
+@pytest.mark.parametrize(
+    "raw, data, home, message",
+    [
+        ("", "out", "home", "--raw-root is empty (it would mean the current folder)"),
+        ("/", "out", "home", "--raw-root / is the filesystem root"),
+        ("raw", "raw", "home", "overlap: the outputs would be read as raw batches"),
+        ("raw", "raw/out", "home", "overlap: the outputs would be read as raw batches"),
+        ("raw/b", "raw", "home", "overlap: the outputs would be read as raw batches"),
+        ("raw", "a_file", "home", "exists and is not a folder"),
+        ("raw", "ftp://host/x", "home", "ftp:// is not an object store this reads"),
+        ("raw", "out", "a_file", "--dagster-home"),
+        ("raw", "/proc/1/out", "home", "is not a folder this process can write in"),
+    ],
+)
+def test_bad_roots_are_refused_with_one_line_before_any_work(raw, data, home, message, tmp_path, capsys, monkeypatch):
+    from cowork_cli.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    (tmp_path / "a_file").write_text("x")
+    assert main(["run", "--raw-root", raw, "--data-root", data, "--dagster-home", home]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert (
+        not (tmp_path / "out").exists() and not (tmp_path / "home").exists() and not (tmp_path / "raw" / "out").exists()
+    )
 
 
 def test_the_bundled_encodings_are_the_allowed_ones():
