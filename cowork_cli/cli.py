@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 import threading
@@ -129,14 +130,22 @@ def _cmd_sql(args: argparse.Namespace) -> int:
         params[name] = value
     import duckdb
 
-    from cowork_assets.warehouse.duckdb_file import QueryRefused
+    from cowork_assets.warehouse.duckdb_file import QueryLimit, QueryRefused
 
+    if not 0 < args.timeout <= 86_400:
+        raise UsageError(f"--timeout must be from 0 to 86400 seconds, got {args.timeout:g}")
+    if not re.fullmatch(r"\d+(?:\.\d+)?\s*(?:[KMGT]i?)?B", args.memory_limit.strip(), re.IGNORECASE):
+        raise UsageError(f"--memory-limit must be a size such as 500MB or 2GB, got {args.memory_limit!r}")
     try:
-        columns, rows = run_query(_db(args), sql, params, normalize_root(args.data_root))
+        columns, rows = run_query(
+            _db(args), sql, params, normalize_root(args.data_root), args.timeout, args.memory_limit
+        )
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     except QueryRefused as exc:
         raise UsageError(f"refused: {exc}") from None
+    except QueryLimit as exc:
+        raise UsageError(f"query {exc}") from None
     except duckdb.Error as exc:
         raise UsageError(f"query failed: {str(exc).splitlines()[0]}") from None
     print(format_rows(columns, rows))
@@ -233,6 +242,8 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="a query parameter ($NAME)")
     q.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"where the DuckDB file is [{DEFAULT_DATA_ROOT}]")
     q.add_argument("--db", help="path of the DuckDB file [<data-root>/cowork.duckdb]")
+    q.add_argument("--timeout", type=float, default=60.0, help="stop the query after this many seconds [60]")
+    q.add_argument("--memory-limit", default="2GB", help="DuckDB's memory limit for the query [2GB]")
     q.set_defaults(func=_cmd_sql)
 
     t = sub.add_parser("trace", help="the chain of a sample: raw line, curation, findings, exclusion or publication")

@@ -122,3 +122,23 @@ def test_the_sql_modes_read_the_data_root_and_nothing_else(pipeline, tmp_path, c
         main(["sql", "--db", db, f"SELECT count(*) FROM read_parquet('{root}/tables/trajectories/*/*.parquet')"]) == 0
     )
     assert main(["sql", "--db", db, "--query", "quarantine_reasons"]) == 0
+
+
+def test_a_query_stops_at_its_time_and_memory_limits_with_one_line(pipeline, capsys):
+    import time
+
+    from cowork_cli.cli import main
+
+    settings, _, _ = pipeline
+    sql = ["sql", "--data-root", settings.root]
+    started = time.monotonic()
+    assert main([*sql, "SELECT sum(hash(range)) FROM range(1000000000000)", "--timeout", "1"]) == 2
+    assert time.monotonic() - started < 30  # it ran until killed before
+    many = "SELECT string_agg(range::VARCHAR, ',') FROM range(100000000)"
+    assert main([*sql, many, "--memory-limit", "100MB"]) == 2
+    assert main([*sql, "SELECT 1", "--memory-limit", "lots"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "cowork-curate sql: error: query stopped at its time limit of 1 s (--timeout)",
+        "cowork-curate sql: error: query stopped at its memory limit of 100MB (--memory-limit)",
+        "cowork-curate sql: error: --memory-limit must be a size such as 500MB or 2GB, got 'lots'",
+    ]

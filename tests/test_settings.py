@@ -58,7 +58,10 @@ def test_data_root_may_be_a_folder_a_file_uri_or_an_object_store(monkeypatch, tm
         ("max_concurrent=65", "bad value for max_concurrent: Input should be less than or equal to 64"),
         ("read_chunk_records=99999999", "bad value for read_chunk_records: Input should be less than or equal to"),
         ("char_budget=18446744073709551617", "bad value for char_budget: Input should be less than or equal to"),
-        ("max_observation_chars=" + "9" * 12, "bad value for max_observation_chars: Input should be less than or equal"),
+        (
+            "max_observation_chars=" + "9" * 12,
+            "bad value for max_observation_chars: Input should be less than or equal",
+        ),
         ("token_budget=99999999999", "bad value for token_budget: Input should be less than or equal to 10000000"),
         ("max_per_task=10000000", "bad value for max_per_task: Input should be less than or equal to 1000000"),
         ('category_char_budgets={"swe_agent": 0}', "bad value for category_char_budgets: budgets must be from 1"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from pathlib import Path
 
 import duckdb
@@ -118,7 +119,13 @@ class QueryRefused(ValueError):
 READABLE = ("tables", "published")  # what a query may read, under the data root
 
 
-def confined(db_path: Path, data_root: str | None = None) -> duckdb.DuckDBPyConnection:
+SQL_TIMEOUT_SECONDS = 60.0
+SQL_MEMORY_LIMIT = "2GB"
+
+
+def confined(
+    db_path: Path, data_root: str | None = None, memory_limit: str = SQL_MEMORY_LIMIT
+) -> duckdb.DuckDBPyConnection:
     """A read-only connection that can read the data root's tables and published datasets and nothing else:
     the file opened read-only, file access limited to those folders (DuckDB resolves `..` and symlinks
     before it checks), no extension installed or loaded, and the configuration locked so no query can
@@ -140,6 +147,7 @@ def confined(db_path: Path, data_root: str | None = None) -> duckdb.DuckDBPyConn
         for part in READABLE
     }
     con.execute("SET allowed_directories = ?", [sorted(folders)])
+    con.execute("SET memory_limit = ?", [memory_limit])
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
     return con
@@ -159,19 +167,35 @@ def refuse_unless_select(sql: str) -> None:
         raise QueryRefused(f"only SELECT queries run here (read-only); this is a {kind.name} statement")
 
 
+class QueryLimit(Exception):
+    """A query stopped at its time or memory limit."""
+
+
 def run_query(
-    db_path: Path, sql: str, params: dict[str, str] | None = None, data_root: str | None = None
+    db_path: Path,
+    sql: str,
+    params: dict[str, str] | None = None,
+    data_root: str | None = None,
+    timeout: float = SQL_TIMEOUT_SECONDS,
+    memory_limit: str = SQL_MEMORY_LIMIT,
 ) -> tuple[list[str], list[tuple]]:
-    """Run one SELECT on a confined connection (`confined`); QueryRefused for anything else or for a
-    file outside the data root."""
+    """Run one SELECT on a confined connection (`confined`), stopped after `timeout` seconds or past
+    `memory_limit` (QueryLimit); QueryRefused for anything else or for a file outside the data root."""
     if not db_path.is_file():
         raise FileNotFoundError(f"no DuckDB file at {db_path}; run `cowork-curate run` first")
     refuse_unless_select(sql)
-    con = confined(db_path, data_root)
+    con = confined(db_path, data_root, memory_limit)
+    timer = threading.Timer(timeout, con.interrupt)
+    timer.start()
     try:
         cur = con.execute(sql, params) if params else con.execute(sql)
         return [d[0] for d in cur.description or []], cur.fetchall()
     except duckdb.PermissionException as exc:
         raise QueryRefused(f"outside what queries may read: {str(exc).splitlines()[0]}") from None
+    except duckdb.InterruptException:
+        raise QueryLimit(f"stopped at its time limit of {timeout:g} s (--timeout)") from None
+    except duckdb.OutOfMemoryException:
+        raise QueryLimit(f"stopped at its memory limit of {memory_limit} (--memory-limit)") from None
     finally:
+        timer.cancel()
         con.close()
