@@ -99,6 +99,13 @@ class RunSettings(dg.Config):
         le=1_000_000,
         description="Raw records parsed and written per chunk; bounds ingestion memory.",
     )
+    max_record_bytes: int = Field(
+        default=256 << 20,
+        ge=1024,
+        le=2 << 30,
+        description="Largest raw record read (a line, or a JSON document): a longer one is quarantined as "
+        "`too_large` without being read whole, so a batch's memory is bounded whatever its files hold.",
+    )
 
     @field_validator("refresh_cron")
     @classmethod

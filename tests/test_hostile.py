@@ -176,3 +176,76 @@ def test_batch_names_a_reader_would_expand_or_a_filesystem_refuse_are_not_batche
     assert materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lambda _: None).failed == {}
     stats = pl.read_parquet(table_glob(settings.root, "sample_stats"))
     assert stats["trajectory_id"].to_list() == ["t0"]  # no batch read another's rows
+
+
+PEAK = """
+import resource, sys
+from pathlib import Path
+from cowork_assets.ingest.batch import ingest_batch
+r = ingest_batch(Path(sys.argv[1]), sys.argv[2], sys.argv[3], max_record_bytes=int(sys.argv[4]))
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(r.raw_records, r.parsed, r.quarantined, sorted(r.reasons.items()), peak)
+"""
+
+
+def _peak_ingest(raw, batch, out, max_bytes) -> tuple[list, int]:
+    """Ingest a batch in a child process: (its report's counts, its peak resident memory in MB)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK, str(raw), batch, str(out), str(max_bytes)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    counts, peak_kb = done.stdout.strip().rsplit(" ", 1)
+    return counts, int(peak_kb) // 1024
+
+
+def test_a_gzip_bomb_and_a_many_lines_bomb_stay_within_the_record_bound(tmp_path):
+    """A 1 MB .jsonl.gz inflating to one huge line once took 8.7 GB, 5 million `{}` lines 3.2 GB."""
+    import gzip
+
+    raw, limit = tmp_path / "raw", 32 << 20
+    for name in ("small", "bomb", "lines"):
+        (raw / name).mkdir(parents=True)
+    (raw / "small" / "a.jsonl").write_text("{}\n")
+    with gzip.open(raw / "bomb" / "a.jsonl.gz", "wb", compresslevel=1) as fh:  # ~1.3 MB on disk
+        fh.write(b'{"trajectory_id": "x", "pad": "')
+        for _ in range(300):
+            fh.write(b"a" * (1 << 20))
+        fh.write(b'"}\n{}\n')
+    with gzip.open(raw / "lines" / "a.jsonl.gz", "wb", compresslevel=9) as fh:
+        fh.write(b"{}\n" * 500_000)
+    assert (raw / "bomb" / "a.jsonl.gz").stat().st_size < 2 << 20
+    _, baseline = _peak_ingest(raw, "small", tmp_path / "out0", limit)
+    report, bomb = _peak_ingest(raw, "bomb", tmp_path / "out1", limit)
+    assert report == "2 0 2 [('missing_field', 1), ('too_large', 1)]"
+    report, many = _peak_ingest(raw, "lines", tmp_path / "out2", limit)
+    assert report == "500000 0 500000 [('missing_field', 500000)]"
+    # held at most: the record bound (a line is cut there, never read whole) and a part of the quarantine rows
+    assert bomb - baseline < (limit >> 20) + 60, (baseline, bomb)
+    assert many - baseline < 150, (baseline, many)
+    q = pl.read_parquet(partition_file(str(tmp_path / "out1"), "quarantine", "bomb")).row(0, named=True)
+    assert q["reason"] == "too_large" and q["raw_record"] == 1 and "more than 33554432 bytes" in q["detail"]
+
+
+def test_a_document_nested_past_the_recursion_limit_is_one_quarantined_record_for_the_recount_too(tmp_path):
+    from cowork_assets.ingest.recount import recount
+
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    (tmp_path / "raw" / "b" / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    report = ingest_batch(tmp_path / "raw", "b", str(tmp_path / "out"))
+    assert (report.raw_records, report.quarantined, sorted(report.reasons)) == (1, 1, ["bad_json"])
+    assert recount(tmp_path / "raw" / "b") == 1  # it raised RecursionError and failed the batch's check
+
+
+def test_a_json_document_over_the_record_bound_is_quarantined_unread(tmp_path):
+    from cowork_assets.ingest.recount import recount
+
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    (tmp_path / "raw" / "b" / "big.json").write_bytes(b'{"simulations": [' + b"1," * 3000 + b"1]}")
+    report = ingest_batch(tmp_path / "raw", "b", str(tmp_path / "out"), max_record_bytes=4096)
+    assert (report.raw_records, report.quarantined, sorted(report.reasons)) == (1, 1, ["too_large"])
+    assert recount(tmp_path / "raw" / "b", max_bytes=4096) == 1

@@ -40,6 +40,7 @@ def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
         settings.root,
         chunk_records=settings.read_chunk_records,
         progress=throttled(lambda message: context.log.info(f"{batch}: {message}")),
+        max_record_bytes=settings.max_record_bytes,
     )
     context.log.info(
         f"{batch}: {report.raw_records} raw records -> {report.parsed} parsed, {report.quarantined} quarantined "
@@ -82,7 +83,9 @@ def count_raw_records(settings: CurateSettings, batch: str) -> int:
     """The batch's raw records by the independent recount (ingest/recount.py), leaving out the files ingest
     listed in skipped_inputs (accounted for there, with their reason)."""
     skipped = pl.read_parquet(partition_file(settings.root, "skipped_inputs", batch), columns=["raw_file"])
-    return recount(settings.raw_path / batch, [PurePosixPath(f).name for f in skipped["raw_file"]])
+    return recount(
+        settings.raw_path / batch, [PurePosixPath(f).name for f in skipped["raw_file"]], settings.max_record_bytes
+    )
 
 
 def _rows(path) -> int:

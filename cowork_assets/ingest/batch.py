@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from cowork_assets.ingest import schemas, tables
 from cowork_assets.ingest.formats import scan_batch
-from cowork_assets.ingest.raw_files import not_batches
+from cowork_assets.ingest.raw_files import MAX_RECORD_BYTES, not_batches
 from cowork_assets.ingest.record import BOM, excerpt, validate_line
 from cowork_assets.schema import arrow_schema, polars_schema
 from cowork_assets.storage import (
@@ -33,6 +33,7 @@ from cowork_assets.storage import (
 from cowork_assets.tables import stage
 
 BATCH_TABLES = tuple(stage("staging"))
+QUARANTINE_PART = 2000  # quarantine rows held before they are written
 ROOT_BATCH = "_raw_root"  # the batch column of skipped_inputs rows about the raw root itself
 _COUNT_NAMES = ("n_trajectories", "first_trajectory_id")
 
@@ -91,6 +92,8 @@ class _Writer:
         self.origins.append((raw_file, raw_record))
 
     def reject(self, raw_file: str, raw_record: int, reason: str, detail: str, data: bytes) -> None:
+        if len(self.quarantine) >= QUARANTINE_PART:  # a file of bad lines holds a part of them at a time
+            self._write_quarantine()
         self.quarantine.append(
             dict(
                 batch=self.batch,
@@ -101,6 +104,11 @@ class _Writer:
                 excerpt=excerpt(data),
             )
         )
+
+    def _write_quarantine(self) -> None:
+        if self.quarantine:
+            self.sinks["quarantine"].write(pl.DataFrame(self.quarantine, schema=polars_schema(schemas.Quarantine)))
+            self.quarantine = []
 
     def flush(self) -> int:
         """Write the pending chunk; returns how many of its records were parsed."""
@@ -117,9 +125,7 @@ class _Writer:
                 for name, frame in frames.items():
                     self.sinks[name].write(frame)
                 parsed = raw.height
-        if self.quarantine:
-            self.sinks["quarantine"].write(pl.DataFrame(self.quarantine, schema=polars_schema(schemas.Quarantine)))
-            self.quarantine = []
+        self._write_quarantine()
         return parsed
 
     def _parse(self, texts: list[bytes], origins: list[tuple[str, int]]):
@@ -188,10 +194,12 @@ def ingest_batch(
     data_root: str,
     chunk_records: int = 2000,
     progress: Callable[[str], None] = lambda message: None,
+    max_record_bytes: int = MAX_RECORD_BYTES,
 ) -> IngestReport:
-    """Read every raw file of `batch` and write its staging tables atomically."""
+    """Read every raw file of `batch` and write its staging tables atomically. A record (line or JSON document)
+    over `max_record_bytes` is quarantined `too_large` without being read whole."""
     report = IngestReport(batch)
-    sources = scan_batch(raw_root, batch)
+    sources = scan_batch(raw_root, batch, max_record_bytes)
     report.skipped = sources.skipped
     writer = _Writer(data_root, batch)
     try:

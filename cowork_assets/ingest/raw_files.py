@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 READ_BYTES = 1 << 20
+MAX_RECORD_BYTES = 256 << 20  # the default of the max_record_bytes setting
+TOO_LARGE_EXCERPT = 1024  # bytes of an oversized record kept for its quarantine row
 _BAD_KEY_PARTS = ("/", "\\", "...", "\0", "\n", "\r", "\t")
 # Characters a glob-expanding reader (polars, DuckDB, fsspec) would read as a pattern in a partition path: a
 # batch named `*` would read every other batch's rows.
@@ -93,14 +95,17 @@ def _chunks(path: Path) -> Iterator[tuple[bytes, str | None]]:
         member_has_input = False
         while block := fh.read(READ_BYTES):
             while block:
-                try:
-                    out = inflater.decompress(block)
+                try:  # at most READ_BYTES out at a time: 1 MB of a gzip bomb inflates to ~1 GB
+                    out = inflater.decompress(block, READ_BYTES)
                 except zlib.error as exc:
                     yield b"", f"corrupt_gzip: {exc}"
                     return
                 member_has_input = True
                 if out:
                     yield out, None
+                if inflater.unconsumed_tail:
+                    block = inflater.unconsumed_tail
+                    continue
                 if not inflater.eof:
                     break
                 # A member ended: the rest of this block starts the next member (multi-member gzip).
@@ -111,18 +116,53 @@ def _chunks(path: Path) -> Iterator[tuple[bytes, str | None]]:
             yield inflater.flush(), "truncated_gzip"
 
 
-def iter_raw_lines(path: Path) -> Iterator[RawLine]:
-    """Stream the lines of one raw file; memory is bounded by the longest line."""
-    pending = b""
-    record = 0
+def _head(parts: list[bytes]) -> bytes:
+    """The first TOO_LARGE_EXCERPT bytes of the parts, without joining them all."""
+    out, size = [], 0
+    for part in parts:
+        out.append(part[: TOO_LARGE_EXCERPT - size])
+        size += len(out[-1])
+        if size >= TOO_LARGE_EXCERPT:
+            break
+    return b"".join(out)
+
+
+def too_large(limit: int) -> str:
+    return f"too_large: a record of more than {limit} bytes (max_record_bytes); not read"
+
+
+def iter_raw_lines(path: Path, max_bytes: int = MAX_RECORD_BYTES) -> Iterator[RawLine]:
+    """Stream the lines of one raw file; memory is bounded by `max_bytes`: a longer line is never held whole,
+    it becomes one `too_large` record carrying its first bytes."""
+    parts: list[bytes] = []  # the line read so far (its parts, joined once: no quadratic concatenation)
+    size, record, oversized = 0, 0, False
     for block, error in _chunks(path):
         if error is not None:
-            yield RawLine(record + 1, pending + block, error)
+            if oversized:
+                yield RawLine(record + 1, b"".join(parts), too_large(max_bytes))
+            else:
+                yield RawLine(record + 1, b"".join(parts) + block, error)
             return
-        pending += block
-        *lines, pending = pending.split(b"\n")
-        for line in lines:
+        start = 0
+        while (end := block.find(b"\n", start)) >= 0:
             record += 1
-            yield RawLine(record, line)
-    if pending:
-        yield RawLine(record + 1, pending)
+            if oversized:
+                yield RawLine(record, b"".join(parts), too_large(max_bytes))
+            elif size + end - start > max_bytes:
+                yield RawLine(record, _head([*parts, block[start:end]]), too_large(max_bytes))
+            else:
+                yield RawLine(record, b"".join([*parts, block[start:end]]) if parts else block[start:end])
+            parts, size, oversized = [], 0, False
+            start = end + 1
+        rest = block[start:]
+        if oversized:
+            continue
+        if size + len(rest) > max_bytes:  # keep only the excerpt, skip to the end of the line
+            parts, oversized = [_head([*parts, rest])], True
+        elif rest:
+            parts.append(rest)
+            size += len(rest)
+    if oversized:
+        yield RawLine(record + 1, b"".join(parts), too_large(max_bytes))
+    elif parts:
+        yield RawLine(record + 1, b"".join(parts))

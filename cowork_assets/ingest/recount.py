@@ -64,11 +64,14 @@ def _is_function_spec(item: object) -> bool:
     return isinstance(spec, dict) and "name" in spec
 
 
-def count_documents(path: Path) -> int:
-    """Records of a JSON document file (see the module's docstring)."""
+def count_documents(path: Path, max_bytes: int | None = None) -> int:
+    """Records of a JSON document file (see the module's docstring); a file over `max_bytes` is one record,
+    never read (ingest quarantines it as too large), and so is one nested past Python's recursion limit."""
+    if max_bytes is not None and path.stat().st_size > max_bytes:
+        return 1
     try:
         document = json.loads(path.read_bytes())
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return 1
     if isinstance(document, list):
         if document and all(_is_function_spec(item) for item in document):
@@ -91,7 +94,7 @@ def _is_report(document: dict) -> bool:
     return bool(document) and all(graded(v) for v in document.values())
 
 
-def recount(folder: Path, skipped: Iterable[str] = ()) -> int:
+def recount(folder: Path, skipped: Iterable[str] = (), max_bytes: int | None = None) -> int:
     """Raw records of a batch folder's files, leaving out the files named in `skipped` (file names)."""
     forced = folder / ".cowork-format"
     lines_everywhere = forced.is_file() and forced.read_text().strip() in LINE_FORMATS
@@ -100,5 +103,5 @@ def recount(folder: Path, skipped: Iterable[str] = ()) -> int:
         if path.name == forced.name or path.name in set(skipped) or not path.is_file():
             continue
         jsonl = path.name.endswith((".jsonl", ".jsonl.gz")) or lines_everywhere
-        total += count_lines(path) if jsonl else count_documents(path)
+        total += count_lines(path) if jsonl else count_documents(path, max_bytes)
     return total

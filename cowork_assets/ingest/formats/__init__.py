@@ -33,7 +33,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from cowork_assets.ingest.raw_files import RawLine, batch_entries, iter_raw_lines
+from cowork_assets.ingest.raw_files import MAX_RECORD_BYTES, RawLine, batch_entries, iter_raw_lines, too_large
 
 FORCE_FILE = ".cowork-format"
 LINES_SUFFIXES = (".jsonl", ".jsonl.gz")
@@ -46,6 +46,11 @@ class Sample:
 
     path: Path
     rel: str  # relative to the raw root: raw_file in every table
+    max_record_bytes: int = MAX_RECORD_BYTES  # a longer record (line, or JSON document) is not read
+
+    def lines(self) -> Iterator[RawLine]:
+        """The file's lines (`iter_raw_lines`), a line over `max_record_bytes` as one `too_large` record."""
+        return iter_raw_lines(self.path, self.max_record_bytes)
 
     @property
     def is_lines(self) -> bool:
@@ -63,6 +68,8 @@ class Sample:
             return ValueError("a JSON Lines file")
         if self.head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] not in (b"{", b"[") and not self.path.name.endswith(".json"):
             return ValueError("not JSON")
+        if self.path.stat().st_size > self.max_record_bytes:  # never materialised
+            return ValueError(too_large(self.max_record_bytes))
         try:
             return orjson.loads(self.path.read_bytes().removeprefix(b"\xef\xbb\xbf"))
         except orjson.JSONDecodeError as exc:
@@ -73,7 +80,7 @@ class Sample:
         """The first non-blank line of a JSON Lines file, parsed (None if it is not JSON)."""
         if not self.is_lines:
             return None
-        for line in iter_raw_lines(self.path):
+        for line in self.lines():
             if line.error or line.data.strip():
                 try:
                     return None if line.error else orjson.loads(line.data.removeprefix(b"\xef\xbb\xbf"))
@@ -166,7 +173,7 @@ class BatchSources:
         return self.format_of(sample).records(sample, self.batch)
 
 
-def scan_batch(raw_root: Path, batch: str) -> BatchSources:
+def scan_batch(raw_root: Path, batch: str, max_record_bytes: int = MAX_RECORD_BYTES) -> BatchSources:
     """Detect the format of every file of a batch folder; a `.cowork-format` file forces one."""
     entries, skipped = batch_entries(raw_root, batch)
     sources = BatchSources(skipped=skipped)
@@ -180,7 +187,7 @@ def scan_batch(raw_root: Path, batch: str) -> BatchSources:
     for path in entries:
         if path.name == FORCE_FILE:
             continue
-        sample = Sample(path, path.relative_to(raw_root).as_posix())
+        sample = Sample(path, path.relative_to(raw_root).as_posix(), max_record_bytes)
         fmt = detect(sample)
         if forced is not None and not getattr(fmt, "AUXILIARY", False):
             fmt = forced

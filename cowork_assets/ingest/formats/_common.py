@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from cowork_assets.ingest.raw_files import RawLine, iter_raw_lines
+from cowork_assets.ingest.raw_files import RawLine
 
 NO_PARAMETERS = {"type": "object", "properties": {}}
 BASH_TOOL = {
@@ -180,7 +180,7 @@ def json_lines(sample, looks_like, convert, reason: str, expected: str):
     """The records of a JSON Lines format: each line `convert`ed to a cowork line; a line that is not
     JSON passes through for validation to name its problem; one that is JSON but not this format's
     record is quarantined with `reason` and what was `expected`."""
-    for line in iter_raw_lines(sample.path):
+    for line in sample.lines():
         if line.error is not None or not line.data.strip():
             yield line
             continue

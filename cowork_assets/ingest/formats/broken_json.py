@@ -1,5 +1,5 @@
-"""A `*.json` file (or one that starts like JSON) that does not parse: one quarantined `bad_json` record,
-so the loss is counted rather than the file silently skipped."""
+"""A `*.json` file (or one that starts like JSON) that does not parse: one quarantined `bad_json` record (or
+`too_large`, past max_record_bytes: not read), so the loss is counted rather than the file silently skipped."""
 
 from __future__ import annotations
 
@@ -19,4 +19,7 @@ def detect(sample) -> bool:
 
 
 def records(sample, batch):
-    yield RawLine(1, sample.head[:EXCERPT_BYTES], f"bad_json: {sample.document}")
+    problem = str(sample.document)
+    yield RawLine(
+        1, sample.head[:EXCERPT_BYTES], problem if problem.startswith("too_large") else f"bad_json: {problem}"
+    )

@@ -3,8 +3,6 @@
 The general JSON Lines format: any JSON Lines file no more specific format takes is read as this one,
 so its own contract quarantines each line that is not a trajectory, with the reason."""
 
-from cowork_assets.ingest.raw_files import iter_raw_lines
-
 NAME = "cowork"
 PRIORITY = 90
 
@@ -14,4 +12,4 @@ def detect(sample) -> bool:
 
 
 def records(sample, batch):
-    return iter_raw_lines(sample.path)
+    return sample.lines()
