@@ -249,3 +249,52 @@ def test_a_json_document_over_the_record_bound_is_quarantined_unread(tmp_path):
     report = ingest_batch(tmp_path / "raw", "b", str(tmp_path / "out"), max_record_bytes=4096)
     assert (report.raw_records, report.quarantined, sorted(report.reasons)) == (1, 1, ["too_large"])
     assert recount(tmp_path / "raw" / "b", max_bytes=4096) == 1
+
+
+def test_a_read_error_or_a_link_loop_is_accounted_for_and_never_fails_the_batch(tmp_path, monkeypatch):
+    import errno
+
+    from cowork_assets.ingest import raw_files, recount
+
+    raw = tmp_path / "raw"
+    (raw / "b").mkdir(parents=True)
+    good = trajectory([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}], tid="t1")
+    other = trajectory([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}], tid="t2")
+    (raw / "b" / "a.jsonl").write_bytes(orjson.dumps(good) + b"\n{}\n" + b"never read\n")
+    (raw / "b" / "c.jsonl").write_bytes(orjson.dumps(other) + b"\n")
+    (raw / "b" / "loop1").symlink_to("loop2")
+    (raw / "b" / "loop2").symlink_to("loop1")
+    (raw / "top1").symlink_to("top2")  # at the raw root it once stopped the run before any work
+    (raw / "top2").symlink_to("top1")
+    head = (raw / "b" / "a.jsonl").read_bytes().split(b"never")[0]
+
+    def failing(real, first):  # the disk returns EIO after the first block of a.jsonl
+        def chunks(path, *args):
+            if path.name != "a.jsonl":
+                yield from real(path, *args)
+                return
+            yield first
+            raise OSError(errno.EIO, "Input/output error")
+
+        return chunks
+
+    monkeypatch.setattr(raw_files, "_chunks", failing(raw_files._chunks, (head, None)))
+    monkeypatch.setattr(recount, "_decompressed", failing(recount._decompressed, head))
+    assert discover_batches(raw) == ["b"]
+    assert [n for n, _ in not_batches(raw)] == ["top1", "top2"]
+    report = ingest_batch(raw, "b", str(tmp_path / "out"))
+    assert (report.raw_records, report.parsed, report.quarantined) == (4, 2, 2)
+    assert sorted(report.reasons.items()) == [("missing_field", 1), ("read_error", 1)]
+    assert sorted(report.skipped) == [
+        ("b/loop1", "cannot be followed (a symbolic link loop)"),
+        ("b/loop2", "cannot be followed (a symbolic link loop)"),
+    ]
+    assert recount.recount(raw / "b", ["loop1", "loop2"]) == report.raw_records  # the independent count agrees
+    row = pl.read_parquet(partition_file(str(tmp_path / "out"), "quarantine", "b")).filter(
+        pl.col("reason") == "read_error"
+    )
+    assert row.select("raw_file", "raw_record", "detail").row(0) == (
+        "b/a.jsonl",
+        3,
+        "the file could not be read past record 2: Input/output error",
+    )

@@ -8,7 +8,7 @@ the batch. Nothing is visible until every table of the batch has been written co
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from cowork_assets.ingest import schemas, tables
 from cowork_assets.ingest.formats import scan_batch
-from cowork_assets.ingest.raw_files import MAX_RECORD_BYTES, not_batches
+from cowork_assets.ingest.raw_files import MAX_RECORD_BYTES, RawLine, not_batches
 from cowork_assets.ingest.record import BOM, excerpt, validate_line
 from cowork_assets.schema import arrow_schema, polars_schema
 from cowork_assets.storage import (
@@ -188,6 +188,17 @@ class _Writer:
         self.packages_seen.remove()
 
 
+def _readable(lines: Iterator[RawLine]) -> Iterator[RawLine]:
+    """The lines of a file; a read error (EIO, ...) ends them in one `read_error` record for what was not read."""
+    record = 0
+    try:
+        for line in lines:
+            record = line.record
+            yield line
+    except OSError as exc:
+        yield RawLine(record + 1, b"", f"read_error: the file could not be read past record {record}: {exc.strerror}")
+
+
 def ingest_batch(
     raw_root: Path,
     batch: str,
@@ -209,7 +220,7 @@ def ingest_batch(
             report.files.append(rel)
             report.formats[sources.format_of(sample).NAME] += 1
             progress(f"reading {rel} ({sources.format_of(sample).NAME})")
-            for line in sources.records(sample):
+            for line in _readable(sources.records(sample)):
                 data = line.data.removesuffix(b"\r")
                 if line.error is None and not data.strip():
                     report.blank_lines += 1

@@ -43,8 +43,20 @@ def batch_name_problem(name: str) -> str | None:
     return None
 
 
+def _unresolvable(path: Path) -> str | None:
+    """Why a path cannot be followed (a symbolic link loop, a broken or unreadable link), or None."""
+    try:
+        path.resolve(strict=path.is_symlink())
+    except (OSError, RuntimeError) as exc:
+        why = "a symbolic link loop" if isinstance(exc, RuntimeError) or "loop" in str(exc).lower() else str(exc)
+        return f"cannot be followed ({why})"
+    return None
+
+
 def _not_a_batch(raw_root: Path, path: Path) -> str | None:
     """Why an entry of the raw root is not a batch folder, or None if it is one."""
+    if why := _unresolvable(path):
+        return why
     if not path.resolve().is_relative_to(raw_root.resolve()):
         return "resolves outside the raw root (a symlink): never a batch"
     if not path.is_dir():
@@ -73,7 +85,9 @@ def batch_entries(raw_root: Path, batch: str) -> tuple[list[Path], list[tuple[st
     files, skipped = [], []
     for path in sorted(folder.iterdir()):
         rel = path.relative_to(raw_root).as_posix()
-        if not path.resolve().is_relative_to(root):
+        if why := _unresolvable(path):
+            skipped.append((rel, why))
+        elif not path.resolve().is_relative_to(root):
             skipped.append((rel, "resolves outside the raw root"))
         elif path.is_dir():
             skipped.append((rel, "a folder inside a batch folder (batches are flat)"))

@@ -188,7 +188,11 @@ def scan_batch(raw_root: Path, batch: str, max_record_bytes: int = MAX_RECORD_BY
         if path.name == FORCE_FILE:
             continue
         sample = Sample(path, path.relative_to(raw_root).as_posix(), max_record_bytes)
-        fmt = detect(sample)
+        try:
+            fmt = detect(sample)
+        except OSError as exc:  # EIO, a file that vanished: named, not fatal
+            sources.skipped.append((sample.rel, f"cannot be read: {exc.strerror or exc}"))
+            continue
         if forced is not None and not getattr(fmt, "AUXILIARY", False):
             fmt = forced
         if fmt is None:
