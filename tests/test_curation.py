@@ -361,21 +361,10 @@ def test_each_category_has_its_own_budget():
 
 
 def test_the_lines_an_edit_copied_are_lost_under_head_and_kept_by_evidence_aware():
-    from tests.test_evidence import VIEW
+    from tests.test_evidence import EDITED as old
+    from tests.test_evidence import edit_run
 
-    old = "def total(items):\n    return sum(items)"  # 1,073 characters into the view
-    run = trajectory(
-        [
-            {"role": "user", "content": "Fix total in app.py."},
-            call("bash", {"command": "cat -n app.py"}, "c1"),
-            result(VIEW, "c1"),
-            call(
-                "str_replace_editor", {"command": "str_replace", "path": "app.py", "old_str": old, "new_str": "x"}, "c2"
-            ),
-            result("edited", "c2"),
-            {"role": "assistant", "content": "Fixed."},
-        ]
-    )
+    run = edit_run()
     for strategy, lost in (("head", True), ("evidence_aware", False)):
         out = _curate(run, truncation_strategy=strategy, max_observation_chars=1000)
         audit = out["evidence_audit"].filter(pl.col("source") == "edit").row(0, named=True)

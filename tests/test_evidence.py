@@ -268,22 +268,28 @@ def test_sed_substitution_patterns_are_read_unescaped(command, patterns):
     assert sed_patterns(command) == patterns
 
 
-def test_an_edit_is_located_through_the_line_numbers_of_the_view_it_copied():
-    old = "def total(items):\n    return sum(items)"  # two lines: never verbatim in a numbered view
-    run = trajectory(
+EDITED = "def total(items):\n    return sum(items)"  # two lines, 1,073 characters into VIEW
+
+
+def edit_run(*more: dict) -> dict:
+    """A coding run that views app.py with `cat -n` and replaces EDITED, then does `more`."""
+    replace = {"command": "str_replace", "path": "app.py", "old_str": EDITED, "new_str": "x"}
+    return trajectory(
         [
             {"role": "user", "content": "Fix total in app.py."},
             call("bash", {"command": "cat -n app.py"}, "c1"),
             result(VIEW, "c1"),
-            call(
-                "str_replace_editor", {"command": "str_replace", "path": "app.py", "old_str": old, "new_str": "x"}, "c2"
-            ),
+            call("str_replace_editor", replace, "c2"),
             result("edited", "c2"),
-            call("bash", {"command": "sed -i 's/x_59 = 59/x_59 = 0/' app.py"}, "c3"),
-            result("", "c3"),
+            *more,
             {"role": "assistant", "content": "Fixed."},
         ]
     )
+
+
+def test_an_edit_is_located_through_the_line_numbers_of_the_view_it_copied():
+    old = EDITED  # never verbatim in a numbered view
+    run = edit_run(call("bash", {"command": "sed -i 's/x_59 = 59/x_59 = 0/' app.py"}, "c3"), result("", "c3"))
     f = flatten(run)
     evidence, _ = build_evidence("b", f["trajectories"], f["task_packages"], f["tool_calls"], f["messages"])
     edits = {r["value"]: r for r in evidence.filter(pl.col("source") == "edit").iter_rows(named=True)}

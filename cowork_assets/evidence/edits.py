@@ -26,18 +26,11 @@ from bisect import bisect_right
 import orjson
 import polars as pl
 
+from cowork_assets.evidence.extract import ITEM_SCHEMA
 from cowork_assets.evidence.locate import OCCURRENCE_SCHEMA, locations
 from cowork_assets.evidence.values import matches, normalise
 
-EDIT_ITEM_SCHEMA = {
-    "trajectory_id": pl.String,
-    "check_id": pl.String,
-    "check_type": pl.String,
-    "source": pl.String,
-    "value": pl.String,
-    "norm": pl.String,
-    "used_at": pl.Int32,
-}
+EDIT_ITEM_SCHEMA = {**ITEM_SCHEMA, "used_at": pl.Int32}  # an edit item and the call that uses it
 SEARCH_ARGUMENT = {"old_str": None, "search": "edit"}  # argument -> the only tool it is an edit of (None: any)
 SED = re.compile(r"""\bsed\b[^|;&\n]*?\s(['"])(?:\d+(?:,\d+)?)?s([^\w\s\\])(.*?)(?<!\\)\2""", re.S)
 LINE_NUMBER = re.compile(r"^(?: *\d+\t|\d+:)", re.M)
