@@ -241,6 +241,12 @@ class SelectionSettings(dg.Config):
 class DatasetSettings(dg.Config):
     """Stage datasets: the split and the RL rollout rewards."""
 
+    publish_without_failed_batches: bool = Field(
+        default=False,
+        description="When a batch of a run fails (its files could not be read, a step failed), `cowork-curate "
+        "run` does not refresh the corpus and publishes nothing without it; true publishes the other batches.",
+    )
+
     validation_fraction: float = Field(
         default=0.1,
         ge=0.0,

@@ -186,6 +186,14 @@ def materialize_all(
     finally:
         if pool:  # finished workers exit on their own; waiting for their teardown would only delay what follows
             pool.shutdown(wait=False, cancel_futures=True)
+    failed = sorted(b for b in outcome.failed if b in todo)
+    if failed and not settings.publish_without_failed_batches:
+        echo(
+            f"not refreshing the corpus: batch(es) {', '.join(failed)} failed, and no dataset is published without "
+            "them (--set publish_without_failed_batches=true publishes the others)"
+        )
+        outcome.seconds = time.monotonic() - started
+        return outcome
     # Batches run in parallel across processes; the cross-batch steps of two runs take turns.
     with file_lock(
         settings.local_root / ".cross-batch.lock",

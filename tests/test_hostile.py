@@ -298,3 +298,26 @@ def test_a_read_error_or_a_link_loop_is_accounted_for_and_never_fails_the_batch(
         3,
         "the file could not be read past record 2: Input/output error",
     )
+
+
+def test_no_dataset_is_published_without_a_batch_that_failed_unless_asked(tmp_path):
+    """With a batch unreadable, a run once published SFT from the other batch only: half the rows, exit 0."""
+    from cowork_assets.settings import CurateSettings
+    from cowork_cli.runner import ensure_instance, materialize_all
+
+    raw = tmp_path / "raw"
+    for i, name in enumerate(["good", "broken"]):
+        (raw / name).mkdir(parents=True)
+        run = trajectory([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}], tid=f"t{i}")
+        (raw / name / "a.jsonl").write_bytes(orjson.dumps(run) + b"\n")
+    (raw / "broken" / ".cowork-format").write_text("no-such-format")  # the batch cannot be read at all
+    lines: list[str] = []
+    settings = CurateSettings(raw_root=str(raw), data_root=str(tmp_path / "out"), accept_ungraded=True)
+    outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lines.append)
+    assert list(outcome.failed) == ["broken"] and not (tmp_path / "out" / "published").exists()
+    assert lines[-1].startswith("not refreshing the corpus: batch(es) broken failed")
+    settings = settings.model_copy(update={"publish_without_failed_batches": True})
+    outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lines.append)
+    assert list(outcome.failed) == ["broken"]
+    sft = pl.read_parquet(tmp_path / "out" / "published" / "sft_dataset" / "current" / "*.parquet")
+    assert sft["sample_id"].to_list() == ["t0"]
