@@ -77,3 +77,28 @@ def test_discovery_skips_files_hidden_folders_and_lists_ignored_files(tmp_path):
     assert sources.skipped[2:] == [
         ("b1/notes.txt", "not JSON Lines (*.jsonl, *.jsonl.gz) or a JSON document any format reads")
     ]
+
+
+def test_gzip_members_read_back_whole_whatever_the_output_bound(tmp_path, monkeypatch):
+    """The inflater stops at READ_BYTES of output a call (a bomb's bound): every member, and output that ends
+    exactly on the bound, still comes back whole, for ingest and for the recount."""
+    import gzip
+
+    from cowork_assets.ingest import raw_files, recount
+
+    data = b"".join(b'{"i": %d, "pad": "%s"}\n' % (i, b"x" * (i * 37 % 3000)) for i in range(2000))
+    path = tmp_path / "a.jsonl.gz"
+    path.write_bytes(b"".join(gzip.compress(data[k : k + 500_000]) for k in range(0, len(data), 500_000)))
+    exact = tmp_path / "b.jsonl.gz"
+    exact.write_bytes(gzip.compress(b"a" * (4 << 20) + b"\n{}\n"))  # output a multiple of the bound
+    for bound in (1 << 20, 4096, 1000):
+        monkeypatch.setattr(raw_files, "READ_BYTES", bound)
+        monkeypatch.setattr(recount, "BLOCK", bound)
+        lines = list(raw_files.iter_raw_lines(path))
+        assert b"\n".join(line.data for line in lines) + b"\n" == data and not any(line.error for line in lines)
+        assert recount.count_lines(path) == 2000
+        assert [(line.record, len(line.data), line.error) for line in raw_files.iter_raw_lines(exact, 1 << 30)] == [
+            (1, 4 << 20, None),
+            (2, 2, None),
+        ]
+        assert recount.count_lines(exact) == 2

@@ -108,7 +108,7 @@ def _chunks(path: Path) -> Iterator[tuple[bytes, str | None]]:
         inflater = zlib.decompressobj(wbits=31)
         member_has_input = False
         while block := fh.read(READ_BYTES):
-            while block:
+            while True:
                 try:  # at most READ_BYTES out at a time: 1 MB of a gzip bomb inflates to ~1 GB
                     out = inflater.decompress(block, READ_BYTES)
                 except zlib.error as exc:
@@ -117,15 +117,16 @@ def _chunks(path: Path) -> Iterator[tuple[bytes, str | None]]:
                 member_has_input = True
                 if out:
                     yield out, None
-                if inflater.unconsumed_tail:
+                if inflater.eof:  # a member ended: the rest of this block starts the next one (multi-member gzip)
+                    block = inflater.unused_data
+                    inflater = zlib.decompressobj(wbits=31)
+                    member_has_input = False
+                    if not block:
+                        break
+                elif inflater.unconsumed_tail or len(out) == READ_BYTES:  # the output bound: go on from there
                     block = inflater.unconsumed_tail
-                    continue
-                if not inflater.eof:
-                    break
-                # A member ended: the rest of this block starts the next member (multi-member gzip).
-                block = inflater.unused_data
-                inflater = zlib.decompressobj(wbits=31)
-                member_has_input = False
+                else:
+                    break  # the block is used up
         if member_has_input and not inflater.eof:
             yield inflater.flush(), "truncated_gzip"
 

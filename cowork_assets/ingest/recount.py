@@ -33,19 +33,22 @@ def _decompressed(path: Path) -> Iterator[bytes | None]:
             return
         stream, started = zlib.decompressobj(wbits=31), False
         while block := fh.read(BLOCK):
-            while block:
+            while True:
                 try:  # at most BLOCK bytes out at a time: a small bomb inflates a thousandfold
-                    yield stream.decompress(block, BLOCK)
+                    out = stream.decompress(block, BLOCK)
                 except zlib.error:
                     yield None
                     return
+                yield out
                 started = True
-                if stream.unconsumed_tail:
+                if stream.eof:  # the next member starts in what is left
+                    block, stream, started = stream.unused_data, zlib.decompressobj(wbits=31), False
+                    if not block:
+                        break
+                elif stream.unconsumed_tail or len(out) == BLOCK:
                     block = stream.unconsumed_tail
-                    continue
-                if not stream.eof:
+                else:
                     break
-                block, stream, started = stream.unused_data, zlib.decompressobj(wbits=31), False
         if started and not stream.eof:
             yield None
 
