@@ -69,12 +69,12 @@ def _settings(args: argparse.Namespace):
 def _cmd_run(args: argparse.Namespace) -> int:
     from cowork_assets.settings import roots_problem
 
+    settings = _settings(args)  # a bad --set first: it needs no folder
     if problem := roots_problem(args.raw_root, args.data_root):
         raise UsageError(problem)
     raw = Path(args.raw_root)
     if not raw.is_dir():
         raise UsageError(f"--raw-root {raw} is not a directory")
-    settings = _settings(args)
     try:
         check_root(settings.root)
     except (ConnectionError, FileNotFoundError) as exc:
