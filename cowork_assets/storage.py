@@ -158,9 +158,12 @@ def _place(tmp: Path, final: str) -> None:
         fs, path = filesystem(final)
         pafs.copy_files(str(tmp), path, source_filesystem=_LOCAL, destination_filesystem=fs)
     else:
+        target = Path(final)
+        if target.is_symlink() or target.exists() and not target.is_file():  # a link, device, FIFO or folder
+            raise FileExistsError(f"{final} is not a regular file: an atomic write never replaces it")
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
-        Path(final).parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(tmp, final)
 
 

@@ -665,3 +665,20 @@ def test_a_coding_task_is_an_rl_row_graded_in_a_sandbox():
     kinds = {f["kind"] for f in package_findings("org__repo-7", "h", "Fix the bug", "[]", "[]", json.dumps(state))}
     assert "no_checks" not in kinds  # its tests grade it
     assert "no_checks" in {f["kind"] for f in package_findings("t", "h", "r", "[]", "[]", "{}")}
+
+
+def test_an_atomic_write_never_replaces_a_link_or_a_device(tmp_path):
+    import os
+    import stat
+
+    from cowork_assets.storage import write_text_atomic
+
+    target = tmp_path / "kept.txt"
+    target.write_text("keep me")
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    for path in (link, "/dev/full"):
+        with pytest.raises(FileExistsError, match="is not a regular file"):
+            write_text_atomic(path, "new")
+    assert link.is_symlink() and target.read_text() == "keep me" and stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # no scratch file left behind
