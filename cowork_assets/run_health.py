@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
+from cowork_assets.ingest.raw_files import discover_batches
 from cowork_assets.procfs import stat_fields
+
+if TYPE_CHECKING:  # settings reads the machine's limits from here
+    from cowork_assets.settings import CurateSettings
 
 PROCESS_TAG = "cowork/process"
 IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
@@ -23,6 +28,28 @@ WAITING = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, *IN_PROG
 def in_flight(instance: dg.DagsterInstance, jobs: tuple[str, ...]) -> int:
     """Runs of these jobs queued or in progress."""
     return sum(len(instance.get_run_records(dg.RunsFilter(job_name=job, statuses=WAITING), limit=10)) for job in jobs)
+
+
+def failed_batches(instance: dg.DagsterInstance, batches: list[str], job: str = "process_batch") -> list[str]:
+    """The batches whose latest run of `job` failed or was canceled (a batch never run is not failed)."""
+    failed = []
+    for batch in batches:
+        latest = instance.get_run_records(dg.RunsFilter(job_name=job, tags={"dagster/partition": batch}), limit=1)
+        if latest and latest[0].dagster_run.status in (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED):
+            failed.append(batch)
+    return failed
+
+
+def publication_blocked(instance: dg.DagsterInstance, settings: CurateSettings) -> str | None:
+    """Why no dataset may be published now (a batch under the raw root whose last run failed), or None."""
+    if settings.publish_without_failed_batches or not settings.raw_path.is_dir():
+        return None
+    if failed := failed_batches(instance, discover_batches(settings.raw_path)):
+        return (
+            f"batch(es) {', '.join(failed)} failed, and no dataset is published without them (run them again, or "
+            "set publish_without_failed_batches=true to publish the others)"
+        )
+    return None
 
 
 def process_identity(pid: int) -> str | None:

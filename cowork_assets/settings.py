@@ -243,8 +243,9 @@ class DatasetSettings(dg.Config):
 
     publish_without_failed_batches: bool = Field(
         default=False,
-        description="When a batch of a run fails (its files could not be read, a step failed), `cowork-curate "
-        "run` does not refresh the corpus and publishes nothing without it; true publishes the other batches.",
+        description="While a batch's last run failed (its files could not be read, a step failed), nothing is "
+        "published: `cowork-curate run` and the corpus-refresh sensor do not refresh the corpus, and a launched "
+        "publication fails saying why; true publishes the other batches.",
     )
 
     validation_fraction: float = Field(

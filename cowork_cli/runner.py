@@ -26,7 +26,7 @@ from cowork_assets.datasets.suites import start_early
 from cowork_assets.ingest.raw_files import discover_batches, not_batches
 from cowork_assets.partitions import batches as batches_partitions
 from cowork_assets.procfs import die_with_parent
-from cowork_assets.run_health import in_flight, reap_dead_runs
+from cowork_assets.run_health import in_flight, publication_blocked, reap_dead_runs
 from cowork_assets.settings import CurateSettings
 from cowork_assets.tokens import TokenizerUnavailable, get_encoding
 from cowork_cli.locks import file_lock
@@ -186,12 +186,8 @@ def materialize_all(
     finally:
         if pool:  # finished workers exit on their own; waiting for their teardown would only delay what follows
             pool.shutdown(wait=False, cancel_futures=True)
-    failed = sorted(b for b in outcome.failed if b in todo)
-    if failed and not settings.publish_without_failed_batches:
-        echo(
-            f"not refreshing the corpus: batch(es) {', '.join(failed)} failed, and no dataset is published without "
-            "them (--set publish_without_failed_batches=true publishes the others)"
-        )
+    if blocked := publication_blocked(instance, settings):
+        echo(f"not refreshing the corpus: {blocked}")
         outcome.seconds = time.monotonic() - started
         return outcome
     # Batches run in parallel across processes; the cross-batch steps of two runs take turns.

@@ -10,7 +10,7 @@ import dagster as dg
 
 from cowork_assets.ingest.raw_files import discover_batches
 from cowork_assets.partitions import batches
-from cowork_assets.run_health import in_flight, reap_dead_runs
+from cowork_assets.run_health import in_flight, publication_blocked, reap_dead_runs
 from cowork_assets.settings import CurateSettings
 from dagster_project.jobs import process_batch, refresh_corpus, refresh_warehouse
 
@@ -51,14 +51,17 @@ def new_batch_sensor(context: dg.SensorEvaluationContext, settings: CurateSettin
     minimum_interval_seconds=INTERVAL,
     description="Once every batch run in flight has finished, refreshes everything across batches (findings, dedup, "
     "exclusions, the gated datasets) when a batch run succeeded since the last refresh, then the DuckDB file: a "
-    "dataset version is never built from a half-processed batch.",
+    "dataset version is never built from a half-processed batch, nor while a batch's last run failed (unless "
+    "publish_without_failed_batches is set).",
 )
-def corpus_refresh_sensor(context: dg.SensorEvaluationContext):
+def corpus_refresh_sensor(context: dg.SensorEvaluationContext, settings: CurateSettings):
     instance = context.instance
     if batch_runs := in_flight(instance, (process_batch.name,)):
         return dg.SkipReason(f"waiting for {batch_runs} batch run(s) in flight")
     if in_flight(instance, CORPUS_JOBS):
         return dg.SkipReason("a cross-batch run is in flight")
+    if blocked := publication_blocked(instance, settings):
+        return dg.SkipReason(f"not refreshing the corpus: {blocked}")
     batch = _latest(instance, process_batch.name, [dg.DagsterRunStatus.SUCCESS])
     corpus = _latest(instance, refresh_corpus.name)
     if batch is not None and (corpus is None or batch.end_time > corpus.create_timestamp.timestamp()):

@@ -4,6 +4,7 @@ every case ends in a defined outcome, and the per-batch accounting balances."""
 import shutil
 from pathlib import Path
 
+import dagster as dg
 import orjson
 import polars as pl
 import pytest
@@ -303,7 +304,9 @@ def test_a_read_error_or_a_link_loop_is_accounted_for_and_never_fails_the_batch(
 def test_no_dataset_is_published_without_a_batch_that_failed_unless_asked(tmp_path):
     """With a batch unreadable, a run once published SFT from the other batch only: half the rows, exit 0."""
     from cowork_assets.settings import CurateSettings
-    from cowork_cli.runner import ensure_instance, materialize_all
+    from cowork_cli.runner import _run_config, ensure_instance, materialize_all
+    from dagster_project.definitions import defs
+    from dagster_project.sensors import corpus_refresh_sensor
 
     raw = tmp_path / "raw"
     for i, name in enumerate(["good", "broken"]):
@@ -316,6 +319,17 @@ def test_no_dataset_is_published_without_a_batch_that_failed_unless_asked(tmp_pa
     outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lines.append)
     assert list(outcome.failed) == ["broken"] and not (tmp_path / "out" / "published").exists()
     assert lines[-1].startswith("not refreshing the corpus: batch(es) broken failed")
+    # The UI path: the sensor waits, and a refresh launched by hand or the schedule publishes nothing.
+    instance = ensure_instance(tmp_path / "home")
+    skipped = corpus_refresh_sensor(dg.build_sensor_context(instance=instance, resources={"settings": settings}))
+    assert skipped.skip_message.startswith("not refreshing the corpus: batch(es) broken failed")
+    launched = defs.resolve_job_def("refresh_corpus").execute_in_process(
+        run_config=_run_config(settings), instance=instance, raise_on_error=False
+    )
+    failures = [e for e in launched.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert sorted(e.step_key for e in failures) == ["rl_rollouts", "rl_tasks", "sft_dataset"]
+    assert "sft_dataset not published: batch(es) broken failed" in str(failures[-1].event_specific_data.error)
+    assert not (tmp_path / "out" / "published").exists()
     settings = settings.model_copy(update={"publish_without_failed_batches": True})
     outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lines.append)
     assert list(outcome.failed) == ["broken"]

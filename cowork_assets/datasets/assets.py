@@ -24,6 +24,7 @@ from cowork_assets.lineage import column_lineage
 from cowork_assets.markdown import table
 from cowork_assets.metadata import as_metadata
 from cowork_assets.partitions import CROSS_BATCH_POOL
+from cowork_assets.run_health import publication_blocked
 from cowork_assets.schema import arrow_schema
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import (
@@ -286,6 +287,8 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
         ],
     )
     def _asset(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+        if blocked := publication_blocked(context.instance, settings):  # a schedule or a launch from the UI
+            raise dg.Failure(f"{dataset} not published: {blocked}")
         staged = pub.parquet_files(pub.candidate(settings.root, dataset))
         counts = {p.rsplit("/", 1)[-1].removesuffix(".parquet"): _rows(p) for p in staged}
         rows = sum(counts.values())
