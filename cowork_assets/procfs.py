@@ -22,6 +22,20 @@ def stat_fields(pid: int) -> list[bytes]:
     return read(f"/proc/{pid}/stat").rsplit(b")", 1)[-1].split()
 
 
+def alive(pid: int) -> bool:
+    """Whether `pid` can still write: a killed process stays a zombie until init reaps it (~1 s here)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not os.path.isdir("/proc"):  # not Linux: kill() is all there is
+        return True
+    fields = stat_fields(pid)  # empty: reaped meanwhile
+    return bool(fields) and fields[0] != b"Z"
+
+
 def die_with_parent() -> None:
     """Linux: this process is killed when the process that started it exits, however that one ends (even by
     SIGKILL), so a killed `cowork-curate run` leaves no batch worker behind."""

@@ -16,6 +16,7 @@ import dagster as dg
 import polars as pl
 from pydantic import Field, TypeAdapter, ValidationError, field_validator
 
+from cowork_assets import scratch
 from cowork_assets.run_health import record_process
 from cowork_assets.storage import is_remote, normalize_root
 
@@ -282,9 +283,19 @@ class CurateSettings(
     """Settings of the cowork-curate pipeline: every stage's group in one resource."""
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        """Every run records the process that executes it, so a run whose process dies can be found."""
-        if context.instance is not None and context.run is not None:
+        """Every run records the process that executes it, so a run whose process dies can be found, sweeps
+        what killed runs left, and keeps its scratch files under the data root."""
+        if context.run is None:  # a sensor's evaluation
+            return
+        if context.instance is not None:
             record_process(context.instance, context.run.run_id)
+        if swept := scratch.sweep(self.local_root):
+            context.log.info(f"removed {swept} scratch or temporary file(s) left by killed runs")
+        scratch.use(self.local_root)
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if context.run is not None:
+            scratch.release()
 
     def content(self) -> dict:
         """The settings that shape outputs (where files live is not one of them)."""

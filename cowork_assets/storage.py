@@ -25,6 +25,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from cowork_assets import scratch
+
 FILE_NAME = "data.parquet"
 _LOCAL = pafs.LocalFileSystem()
 
@@ -144,10 +146,11 @@ def read_keyed_rows(root: str | Path, table: str, keys: pl.DataFrame, key: str) 
 
 
 def _scratch(final: str) -> Path:
-    """A local temporary file for `final`: beside it on local disk (so the rename is atomic), else in /tmp."""
+    """A local temporary file for `final`: beside it on local disk (so the rename is atomic), else in the
+    run's scratch folder."""
     name = f".{final.rsplit('/', 1)[-1]}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
     if is_remote(final):
-        return Path(tempfile.gettempdir()) / name
+        return Path(scratch.folder() or tempfile.gettempdir()) / name
     Path(final).parent.mkdir(parents=True, exist_ok=True)
     return Path(final).with_name(name)
 

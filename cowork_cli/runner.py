@@ -22,6 +22,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from cowork_assets import scratch
 from cowork_assets.datasets.suites import start_early
 from cowork_assets.ingest.raw_files import discover_batches, not_batches
 from cowork_assets.partitions import batches as batches_partitions
@@ -30,7 +31,7 @@ from cowork_assets.run_health import in_flight, publication_blocked, reap_dead_r
 from cowork_assets.settings import CurateSettings
 from cowork_assets.tokens import TokenizerUnavailable, get_encoding
 from cowork_cli.locks import file_lock
-from cowork_cli.resume import is_done, mark_done, sweep_stale_temporaries
+from cowork_cli.resume import is_done, mark_done
 
 INSTANCE_HEADER = "# Written by cowork-curate: a local SQLite-backed instance."
 INSTANCE_YAML = (
@@ -143,8 +144,8 @@ def materialize_all(
 
     outcome = RunOutcome(found)
     started = time.monotonic()
-    if swept := sweep_stale_temporaries(settings.local_root):
-        echo(f"removed {swept} temporary file(s) left by an interrupted run")
+    if swept := scratch.sweep(settings.local_root):
+        echo(f"removed {swept} scratch or temporary file(s) left by killed runs")
     config = _run_config(settings)
     todo = []
     for batch in found:

@@ -13,8 +13,8 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
+from cowork_assets import scratch
 from cowork_assets.datasets import publish as pub
-from cowork_cli.resume import sweep_stale_temporaries
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = {"rows": pa.schema([pa.field("sample_id", pa.string()), pa.field("chars", pa.int64())])}
@@ -73,7 +73,7 @@ def test_a_publication_killed_at_any_step_leaves_a_whole_version_and_the_next_ru
     assert named == first and _whole(published / named) == 3  # readers of CURRENT still see the old version
     assert _whole((published / "current").resolve()) in (3, 5)  # the link: the old or the new, whole
 
-    sweep_stale_temporaries(Path(root))  # what the next run does first
+    scratch.sweep(Path(root))  # what the next run does first
     _stage(root, 5)  # the next run stages the same candidate again (same digest) and its gate passes
     again = pub.publish(root, "demo")
     assert again.version.startswith("v0002-") and _whole(published / again.version) == 5

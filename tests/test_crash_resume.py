@@ -9,7 +9,7 @@ import time
 import polars as pl
 import pyarrow.parquet as pq
 
-from cowork_cli.resume import sweep_stale_temporaries
+from cowork_assets import scratch
 
 TABLES = [
     "trajectories",
@@ -78,6 +78,7 @@ def test_killed_run_resumes_without_redoing_finished_batches(default_raw, pipeli
     assert f"batch {finished[0]}: up to date" in out
     assert len(up_to_date) + len(redone) == 3 and len(redone) >= 1, out
     assert not list((tmp_path / "data").rglob(".*.tmp"))  # the killed run's temporaries were swept
+    assert list((tmp_path / "data" / ".scratch").iterdir()) == []  # and its processes' scratch folders
 
     settings, _, outcome = pipeline
     assert outcome.failed == {}
@@ -86,7 +87,8 @@ def test_killed_run_resumes_without_redoing_finished_batches(default_raw, pipeli
         assert resumed_tables[name].equals(frame), name
 
 
-def test_sweep_removes_temporaries_of_dead_and_zombie_writers_only(tmp_path):
+def test_sweep_removes_temporaries_of_dead_and_zombie_writers_only(tmp_path, monkeypatch):
+    monkeypatch.setattr(scratch, "SHM", tmp_path / "shm")  # no semaphores: this test counts files
     # A killed worker stays a zombie until init reaps it; a run resumed at once must still sweep its files.
     zombie = subprocess.Popen(["sleep", "60"])
     zombie.kill()
@@ -99,6 +101,10 @@ def test_sweep_removes_temporaries_of_dead_and_zombie_writers_only(tmp_path):
     for f in [live, *stale]:
         f.parent.mkdir(exist_ok=True)
         f.write_bytes(b"partial")
-    assert sweep_stale_temporaries(tmp_path) == 2
+    for pid in (os.getpid(), zombie.pid, finished.pid):  # each process's scratch folder
+        (tmp_path / ".scratch" / str(pid)).mkdir(parents=True)
+        (tmp_path / ".scratch" / str(pid) / "tmpshare.json").write_text('["trajectory text"]')
+    assert scratch.sweep(tmp_path) == 4
     assert sorted(tmp_path.rglob(".*.tmp")) == [live]
+    assert [p.name for p in (tmp_path / ".scratch").iterdir()] == [str(os.getpid())]
     zombie.wait()

@@ -89,26 +89,31 @@ def test_definitions_load_with_groups_checks_and_jobs():
     assert graph.get(dg.AssetKey("trajectories")).partitions_def.name == "batches"
 
 
+def _evaluate(sensor, instance, settings):
+    with dg.build_sensor_context(instance=instance, resources={"settings": settings}) as context:
+        return sensor(context)
+
+
 def test_sensor_registers_new_batches_once(tmp_path):
     for name in ("b1", "b2", ".tmp"):
         (tmp_path / name).mkdir()
     settings = CurateSettings(raw_root=str(tmp_path), data_root=str(tmp_path / "out"))
     with dg.instance_for_test() as instance:
-        result = new_batch_sensor(dg.build_sensor_context(instance=instance, resources={"settings": settings}))
+        result = _evaluate(new_batch_sensor, instance, settings)
         assert sorted(r.partition_key for r in result.run_requests) == ["b1", "b2"]
         assert result.dynamic_partitions_requests[0].partition_keys == ["b1", "b2"]
         instance.add_dynamic_partitions("batches", ["b1", "b2"])
-        again = new_batch_sensor(dg.build_sensor_context(instance=instance, resources={"settings": settings}))
+        again = _evaluate(new_batch_sensor, instance, settings)
         assert isinstance(again, dg.SkipReason)
         (tmp_path / "b3").mkdir()
-        third = new_batch_sensor(dg.build_sensor_context(instance=instance, resources={"settings": settings}))
+        third = _evaluate(new_batch_sensor, instance, settings)
         assert [r.partition_key for r in third.run_requests] == ["b3"]
 
 
 def test_sensor_skips_cleanly_without_a_raw_root(tmp_path):
     settings = CurateSettings(raw_root=str(tmp_path / "missing"), data_root=str(tmp_path))
     with dg.instance_for_test() as instance:
-        result = new_batch_sensor(dg.build_sensor_context(instance=instance, resources={"settings": settings}))
+        result = _evaluate(new_batch_sensor, instance, settings)
         assert isinstance(result, dg.SkipReason) and "not a directory" in result.skip_message
 
 

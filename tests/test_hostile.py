@@ -1,6 +1,7 @@
 """The hostile-input corpus (tests/hostile/corpus, one batch folder per case) and generated extremes:
 every case ends in a defined outcome, and the per-batch accounting balances."""
 
+import os
 import shutil
 from pathlib import Path
 
@@ -321,7 +322,8 @@ def test_no_dataset_is_published_without_a_batch_that_failed_unless_asked(tmp_pa
     assert lines[-1].startswith("not refreshing the corpus: batch(es) broken failed")
     # The UI path: the sensor waits, and a refresh launched by hand or the schedule publishes nothing.
     instance = ensure_instance(tmp_path / "home")
-    skipped = corpus_refresh_sensor(dg.build_sensor_context(instance=instance, resources={"settings": settings}))
+    with dg.build_sensor_context(instance=instance, resources={"settings": settings}) as context:
+        skipped = corpus_refresh_sensor(context)
     assert skipped.skip_message.startswith("not refreshing the corpus: batch(es) broken failed")
     launched = defs.resolve_job_def("refresh_corpus").execute_in_process(
         run_config=_run_config(settings), instance=instance, raise_on_error=False
@@ -335,3 +337,55 @@ def test_no_dataset_is_published_without_a_batch_that_failed_unless_asked(tmp_pa
     assert list(outcome.failed) == ["broken"]
     sft = pl.read_parquet(tmp_path / "out" / "published" / "sft_dataset" / "current" / "*.parquet")
     assert sft["sample_id"].to_list() == ["t0"]
+
+
+def test_a_runs_scratch_files_hold_trajectory_text_under_the_data_root_only(tmp_path, monkeypatch):
+    """Killed runs left tokenizer and gate scratch files holding trajectory text in a shared /tmp."""
+    import tempfile
+
+    from cowork_assets.settings import CurateSettings
+    from cowork_cli.runner import ensure_instance, materialize_all
+
+    made: list[Path] = []
+    real = tempfile.NamedTemporaryFile
+
+    def recording(*args, **kwargs):
+        file = real(*args, **kwargs)
+        made.append(Path(file.name))
+        return file
+
+    monkeypatch.setattr(tempfile, "NamedTemporaryFile", recording)
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    run = trajectory([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}])
+    (tmp_path / "raw" / "b" / "a.jsonl").write_bytes(orjson.dumps(run) + b"\n")
+    out = tmp_path / "out"
+    settings = CurateSettings(raw_root=str(tmp_path / "raw"), data_root=str(out), accept_ungraded=True)
+    outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lambda _: None)
+    assert outcome.failed == {}
+    assert {p.suffix for p in made} == {".jsonl", ".json", ".arrow"}  # parsed lines, tokenizer shares, gate views
+    assert {p.parent for p in made} == {out / ".scratch" / str(os.getpid())}
+    assert list((out / ".scratch").iterdir()) == []  # each run removes its own
+
+
+def test_the_sweep_removes_semaphores_no_process_has_open(tmp_path, monkeypatch):
+    """A killed run's pool left its semaphores in /dev/shm (its resource tracker died with it)."""
+    import mmap
+    from multiprocessing import get_context
+
+    from cowork_assets import scratch
+
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    monkeypatch.setattr(scratch, "SHM", shm)
+    for name in ("sem.mp-leaked", "sem.mp-open", "psm_other"):
+        (shm / name).write_bytes(b"\0" * 32)
+    with open(shm / "sem.mp-open", "r+b") as fh, mmap.mmap(fh.fileno(), 32):  # a live pool's, mapped
+        assert scratch.sweep(tmp_path / "data-root-not-made-yet") == 0  # no data root: nothing swept at all
+        (tmp_path / "root").mkdir()
+        assert scratch.sweep(tmp_path / "root") == 1
+    assert sorted(p.name for p in shm.iterdir()) == ["psm_other", "sem.mp-open"]
+    # A live pool's real semaphore is mapped under the name glibc made it as, not its own: it must stay.
+    lock = get_context("spawn").Lock()
+    monkeypatch.setattr(scratch, "SHM", Path("/dev/shm"))
+    scratch.sweep(tmp_path / "root")
+    assert Path("/dev/shm/sem" + lock._semlock.name.replace("/", ".")).exists()

@@ -17,6 +17,7 @@ import traceback
 import orjson
 import polars as pl
 
+from cowork_assets import scratch
 from cowork_assets.helper_process import HelperProcess
 from cowork_assets.paths import project_dir
 from cowork_assets.procfs import die_with_parent
@@ -68,7 +69,7 @@ class SuiteProcess(HelperProcess):
 
     def failures(self, dataset: str, view: pl.DataFrame, parameters: dict) -> list[dict]:
         """Failed expectations of `dataset`'s suite on `view` (see `run_suite`)."""
-        with tempfile.NamedTemporaryFile(suffix=".arrow") as file:
+        with tempfile.NamedTemporaryFile(suffix=".arrow", dir=scratch.folder()) as file:
             view.write_ipc(file.name, compression="uncompressed")
             self.send(orjson.dumps({"dataset": dataset, "view": file.name, "parameters": parameters}))
             reply = self.receive()

@@ -19,6 +19,7 @@ import duckdb
 import orjson
 import polars as pl
 
+from cowork_assets import scratch
 from cowork_assets.ingest.schemas import Messages, ToolCalls, Trajectories
 from cowork_assets.schema import TOOL_CALL, polars_schema
 from cowork_assets.text_key import KEY, TextMemo, keyed, text_key
@@ -79,7 +80,7 @@ def read_lines(lines: Sequence[bytes]) -> pl.DataFrame:
 
     DuckDB parses JSON twice as fast as polars' read_ndjson, and faster from a file than from memory."""
     longest = max(map(len, lines), default=0)
-    with tempfile.NamedTemporaryFile(suffix=".jsonl") as fh:
+    with tempfile.NamedTemporaryFile(suffix=".jsonl", dir=scratch.folder()) as fh:
         _write_lines(fh.fileno(), lines)
         relation = (
             _duckdb()

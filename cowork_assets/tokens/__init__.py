@@ -21,6 +21,7 @@ import orjson
 import polars as pl
 import tiktoken
 
+from cowork_assets import scratch
 from cowork_assets.helper_process import HelperProcess
 from cowork_assets.text_key import KEY, TextMemo, keyed
 
@@ -189,7 +190,7 @@ class _Helper(HelperProcess):
         self._files: deque = deque()  # the shares sent and not yet answered, in order
 
     def send_share(self, share: list[str]) -> None:
-        file = tempfile.NamedTemporaryFile(suffix=".json")
+        file = tempfile.NamedTemporaryFile(suffix=".json", dir=scratch.folder())
         file.write(orjson.dumps(share))
         file.flush()
         self._files.append(file)
