@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import signal
@@ -93,7 +94,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     print(f"materializing {raw} -> {settings.root} (Dagster instance: {home})")
     try:
-        outcome = materialize_all(settings, instance, only=args.batch, force=args.force)
+        outcome = materialize_all(settings, instance, only=args.batch, force=args.force, debug=args.debug)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     print_summary(settings, outcome)
@@ -277,6 +278,8 @@ def parser() -> argparse.ArgumentParser:
         "--data-root", default=DEFAULT_DATA_ROOT, help=f"where the datasets are published [{DEFAULT_DATA_ROOT}]"
     )
     e.set_defaults(func=_cmd_export)
+    for command in sub.choices.values():
+        command.add_argument("--debug", action="store_true", help="print tracebacks of failures in full")
     return p
 
 
@@ -291,6 +294,12 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"cowork-curate {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except (OSError, MemoryError) as exc:  # a full disk, a lost mount: one line, the traceback with --debug
+        if args.debug:
+            raise
+        what = "no space left on device" if getattr(exc, "errno", None) == errno.ENOSPC else type(exc).__name__
+        print(f"cowork-curate {args.command}: error: {what}: {exc} (--debug shows the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -110,10 +110,12 @@ class RunOutcome:
     seconds: float = 0.0
 
 
-def _run_config(settings: CurateSettings) -> dict:
+def _run_config(settings: CurateSettings, debug: bool = False) -> dict:
+    """The run config of every job a run executes. A failed step's traceback reaches the console only with
+    `debug`: without it the summary names each failure in one line (the UI's event log keeps them all)."""
     return {
         "resources": {"settings": {"config": settings.model_dump()}},
-        "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+        "loggers": {"console": {"config": {"log_level": "WARNING" if debug else "CRITICAL"}}},
     }
 
 
@@ -123,6 +125,7 @@ def materialize_all(
     only: Sequence[str] = (),
     echo: Callable[[str], None] = print,
     force: bool = False,
+    debug: bool = False,
 ) -> RunOutcome:
     """Register batches and materialize every asset for them. Failures are reported, not raised.
 
@@ -146,7 +149,7 @@ def materialize_all(
     started = time.monotonic()
     if swept := scratch.sweep(settings.local_root):
         echo(f"removed {swept} scratch or temporary file(s) left by killed runs")
-    config = _run_config(settings)
+    config = _run_config(settings, debug)
     todo = []
     for batch in found:
         if not force and is_done(settings, batch):
@@ -306,9 +309,20 @@ def _collect_failed_checks(outcome: RunOutcome, result, batch: str | None) -> No
 
 
 def _first_error(result) -> str:
+    """The first failed step and its root cause, in one line."""
     for event in result.all_events:
         if event.is_failure and event.event_specific_data is not None:
             error = getattr(event.event_specific_data, "error", None)
             if error is not None:
-                return error.message.strip()
+                return f"{event.step_key}: {root_cause(error)}" if event.step_key else root_cause(error)
     return "run failed (see the Dagster UI for the event log)"
+
+
+def root_cause(error) -> str:
+    """The innermost error of a Dagster error chain, on one line; a full disk said in words."""
+    while error.cause is not None:
+        error = error.cause
+    message = " ".join(error.message.split())
+    if "No space left on device" in message:
+        return f"no space left on device ({message})"
+    return message

@@ -389,3 +389,50 @@ def test_the_sweep_removes_semaphores_no_process_has_open(tmp_path, monkeypatch)
     monkeypatch.setattr(scratch, "SHM", Path("/dev/shm"))
     scratch.sweep(tmp_path / "root")
     assert Path("/dev/shm/sem" + lock._semlock.name.replace("/", ".")).exists()
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 256 KB tmpfs (mounting needs root, as in CI; skipped where it is not allowed)."""
+    import subprocess
+
+    mount = tmp_path / "full"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def test_a_full_disk_fails_in_one_line_and_the_traceback_is_for_debug(full_disk, default_raw, tmp_path, pipeline):
+    """A full disk ended the run correctly but printed ~545 lines of stack traces."""
+    import subprocess
+    import sys
+    from contextlib import suppress
+
+    def run(*extra):
+        command = [sys.executable, "-m", "cowork_cli", "run", "--raw-root", str(default_raw), *extra]
+        env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
+        return subprocess.run(
+            [*command, "--data-root", str(full_disk / "data")], capture_output=True, env=env, text=True
+        )
+
+    quiet = run()
+    assert quiet.returncode == 1 and quiet.stderr == ""
+    failed = [line for line in quiet.stdout.splitlines() if line.startswith("FAILED 2026")]
+    assert failed and all("no space left on device" in line for line in failed), quiet.stdout
+    assert "Traceback" not in quiet.stdout and "Stack Trace" not in quiet.stdout
+    loud = run("--debug", "--force")
+    assert loud.returncode == 1 and "Stack Trace" in loud.stderr and "No space left on device" in loud.stderr
+
+    out = str(full_disk / "sft.jsonl")  # a command's own write: one line, exit 1
+    with suppress(OSError), open(full_disk / "filler", "wb", buffering=0) as fh:
+        while fh.write(b"\0" * 4096):  # whatever the failed run left free
+            pass
+    argv = ["export", "--format", "openai", "--out", out, "--data-root", pipeline[0].root]
+    done = subprocess.run([sys.executable, "-m", "cowork_cli", *argv], capture_output=True, text=True)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("cowork-curate export: error: no space left on device: ")
+    assert len(done.stderr.splitlines()) == 1 and not os.path.exists(out)
+    debug = subprocess.run([sys.executable, "-m", "cowork_cli", *argv, "--debug"], capture_output=True, text=True)
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
