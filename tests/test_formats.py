@@ -53,6 +53,7 @@ def test_the_registry_is_every_module_of_the_package_with_detect_and_records():
         "swe_agent",
         "mini_swe_agent",
         "openhands",
+        "inspect_ai",
         "tool_definitions",
         "swebench_report",
         "broken_json",
@@ -302,7 +303,11 @@ def test_tau2_files_with_fewer_or_extra_keys_are_read_and_bad_simulations_quaran
         (4, "bad_tau2_record"),
         (6, "bad_tau2_record"),
     ]
-    assert "task_id" in q["detail"][0] and "'99' (not among the file's tasks)" in q["detail"][1]
+    assert q["detail"].to_list() == [
+        "simulation 3 has no task_id or no messages list",
+        "simulation 4 is of task '99', not among the file's tasks",
+        "simulation 6 has no task_id or no messages list",
+    ]
     t = read("trajectories").sort("raw_record")
     assert t.select("raw_record", "grade_passed").rows() == [
         (1, True),

@@ -38,6 +38,7 @@ from cowork_assets.ingest.raw_files import MAX_RECORD_BYTES, RawLine, batch_entr
 FORCE_FILE = ".cowork-format"
 LINES_SUFFIXES = (".jsonl", ".jsonl.gz")
 HEAD_BYTES = 1 << 16
+BFCL_IDS = ("simple", "multiple", "parallel", "irrelevance", "live_", "multi_turn_", "java", "javascript", "sql")
 
 
 @dataclass
@@ -147,7 +148,7 @@ def why_not(sample: Sample) -> str:
     """Why no format reads a file, in words a user can act on."""
     doc = sample.document
     if sample.is_lines:
-        return "JSON Lines that no format reads"
+        return _why_not_lines(sample.first_record)
     if isinstance(doc, list):
         return f"a JSON list of {len(doc)} items that no format reads"
     if isinstance(doc, dict):
@@ -156,6 +157,17 @@ def why_not(sample: Sample) -> str:
     if not isinstance(doc, Exception):
         return f"a JSON {type(doc).__name__}, not records"
     return "not JSON Lines (*.jsonl, *.jsonl.gz) or a JSON document any format reads"
+
+
+def _why_not_lines(first) -> str:
+    if isinstance(first, dict) and "result" in first and str(first.get("id", "")).startswith(BFCL_IDS):
+        return (
+            "BFCL results ({id, result}): the model's answers without the tool outputs that follow them, "
+            "so not a trajectory log"
+        )
+    if isinstance(first, dict):
+        return f"JSON Lines of objects ({', '.join(sorted(map(str, first))[:6])}) that no format reads"
+    return "JSON Lines that no format reads"
 
 
 @dataclass

@@ -166,14 +166,29 @@ def trajectory(
     return record
 
 
+class Malformed(ValueError):
+    """A record that is not what its format writes, said in the format's own terms."""
+
+
+def in_words(exc: Exception) -> str:
+    """Why a record could not be converted, in words, never a Python error's text."""
+    if isinstance(exc, Malformed):
+        return str(exc)
+    if isinstance(exc, KeyError):
+        return f"it has no {exc.args[0]!r} field where the format writes one"
+    if isinstance(exc, IndexError):
+        return "a list in it is shorter than the format writes"
+    return "a field in it holds a value of another type or shape than the format writes"
+
+
 def record_line(record: int, build, raw: Any, reason: str) -> RawLine:
     """One record: `build()` as a cowork line, or — when the input lacks a part `build` needs — the raw
-    input quarantined with `reason` and what was missing."""
+    input quarantined with `reason` and what is wrong with it, in words."""
     try:
         return RawLine(record, orjson.dumps(build()))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         excerpt = raw if isinstance(raw, bytes) else orjson.dumps(raw, default=str)
-        return RawLine(record, excerpt[:EXCERPT_BYTES], f"{reason}: missing or malformed {exc}")
+        return RawLine(record, excerpt[:EXCERPT_BYTES], f"{reason}: {in_words(exc)}")
 
 
 def json_lines(sample, looks_like, convert, reason: str, expected: str):

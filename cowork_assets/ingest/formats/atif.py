@@ -27,7 +27,9 @@ def detect(sample) -> bool:
     return looks_like(sample.document)
 
 
-def _step_messages(step: dict) -> list[dict]:
+def _step_messages(step: dict, i: int) -> list[dict]:
+    if not isinstance(step, dict) or step.get("source") not in ROLE:
+        raise _common.Malformed(f"step {i} has no source ATIF writes (system, user, agent)")
     message = {"role": ROLE[step["source"]], "content": _common.text(step.get("message"))}
     calls = step.get("tool_calls") or []
     if calls:
@@ -50,7 +52,7 @@ def _step_messages(step: dict) -> list[dict]:
 
 
 def convert(obj: dict, sample, batch) -> dict:
-    messages = [m for step in obj["steps"] for m in _step_messages(step)]
+    messages = [m for i, step in enumerate(obj["steps"]) for m in _step_messages(step, i)]
     agent = obj.get("agent") or {}
     request = _common.first_user_text(messages)
     task_id = _common.task_id_of("atif", request)

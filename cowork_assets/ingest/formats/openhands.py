@@ -1,7 +1,13 @@
-"""OpenHands evaluation output (`output.jsonl`: one run a line, `{instance_id, instruction, history,
-test_result, metadata, ...}`).
+"""OpenHands evaluation output (`output.jsonl`: one run a line, `{instance_id | question_id, instruction,
+history, test_result, metadata, ...}`), and an event stream saved as a bare JSON list of events.
 
-`history` is a list of events (current releases) or of `[action, observation]` pairs (older ones).
+`history` is a list of events: V0 events (`action` / `observation`, linked by `cause`), V1 typed events of
+the software-agent-sdk (`kind: ActionEvent / ObservationEvent / MessageEvent / SystemPromptEvent /
+AgentErrorEvent`, an observation linked to its call by `tool_call_id`), or, in older releases,
+`[action, observation]` pairs. A V1 action is one call, its `thought` the assistant text (its reasoning
+is left out); actions of one model response are one assistant turn; an observation's text is its
+`content` parts, else its `output` or `message`. When the history holds no user message, `instruction`
+is the first one (V1 outputs keep the task there, not in the events).
 The system and user messages become messages; each agent action that is a tool call becomes an
 assistant turn (its text and the call as the model returned it, from `tool_call_metadata`; older
 actions without it become a call named after the action with its `args`), answered by the observation
@@ -23,11 +29,26 @@ SKIPPED_ACTIONS = ("recall", "change_agent_state", "null", "condensation")
 
 
 def looks_like(obj) -> bool:
-    return isinstance(obj, dict) and isinstance(obj.get("history"), list) and "instance_id" in obj
+    return (
+        isinstance(obj, dict)
+        and isinstance(obj.get("history"), list)
+        and ("instance_id" in obj or "question_id" in obj)
+    )
+
+
+def is_event_list(doc) -> bool:
+    """A bare JSON list of V0 events (`id`, `source`, and an `action` or `observation`)."""
+    return (
+        isinstance(doc, list)
+        and bool(doc)
+        and all(isinstance(e, dict) and "source" in e and ("action" in e or "observation" in e) for e in doc[:3])
+    )
 
 
 def detect(sample) -> bool:
-    return sample.is_lines and looks_like(sample.first_record)
+    if sample.is_lines:
+        return looks_like(sample.first_record)
+    return is_event_list(sample.document)
 
 
 def events(history: list) -> list[dict]:
@@ -62,7 +83,61 @@ def _model_call(event: dict) -> tuple[str | None, dict | None]:
     )
 
 
+def _v1_text(part) -> str | None:
+    """A V1 observation or message as text: its content parts, else its output or message."""
+    if not isinstance(part, dict):
+        return _common.text(part)
+    for key in ("content", "output", "message", "text"):
+        if (text := _common.text(part.get(key))) is not None:
+            return text
+    return None
+
+
+def v1_conversation(history: list) -> list[dict]:
+    out: list[dict] = []
+    response = None  # the model response the last assistant turn came from
+    for i, e in enumerate(history):
+        kind = e.get("kind") if isinstance(e, dict) else None
+        if kind == "SystemPromptEvent":
+            out.append({"role": "system", "content": _v1_text({"content": e.get("system_prompt")}) or ""})
+        elif kind == "MessageEvent":
+            message = e.get("llm_message") or {}
+            role = "user" if e.get("source") == "user" else "assistant"
+            out.append({"role": role, "content": _v1_text(message) or ""})
+        elif kind == "ActionEvent":
+            call = e.get("tool_call") or {}
+            call_id, name = call.get("id") or e.get("tool_call_id"), call.get("name") or e.get("tool_name")
+            if not call_id or not name:
+                raise _common.Malformed(f"history event {i} (an ActionEvent) names no tool call")
+            made = _common.call(call_id, name, call.get("arguments"))
+            if response is not None and e.get("llm_response_id") == response and out[-1].get("tool_calls"):
+                out[-1]["tool_calls"].append(made)  # another call of the same model response
+            else:
+                out.append(
+                    {"role": "assistant", "content": _common.text(e.get("thought")) or None, "tool_calls": [made]}
+                )
+            response = e.get("llm_response_id")
+            continue
+        elif kind in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation"):
+            content = (
+                _v1_text(e.get("observation"))
+                if kind == "ObservationEvent"
+                else e.get("error") or e.get("rejection_reason")
+            )
+            if e.get("tool_call_id"):
+                out.append({"role": "tool", "tool_call_id": e["tool_call_id"], "content": content or ""})
+            elif content:
+                out.append({"role": "user", "content": content})
+        response = None
+    return out
+
+
 def conversation(history: list) -> list[dict]:
+    for i, e in enumerate(history):
+        if not isinstance(e, dict | list):
+            raise _common.Malformed(f"history event {i} is not an event object")
+    if any(isinstance(e, dict) and "kind" in e for e in history[:3]):
+        return v1_conversation(history)
     out, call_of = [], {}  # action event id -> the call id its observation answers
     responses = set()  # model responses already shown: a response with several calls keeps its text once
     for e in events(history):
@@ -109,30 +184,43 @@ def test_result_grade(result) -> dict | None:
 
 
 def convert(run: dict, stem: str, sample, batch) -> dict:
-    instance = str(run["instance_id"])
+    instance = str(run["instance_id"] if "instance_id" in run else run["question_id"])
     messages = conversation(run["history"])
-    model = ((run.get("metadata") or {}).get("llm_config") or {}).get("model") or "unknown"
+    instruction = _common.text(run.get("instruction"))
+    if instruction and not any(m["role"] == "user" for m in messages):
+        system = int(bool(messages) and messages[0]["role"] == "system")
+        messages.insert(system, {"role": "user", "content": instruction})
+    metadata = run.get("metadata") or {}
+    model = (metadata.get("llm_config") or metadata.get("llm") or {}).get("model") or "unknown"
+    grade = swebench_report.grade(batch, instance) or test_result_grade(run.get("test_result"))
+    if grade is None and isinstance(run.get("correct"), bool):  # a benchmark keyed by question_id
+        grade = {"score": float(run["correct"]), "passed": run["correct"], "checks": {"correct": run["correct"]}}
     return _common.trajectory(
         batch.unique_id(f"{stem}:{instance}", sample),
         {
             "task_id": instance,
             "category": "openhands",
-            "request": _common.text(run.get("instruction")) or _common.first_user_text(messages),
+            "request": instruction or _common.first_user_text(messages),
             "tools": _common.called_tools(messages),
             "initial_state": _common.sandbox(instance, run.get("instance")),
         },
         str(model),
         messages,
-        grade=swebench_report.grade(batch, instance) or test_result_grade(run.get("test_result")),
+        grade=grade,
     )
 
 
 def records(sample, batch):
     stem = sample.path.name.split(".")[0]
-    return _common.json_lines(
+    if not sample.is_lines:  # a bare event list: one run, its task the request's hash
+        run = {"history": sample.document}
+        run["question_id"] = _common.task_id_of("openhands", _common.first_user_text(conversation(sample.document)))
+        yield _common.record_line(1, lambda: convert(run, stem, sample, batch), sample.head, "bad_openhands_record")
+        return
+    yield from _common.json_lines(
         sample,
         looks_like,
         lambda run, record: convert(run, stem, sample, batch),
         "bad_openhands_record",
-        "an object with instance_id and history",
+        "an object with instance_id (or question_id) and history",
     )

@@ -1,4 +1,5 @@
-"""tau2-bench simulation results (`*.json`: one object `{timestamp, info, tasks, simulations}`).
+"""tau2-bench simulation results (`*.json`: one object `{timestamp, info, tasks, simulations}`), and
+leaderboard submissions: a bare list of simulations, or `{domain, agent, model, ..., simulations}`.
 
 One trajectory per simulation (raw_record = its 1-based position in `simulations`), with the task
 package from `tasks[]`:
@@ -12,6 +13,11 @@ package from `tasks[]`:
     `nl_assertions` -> `nl_assertion`. Checks outside `reward_basis` carry weight 0 (informational).
   * grade: `reward_info.reward`, with per-check results from its action, communicate, environment,
     database and NL parts; a simulation without `reward_info` is ungraded.
+A file without `tasks` (a leaderboard submission) rebuilds each simulation's checks from its own
+`reward_info` (its action, communicate, environment and NL checks, the database check, `reward_basis`),
+the same check types as above; the request is then the simulated user's first message, the policy the
+simulation's `policy`, the domain the file's `domain` (else the part of a `<agent>_<domain>_<model>_<n>trial`
+file name that names it).
 Only the agent's view makes the conversation: the simulated user's own tool calls (telecom: on its
 phone) and their results are left out, and so is the orchestrator's fixed first greeting (an assistant
 message before any user message, written by the harness, not the model). Simulations with fewer or
@@ -36,9 +42,28 @@ BASIS = {
 SCENARIO_PARTS = ("reason_for_call", "known_info", "unknown_info", "task_instructions")
 
 
+def is_simulation(item) -> bool:
+    return isinstance(item, dict) and "task_id" in item and isinstance(item.get("messages"), list)
+
+
 def detect(sample) -> bool:
     doc = sample.document
+    if isinstance(doc, list):  # a leaderboard's bare list of simulations
+        return bool(doc) and is_simulation(doc[0])
     return isinstance(doc, dict) and isinstance(doc.get("simulations"), list)
+
+
+def criteria_from_reward(reward_info) -> dict:
+    """A simulation's evaluation criteria as its `reward_info` reports them (a file without `tasks`)."""
+    info = reward_info if isinstance(reward_info, dict) else {}
+    return {
+        "actions": [a["action"] for a in info.get("action_checks") or [] if isinstance(a.get("action"), dict)],
+        "communicate_info": [c["info"] for c in info.get("communicate_checks") or [] if c.get("info")],
+        "env_assertions": [e.get("env_assertion") or e for e in info.get("env_assertions") or []],
+        "nl_assertions": [n["nl_assertion"] for n in info.get("nl_assertions") or [] if n.get("nl_assertion")],
+        "reward_basis": info.get("reward_basis") or [],
+        **({"db": True} if isinstance(info.get("db_check"), dict) else {}),
+    }
 
 
 def _request(task: dict, solo: bool) -> str:
@@ -75,7 +100,7 @@ def checks(criteria: dict) -> list[dict]:
         }
         for i, e in enumerate(criteria.get("env_assertions") or [])
     ]
-    if "db_match" in basis:
+    if "db_match" in basis or criteria.get("db"):
         out.append({"id": "db", "type": "db_match"})
     out += [
         {"id": f"nl_{i}", "type": "nl_assertion", "assertion": text}
@@ -178,22 +203,25 @@ def _file_tools(doc: dict, domain: str, batch) -> list[dict]:
 
 
 def convert(sim: dict, position: int, doc: dict, context: dict) -> dict:
-    if "task_id" not in sim:
-        raise KeyError("task_id")
-    task = context["tasks"].get(str(sim["task_id"]))
-    if task is None:
-        raise KeyError(f"task {sim['task_id']!r} (not among the file's tasks)")
+    if not is_simulation(sim):
+        raise _common.Malformed(f"simulation {position} has no task_id or no messages list")
+    if context["tasks"] is None:  # a leaderboard file: the simulation says what was checked
+        task = {"id": str(sim["task_id"]), "evaluation_criteria": criteria_from_reward(sim.get("reward_info"))}
+    elif (task := context["tasks"].get(str(sim["task_id"]))) is None:
+        raise _common.Malformed(f"simulation {position} is of task {sim['task_id']!r}, not among the file's tasks")
     solo = not any(m.get("role") == "user" for m in sim["messages"])
     task_checks = checks(task.get("evaluation_criteria") or {})
     domain = context["domain"]
     task_id = f"tau2-{domain}-{task['id']}"
-    messages = agent_view(sim["messages"], context["policy"], task.get("ticket") if solo else None)
+    policy = context["policy"] or (sim.get("policy") if isinstance(sim.get("policy"), str) else None)
+    messages = agent_view(sim["messages"], policy, task.get("ticket") if solo else None)
+    request = _request(task, solo) or _common.first_user_text(messages)
     return _common.trajectory(
         f"{context['stem']}:{task['id']}:{sim.get('trial', position)}",
         {
             "task_id": task_id,
             "category": f"tau2_{domain}",
-            "request": _request(task, solo),
+            "request": request,
             "initial_state": task.get("initial_state") or {},
             "tools": context["tools"],
             "checks": task_checks,
@@ -205,17 +233,29 @@ def convert(sim: dict, position: int, doc: dict, context: dict) -> dict:
     )
 
 
+def _domain(doc: dict, env: dict, stem: str) -> str:
+    if env.get("domain_name") or doc.get("domain"):
+        return str(env.get("domain_name") or doc.get("domain")).lower()
+    parts = stem.split("_")
+    if "tasks" not in doc and len(parts) >= 4 and parts[-1].endswith("trial"):  # <agent>_<domain>_<model>_<n>trial
+        return parts[-3].lower()
+    return parts[-1].lower()
+
+
 def records(sample, batch):
     doc = sample.document
+    if isinstance(doc, list):
+        doc = {"simulations": doc}
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
     env = info.get("environment_info") or {}
-    domain = str(env.get("domain_name") or sample.path.stem.split("_")[-1]).lower()
+    domain = _domain(doc, env, sample.path.stem)
+    has_tasks = isinstance(doc.get("tasks"), list)
     context = {
         "stem": sample.path.stem,
         "domain": domain,
         "policy": env.get("policy"),
-        "model": str((info.get("agent_info") or {}).get("llm") or "unknown"),
-        "tasks": {str(t.get("id")): t for t in doc.get("tasks") or [] if isinstance(t, dict)},
+        "model": str((info.get("agent_info") or {}).get("llm") or doc.get("model") or "unknown"),
+        "tasks": {str(t.get("id")): t for t in doc["tasks"] if isinstance(t, dict)} if has_tasks else None,
         "tools": _file_tools(doc, domain, batch),
     }
     for i, sim in enumerate(doc["simulations"], 1):

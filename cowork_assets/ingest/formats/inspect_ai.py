@@ -1,0 +1,103 @@
+"""Inspect AI eval logs in JSON (`{version, status, eval, plan, results, stats, samples, reductions}`; a
+binary `.eval` log becomes one with `inspect log convert --to json`).
+
+Each sample (one epoch of one dataset item) is a trajectory: its `messages` as Inspect writes them
+(content strings or lists of parts, joined as chat content, images and reasoning parts left out; an
+assistant's `tool_calls [{id, function: name, arguments: object}]`; `tool` messages answering by
+`tool_call_id`, an `error` as their text when there is no content). The task is `<eval.task>:<sample id>`,
+the model `eval.model`. The grade comes from `scores`, one entry per scorer, each mapped to a score in
+[0, 1]: `C` (correct) 1, `I` (incorrect) 0, `P` (partial) 0.5, `N` (no answer) 0; a boolean 1 or 0; a number
+in [0, 1] itself; a `{value}` whose value is a dict of such, their mean. The run's score is the scorers'
+mean and it passed when that is 1; a value outside these (a number above 1, a text) leaves it ungraded.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from cowork_assets.ingest.formats import _common
+
+NAME = "inspect_ai"
+PRIORITY = 20
+LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+
+
+def looks_like(doc) -> bool:
+    return isinstance(doc, dict) and isinstance(doc.get("eval"), dict) and "samples" in doc and "version" in doc
+
+
+def detect(sample) -> bool:
+    return looks_like(sample.document)
+
+
+def score_of(value) -> float | None:
+    """One scorer's value as a score in [0, 1] (None: not a value this mapping knows)."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        return LETTERS.get(value.strip().upper())
+    if isinstance(value, int | float):
+        return float(value) if 0 <= value <= 1 else None
+    if isinstance(value, dict) and value:
+        scores = [score_of(v) for v in value.values()]
+        return None if None in scores else sum(scores) / len(scores)
+    return None
+
+
+def grade(scores) -> dict | None:
+    if not isinstance(scores, dict) or not scores:
+        return None
+    each = {name: score_of((s or {}).get("value") if isinstance(s, dict) else s) for name, s in scores.items()}
+    if None in each.values():
+        return None
+    score = sum(each.values()) / len(each)
+    return {"score": score, "passed": score == 1.0, "checks": {f"scores.{n}": v == 1.0 for n, v in each.items()}}
+
+
+def _message(m: dict, i: int) -> dict:
+    if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "tool"):
+        raise _common.Malformed(f"message {i} has no role Inspect writes (system, user, assistant, tool)")
+    parts = m.get("content")
+    if isinstance(parts, list):  # images and reasoning are not text the model is trained to write
+        parts = [p for p in parts if not isinstance(p, dict) or p.get("type", "text") == "text"]
+    out = {"role": m["role"], "content": _common.text(parts)}
+    if m.get("tool_calls"):
+        out["tool_calls"] = [
+            _common.call(str(c.get("id")), str(c.get("function")), c.get("arguments")) for c in m["tool_calls"]
+        ]
+    if m["role"] == "tool":
+        error = m.get("error")
+        out["tool_call_id"] = m.get("tool_call_id")
+        if not out["content"] and isinstance(error, dict):
+            out["content"] = str(error.get("message") or "")
+        out["content"] = out["content"] or ""
+    return out
+
+
+def convert(log: dict, sample: dict, file, batch) -> dict:
+    if not isinstance(sample.get("messages"), list):
+        raise _common.Malformed(f"sample {sample.get('id')!r} has no messages list")
+    messages = [_message(m, i) for i, m in enumerate(sample["messages"])]
+    info = log["eval"]
+    sample_id = str(sample.get("id"))
+    run = f"{info.get('run_id') or file.path.stem}:{sample_id}:{sample.get('epoch', 1)}"
+    return _common.trajectory(
+        batch.unique_id(run, file),
+        {
+            "task_id": f"{info.get('task') or 'inspect'}:{sample_id}",
+            "category": NAME,
+            "request": _common.first_user_text(messages),
+            "tools": _common.called_tools(messages),
+        },
+        str(info.get("model") or "unknown"),
+        messages,
+        grade=grade(sample.get("scores")),
+        run_id=info.get("run_id"),
+    )
+
+
+def records(sample, batch):
+    log = sample.document
+    for i, item in enumerate(log.get("samples") or [], 1):
+        raw = item if isinstance(item, dict) else {"sample": item}
+        yield _common.record_line(i, partial(convert, log, raw, sample, batch), raw, "bad_inspect_sample")

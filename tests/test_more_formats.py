@@ -1,0 +1,220 @@
+"""The logs people run today, read from the shared real samples (skipped without them) and from records built
+here: OpenHands V1 events, a bare OpenHands event list, outputs keyed by question_id, Inspect AI eval logs,
+tau2 leaderboard submissions; detection that never guesses; reasons in words."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from cowork_assets.ingest.formats import inspect_ai, scan_batch
+from tests.conftest import SHARED
+
+REAL = SHARED / "realdata"
+needs_shared = pytest.mark.skipif(not (REAL / "coding_more").is_dir(), reason="../shared/realdata is absent")
+PYTHON_ERRORS = ("unhashable", "has no attribute", "NoneType", "not subscriptable", "Error", "object is not", "'int'")
+
+
+def _read(raw: Path, batch: str) -> tuple[list[dict], list[tuple[int, str]], list]:
+    sources = scan_batch(raw, batch)
+    runs, bad = [], []
+    for sample in sources.files:
+        for line in sources.records(sample):
+            if line.error:
+                bad.append((line.record, line.error))
+            else:
+                runs.append(orjson.loads(line.data))
+    return runs, bad, sources.skipped
+
+
+def _batch(tmp_path: Path, *files: Path, name: str = "b") -> Path:
+    (tmp_path / "raw" / name).mkdir(parents=True, exist_ok=True)
+    for f in files:
+        shutil.copy(f, tmp_path / "raw" / name / f.name)
+    return tmp_path / "raw"
+
+
+def _answered(messages: list[dict]) -> bool:
+    """Every tool result answers a call made before it."""
+    made = set()
+    for m in messages:
+        made |= {c["id"] for c in m.get("tool_calls") or []}
+        if m["role"] == "tool" and m["tool_call_id"] not in made:
+            return False
+    return True
+
+
+@needs_shared
+def test_openhands_v1_events_become_calls_and_results(tmp_path):
+    raw = _batch(tmp_path, REAL / "coding_more" / "ohbench_openagentsafety_gpt4o_output.jsonl")
+    runs, bad, skipped = _read(raw, "b")
+    assert (len(runs), bad, skipped) == (2, [], [])
+    assert [r["task"]["task_id"] for r in runs] == ["safety-misconfig", "safety-business-intelligence"]
+    for r in runs:
+        messages = r["messages"]
+        assert messages[0] == {"role": "user", "content": r["task"]["request"]}  # the instruction, first
+        assert [m["role"] for m in messages[1:]] == ["assistant", "tool"] * 9 and _answered(messages)
+        assert "grade" not in r  # final_score {total: 0}: no verdict, ungraded rather than failed
+        assert r["teacher"]["model"] == "litellm_proxy/neulab/gpt-4o-2024-08-06"
+    assert runs[0]["messages"][-2]["tool_calls"][0]["function"]["name"] == "finish"  # the other ran out of steps
+    assert runs[0]["messages"][2]["content"].startswith("\x1b[?2004lDavid: Hi there")
+
+
+@needs_shared
+def test_a_bare_openhands_event_list_is_one_run(tmp_path):
+    raw = _batch(tmp_path, REAL / "coding_more" / "harbor_rfc_openhands_trajectory_events.json")
+    (run,), bad, skipped = _read(raw, "b")
+    assert (bad, skipped) == ([], [])
+    assert [m["role"] for m in run["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
+    assert run["messages"][1]["content"].startswith('Create a file called hello.txt with "Hello, world!"')
+    assert run["messages"][3]["content"].startswith("Created /app/hello.txt")  # linked by cause, not by id order
+    assert _answered(run["messages"]) and run["task"]["task_id"].startswith("openhands-")
+
+
+def test_an_output_keyed_by_question_id_is_openhands_and_graded_by_correct(tmp_path):
+    history = [
+        {"id": 1, "source": "user", "action": "message", "args": {"content": "What is 6 x 7?"}},
+        {"id": 2, "source": "agent", "action": "finish", "args": {"final_thought": "42"}},
+    ]
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    lines = [
+        {"question_id": f"q{i}", "instruction": "What is 6 x 7?", "history": history, "correct": i == 0} for i in (0, 1)
+    ]
+    (tmp_path / "raw" / "b" / "output.jsonl").write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    runs, bad, _ = _read(tmp_path / "raw", "b")
+    assert bad == [] and [(r["task"]["task_id"], r["grade"]["passed"]) for r in runs] == [("q0", True), ("q1", False)]
+    assert [m["content"] for m in runs[0]["messages"]] == ["What is 6 x 7?", "42"]
+
+
+@needs_shared
+def test_an_inspect_eval_log_sample_is_a_trajectory_graded_from_its_scores(tmp_path):
+    raw = _batch(tmp_path, REAL / "inspect_ai" / "inspect_log_images_gpt4o.json")
+    (run,), bad, skipped = _read(raw, "b")
+    assert (bad, skipped) == ([], [])
+    assert run["trajectory_id"] == "4hZVSqgqbdNBk7pFLr5RWq:1:1" and run["task"]["task_id"] == "images:1"
+    assert [m["role"] for m in run["messages"]] == ["system", "user", "assistant"]
+    assert run["messages"][1]["content"] == "What is this a picture of?"  # the image part left out
+    assert run["grade"] == {"score": 0.0, "passed": False, "checks": {"scores.match": False}}  # "I"
+    assert run["teacher"]["model"] == "openai/gpt-4o"
+
+
+@pytest.mark.parametrize(
+    ("value", "score"),
+    [
+        ("C", 1.0),
+        ("I", 0.0),
+        ("P", 0.5),
+        ("N", 0.0),
+        (True, 1.0),
+        (0.25, 0.25),
+        ({"a": 1, "b": "I"}, 0.5),
+        (3, None),
+        ("maybe", None),
+        (None, None),
+    ],
+)
+def test_inspect_scores_map_to_a_grade_as_documented(value, score):
+    assert inspect_ai.score_of(value) == score
+    graded = inspect_ai.grade({"s": {"value": value}})
+    assert (graded and graded["score"]) == (score if score is not None else None)
+
+
+def test_inspect_tool_calls_and_results_keep_their_pairing(tmp_path):
+    sample = {
+        "id": 7,
+        "epoch": 2,
+        "scores": {"includes": {"value": "C"}},
+        "messages": [
+            {"role": "user", "content": "list the files"},
+            {
+                "role": "assistant",
+                "content": [{"type": "reasoning", "reasoning": "hidden"}, {"type": "text", "text": "ok"}],
+                "tool_calls": [{"id": "c1", "function": "bash", "arguments": {"cmd": "ls"}}],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "", "error": {"type": "timeout", "message": "timed out"}},
+            {"role": "assistant", "content": "the listing timed out"},
+        ],
+    }
+    log = {
+        "version": 2,
+        "status": "success",
+        "eval": {"task": "files", "model": "m", "run_id": "r"},
+        "samples": [sample],
+    }
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    (tmp_path / "raw" / "b" / "log.json").write_bytes(orjson.dumps(log))
+    (run,), bad, _ = _read(tmp_path / "raw", "b")
+    assert bad == [] and run["trajectory_id"] == "r:7:2" and run["grade"]["passed"] is True
+    assert run["messages"][1]["content"] == "ok"  # reasoning is not trained on as text
+    assert run["messages"][1]["tool_calls"][0]["function"] == {"name": "bash", "arguments": '{"cmd":"ls"}'}
+    assert run["messages"][2] == {"role": "tool", "content": "timed out", "tool_call_id": "c1"}
+
+
+@needs_shared
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_tau2_leaderboard_submission_rebuilds_checks_from_reward_info(tmp_path, wrapped):
+    source = REAL / "tau2_variants" / "lb_adaptive-agent_medical_claude-opus-4-6_1trial.json"
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    sims = orjson.loads(source.read_bytes())
+    doc = (
+        {"domain": "medical", "agent": "adaptive", "model": "claude-opus-4-6", "simulations": sims} if wrapped else sims
+    )
+    (tmp_path / "raw" / "b" / ("submission.json" if wrapped else source.name)).write_bytes(orjson.dumps(doc))
+    runs, bad, skipped = _read(tmp_path / "raw", "b")
+    assert (len(runs), bad, skipped) == (64, [], [])
+    assert all(r["grade"]["passed"] and r["task"]["category"] == "tau2_medical" for r in runs)
+    first = runs[0]
+    assert [c["type"] for c in first["task"]["checks"]] == ["db_match"] + ["nl_assertion"] * 4
+    assert first["grade"]["checks"] == {"db": True, "nl_0": True, "nl_1": True, "nl_2": True, "nl_3": True}
+    assert first["messages"][0]["content"].startswith("# Medical Triage Agent Policy")  # the simulation's policy
+    assert first["task"]["request"].startswith("Hi, I'd like to schedule an appointment")
+    assert first["teacher"]["model"] == ("claude-opus-4-6" if wrapped else "unknown")
+
+
+def test_jsonl_no_format_reads_is_skipped_not_quarantined_line_by_line(tmp_path):
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    bfcl = [{"id": f"multi_turn_base_{i}", "result": [[["cd(folder='x')"]]]} for i in range(200)]
+    (tmp_path / "raw" / "b" / "bfcl.jsonl").write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in bfcl))
+    (tmp_path / "raw" / "b" / "other.jsonl").write_bytes(b'{"prompt": "p", "completion": "c"}\n' * 5)
+    garbage = b"not json\n" + b'{"schema": "cowork.trajectory/v1"}\n'  # damage first: still the native format
+    (tmp_path / "raw" / "b" / "native.jsonl").write_bytes(garbage)
+    sources = scan_batch(tmp_path / "raw", "b")
+    reasons = dict(sources.skipped)
+    assert reasons["b/bfcl.jsonl"].startswith(
+        "BFCL results ({id, result}): the model's answers without the tool outputs"
+    )
+    assert reasons["b/other.jsonl"] == "JSON Lines of objects (completion, prompt) that no format reads"
+    assert [(s.rel, sources.format_of(s).NAME) for s in sources.files] == [("b/native.jsonl", "cowork")]
+
+
+def test_every_quarantine_reason_is_in_the_records_own_terms(tmp_path):
+    """Malformed records of each format read here: the detail says what is wrong, never a Python error."""
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    openhands = [
+        {"instance_id": "a", "history": [{"kind": "ActionEvent", "id": "x", "action": {}}]},  # no tool call
+        {"instance_id": "b", "history": [{"kind": "ObservationEvent", "observation": {"kind": "K"}}, 5]},
+        {"instance_id": "c", "history": [[{"action": "run", "args": 3}, {}]]},
+        {"instance_id": {"not": "a string"}, "history": [{"action": {"kind": "odd"}, "source": "agent"}]},
+    ]
+    (tmp_path / "raw" / "b" / "output.jsonl").write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in openhands))
+    log = {"version": 2, "eval": {"task": "t"}, "samples": [{"id": 1}, {"id": 2, "messages": [{"role": "robot"}]}, 3]}
+    (tmp_path / "raw" / "b" / "log.json").write_bytes(orjson.dumps(log))
+    sims = [{"task_id": "1", "messages": [{"role": "assistant", "tool_calls": [{"id": 1}]}]}, {"task_id": "2"}]
+    (tmp_path / "raw" / "b" / "sims.json").write_bytes(orjson.dumps(sims))
+    with_tasks = {"tasks": [], "simulations": [{"task_id": "9", "messages": []}]}
+    (tmp_path / "raw" / "b" / "tau2.json").write_bytes(orjson.dumps(with_tasks))
+    atif = {"schema_version": "ATIF-v1.5", "steps": [{"source": "robot"}, {"tool_calls": [{}]}]}
+    (tmp_path / "raw" / "b" / "atif.json").write_bytes(orjson.dumps(atif))
+    runs, bad, skipped = _read(tmp_path / "raw", "b")
+    details = [d for _, d in bad]
+    assert (len(details), skipped) == (11, []), details  # 1 ATIF, 3 Inspect, 4 OpenHands, 3 tau2
+    assert not [d for d in details if any(e in d for e in PYTHON_ERRORS)], details
+    assert "bad_openhands_record: history event 0 (an ActionEvent) names no tool call" in details
+    assert "bad_tau2_record: simulation 1 is of task '9', not among the file's tasks" in details
+    assert "bad_tau2_record: simulation 2 has no task_id or no messages list" in details
+    assert "bad_atif_record: step 0 has no source ATIF writes (system, user, agent)" in details
+    assert "bad_openhands_record: history event 1 is not an event object" in details
+    assert "bad_inspect_sample: sample 1 has no messages list" in details
