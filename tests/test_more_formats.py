@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import orjson
+import polars as pl
 import pytest
 
 from cowork_assets.ingest.formats import inspect_ai, scan_batch
@@ -218,3 +219,49 @@ def test_every_quarantine_reason_is_in_the_records_own_terms(tmp_path):
     assert "bad_atif_record: step 0 has no source ATIF writes (system, user, agent)" in details
     assert "bad_openhands_record: history event 1 is not an event object" in details
     assert "bad_inspect_sample: sample 1 has no messages list" in details
+
+
+@needs_shared
+def test_the_new_formats_reach_the_sft_dataset(tmp_path):
+    from cowork_assets.settings import CurateSettings
+    from cowork_cli.runner import ensure_instance, materialize_all
+
+    raw = _batch(
+        tmp_path,
+        REAL / "coding_more" / "ohbench_openagentsafety_gpt4o_output.jsonl",
+        REAL / "coding_more" / "harbor_rfc_openhands_trajectory_events.json",
+        REAL / "tau2_variants" / "lb_adaptive-agent_medical_claude-opus-4-6_1trial.json",
+    )
+    log = orjson.loads((REAL / "inspect_ai" / "inspect_log_images_gpt4o.json").read_bytes())
+    log["samples"][0]["scores"]["match"]["value"] = "C"  # graded passing
+    (raw / "b" / "inspect.json").write_bytes(orjson.dumps(log))
+    settings = CurateSettings(raw_root=str(raw), data_root=str(tmp_path / "out"), accept_ungraded=True)
+    outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lambda _: None)
+    assert outcome.failed == {} and not [c for c in outcome.failed_checks if "records_accounted_for" in c]
+    tables = tmp_path / "out" / "tables"
+    runs = pl.read_parquet(tables / "trajectories" / "batch=b" / "data.parquet")
+    assert runs.group_by("category").len().sort("category").rows() == [
+        ("inspect_ai", 1),
+        ("openhands", 3),
+        ("tau2_medical", 64),
+    ]
+    assert pl.read_parquet(tables / "quarantine" / "batch=b" / "data.parquet").height == 0
+    sft = pl.read_parquet(tmp_path / "out" / "published" / "sft_dataset" / "current" / "*.parquet")
+    reached = set(sft["sample_id"])
+    assert {
+        "ohbench_openagentsafety_gpt4o_output:safety-misconfig",
+        "ohbench_openagentsafety_gpt4o_output:safety-business-intelligence",
+        "4hZVSqgqbdNBk7pFLr5RWq:1:1",
+    } <= reached
+    assert sum(s.startswith("lb_adaptive-agent") for s in reached) > 0
+
+
+def test_the_independent_recount_counts_the_new_documents_as_ingest_reads_them(tmp_path):
+    from cowork_assets.ingest.recount import count_documents
+
+    events = [{"id": i, "source": "agent", "action": "run"} for i in range(7)]
+    inspect = {"version": 2, "eval": {"task": "t"}, "samples": [{"id": 1}, {"id": 2}, {"id": 3}]}
+    leaderboard = [{"task_id": str(i), "messages": []} for i in range(4)]
+    for name, doc, records in [("events", events, 1), ("inspect", inspect, 3), ("lb", leaderboard, 4)]:
+        (tmp_path / f"{name}.json").write_bytes(orjson.dumps(doc))
+        assert count_documents(tmp_path / f"{name}.json") == records, name

@@ -6,8 +6,10 @@ recount too. What counts as one raw record:
   names a line format): each line with a non-blank byte, counted on the decompressed bytes; a gzip stream
   that is corrupt or ends early ends in one more record (the unfinished line and the damage);
 - any other file: a JSON list holds one record per element, except that a list of chat messages (each
-  with a `role`: mini-swe-agent) is one, and tool definitions (function specs) are none; a JSON object
-  holds `simulations` records (tau2-bench), none for a SWE-bench report (`resolved_ids`; a per-instance
+  with a `role`: mini-swe-agent) or of events (each with a `source` and an `action` or `observation`:
+  an OpenHands event stream) is one, and tool definitions (function specs) are none; a JSON object
+  holds `simulations` records (tau2-bench), `samples` records when it has an `eval` (Inspect AI), none for
+  a SWE-bench report (`resolved_ids`; a per-instance
   `{resolved, tests_status}`, keyed by instance id or not), else one;
   a file that does not parse as JSON is one record (quarantined as such).
 Files ingest lists in `skipped_inputs` (with their reason) are accounted for there and not recounted.
@@ -92,12 +94,18 @@ def count_documents(path: Path, max_bytes: int | None = None) -> int:
         if document and all(_is_function_spec(item) for item in document):
             return 0
         chat = document and all(isinstance(item, dict) and "role" in item for item in document)
-        return 1 if chat else len(document)
+        return 1 if chat or _is_event_stream(document) else len(document)
     if isinstance(document, dict):
         if isinstance(document.get("simulations"), list):
             return len(document["simulations"])
+        if isinstance(document.get("eval"), dict) and isinstance(document.get("samples"), list):
+            return len(document["samples"])
         return 0 if _is_report(document) else 1
     return 1
+
+
+def _is_event_stream(document: list) -> bool:
+    return all(isinstance(e, dict) and "source" in e and ("action" in e or "observation" in e) for e in document)
 
 
 def _is_report(document: dict) -> bool:

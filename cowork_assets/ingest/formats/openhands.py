@@ -41,7 +41,7 @@ def is_event_list(doc) -> bool:
     return (
         isinstance(doc, list)
         and bool(doc)
-        and all(isinstance(e, dict) and "source" in e and ("action" in e or "observation" in e) for e in doc[:3])
+        and all(isinstance(e, dict) and "source" in e and ("action" in e or "observation" in e) for e in doc)
     )
 
 
