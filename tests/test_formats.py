@@ -54,6 +54,7 @@ def test_the_registry_is_every_module_of_the_package_with_detect_and_records():
         "mini_swe_agent",
         "openhands",
         "inspect_ai",
+        "harbor_result",
         "tool_definitions",
         "swebench_report",
         "broken_json",

@@ -265,3 +265,34 @@ def test_the_independent_recount_counts_the_new_documents_as_ingest_reads_them(t
     for name, doc, records in [("events", events, 1), ("inspect", inspect, 3), ("lb", leaderboard, 4)]:
         (tmp_path / f"{name}.json").write_bytes(orjson.dumps(doc))
         assert count_documents(tmp_path / f"{name}.json") == records, name
+
+
+ATIF = Path(__file__).parent / "realdata" / "coding"
+
+
+@pytest.mark.parametrize(
+    ("result", "grade"),
+    [
+        ({"verifier_result": {"rewards": {"reward": 1.0}}}, {"score": 1.0, "passed": True}),
+        ({"verifier_result": {"rewards": {"reward": 0.0}}}, {"score": 0.0, "passed": False}),
+        ({"verifier_result": None}, None),  # never verified
+        ({"verifier_result": {"rewards": {"reward": 1.0}}, "exception_info": {"exception_type": "Timeout"}}, None),
+    ],
+)
+def test_a_harbor_result_beside_an_atif_trajectory_grades_it(tmp_path, result, grade):
+    trajectory = ATIF / "harbor_golden_openhands_hello-world.trajectory.json"
+    raw = _batch(tmp_path, trajectory, ATIF / "harbor_golden_terminus2_hello-world-invalid-json.trajectory.json")
+    paired = raw / "b" / "harbor_golden_openhands_hello-world.result.json"
+    paired.write_bytes(orjson.dumps({"task_name": "hello-world", "trial_name": "hello-world__x1", **result}))
+    runs, bad, skipped = _read(raw, "b")
+    assert (bad, skipped) == ([], [])
+    by_file = {r["trajectory_id"].split("@")[-1]: r for r in runs}
+    graded = [r for r in runs if r["task"]["task_id"] == "hello-world"]
+    assert len(graded) == 1 and len(by_file) == 2
+    assert ({k: graded[0]["grade"][k] for k in ("score", "passed")} if "grade" in graded[0] else None) == grade
+    other = [r for r in runs if r is not graded[0]]
+    assert "grade" not in other[0]  # the Terminus-2 trajectory has no result of its own
+
+    from cowork_assets.ingest.recount import recount
+
+    assert recount(raw / "b") == 2  # the result is no record of its own

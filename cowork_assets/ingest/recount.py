@@ -9,7 +9,7 @@ recount too. What counts as one raw record:
   with a `role`: mini-swe-agent) or of events (each with a `source` and an `action` or `observation`:
   an OpenHands event stream) is one, and tool definitions (function specs) are none; a JSON object
   holds `simulations` records (tau2-bench), `samples` records when it has an `eval` (Inspect AI), none for
-  a SWE-bench report (`resolved_ids`; a per-instance
+  a Harbor trial result (`verifier_result`) or a SWE-bench report (`resolved_ids`; a per-instance
   `{resolved, tests_status}`, keyed by instance id or not), else one;
   a file that does not parse as JSON is one record (quarantined as such).
 Files ingest lists in `skipped_inputs` (with their reason) are accounted for there and not recounted.
@@ -100,7 +100,7 @@ def count_documents(path: Path, max_bytes: int | None = None) -> int:
             return len(document["simulations"])
         if isinstance(document.get("eval"), dict) and isinstance(document.get("samples"), list):
             return len(document["samples"])
-        return 0 if _is_report(document) else 1
+        return 0 if _is_report(document) or "verifier_result" in document else 1
     return 1
 
 

@@ -6,11 +6,12 @@ Steps become messages: `system`/`user` steps their text, an `agent` step an assi
 made exactly one, and otherwise stays an observation with no call id (Terminus-2 writes such files).
 List-valued messages are joined like chat content. Tools come from `agent.tool_definitions` (null-valued
 schema keywords dropped), else from the calls seen. A `session_id` another file of the batch already used
-is made unique with the file name. There is no grader in the file: no checks, no grade."""
+is made unique with the file name. There is no grader in the file: no checks; the grade comes from Harbor's
+trial `result.json` beside it (`harbor_result`), else the run is ungraded."""
 
 from __future__ import annotations
 
-from cowork_assets.ingest.formats import _common
+from cowork_assets.ingest.formats import _common, harbor_result
 
 NAME = "atif"
 PRIORITY = 20
@@ -55,7 +56,8 @@ def convert(obj: dict, sample, batch) -> dict:
     messages = [m for i, step in enumerate(obj["steps"]) for m in _step_messages(step, i)]
     agent = obj.get("agent") or {}
     request = _common.first_user_text(messages)
-    task_id = _common.task_id_of("atif", request)
+    result = harbor_result.result_for(batch, sample)
+    task_id = str((result or {}).get("task_name") or _common.task_id_of("atif", request))
     tools = _common.tool_definitions(agent.get("tool_definitions"), batch.notes) or _common.called_tools(messages)
     trajectory_id = batch.unique_id(str(obj.get("session_id") or sample.path.stem), sample)
     return _common.trajectory(
@@ -63,6 +65,7 @@ def convert(obj: dict, sample, batch) -> dict:
         {"task_id": task_id, "category": "atif", "request": request, "tools": tools},
         str(agent.get("model_name") or agent.get("name") or "unknown"),
         messages,
+        grade=harbor_result.grade(result),
     )
 
 
