@@ -55,6 +55,7 @@ def test_the_registry_is_every_module_of_the_package_with_detect_and_records():
         "openhands",
         "inspect_ai",
         "harbor_result",
+        "claude_code",
         "tool_definitions",
         "swebench_report",
         "broken_json",

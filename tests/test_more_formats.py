@@ -296,3 +296,38 @@ def test_a_harbor_result_beside_an_atif_trajectory_grades_it(tmp_path, result, g
     from cowork_assets.ingest.recount import recount
 
     assert recount(raw / "b") == 2  # the result is no record of its own
+
+
+TRANSCRIPTS = Path(__file__).parent / "transcripts"
+
+
+def test_a_claude_code_transcript_is_its_main_chain(tmp_path):
+    raw = _batch(tmp_path, TRANSCRIPTS / "claude_code" / "session.jsonl")
+    sources = scan_batch(raw, "b")
+    (sample,) = sources.files
+    assert sources.format_of(sample).NAME == "claude_code"
+    (line,) = list(sources.records(sample))
+    run = orjson.loads(line.data)
+    assert sources.batch.notes["claude_code_sidechain_entries_left_out"] == 1
+    assert [m["role"] for m in run["messages"]] == ["user", "assistant", "tool", "assistant"]
+    request, call, result, answer = run["messages"]
+    assert request["content"].startswith("Oh, I just found out that this is not supported by Chrome")
+    assert call["content"] is None  # its thinking is not trained on as text
+    assert call["tool_calls"][0]["id"] == result["tool_call_id"] == "toolu_01T1SrbUgaSJkHWJd5outNgr"
+    assert orjson.loads(call["tool_calls"][0]["function"]["arguments"])["command"].startswith("cp /Users/dain")
+    assert answer["content"].startswith("I'll help you rewrite this to use proper HTML ruby elements")
+    assert run["trajectory_id"] == "b25638d7-b104-4f06-a797-70ac33d069ed" and "grade" not in run
+    assert run["teacher"]["model"] == "claude-opus-4-1-20250805"  # the first assistant entry's model
+    assert [t["name"] for t in run["task"]["tools"]] == ["Bash"]
+
+    from cowork_assets.ingest.recount import recount
+
+    assert recount(raw / "b") == 1  # a transcript is one record, as ingest reads it
+
+
+def test_a_claude_code_transcript_with_a_broken_line_is_quarantined_naming_it(tmp_path):
+    lines = (TRANSCRIPTS / "claude_code" / "session.jsonl").read_bytes().splitlines()
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    (tmp_path / "raw" / "b" / "s.jsonl").write_bytes(b"\n".join([*lines[:3], b"{not json", *lines[3:]]) + b"\n")
+    runs, bad, _ = _read(tmp_path / "raw", "b")
+    assert runs == [] and bad == [(1, "bad_claude_code_record: line 4 is not JSON")]

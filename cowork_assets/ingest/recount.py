@@ -4,7 +4,8 @@ It shares no code with ingest (only the standard library), so a bug in ingest's 
 recount too. What counts as one raw record:
 - a JSON Lines file (`*.jsonl`, `*.jsonl.gz`, or any file of a batch whose `.cowork-format`
   names a line format): each line with a non-blank byte, counted on the decompressed bytes; a gzip stream
-  that is corrupt or ends early ends in one more record (the unfinished line and the damage);
+  that is corrupt or ends early ends in one more record (the unfinished line and the damage); except that a
+  session transcript (its first line an entry with a `sessionId` or a `leafUuid`: Claude Code) is one;
 - any other file: a JSON list holds one record per element, except that a list of chat messages (each
   with a `role`: mini-swe-agent) or of events (each with a `source` and an `action` or `observation`:
   an OpenHands event stream) is one, and tool definitions (function specs) are none; a JSON object
@@ -76,6 +77,27 @@ def count_lines(path: Path) -> int:
     return count + pending
 
 
+def _is_transcript(path: Path) -> bool:
+    """Whether the file's first line is a session transcript's entry (one trajectory per file)."""
+    head = b""
+    try:
+        for block in _decompressed(path):
+            if block is None:
+                break
+            head += block
+            if b"\n" in head or len(head) > BLOCK:
+                break
+    except OSError:
+        return False
+    try:
+        first = json.loads(head.split(b"\n", 1)[0])
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return False
+    return (
+        isinstance(first, dict) and isinstance(first.get("type"), str) and ("sessionId" in first or "leafUuid" in first)
+    )
+
+
 def _is_function_spec(item: object) -> bool:
     spec = item.get("function", item) if isinstance(item, dict) else None
     return isinstance(spec, dict) and "name" in spec
@@ -126,5 +148,8 @@ def recount(folder: Path, skipped: Iterable[str] = (), max_bytes: int | None = N
         if path.name == forced.name or path.name in set(skipped) or not path.is_file():
             continue
         jsonl = path.name.endswith((".jsonl", ".jsonl.gz")) or lines_everywhere
-        total += count_lines(path) if jsonl else count_documents(path, max_bytes)
+        if jsonl and _is_transcript(path):
+            total += 1
+        else:
+            total += count_lines(path) if jsonl else count_documents(path, max_bytes)
     return total
