@@ -56,6 +56,7 @@ def test_the_registry_is_every_module_of_the_package_with_detect_and_records():
         "inspect_ai",
         "harbor_result",
         "claude_code",
+        "codex",
         "tool_definitions",
         "swebench_report",
         "broken_json",

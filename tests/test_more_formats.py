@@ -331,3 +331,31 @@ def test_a_claude_code_transcript_with_a_broken_line_is_quarantined_naming_it(tm
     (tmp_path / "raw" / "b" / "s.jsonl").write_bytes(b"\n".join([*lines[:3], b"{not json", *lines[3:]]) + b"\n")
     runs, bad, _ = _read(tmp_path / "raw", "b")
     assert runs == [] and bad == [(1, "bad_claude_code_record: line 4 is not JSON")]
+
+
+def test_a_codex_rollout_is_one_trajectory_of_its_response_items(tmp_path):
+    raw = _batch(tmp_path, TRANSCRIPTS / "codex" / "rollout.jsonl")
+    (run,), bad, skipped = _read(raw, "b")
+    assert (bad, skipped) == ([], [])
+    assert run["trajectory_id"] == "11111111-1111-4111-8111-111111111111" and "grade" not in run
+    assert run["teacher"]["model"] == "synthetic-model"  # from turn_context
+    # the environment context, the event_msg copy of the request and the reasoning are not conversation
+    assert [m["role"] for m in run["messages"]] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert run["messages"][0]["content"] == "List the synthetic files."
+    assert run["messages"][1]["tool_calls"][0]["function"] == {
+        "name": "exec_command",
+        "arguments": '{"cmd":"find . -maxdepth 1 -type f"}',
+    }
+    assert run["messages"][2] == {
+        "role": "tool",
+        "tool_call_id": "call-structured-001",
+        "content": "./alpha.txt\n./beta.txt",
+    }
+    assert orjson.loads(run["messages"][3]["tool_calls"][0]["function"]["arguments"])["input"].startswith(
+        "const result"
+    )
+    assert _answered(run["messages"])
+
+    from cowork_assets.ingest.recount import recount
+
+    assert recount(raw / "b") == 1

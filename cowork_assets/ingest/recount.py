@@ -5,7 +5,8 @@ recount too. What counts as one raw record:
 - a JSON Lines file (`*.jsonl`, `*.jsonl.gz`, or any file of a batch whose `.cowork-format`
   names a line format): each line with a non-blank byte, counted on the decompressed bytes; a gzip stream
   that is corrupt or ends early ends in one more record (the unfinished line and the damage); except that a
-  session transcript (its first line an entry with a `sessionId` or a `leafUuid`: Claude Code) is one;
+  session transcript (its first line an entry with a `sessionId` or a `leafUuid`: Claude Code; or a
+  `session_meta` entry: a Codex rollout) is one;
 - any other file: a JSON list holds one record per element, except that a list of chat messages (each
   with a `role`: mini-swe-agent) or of events (each with a `source` and an `action` or `observation`:
   an OpenHands event stream) is one, and tool definitions (function specs) are none; a JSON object
@@ -93,9 +94,9 @@ def _is_transcript(path: Path) -> bool:
         first = json.loads(head.split(b"\n", 1)[0])
     except (ValueError, UnicodeDecodeError, RecursionError):
         return False
-    return (
-        isinstance(first, dict) and isinstance(first.get("type"), str) and ("sessionId" in first or "leafUuid" in first)
-    )
+    if not isinstance(first, dict) or not isinstance(first.get("type"), str):
+        return False
+    return "sessionId" in first or "leafUuid" in first or first["type"] == "session_meta"
 
 
 def _is_function_spec(item: object) -> bool:

@@ -208,3 +208,30 @@ def json_lines(sample, looks_like, convert, reason: str, expected: str):
             yield RawLine(line.record, line.data, f"{reason}: expected {expected}")
             continue
         yield record_line(line.record, partial(convert, obj, line.record), line.data, reason)
+
+
+def session_entries(sample) -> list[dict]:
+    """The file's lines as JSON objects; a line that cannot be read or is not one raises Malformed, naming it."""
+    out = []
+    for line in sample.lines():
+        if line.error is not None:
+            raise Malformed(f"line {line.record} cannot be read ({line.error})")
+        if line.data.strip():
+            try:
+                entry = orjson.loads(line.data)
+            except orjson.JSONDecodeError:
+                raise Malformed(f"line {line.record} is not JSON") from None
+            if not isinstance(entry, dict):
+                raise Malformed(f"line {line.record} is not a JSON object")
+            out.append(entry)
+    return out
+
+
+def session_record(sample, reason: str, build) -> RawLine:
+    """A session file's one record (Claude Code, Codex: a JSON Lines file that is one trajectory):
+    `build(its entries)`, or the file quarantined with `reason` and why."""
+    try:
+        lines = session_entries(sample)
+    except Malformed as exc:
+        return RawLine(1, sample.head[:EXCERPT_BYTES], f"{reason}: {exc}")
+    return record_line(1, lambda: build(lines), sample.head, reason)

@@ -14,10 +14,7 @@ there is no grader: the run is ungraded. A line that is not JSON quarantines the
 
 from __future__ import annotations
 
-import orjson
-
 from cowork_assets.ingest.formats import _common
-from cowork_assets.ingest.raw_files import RawLine
 
 NAME = "claude_code"
 PRIORITY = 30
@@ -107,26 +104,5 @@ def convert(entries: list[dict], sample, batch) -> dict:
     )
 
 
-def _entries(sample) -> list[dict]:
-    entries = []
-    for line in sample.lines():
-        if line.error is not None:
-            raise _common.Malformed(f"line {line.record} cannot be read ({line.error})")
-        if line.data.strip():
-            try:
-                entry = orjson.loads(line.data)
-            except orjson.JSONDecodeError:
-                raise _common.Malformed(f"line {line.record} is not JSON") from None
-            if not isinstance(entry, dict):
-                raise _common.Malformed(f"line {line.record} is not a transcript entry")
-            entries.append(entry)
-    return entries
-
-
 def records(sample, batch):
-    try:
-        entries = _entries(sample)
-    except _common.Malformed as exc:
-        yield RawLine(1, sample.head[: _common.EXCERPT_BYTES], f"bad_claude_code_record: {exc}")
-        return
-    yield _common.record_line(1, lambda: convert(entries, sample, batch), sample.head, "bad_claude_code_record")
+    yield _common.session_record(sample, "bad_claude_code_record", lambda lines: convert(lines, sample, batch))
