@@ -359,3 +359,59 @@ def test_a_codex_rollout_is_one_trajectory_of_its_response_items(tmp_path):
     from cowork_assets.ingest.recount import recount
 
     assert recount(raw / "b") == 1
+
+
+def test_an_atif_sub_trajectory_names_its_parent_and_its_copied_context_is_context(tmp_path):
+    """A context-summarization sub-run: its own trajectory, linked to the run that refers to it."""
+    ask = {"source": "user", "message": "Fix the failing test."}
+    parent = {
+        "schema_version": "ATIF-v1.7",
+        "session_id": "main-run",
+        "agent": {"name": "terminus-2", "model_name": "m"},
+        "steps": [
+            ask,
+            {
+                "source": "agent",
+                "message": "Looking.",
+                "tool_calls": [{"tool_call_id": "c1", "function_name": "bash", "arguments": {"command": "pytest"}}],
+                "observation": {"results": [{"source_call_id": "c1", "content": "1 failed"}]},
+            },
+            {
+                "source": "agent",
+                "message": "The context is long; summarizing.",
+                "observation": {
+                    "results": [
+                        {
+                            "content": "summary done",
+                            "subagent_trajectory_ref": [
+                                {"session_id": "main-run-summary", "trajectory_path": "agent/summary.trajectory.json"}
+                            ],
+                        }
+                    ]
+                },
+            },
+        ],
+    }
+    child = {
+        "schema_version": "ATIF-v1.7",
+        "session_id": "main-run-summary",
+        "agent": {"name": "terminus-2", "model_name": "m"},
+        "steps": [
+            {**ask, "is_copied_context": True},
+            {"source": "agent", "message": "Looking.", "is_copied_context": True},
+            {"source": "user", "message": "Summarize the work so far."},
+            {"source": "agent", "message": "pytest shows 1 failure."},
+        ],
+    }
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    (tmp_path / "raw" / "b" / "main.trajectory.json").write_bytes(orjson.dumps(parent))
+    (tmp_path / "raw" / "b" / "summary.trajectory.json").write_bytes(orjson.dumps(child))
+    runs, bad, _ = _read(tmp_path / "raw", "b")
+    assert bad == [] and [r["trajectory_id"] for r in runs] == ["main-run", "main-run-summary"]
+    main, summary = runs
+    assert main["teacher"]["run_id"] is None and summary["teacher"]["run_id"] == "subagent-of:main-run"
+    assert summary["messages"] == [
+        {"role": "user", "content": "Fix the failing test.\n\nLooking."},  # the copied context, as context
+        {"role": "user", "content": "Summarize the work so far."},
+        {"role": "assistant", "content": "pytest shows 1 failure."},
+    ]

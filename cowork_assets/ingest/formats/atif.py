@@ -7,7 +7,14 @@ made exactly one, and otherwise stays an observation with no call id (Terminus-2
 List-valued messages are joined like chat content. Tools come from `agent.tool_definitions` (null-valued
 schema keywords dropped), else from the calls seen. A `session_id` another file of the batch already used
 is made unique with the file name. There is no grader in the file: no checks; the grade comes from Harbor's
-trial `result.json` beside it (`harbor_result`), else the run is ungraded."""
+trial `result.json` beside it (`harbor_result`), else the run is ungraded.
+
+Sub-trajectories (ATIF v1.6+): a result's `subagent_trajectory_ref [{session_id, trajectory_path}]` points at
+another ATIF file of the batch, e.g. a context-summarization run. That file is its own trajectory, and its
+`teacher.run_id` names the parent (`subagent-of:<parent session_id>`), so lineage leads from one to the other.
+Its steps marked `is_copied_context` repeat the parent's conversation: they become one user message holding
+their text, context to the sub-run, so no assistant turn of the parent is trained on twice. Sub-trajectories
+embedded in the file (`subagent_trajectories`) are not read; they are counted in the batch notes."""
 
 from __future__ import annotations
 
@@ -26,6 +33,32 @@ def looks_like(obj) -> bool:
 
 def detect(sample) -> bool:
     return looks_like(sample.document)
+
+
+def parents(batch) -> dict[str, str]:
+    """Sub-trajectory (its session id, and its file name) -> the session id of the ATIF run that refers to it."""
+    out = {}
+    for sample in batch.auxiliary(NAME):
+        doc = sample.document
+        for step in doc.get("steps") or [] if isinstance(doc, dict) else []:
+            results = (step.get("observation") or {}).get("results") if isinstance(step, dict) else None
+            for result in results or []:
+                for ref in (result.get("subagent_trajectory_ref") or []) if isinstance(result, dict) else []:
+                    for key in (ref.get("session_id"), str(ref.get("trajectory_path") or "").rsplit("/", 1)[-1]):
+                        if key:
+                            out[str(key)] = str(doc.get("session_id") or sample.path.stem)
+    return out
+
+
+def copied_context(steps: list) -> list:
+    """The steps with the run's copied context (`is_copied_context`) as one user step holding their text."""
+    copied = [s for s in steps if isinstance(s, dict) and s.get("is_copied_context")]
+    if not copied:
+        return steps
+    text = "\n\n".join(t for s in copied if (t := _common.text(s.get("message"))))
+    first = steps.index(copied[0])
+    rest = [s for s in steps if not (isinstance(s, dict) and s.get("is_copied_context"))]
+    return [*rest[:first], {"source": "user", "message": text}, *rest[first:]]
 
 
 def _step_messages(step: dict, i: int) -> list[dict]:
@@ -53,19 +86,25 @@ def _step_messages(step: dict, i: int) -> list[dict]:
 
 
 def convert(obj: dict, sample, batch) -> dict:
-    messages = [m for i, step in enumerate(obj["steps"]) for m in _step_messages(step, i)]
+    messages = [m for i, step in enumerate(copied_context(obj["steps"])) for m in _step_messages(step, i)]
+    if obj.get("subagent_trajectories"):
+        batch.notes["atif_embedded_subagent_trajectories_not_read"] += len(obj["subagent_trajectories"])
     agent = obj.get("agent") or {}
     request = _common.first_user_text(messages)
     result = harbor_result.result_for(batch, sample)
     task_id = str((result or {}).get("task_name") or _common.task_id_of("atif", request))
     tools = _common.tool_definitions(agent.get("tool_definitions"), batch.notes) or _common.called_tools(messages)
-    trajectory_id = batch.unique_id(str(obj.get("session_id") or sample.path.stem), sample)
+    session = str(obj.get("session_id") or sample.path.stem)
+    trajectory_id = batch.unique_id(session, sample)
+    of = parents(batch)
+    parent = of.get(session) or of.get(sample.path.name)
     return _common.trajectory(
         trajectory_id,
         {"task_id": task_id, "category": "atif", "request": request, "tools": tools},
         str(agent.get("model_name") or agent.get("name") or "unknown"),
         messages,
         grade=harbor_result.grade(result),
+        run_id=f"subagent-of:{parent}" if parent else None,
     )
 
 
