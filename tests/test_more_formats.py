@@ -415,3 +415,28 @@ def test_an_atif_sub_trajectory_names_its_parent_and_its_copied_context_is_conte
         {"role": "user", "content": "Summarize the work so far."},
         {"role": "assistant", "content": "pytest shows 1 failure."},
     ]
+
+
+def test_the_other_formats_say_what_is_wrong_in_words_too(tmp_path):
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    files = {
+        "chat.jsonl": b'{"messages": [{"role": "user", "content": "hi"}]}\n{"messages": [1, 2]}\n',
+        "results-retail.json": orjson.dumps(
+            [{"task_id": 1, "traj": 5, "info": {}}, {"task_id": 2, "traj": [], "info": 3}]
+        ),
+        "run.traj": orjson.dumps({"trajectory": [], "history": [7], "info": {}}),
+        "mini.traj.json": orjson.dumps(
+            {"trajectory_format": "mini-swe-agent-1.1", "info": {"exit_status": "x"}, "messages": 4}
+        ),
+        "session.jsonl": b'{"type": "user", "sessionId": "s", "uuid": "u", "message": {"role": "user"}}\n[1]\n',
+        "rollout-x.jsonl": b'{"type": "session_meta", "payload": {"id": "x"}}\n'
+        b'{"type": "response_item", "payload": {"type": "message", "role": "robot", "content": []}}\n',
+    }
+    for name, data in files.items():
+        (tmp_path / "raw" / "b" / name).write_bytes(data)
+    _, bad, skipped = _read(tmp_path / "raw", "b")
+    details = [d for _, d in bad]
+    assert skipped == [] and len(details) == 7, details  # the tau-bench file has two runs
+    assert not [d for d in details if any(e in d for e in PYTHON_ERRORS)], details
+    assert "bad_claude_code_record: line 2 is not a JSON object" in details
+    assert "bad_codex_record: response item 0 is a message with no role Codex writes" in details
