@@ -9,6 +9,7 @@ The contract then quarantines each line that is not a valid trajectory, with the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import suppress
 from itertools import islice
 
@@ -28,25 +29,26 @@ def looks_native(obj) -> bool:
     )
 
 
-def first_objects(sample) -> list:
-    """The JSON values among the file's first LOOK_AT non-blank lines that parse (those before a read error:
-    reading the file reports that error as a record of its own)."""
-    out = []
-    try:
+def first_objects(sample) -> Iterator:
+    """The JSON values among the file's first LOOK_AT non-blank lines that parse, read as asked (those before
+    a read error: reading the file reports that error as a record of its own)."""
+    with suppress(OSError):
         for line in islice((x for x in sample.lines() if x.error or x.data.strip()), LOOK_AT):
             if line.error is None:
                 with suppress(orjson.JSONDecodeError):
-                    out.append(orjson.loads(line.data.removeprefix(b"\xef\xbb\xbf")))
-    except OSError:
-        pass
-    return out
+                    yield orjson.loads(line.data.removeprefix(b"\xef\xbb\xbf"))
 
 
 def detect(sample) -> bool:
+    """Reads only up to the first trajectory-like record: a native file's first line, as a rule."""
     if not sample.is_lines:
         return False
-    objects = [obj for obj in first_objects(sample) if isinstance(obj, dict) and obj]
-    return not objects or any(looks_native(obj) for obj in objects)
+    keyed = False  # an object with keys seen, none of them a trajectory's
+    for obj in first_objects(sample):
+        if looks_native(obj):
+            return True
+        keyed = keyed or (isinstance(obj, dict) and bool(obj))
+    return not keyed
 
 
 def records(sample, batch):
