@@ -87,6 +87,17 @@ def task_id_of(prefix: str, request: str) -> str:
     return f"{prefix}-" + hashlib.sha256(request.encode()).hexdigest()[:12]
 
 
+def request_task(category: str, messages: list[dict]) -> dict:
+    """The task of a run whose log names none: its first request, hashed to the task id; the tools it calls."""
+    request = first_user_text(messages)
+    return {
+        "task_id": task_id_of(category, request),
+        "category": category,
+        "request": request,
+        "tools": called_tools(messages),
+    }
+
+
 def first_user_text(messages: list[dict]) -> str:
     return next((m["content"] for m in messages if m.get("role") == "user" and m.get("content")), "")
 

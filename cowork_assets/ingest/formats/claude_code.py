@@ -81,7 +81,6 @@ def convert(entries: list[dict], sample, batch) -> dict:
     if sidechain:
         batch.notes["claude_code_sidechain_entries_left_out"] += sidechain
     messages = messages_of(main_chain(entries))
-    request = _common.first_user_text(messages)
     session = next((e["sessionId"] for e in entries if isinstance(e.get("sessionId"), str)), sample.path.stem)
     model = next(
         (
@@ -92,15 +91,7 @@ def convert(entries: list[dict], sample, batch) -> dict:
         "unknown",
     )
     return _common.trajectory(
-        batch.unique_id(session, sample),
-        {
-            "task_id": _common.task_id_of(NAME, request),
-            "category": NAME,
-            "request": request,
-            "tools": _common.called_tools(messages),
-        },
-        str(model),
-        messages,
+        batch.unique_id(session, sample), _common.request_task(NAME, messages), str(model), messages
     )
 
 

@@ -76,7 +76,6 @@ def convert(lines: list[dict], sample, batch) -> dict:
     meta = lines[0]["payload"]
     items = [x["payload"] for x in lines if x.get("type") == "response_item" and isinstance(x.get("payload"), dict)]
     messages = messages_of(items)
-    request = _common.first_user_text(messages)
     model = next(
         (
             x["payload"]["model"]
@@ -87,12 +86,7 @@ def convert(lines: list[dict], sample, batch) -> dict:
     )
     return _common.trajectory(
         batch.unique_id(str(meta.get("id") or sample.path.stem), sample),
-        {
-            "task_id": _common.task_id_of(NAME, request),
-            "category": NAME,
-            "request": request,
-            "tools": _common.called_tools(messages),
-        },
+        _common.request_task(NAME, messages),
         str(model),
         messages,
     )
