@@ -17,6 +17,7 @@ import polars as pl
 from pydantic import Field, TypeAdapter, ValidationError, field_validator
 
 from cowork_assets import scratch
+from cowork_assets.checks.db_match import FREE_TEXT_ARGUMENTS, READ_ONLY_TOOLS, StateRules
 from cowork_assets.run_health import record_process
 from cowork_assets.storage import is_remote, normalize_root
 
@@ -239,6 +240,32 @@ class SelectionSettings(dg.Config):
     )
 
 
+class GradeSettings(dg.Config):
+    """How state-graded benchmarks (tau-bench, tau2) are re-graded: which tools change the state they compare.
+    Read when a batch is ingested: they shape its `db_match` checks (checks/db_match.py)."""
+
+    read_only_tools: list[str] = Field(
+        default=list(READ_ONLY_TOOLS),
+        description="Tools that change no state, whatever their name: a run need not make the reference's calls "
+        "of them, and its own calls of them are not extra writes.",
+    )
+    state_changing_tools: list[str] = Field(
+        default=[],
+        description="Tools that change state although their definition or name says otherwise (a read verb such as "
+        "get_ or check_ first, an HTTP GET endpoint, an MCP readOnlyHint).",
+    )
+    free_text_arguments: list[str] = Field(
+        default=list(FREE_TEXT_ARGUMENTS),
+        description="Arguments of a write that are free text and not compared with the reference's (unless the "
+        "tool's schema restricts the argument to an enum).",
+    )
+
+    def state_rules(self) -> StateRules:
+        return StateRules(
+            tuple(self.read_only_tools), tuple(self.state_changing_tools), tuple(self.free_text_arguments)
+        )
+
+
 class DatasetSettings(dg.Config):
     """Stage datasets: the split and the RL rollout rewards."""
 
@@ -275,6 +302,7 @@ class CurateSettings(
     dg.ConfigurableResource,
     DatasetSettings,
     SelectionSettings,
+    GradeSettings,
     CheckSettings,
     CurationSettings,
     RunSettings,
@@ -399,7 +427,12 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
             continue
         try:
             adapter = TypeAdapter(fields[name].annotation)
-            out[name] = adapter.validate_json(raw) if raw.lstrip().startswith("{") else adapter.validate_strings(raw)
+            if raw.lstrip().startswith(("{", "[")):
+                out[name] = adapter.validate_json(raw)
+            elif getattr(fields[name].annotation, "__origin__", None) is list:  # a, b, c
+                out[name] = adapter.validate_python([v.strip() for v in raw.split(",") if v.strip()])
+            else:
+                out[name] = adapter.validate_strings(raw)
         except ValidationError as exc:
             raise SettingsError(f"bad value for {name}: {exc.errors()[0]['msg']} (got {raw!r})") from None
     try:

@@ -230,7 +230,7 @@ REGISTRY: tuple[Table, ...] = (
         "and checks naming tools the interface does not expose (closest one suggested), request counts that "
         "disagree with the grader, call-counting graders (re-graded from the runs), ids no state or run "
         "contains, invalid tool schemas, unknown check types.",
-        ("task_packages", "trajectories", "tool_calls"),
+        ("task_packages", "trajectories", "tool_calls", "regrade"),
     ),
     Table(
         "dedup_signatures",

@@ -80,12 +80,9 @@ def test_replay_finds_the_first_satisfying_turn_and_leaves_undecidable_checks_op
         "nl": None,
         "odd": None,
     }
-    assert [c for c in types() if not types()[c].decidable] == [
-        "db_match",
-        "env_assertion",
-        "nl_assertion",
-        "state_equals",
-    ]
+    assert [c for c in types() if not types()[c].decidable] == ["env_assertion", "nl_assertion", "state_equals"]
+    db = type_of({"type": "db_match"})  # the end state: decidable from the reference's writes, when it has them
+    assert (db.is_decidable({"type": "db_match"}), db.is_decidable({"type": "db_match", "writes": []})) == (False, True)
 
 
 def test_distinct_items_has_one_rule_everywhere():

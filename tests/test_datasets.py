@@ -199,11 +199,18 @@ def test_grpo_and_gdpo_equal_hand_computed_values():
 
 def test_turn_at_which_each_check_is_first_satisfied():
     def call(name, args):
-        return {"name": name, "arguments": json.dumps(args)}
+        return {"id": f"c_{name}", "type": "function", "name": name, "arguments": json.dumps(args)}
 
     messages = pl.DataFrame(
         [
-            {"trajectory_id": "r", "message_index": i, "role": role, "content": content, "tool_calls": calls}
+            {
+                "trajectory_id": "r",
+                "message_index": i,
+                "role": role,
+                "content": content,
+                "tool_calls": calls,
+                "tool_call_id": None,
+            }
             for i, (role, content, calls) in enumerate(
                 [
                     ("user", "go", []),
@@ -219,9 +226,9 @@ def test_turn_at_which_each_check_is_first_satisfied():
     turns = assistant_turns(messages)
     assert turns == {
         "r": [
-            ("looking", [("search", '{"q": "x"}')]),
-            (None, [("create", '{"title": "A"}'), ("create", '{"title": "A"}')]),
-            (None, [("send", '{"to": "c_1", "n": 2}'), ("create", '{"title": "B"}')]),
+            ("looking", [("search", '{"q": "x"}', True)]),  # (tool, arguments, succeeded)
+            (None, [("create", '{"title": "A"}', True), ("create", '{"title": "A"}', True)]),
+            (None, [("send", '{"to": "c_1", "n": 2}', True), ("create", '{"title": "B"}', True)]),
             ("Sent the Q3-REPORT link.", []),
         ]
     }
@@ -575,18 +582,24 @@ def test_rollout_rows_carry_their_checks_and_a_run_without_checks_an_empty_list(
             "role": ["assistant"],
             "content": ["done: X"],
             "tool_calls": [[]],
+            "tool_call_id": [None],
         },
         schema_overrides={
             "message_index": pl.Int32,
             "tool_calls": pl.List(
                 pl.Struct({"id": pl.String, "type": pl.String, "name": pl.String, "arguments": pl.String})
             ),
+            "tool_call_id": pl.String,
         },
     )
     packages = pl.DataFrame(
-        {"task_hash": ["h1", "h2"], "checks": ['[{"id": "c1", "type": "keywords_present", "keywords": ["x"]}]', "[]"]}
+        {
+            "task_hash": ["h1", "h2"],
+            "category": ["c", "c"],
+            "checks": ['[{"id": "c1", "type": "keywords_present", "keywords": ["x"]}]', "[]"],
+        }
     )
-    rows = build_rl_rollouts(runs, regrade("x", runs, messages, packages), "group_id", 1e-6, "sample")
+    rows = build_rl_rollouts(runs, regrade("x", runs, [messages], packages), "group_id", 1e-6, "sample")
     assert rows.select("trajectory_id", "group_id", "checks").to_dicts() == [
         {
             "trajectory_id": "t1",

@@ -281,7 +281,7 @@ def test_tau2_simulations_become_the_agents_conversation_with_checks_and_grade(t
             "assert_value": True,
             "weight": 0.0,
         },
-        {"id": "db", "type": "db_match"},
+        {"id": "db", "type": "db_match", "match": "exact"},  # the user's own write is not in the agent's view
         {"id": "nl_0", "type": "nl_assertion", "assertion": "Agent is polite", "weight": 0.0},
     ]
     assert [t["name"] for t in orjson.loads(package["tools"])] == ["get_order", "return_items"]  # from the calls seen

@@ -156,23 +156,57 @@ def test_coding_runs_trace_back_to_their_raw_line(real_run, trajectory_id, raw, 
 
 
 def test_regrading_the_real_runs_agrees_as_the_readme_states(real_run):
+    """Per results file: (compared, agreeing, untrusted) runs. Every file agrees on at least 90% of the runs it
+    compares, and every disagreement names a reason other than the generic one."""
     from cowork_assets.validation.regrade import agreement
 
-    found = _table(real_run, "regrade")
-    by_source = {
-        source: agreement(found.filter(pl.col("category").str.starts_with(source)))
-        for source in ("tau2_", "tau_bench_")
+    found = _table(real_run, "regrade").join(
+        _table(real_run, "trajectories").select("trajectory_id", "raw_file"), on="trajectory_id"
+    )
+    per_file = {
+        f: agreement(found.filter(pl.col("raw_file") == f))
+        for f in found["raw_file"].unique().sort()
+        if f.startswith(("tau2/", "tau_bench/"))
     }
-    assert {s: (a["compared"], a["agree"]) for s, a in by_source.items()} == {
-        "tau2_": (301, 237),
-        "tau_bench_": (286, 214),
+    assert {
+        f.split("/")[1].removesuffix(".json"): (a["compared"], a["agree"], a["untrusted"]) for f, a in per_file.items()
+    } == {
+        "judgeviewer_azure_gpt4o_airline": (50, 50, 0),
+        "sierra_ftgpt41_airline_1trial": (20, 20, 0),
+        "sierra_ftgpt41_retail_1trial": (39, 39, 1),
+        "sierra_ftgpt41_telecom_1trial": (12, 12, 0),
+        "sierra_gpt41_airline_1trial": (20, 20, 0),
+        "sierra_gpt41_retail_1trial": (39, 38, 1),
+        "sierra_gpt41_telecom_1trial": (12, 12, 0),
+        "sierra_gpt41_telecom_nouser_1trial": (12, 12, 0),
+        "sierra_gpt4o_telecom_sim": (2, 2, 0),
+        "sierra_qwen25_7b_airline_1trial": (50, 47, 0),
+        "gpt-4o-airline": (200, 198, 0),
+        "madhavkanda-l0-gpt-4o-retail": (102, 101, 13),
     }
-    assert dict((r, n) for r, n, _ in by_source["tau2_"]["reasons"]) == {
-        "undecidable": 59,
-        "replay misses a check": 40,
-        "undecided check failed": 21,
-        "replay meets every check": 3,
+    assert all(a["agree"] >= 0.9 * a["compared"] for a in per_file.values())
+    reasons = dict(
+        found.filter(pl.col("raw_file").str.starts_with("tau"), pl.col("disagreement") != "undecidable")
+        .group_by("disagreement")
+        .len()
+        .iter_rows()
+    )
+    assert reasons == {
+        "failure without check results": 5,  # tau-bench reward_info null, tau2 agent_error: the run errored
+        "ground truth ignores the writes": 10,  # passes of tau-bench retail tasks that skip or miss their writes
+        "reference write not made": 2,  # task 64: the reference's exchange of a pending order's item fails
     }
+    from cowork_assets.storage import partition_file
+
+    findings = pl.read_parquet(partition_file(real_run.root, "task_findings"))
+    untrusted = findings.filter(pl.col("kind") == "ground_truth_unchanged")
+    # tau-bench retail: the starting state's hash is the ground truth of 13 tasks that write; tau2 retail task 12:
+    # a run that wrote nothing reached the reference's database (its return is refused: not the original payment)
+    assert sorted(untrusted["task_id"]) == [
+        *(f"tau-retail-{t}" for t in (100, 101, 102, 103, 106, 107, 108, 110, 111, 112, 113, 114, 12)),
+        "tau2-retail-12",
+    ]
+    assert set(findings.filter(pl.col("kind") == "ground_truth_unchanged")["severity"]) == {"error"}
 
 
 def test_compute_score_reproduces_the_regraded_score_of_every_real_run(real_run):
@@ -209,7 +243,7 @@ def test_compute_score_reproduces_the_regraded_score_of_every_real_run(real_run)
         assert compute_score("cowork", response, checks[tid]) == pytest.approx(expected), tid
         assert compute_score("cowork", "", checks[tid], {"messages": conversation}) == pytest.approx(expected), tid
         compared += 1
-    assert compared == 587  # every run with a check replay can decide
+    assert compared == 573  # every run with a check replay counts
 
 
 def test_the_sweeps_head_row_at_the_allowance_is_the_audits_head_loss(real_run):

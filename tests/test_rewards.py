@@ -66,8 +66,12 @@ def test_score_replays_the_checks_with_their_weights():
     assert result.reward == pytest.approx((2 + 0 + 1) / 4) and result.passed is False  # db is not decidable
     only_db = score(CONVERSATION, [CHECKS[3]])
     assert (only_db.reward, only_db.passed) == (0.0, None)
-    informational = score(CONVERSATION, [{**CHECKS[0], "weight": 0.0}, {**CHECKS[1], "weight": 0.0}])
-    assert informational.reward == 0.5  # every decidable weight 0: the unweighted share
+    informational = score(CONVERSATION, [{**CHECKS[0], "weight": 0.0}, CHECKS[2]])
+    assert [c["met"] for c in informational.checks] == [True, True]  # replayed and reported ...
+    assert (informational.reward, informational.passed) == (1.0, True)  # ... but a weight-0 check is not counted
+    unmet = score(CONVERSATION, [{**CHECKS[1], "weight": 0.0}, CHECKS[2]])
+    assert (unmet.reward, unmet.passed) == (1.0, True)  # its failure costs nothing
+    assert score(CONVERSATION, [{**CHECKS[0], "weight": 0.0}]).passed is None  # nothing counted: undecided
 
 
 @pytest.mark.parametrize(
@@ -84,7 +88,7 @@ def test_compute_score_reads_a_rollout_as_verl_hands_it_over(template, skip_spec
     ground_truth = orjson.dumps(CHECKS).decode()
     assert compute_score("cowork", response, ground_truth) == score(CONVERSATION, CHECKS).reward == 0.75
     assert compute_score("cowork", "", ground_truth, {"messages": CONVERSATION}) == 0.75
-    assert [t[1] for t in parse_response(response)][0] == [("send", '{"to": "c_42"}')]
+    assert [t[1] for t in parse_response(response)][0] == [("send", '{"to": "c_42"}', True)]
 
 
 def _runs(**grades):
@@ -111,6 +115,7 @@ def _messages(conversations: dict[str, list[dict]]) -> pl.DataFrame:
             "message_index": i,
             "role": m["role"],
             "content": m.get("content"),
+            "tool_call_id": m.get("tool_call_id"),
             "tool_calls": [
                 {
                     "id": c["id"],
@@ -125,6 +130,10 @@ def _messages(conversations: dict[str, list[dict]]) -> pl.DataFrame:
         for i, m in enumerate(ms)
     ]
     return pl.DataFrame(rows, schema_overrides={"message_index": pl.Int32})
+
+
+def _package(checks: list[dict], task_hash: str = "h", category: str = "c") -> pl.DataFrame:
+    return pl.DataFrame({"task_hash": [task_hash], "category": [category], "checks": [orjson.dumps(checks).decode()]})
 
 
 def test_regrade_names_why_a_verdict_differs():
@@ -144,12 +153,11 @@ def test_regrade_names_why_a_verdict_differs():
     ]
     silent = [*good[:-1], {"role": "assistant", "content": "Done."}]
     messages = _messages({"counted": duplicate, "clean": silent, "db_failed": good, "fine": good, "ungraded": good})
-    packages = pl.DataFrame({"task_hash": ["h"], "checks": [orjson.dumps(CHECKS).decode()]})
-    found = regrade("b", runs, messages, packages).sort("trajectory_id")
+    found = regrade("b", runs, [messages], _package(CHECKS)).sort("trajectory_id")
     assert found.select(
         "trajectory_id", "recorded_passed", "regraded_passed", "regraded_score", "disagreement", "disagreement_detail"
     ).rows() == [
-        ("clean", True, False, 0.75, "replay misses a check", "told (keywords_present)"),
+        ("clean", True, False, 0.75, "output not found", "told (keywords_present): ['REF-9']"),
         (
             "counted",
             True,
@@ -159,7 +167,15 @@ def test_regrade_names_why_a_verdict_differs():
             "todos: 3 todo calls, fewer than 3 distinct title values",
         ),
         ("db_failed", False, True, 1.0, "undecided check failed", "db (db_match)"),
-        ("fine", False, True, 1.0, "replay meets every check", "no detail recorded"),
+        (
+            "fine",
+            False,
+            True,
+            1.0,
+            "failure without check results",
+            "the benchmark recorded a failure and no check's result: the run ended in an error "
+            "(tau-bench: reward_info null; tau2: termination agent_error)",
+        ),
         ("ungraded", None, True, 1.0, None, None),
     ]
     assert found.filter(pl.col("trajectory_id") == "counted")["checks"][0][1] == {
@@ -175,10 +191,11 @@ def test_regrade_names_why_a_verdict_differs():
         "compared": 4,
         "agree": 0,
         "rate": 0.0,
+        "untrusted": 0,
         "reasons": [
+            ("failure without check results", 1, ["fine"]),
             ("grader counts calls", 1, ["counted"]),
-            ("replay meets every check", 1, ["fine"]),
-            ("replay misses a check", 1, ["clean"]),
+            ("output not found", 1, ["clean"]),
             ("undecided check failed", 1, ["db_failed"]),
         ],
     }

@@ -68,9 +68,9 @@ def test_results_file_becomes_trajectories_with_checks_grades_and_tools(tmp_path
         ("x-retail:1:0", "tau-retail-1", "tau_bench_retail", "x", True, 1),
         ("x-retail:2:0", "tau-retail-2", "tau_bench_retail", "x", False, 2),
     ]
-    assert orjson.loads(t["grade_checks"][1]) == {"action_0": False}
+    assert orjson.loads(t["grade_checks"][1]) == {"db": False}  # r_actions: the end state
     p = pl.read_parquet(partition_file(tmp_path / "out", "task_packages", "tau")).row(0, named=True)
-    assert p["check_types"] == ["tool_called", "keywords_present"]
+    assert p["check_types"] == ["tool_called", "db_match", "keywords_present"]
     assert [tool["name"] for tool in orjson.loads(p["tools"])] == ["exchange"]
     assert orjson.loads(p["checks"])[0]["args"] == {"order_id": "#W1234567", "item_ids": ["7453605304"]}
 

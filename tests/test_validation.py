@@ -192,6 +192,8 @@ def test_package_level_findings():
 
 
 def test_unknown_references_are_ids_no_state_or_run_contains(tmp_path):
+    from cowork_assets.schema import polars_schema
+    from cowork_assets.validation.schemas import Regrade
     from tests.helpers import flatten
 
     checks = [
@@ -204,7 +206,8 @@ def test_unknown_references_are_ids_no_state_or_run_contains(tmp_path):
     )
     traj["task"]["initial_state"] = {"orders": [{"id": "ord_55501"}]}
     f = flatten(traj)
-    found = task_findings([f["task_packages"]], [(f["trajectories"].lazy(), f["tool_calls"].lazy())])
+    regraded = pl.DataFrame(schema=polars_schema(Regrade)).lazy()
+    found = task_findings([f["task_packages"]], [(f["trajectories"].lazy(), f["tool_calls"].lazy(), regraded)])
     assert found.select("kind", "check_id").rows() == [("unknown_reference", "c")]
 
 

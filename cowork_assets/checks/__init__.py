@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from cowork_assets.checks._base import CheckType, Turn
+from cowork_assets.checks._base import Call, CheckType, Turn
 from cowork_assets.evidence.values import named_value, record_value
 
 
@@ -62,55 +62,74 @@ def evidence_values(check: dict, enums: frozenset[str]) -> Iterator[tuple[str, s
 
 
 class Plan:
-    """A task's checks arranged for replaying runs: each call meets only the checks on its tool. Checks are
-    referred to by their position in `checks`."""
+    """A task's checks arranged for replaying runs: each call meets only the checks on its tool (and those that
+    see every call). Checks are referred to by their position in `checks`."""
 
     def __init__(self, checks: list[dict]):
         self.checks = [(c, type_of(c)) for c in checks]
         self.prepared = [kind.prepare(c) if kind else None for c, kind in self.checks]
         self.on_tool: dict[str, list[tuple[int, CheckType]]] = {}
+        self.on_every_call = [(i, kind) for i, (_, kind) in enumerate(self.checks) if kind and kind.every_call]
         for i, (c, kind) in enumerate(self.checks):
-            if kind and (tool := kind.tool(c)) and type(kind).on_call is not CheckType.on_call:
+            if kind and not kind.every_call and (tool := kind.tool(c)) and type(kind).on_call is not CheckType.on_call:
                 self.on_tool.setdefault(tool, []).append((i, kind))
         self.per_turn = [(i, kind) for i, (_, kind) in enumerate(self.checks) if kind and kind.per_turn]
         # What a result reports of each check: (its id, as given and as text; type; weight; decidable).
         self.described = [
-            (c.get("id"), str(c.get("id")), str(c.get("type")), weight(c), kind is not None and kind.decidable)
+            (c.get("id"), str(c.get("id")), str(c.get("type")), weight(c), kind is not None and kind.is_decidable(c))
             for c, kind in self.checks
         ]
 
 
-def first_turns(
-    checks: list[dict] | Plan, turns: list[tuple[str | None, list[tuple[str, str]]]]
-) -> dict[Any, int | None]:
-    """The 1-based assistant turn at which each check is first satisfied (None: never, or not decidable).
+Turns = list[tuple[str | None, list[Call]]]
 
-    `turns`: the run's assistant turns in order, each (content, [(tool name, arguments JSON), ...])."""
-    plan = checks if isinstance(checks, Plan) else Plan(checks)
-    prepared, on_tool = plan.prepared, plan.on_tool
+
+def replay(plan: Plan, turns: Turns) -> tuple[list[int | None], list[dict]]:
+    """Each check's first satisfying 1-based assistant turn (None: never, or not decidable) and its replay state.
+
+    `turns`: the run's assistant turns in order, each (content, its calls: `Call`s or (tool, arguments JSON))."""
+    prepared, on_tool, on_every_call = plan.prepared, plan.on_tool, plan.on_every_call
     calls_seen: dict[str, int] = {}
     states: list[dict] = [{} for _ in plan.checks]
     seen: list[int | None] = [None] * len(plan.checks)
     for turn, (content, calls) in enumerate(turns, 1):
-        for name, arguments in calls:
+        for call in calls:
+            call = call if isinstance(call, Call) else Call(*call)
+            name = call.name
             calls_seen[name] = calls_seen.get(name, 0) + 1
-            if name not in on_tool:
+            meets = on_tool.get(name, ())
+            if not meets and not on_every_call:
                 continue
             try:
-                args = orjson.loads(arguments)
+                args = orjson.loads(call.arguments)
             except orjson.JSONDecodeError:
                 args = {}
-            for i, kind in on_tool[name]:
-                if kind.on_call(prepared[i], states[i], args, calls_seen[name]) and seen[i] is None:
+            for i, kind in (*meets, *on_every_call):
+                if kind.on_call(prepared[i], states[i], call, args, calls_seen[name]) and seen[i] is None:
                     seen[i] = turn
         if plan.per_turn:
             text = Turn(content)
             for i, kind in plan.per_turn:
                 if seen[i] is None and kind.on_turn(prepared[i], states[i], text):
                     seen[i] = turn
+    firsts = [
+        kind.at_end(prepared[i], states[i], seen[i], calls_seen, len(turns)) if kind else None
+        for i, (_, kind) in enumerate(plan.checks)
+    ]
+    return firsts, states
+
+
+def first_turns(checks: list[dict] | Plan, turns: Turns) -> dict[Any, int | None]:
+    """The 1-based assistant turn at which each check is first satisfied (None: never, or not decidable), by
+    check id: a repeated check id is met when the first of its checks is."""
+    plan = checks if isinstance(checks, Plan) else Plan(checks)
+    return by_id(plan, replay(plan, turns)[0])
+
+
+def by_id(plan: Plan, firsts: list[int | None]) -> dict[Any, int | None]:
+    """`replay`'s first turns by check id."""
     out: dict[Any, int | None] = {}
-    for i, (c, kind) in enumerate(plan.checks):  # a repeated check id is met when the first of its checks is
-        turn = kind.at_end(prepared[i], seen[i], calls_seen, len(turns)) if kind else None
+    for (c, _), turn in zip(plan.checks, firsts):
         earlier = out.get(c.get("id"))
         out[c.get("id")] = turn if earlier is None else earlier if turn is None else min(earlier, turn)
     return out

@@ -2,10 +2,29 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from cowork_assets.evidence.values import matches
+
+# A tool result that reports an error: tau-bench and tau2 answer a failed call with `Error: ...` (tau2 also flags
+# the message), the synthetic services with `{"error": ...}`. Such a call changed nothing. (Python and polars regex.)
+ERROR_RESULT = r'(?i)^\s*(error\b|\{\s*"error")'
+_ERROR_RESULT = re.compile(ERROR_RESULT)
+
+
+def is_error(result: str | None) -> bool:
+    return result is not None and _ERROR_RESULT.match(result) is not None
+
+
+class Call(NamedTuple):
+    """One tool call of a replayed run: the tool, its arguments (JSON text) and whether it succeeded (its
+    result is not an error; a call never answered counts as succeeded)."""
+
+    name: str
+    arguments: str
+    ok: bool = True
 
 
 class Turn:
@@ -34,6 +53,7 @@ class CheckType:
     name: str = ""
     decidable: bool = True  # whether replaying the transcript's text and calls can decide it
     per_turn: bool = False  # whether `on_turn` runs after each assistant turn
+    every_call: bool = False  # whether `on_call` sees every call, not only those of `tool(check)`
 
     # Parsing and validation
     def problems(self, check: dict) -> list[str]:
@@ -65,14 +85,21 @@ class CheckType:
         """Whatever the replay needs from the check, computed once per task (e.g. normalised keywords)."""
         return check
 
-    def on_call(self, prepared: Any, state: dict, args: Any, calls_of_tool: int) -> bool:
-        """A call to `tool(check)` with parsed `args` (the `calls_of_tool`-th so far): satisfied now?"""
+    def is_decidable(self, check: dict) -> bool:
+        """Whether replay can decide this check (a type may decide only checks that carry what it needs)."""
+        return self.decidable
+
+    def on_call(self, prepared: Any, state: dict, call: Call, args: Any, calls_of_tool: int) -> bool:
+        """A call to `tool(check)` (to any tool when `every_call`) with parsed `args`, the `calls_of_tool`-th of
+        its tool so far: satisfied now?"""
         return False
 
     def on_turn(self, prepared: Any, state: dict, turn: Turn) -> bool:
         """After an assistant turn (its text in `turn`): satisfied now?"""
         return False
 
-    def at_end(self, prepared: Any, first: int | None, calls_seen: dict[str, int], turns: int) -> int | None:
+    def at_end(
+        self, prepared: Any, state: dict, first: int | None, calls_seen: dict[str, int], turns: int
+    ) -> int | None:
         """The first satisfying turn, given the one found while replaying."""
         return first

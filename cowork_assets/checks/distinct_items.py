@@ -34,7 +34,7 @@ class DistinctItems(CheckType):
     def prepare(self, check):
         return spec(check)
 
-    def on_call(self, found, state, args, calls_of_tool):
+    def on_call(self, found, state, call, args, calls_of_tool):
         if found is not None and isinstance(args, dict):
             state.setdefault("items", set()).add(normalise(str(args.get(found[1], ""))))
         return False

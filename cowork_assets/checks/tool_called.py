@@ -34,7 +34,7 @@ class ToolCalled(CheckType):
         n = check.get("min_calls")
         return (n, "min_calls") if isinstance(n, int) and not isinstance(n, bool) else None
 
-    def on_call(self, check, state, args, calls_of_tool):
+    def on_call(self, check, state, call, args, calls_of_tool):
         return args_match(check.get("args") or {}, args) and calls_of_tool >= int(check.get("min_calls") or 1)
 
 

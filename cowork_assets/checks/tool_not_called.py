@@ -11,7 +11,7 @@ class ToolNotCalled(CheckType):
     def problems(self, check):
         return [] if self.tool(check) else ["has no tool name"]
 
-    def at_end(self, check, first, calls_seen, turns):
+    def at_end(self, check, state, first, calls_seen, turns):
         return None if calls_seen.get(check.get("tool")) else (1 if turns else None)
 
 

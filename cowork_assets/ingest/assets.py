@@ -41,6 +41,7 @@ def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
         chunk_records=settings.read_chunk_records,
         progress=throttled(lambda message: context.log.info(f"{batch}: {message}")),
         max_record_bytes=settings.max_record_bytes,
+        state_rules=settings.state_rules(),
     )
     context.log.info(
         f"{batch}: {report.raw_records} raw records -> {report.parsed} parsed, {report.quarantined} quarantined "

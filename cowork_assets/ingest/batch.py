@@ -16,6 +16,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from cowork_assets.checks.db_match import StateRules
 from cowork_assets.ingest import schemas, tables
 from cowork_assets.ingest.formats import scan_batch
 from cowork_assets.ingest.raw_files import MAX_RECORD_BYTES, RawLine, not_batches
@@ -206,11 +207,13 @@ def ingest_batch(
     chunk_records: int = 2000,
     progress: Callable[[str], None] = lambda message: None,
     max_record_bytes: int = MAX_RECORD_BYTES,
+    state_rules: StateRules | None = None,
 ) -> IngestReport:
     """Read every raw file of `batch` and write its staging tables atomically. A record (line or JSON document)
-    over `max_record_bytes` is quarantined `too_large` without being read whole."""
+    over `max_record_bytes` is quarantined `too_large` without being read whole; `state_rules` say which tools
+    of state-graded benchmarks are read-only."""
     report = IngestReport(batch)
-    sources = scan_batch(raw_root, batch, max_record_bytes)
+    sources = scan_batch(raw_root, batch, max_record_bytes, state_rules)
     report.skipped = sources.skipped
     writer = _Writer(data_root, batch)
     try:

@@ -69,7 +69,9 @@ def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -
     packages = (read_keyed_rows(root, "task_packages", keys, "task_hash") for keys in first.partition_by("batch"))
     names = scan_table(root, "trajectories").select("batch").unique().collect()["batch"].sort()
     scan = lambda table, batch: pl.scan_parquet(partition_file(root, table, batch))  # noqa: E731
-    found = find_task_findings(packages, ((scan("trajectories", b), scan("tool_calls", b)) for b in names))
+    found = find_task_findings(
+        packages, ((scan("trajectories", b), scan("tool_calls", b), scan("regrade", b)) for b in names)
+    )
     path = write_parquet_atomic(found, partition_file(root, "task_findings"), arrow_schema(TaskFindings))
     return dg.MaterializeResult(
         metadata={
@@ -87,12 +89,9 @@ def regrade(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.M
         partition_file(root, "trajectories", b),
         columns=["trajectory_id", "task_id", "category", "task_hash", "grade_score", "grade_passed", "grade_checks"],
     )
-    packages = pl.read_parquet(partition_file(root, "task_packages", b), columns=["task_hash", "checks"])
-    frames = []  # a chunk of whole trajectories at a time
-    for messages in iter_trajectory_chunks(partition_file(root, "messages", b)):
-        ids = messages["trajectory_id"].unique().implode()
-        frames.append(replay(b, runs.filter(pl.col("trajectory_id").is_in(ids)), messages, packages))
-    found = (pl.concat(frames) if frames else pl.DataFrame(schema=polars_schema(Regrade))).sort("trajectory_id")
+    packages = pl.read_parquet(partition_file(root, "task_packages", b), columns=["task_hash", "category", "checks"])
+    # a chunk of whole trajectories at a time
+    found = replay(b, runs, iter_trajectory_chunks(partition_file(root, "messages", b)), packages)
     path = write_parquet_atomic(found, partition_file(root, "regrade", b), arrow_schema(Regrade))
     return dg.MaterializeResult(
         metadata={

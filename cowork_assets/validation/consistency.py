@@ -15,6 +15,7 @@ import orjson
 import polars as pl
 
 from cowork_assets import checks
+from cowork_assets.checks._base import ERROR_RESULT
 from cowork_assets.evidence.values import leaves
 from cowork_assets.tool_lists import named_tools
 from cowork_assets.validation.json_schema import schema_problem
@@ -30,7 +31,6 @@ _COUNT = re.compile(
 # Ids a check can reference: a prefixed code with at least 3 digits (c_42001, #W6390527), or a long number.
 _ID = re.compile(r"^(?:#?[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*|\d{6,})$")
 SCHEMA = {name: pl.String for name in TaskFindings.to_schema().columns}
-_ERROR_OBSERVATION = re.compile(r'^\s*(error|\{\s*"error")', re.I)
 
 
 def _stem(word: str) -> str:
@@ -242,7 +242,7 @@ def call_counting(calls: pl.DataFrame, specs: pl.DataFrame, grades: pl.DataFrame
     """
     made = calls.filter(
         pl.col("observation").is_not_null(),
-        ~pl.col("observation").fill_null("").str.contains(_ERROR_OBSERVATION.pattern),
+        ~pl.col("observation").fill_null("").str.contains(ERROR_RESULT),
     )
     per_run = []
     for key in specs["key"].unique().sort().to_list():

@@ -1,88 +1,133 @@
 """Re-grade every run by replaying its task's checks on its transcript, and say why a verdict differs
 from the one the benchmark recorded.
 
-The replay is `rewards.score_turns` (the check types' own rules). A run is compared only when it has a
-recorded verdict and at least one check the replay can decide. Why they differ, as `disagreement`:
+The replay is `rewards.scored` (the check types' own rules, as `compute_score` applies them). A run is compared
+when it has a recorded verdict, at least one check the replay counts, and a recorded grade that can be trusted
+(`ground_truth.py`: `grade_untrusted` names why not). Why the verdicts differ, as `disagreement`:
 
-* `grader counts calls`: recorded pass, and a `distinct_items` check is unmet although the run made as
-  many calls to its tool as the check expects (duplicate creations counted as distinct items);
-* `replay misses a check`: recorded pass, and a decidable check is unmet in the transcript;
-* `undecided check failed`: recorded fail, every decidable check is met, and the recorded results say a
-  check the replay cannot decide (database, environment, judge) failed;
-* `replay meets every check`: recorded fail, every decidable check is met, and nothing recorded says why;
-* `undecidable`: recorded verdict, but no check the replay can decide (not counted in the agreement).
+recorded pass, replay fail (the first that applies):
+* `grader counts calls`: a `distinct_items` check is unmet although the run made as many calls to its tool as
+  the check expects (duplicate creations counted as distinct items);
+* `write arguments differ` / `reference write not made` / `extra write`: the end-state check (`db_match`) is
+  unmet, and the detail names the writes: a reference write made with other values, one not made, one more;
+* `output not found`: a keyword the benchmark looks for is not in any assistant message as the replay reads it;
+* `reference call not made`: a counted `tool_called` check is unmet;
+* `replay misses a check`: another decidable check is unmet;
+
+recorded fail, replay pass:
+* `undecided check failed`: the recorded results say a check the replay cannot decide (environment, judge)
+  failed;
+* `recorded state differs`: the run made the reference's writes, yet the benchmark recorded its end state as
+  wrong (a difference the writes do not show: an argument compared as free text, an order that mattered);
+* `recorded output missing` / `recorded call missing`: the benchmark recorded a keyword or call check as
+  failed that the replay finds met;
+* `failure without check results`: the benchmark recorded no check's result (the run ended in an error);
+* `replay meets every check`: the recorded results say nothing failed;
+
+either way, on a task or run whose recorded grade cannot be trusted (`grade_untrusted`), the reason names it:
+* `ground truth ignores the writes`, `ground truth shared by other tasks`, `passing runs differ in writes`
+  (`ground_truth.py`), when the recorded verdict is what the task's other counted checks give: the writes, which
+  the replay compares and the benchmark did not, are why.
+
+`undecidable`: a recorded verdict, but no check the replay counts (not compared).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import orjson
 import polars as pl
 
 from cowork_assets import checks
 from cowork_assets.checks import distinct_items
-from cowork_assets.rewards import score_turns, turns_by_trajectory
+from cowork_assets.checks.db_match import TYPE as DB_MATCH
+from cowork_assets.rewards import Score, scored, turns_by_trajectory
 from cowork_assets.schema import nest, polars_schema
+from cowork_assets.validation import ground_truth
 from cowork_assets.validation.schemas import CHECK, Regrade
 
 COLUMNS = polars_schema(Regrade)
 RUN_COLUMNS = {name: dtype for name, dtype in COLUMNS.items() if name != "checks"}  # a run's row, its checks apart
 CHECK_FIELDS = list(CHECK.to_schema())
 UNDECIDABLE = "undecidable"
+RUN_FIELDS = ("trajectory_id", "task_id", "category", "task_hash", "grade_score", "grade_passed", "grade_checks")
+UNTRUSTED_REASON = {
+    ground_truth.UNCHANGED: "ground truth ignores the writes",
+    ground_truth.SHARED: "ground truth shared by other tasks",
+    ground_truth.OTHER_WRITES: "passing runs differ in writes",
+}
 
 
-def _why(recorded: bool, rows: list[dict], plan: checks.Plan, turns) -> tuple[str, str]:
-    unmet = [r for r in rows if r["decidable"] and not r["met"]]
-    if recorded:
-        calls: dict[str, int] = {}
-        for _, made in turns:
-            for name, _ in made:
-                calls[name] = calls.get(name, 0) + 1
-        for check, _ in plan.checks:
-            spec = distinct_items.spec(check) if check.get("type") == "distinct_items" else None
-            if spec and any(r["check_id"] == str(check.get("id")) for r in unmet) and calls.get(spec[0], 0) >= spec[2]:
-                return "grader counts calls", (
-                    f"{check.get('id')}: {calls[spec[0]]} {spec[0]} calls, fewer than "
-                    f"{spec[2]} distinct {spec[1]} values"
-                )
-        return "replay misses a check", ", ".join(f"{r['check_id']} ({r['type']})" for r in unmet)
-    failed = [r for r in rows if not r["decidable"] and r["recorded"] is False]
-    if failed:
-        return "undecided check failed", ", ".join(f"{r['check_id']} ({r['type']})" for r in failed)
-    return "replay meets every check", ", ".join(
-        r["check_id"] for r in rows if r["recorded"] is False
-    ) or "no detail recorded"
+@dataclass
+class Replayed:
+    """One run's replay: what the row reports and what its reasons are worked out from."""
+
+    run: tuple  # RUN_FIELDS
+    score: Score
+    rows: list[dict]  # per check, with its recorded result
+    plan: checks.Plan
+    states: list[dict]
+    turns: list
+    made: frozenset | None  # its successful writes as the end-state check compares them (None: no such check)
 
 
-def regrade(batch: str, runs: pl.DataFrame, messages: pl.DataFrame, packages: pl.DataFrame) -> pl.DataFrame:
-    """One row per run (`runs`: trajectory_id, task_id, category, task_hash, grade_score, grade_passed,
-    grade_checks) with the recorded and the replayed verdict."""
-    plans = {  # only the tasks of these runs: a chunk of a batch must not parse the whole batch's tasks
-        h: checks.Plan(checks.parse(c))
-        for h, c in packages.filter(pl.col("task_hash").is_in(runs["task_hash"].unique().implode()))
-        .select("task_hash", "checks")
-        .unique("task_hash")
-        .iter_rows()
-    }
-    turns_of = turns_by_trajectory(messages)
+def _state_index(plan: checks.Plan) -> int | None:
+    return next((i for i, (c, kind) in enumerate(plan.checks) if kind is DB_MATCH and DB_MATCH.is_decidable(c)), None)
+
+
+def _replay(run: tuple, plan: checks.Plan, turns: list) -> Replayed:
+    firsts, states = checks.replay(plan, turns)
+    score = scored(plan, checks.by_id(plan, firsts))
+    recorded = orjson.loads(run[6]) if run[6] else {}
+    rows = [{**r, "recorded": recorded.get(r["check_id"])} for r in score.checks]
+    at = _state_index(plan)
+    made = None if at is None else frozenset(DB_MATCH.made(plan.prepared[at], states[at]).items())
+    return Replayed(run, score, rows, plan, states, turns, made)
+
+
+def regrade(
+    batch: str, runs: pl.DataFrame, message_chunks: Iterable[pl.DataFrame], packages: pl.DataFrame
+) -> pl.DataFrame:
+    """One row per run (`runs`: RUN_FIELDS) with the recorded and the replayed verdict; `message_chunks`: the
+    batch's messages, whole trajectories per chunk; `packages`: task_hash, category, checks of the batch."""
+    tasks = packages.unique("task_hash")
+    plans = {h: checks.Plan(checks.parse(c)) for h, c in tasks.select("task_hash", "checks").iter_rows()}
+    runs = runs.select(RUN_FIELDS)
+    replayed: list[Replayed] = []
+    for messages in message_chunks:
+        turns_of = turns_by_trajectory(messages)
+        chunk = runs.filter(pl.col("trajectory_id").is_in(messages["trajectory_id"].unique().implode()))
+        replayed += [_replay(run, plans[run[3]], turns_of.get(run[0], [])) for run in chunk.iter_rows()]
+    evidence = [
+        (r.run[3], r.run[0], r.rows[at]["recorded"], bool(r.made))
+        for r in replayed
+        if (at := _state_index(r.plan)) is not None
+    ]
+    untrusted = ground_truth.untrusted_tasks(tasks, evidence)
+    untrusted_runs = ground_truth.untrusted_runs(
+        (r.run[0], r.run[3], r.run[5], bool(r.rows[at]["met"]), r.made)
+        for r in replayed
+        if (at := _state_index(r.plan)) is not None and r.plan.prepared[at].exact
+    )
+    return _table(batch, replayed, untrusted, untrusted_runs)
+
+
+def _table(batch: str, replayed: list[Replayed], untrusted: dict, untrusted_runs: dict) -> pl.DataFrame:
     out, per_check = [], {name: [] for name in ("run", *CHECK_FIELDS)}
-    for run, (tid, task_id, category, task_hash, recorded_score, recorded, grade_checks) in enumerate(
-        runs.select(
-            "trajectory_id", "task_id", "category", "task_hash", "grade_score", "grade_passed", "grade_checks"
-        ).iter_rows()
-    ):
-        plan, turns = plans[task_hash], turns_of.get(tid, [])
-        result = score_turns(turns, plan)
-        recorded_checks = orjson.loads(grade_checks) if grade_checks else {}
-        rows = [{**r, "recorded": recorded_checks.get(r["check_id"])} for r in result.checks]
-        for r in rows:
-            per_check["run"].append(run)
+    for i, r in enumerate(sorted(replayed, key=lambda r: r.run[0])):
+        tid, task_id, category, task_hash, recorded_score, recorded, _ = r.run
+        for row in r.rows:
+            per_check["run"].append(i)
             for name in CHECK_FIELDS:
-                per_check[name].append(r[name])
+                per_check[name].append(row[name])
+        issue = untrusted.get(task_hash) or untrusted_runs.get(tid)  # the task's ground truth first: the root cause
         kind = detail = None
-        if recorded is not None and result.passed is None:
-            kind, detail = UNDECIDABLE, ", ".join(sorted({r["type"] for r in rows})) or "the task has no checks"
-        elif recorded is not None and recorded != result.passed:
-            kind, detail = _why(recorded, rows, plan, turns)
+        if recorded is not None and r.score.passed is None:
+            kind, detail = UNDECIDABLE, ", ".join(sorted({row["type"] for row in r.rows})) or "the task has no checks"
+        elif recorded is not None and recorded != r.score.passed:
+            kind, detail = _why_untrusted(r, issue) if issue else _why(r)
         out.append(
             (
                 batch,
@@ -91,8 +136,10 @@ def regrade(batch: str, runs: pl.DataFrame, messages: pl.DataFrame, packages: pl
                 category,
                 recorded,
                 recorded_score,
-                result.passed,
-                result.reward if result.passed is not None else None,
+                r.score.passed,
+                r.score.reward if r.score.passed is not None else None,
+                issue[0] if issue else None,
+                issue[1] if issue else None,
                 kind,
                 detail,
             )
@@ -103,9 +150,117 @@ def regrade(batch: str, runs: pl.DataFrame, messages: pl.DataFrame, packages: pl
     ).select(COLUMNS.names())
 
 
+def _why_untrusted(r: Replayed, issue: tuple[str, str]) -> tuple[str, str]:
+    """The reason on a task or run whose recorded grade cannot be trusted: the issue, when the recorded verdict is
+    what the benchmark's own comparison gives; else the reason the replay finds."""
+    kind, detail = issue
+    others = [row for row in r.rows if row["decidable"] and row["weight"] > 0 and row["type"] != "db_match"]
+    if all(row["met"] for row in others) != r.run[5]:  # the verdict is not the rest's: the writes are not why
+        return _why(r)
+    return UNTRUSTED_REASON[kind], detail
+
+
+def _counted_unmet(r: Replayed, kind: str) -> list[dict]:
+    return [row for row in r.rows if row["decidable"] and row["weight"] > 0 and not row["met"] and row["type"] == kind]
+
+
+def _why(r: Replayed) -> tuple[str, str]:
+    if r.run[5]:
+        return _why_not_met(r)
+    rows = r.rows
+    failed = [row for row in rows if not row["decidable"] and row["recorded"] is False]
+    if failed:
+        return "undecided check failed", _ids(failed)
+    contradicted = [row for row in rows if row["decidable"] and row["met"] and row["recorded"] is False]
+    for kind, reason in (
+        ("db_match", "recorded state differs"),
+        ("keywords_present", "recorded output missing"),
+        ("tool_called", "recorded call missing"),
+    ):
+        if found := [row for row in contradicted if row["type"] == kind]:
+            if kind == "db_match":
+                return (
+                    reason,
+                    f"{_ids(found)}: the run made the reference's writes; the benchmark recorded another end state",
+                )
+            return reason, _ids(found)
+    if all(row["recorded"] is None for row in rows):
+        return "failure without check results", (
+            "the benchmark recorded a failure and no check's result: the run ended in an error "
+            "(tau-bench: reward_info null; tau2: termination agent_error)"
+        )
+    return "replay meets every check", ", ".join(row["check_id"] for row in rows if row["recorded"] is False)
+
+
+def _why_not_met(r: Replayed) -> tuple[str, str]:
+    calls: dict[str, int] = {}
+    for _, made in r.turns:
+        for call in made:
+            calls[call[0]] = calls.get(call[0], 0) + 1
+    for c, _ in r.plan.checks:
+        spec = distinct_items.spec(c) if c.get("type") == "distinct_items" else None
+        if spec and any(row["check_id"] == str(c.get("id")) for row in _counted_unmet(r, "distinct_items")):
+            if calls.get(spec[0], 0) >= spec[2]:
+                return "grader counts calls", (
+                    f"{c.get('id')}: {calls[spec[0]]} {spec[0]} calls, fewer than {spec[2]} distinct {spec[1]} values"
+                )
+    if _counted_unmet(r, "db_match"):
+        return _writes_differ(r)
+    if unmet := _counted_unmet(r, "keywords_present"):
+        keywords = [
+            c.get("keywords") for c, _ in r.plan.checks if str(c.get("id")) in {row["check_id"] for row in unmet}
+        ]
+        return "output not found", f"{_ids(unmet)}: {', '.join(map(str, keywords))}"
+    if unmet := _counted_unmet(r, "tool_called"):
+        return "reference call not made", _ids(unmet)
+    unmet = [row for row in r.rows if row["decidable"] and row["weight"] > 0 and not row["met"]]
+    return "replay misses a check", _ids(unmet)
+
+
+def _writes_differ(r: Replayed) -> tuple[str, str]:
+    at = _state_index(r.plan)
+    missing, extra = DB_MATCH.difference(r.plan.prepared[at], r.states[at])
+    both = {tool for tool, _ in missing} & {tool for tool, _ in extra}
+    reason = "write arguments differ" if both else "reference write not made" if missing else "extra write"
+    parts = [f"not made: {_writes(missing)}"] if missing else []
+    parts += [f"made: {_writes(extra)}"] if extra and r.plan.prepared[at].exact else []
+    return reason, "; ".join(parts)
+
+
+def _writes(counted) -> str:
+    return ", ".join(
+        f"{tool}({', '.join(f'{k}={_short(_show(v))}' for k, v in args)})" + (f" x{n}" if n > 1 else "")
+        for (tool, args), n in sorted(counted.items(), key=repr)
+    )
+
+
+def _show(value) -> str:
+    """A value in `db_match.canonical` form, written back as compact JSON-like text."""
+    if isinstance(value, tuple) and value[:1] == ("list",):
+        return "[" + ", ".join(map(_show, value[1:])) + "]"
+    if isinstance(value, tuple):
+        return "{" + ", ".join(f"{k}: {_show(v)}" for k, v in value) + "}"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _ids(rows: list[dict]) -> str:
+    return ", ".join(f"{row['check_id']} ({row['type']})" for row in rows)
+
+
 def agreement(regraded: pl.DataFrame) -> dict:
-    """The agreement rate over compared runs, and the disagreeing runs grouped by reason."""
-    compared = regraded.filter(pl.col("recorded_passed").is_not_null() & pl.col("regraded_passed").is_not_null())
+    """The agreement rate over compared runs (a recorded grade that can be trusted and a counted check), the
+    runs whose recorded grade cannot be trusted, and the disagreeing runs grouped by reason."""
+    compared = regraded.filter(
+        pl.col("recorded_passed").is_not_null()
+        & pl.col("regraded_passed").is_not_null()
+        & pl.col("grade_untrusted").is_null()
+    )
     agree = compared.filter(pl.col("disagreement").is_null()).height
     reasons = (
         regraded.filter(pl.col("disagreement").is_not_null())
@@ -117,5 +272,6 @@ def agreement(regraded: pl.DataFrame) -> dict:
         "compared": compared.height,
         "agree": agree,
         "rate": agree / compared.height if compared.height else None,
+        "untrusted": regraded.filter(pl.col("grade_untrusted").is_not_null()).height,
         "reasons": [(r, n, list(ex)) for r, n, ex in reasons.iter_rows()],
     }

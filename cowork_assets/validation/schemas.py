@@ -50,13 +50,21 @@ class Regrade(pa.DataFrameModel):
     category: str = pa.Field(description="task category (data source / domain)")
     recorded_passed: bool = pa.Field(nullable=True, description="the recorded verdict (null: ungraded)")
     recorded_score: float = pa.Field(nullable=True, description="the recorded score")
-    regraded_passed: bool = pa.Field(nullable=True, description="every check replay can decide is met (null: none)")
-    regraded_score: float = pa.Field(
-        nullable=True, ge=0.0, le=1.0, description="weighted share of decidable checks met (rewards.score)"
+    regraded_passed: bool = pa.Field(
+        nullable=True, description="every check replay counts (decidable, weight > 0) is met (null: none)"
     )
+    regraded_score: float = pa.Field(
+        nullable=True, ge=0.0, le=1.0, description="weighted share of counted checks met (= compute_score)"
+    )
+    grade_untrusted: str = pa.Field(
+        nullable=True,
+        description="why the recorded grade cannot be trusted (null: it can): ground_truth_unchanged, "
+        "ground_truth_shared, passed_with_other_writes (validation/ground_truth.py)",
+    )
+    grade_untrusted_detail: str = pa.Field(nullable=True, description="the evidence: the state, the writes")
     checks: pl.List(CHECK) = pa.Field(
         description="per check: type, weight, whether replay can decide it, the recorded and replayed result, "
         "the assistant turn that first met it"
     )
     disagreement: str = pa.Field(nullable=True, description="why the verdicts differ (null: they agree; README)")
-    disagreement_detail: str = pa.Field(nullable=True, description="the checks concerned")
+    disagreement_detail: str = pa.Field(nullable=True, description="the checks or writes concerned")

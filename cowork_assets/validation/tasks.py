@@ -9,6 +9,7 @@ import polars as pl
 
 from cowork_assets import checks
 from cowork_assets.checks import distinct_items
+from cowork_assets.validation import ground_truth
 from cowork_assets.validation.consistency import (
     SCHEMA,
     call_counting,
@@ -51,13 +52,14 @@ CANDIDATES = {"task_id": pl.String, "task_hash": pl.String, "check_id": pl.Strin
 
 
 def task_findings(
-    packages: Iterable[pl.DataFrame], batches: Iterable[tuple[pl.LazyFrame, pl.LazyFrame]]
+    packages: Iterable[pl.DataFrame], batches: Iterable[tuple[pl.LazyFrame, pl.LazyFrame, pl.LazyFrame]]
 ) -> pl.DataFrame:
     """Findings over all batches, holding one part of the packages or one batch at a time.
 
-    `packages`: one copy of each task package, in parts; `batches`: each batch's (trajectories, tool_calls).
-    The packages are read first (their findings, exposed tools, counting specs and the ids their checks
-    name that the initial state lacks); then each batch's runs are checked against them."""
+    `packages`: one copy of each task package, in parts; `batches`: each batch's (trajectories, tool_calls,
+    regrade). The packages are read first (their findings, exposed tools, counting specs and the ids their checks
+    name that the initial state lacks); then each batch's runs are checked against them, and the recorded grades
+    its re-grade found untrustworthy become findings."""
     frames, light, candidates = [], [], []
     for part in packages:
         rows = part.select("task_id", "task_hash", "request", "tools", "checks", "initial_state").iter_rows()
@@ -67,8 +69,10 @@ def task_findings(
     tools, specs = _package_tables(pl.concat(light) if light else pl.DataFrame(schema=dict.fromkeys(LIGHT, pl.String)))
     candidates = pl.concat(candidates) if candidates else pl.DataFrame(schema=CANDIDATES)
     seen = [pl.DataFrame(schema={"task_hash": pl.String, "value": pl.String})]
-    for trajectories, tool_calls in batches:
+    untrusted = [pl.DataFrame(schema=SCHEMA)]
+    for trajectories, tool_calls, regraded in batches:
         runs = trajectories.select("trajectory_id", "batch", "task_id", "task_hash")
+        untrusted.append(untrusted_grades(regraded.join(runs.select("trajectory_id", "task_hash"), on="trajectory_id")))
         calls = tool_calls.select("trajectory_id", "tool_name").join(runs, on="trajectory_id")
         frames.append(unexposed_calls(calls.collect(), tools))
         if specs.height:
@@ -83,10 +87,33 @@ def task_findings(
         if candidates.height:
             seen.append(_seen(candidates, runs, tool_calls))
     frames.append(_unknown_references(candidates, pl.concat(seen).unique()))
+    frames.append(pl.concat(untrusted).unique(maintain_order=True))  # a task's, once however many batches hold it
     return (
         pl.concat([f.cast(SCHEMA) for f in frames])
         .sort("task_id", "trajectory_id", "kind", "check_id", "detail", nulls_last=True)
         .select(list(TaskFindings.to_schema().columns))
+    )
+
+
+def untrusted_grades(regraded: pl.LazyFrame) -> pl.DataFrame:
+    """The recorded grades re-grade found untrustworthy (`ground_truth.py`): a task whose ground truth ignores its
+    writes once, a run whose pass no other passing run backs as itself."""
+    task_level = pl.col("grade_untrusted") != ground_truth.OTHER_WRITES
+    return (
+        regraded.filter(pl.col("grade_untrusted").is_not_null())
+        .select(
+            "task_id",
+            "task_hash",
+            trajectory_id=pl.when(task_level).then(None).otherwise("trajectory_id"),
+            batch=pl.when(task_level).then(None).otherwise("batch"),
+            check_id=pl.lit(None, pl.String),
+            kind="grade_untrusted",
+            severity=pl.lit("error"),
+            detail="grade_untrusted_detail",
+            suggestion=pl.lit("do not train on its recorded grades: re-run the benchmark's grader, or use regrade"),
+        )
+        .unique(maintain_order=True)
+        .collect()
     )
 
 

@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 import polars as pl
 
+from cowork_assets.checks.db_match import StateRules
 from cowork_assets.ingest.raw_files import MAX_RECORD_BYTES, RawLine, batch_entries, iter_raw_lines, too_large
 
 FORCE_FILE = ".cowork-format"
@@ -92,10 +93,12 @@ class Sample:
 
 @dataclass
 class Batch:
-    """What the formats of one batch share: its files (for auxiliary lookups), ids taken, and notes."""
+    """What the formats of one batch share: its files (for auxiliary lookups), ids taken, notes, and the rules
+    of state-graded checks (which tools are read-only: settings a format's `db_match` checks are built with)."""
 
     samples: dict[str, tuple[Sample, ModuleType]] = field(default_factory=dict)  # file name -> (sample, format)
     notes: Counter = field(default_factory=Counter)  # repairs made while reading, e.g. dropped null keywords
+    state_rules: StateRules = field(default_factory=StateRules)
     _ids: set[str] = field(default_factory=set)
 
     def auxiliary(self, name: str) -> list[Sample]:
@@ -185,10 +188,12 @@ class BatchSources:
         return self.format_of(sample).records(sample, self.batch)
 
 
-def scan_batch(raw_root: Path, batch: str, max_record_bytes: int = MAX_RECORD_BYTES) -> BatchSources:
+def scan_batch(
+    raw_root: Path, batch: str, max_record_bytes: int = MAX_RECORD_BYTES, state_rules: StateRules | None = None
+) -> BatchSources:
     """Detect the format of every file of a batch folder; a `.cowork-format` file forces one."""
     entries, skipped = batch_entries(raw_root, batch)
-    sources = BatchSources(skipped=skipped)
+    sources = BatchSources(skipped=skipped, batch=Batch(state_rules=state_rules or StateRules()))
     forced = None
     force_file = raw_root / batch / FORCE_FILE
     if force_file.is_file():

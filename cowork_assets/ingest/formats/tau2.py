@@ -9,8 +9,12 @@ package from `tasks[]`:
     tool the agent calls in the file (one list per file, so a task has one package);
   * checks from `evaluation_criteria`: assistant `actions` -> `tool_called` with their arguments (only
     the `compare_args` keys when given); `communicate_info` -> `keywords_present`; `env_assertions` ->
-    `env_assertion` and the database comparison -> `db_match` (state checks: no text evidence);
-    `nl_assertions` -> `nl_assertion`. Checks outside `reward_basis` carry weight 0 (informational).
+    `env_assertion`; `nl_assertions` -> `nl_assertion`. Checks outside `reward_basis` carry weight 0
+    (informational). tau2 grades the end state when `DB` or `ENV_ASSERTION` is in the basis: the reference's
+    writes become one `db_match` check (`checks/db_match.py`), `db` (`exact`: the database) or, for the
+    environment assertions alone, `state` (`includes`: the writes that make the asserted state). The simulated
+    user's own actions are writes too: the agent's in a solo run, where it holds the user's tools; in a run
+    with a user they are not in the agent's conversation, so the state check is then not decidable.
   * grade: `reward_info.reward`, with per-check results from its action, communicate, environment,
     database and NL parts; a simulation without `reward_info` is ungraded.
 A file without `tasks` (a leaderboard submission) rebuilds each simulation's checks from its own
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from cowork_assets.checks.db_match import DEFAULT_RULES, StateRules, state_check
 from cowork_assets.ingest.formats import _common, tool_definitions
 
 NAME = "tau2"
@@ -54,10 +59,14 @@ def detect(sample) -> bool:
 
 
 def criteria_from_reward(reward_info) -> dict:
-    """A simulation's evaluation criteria as its `reward_info` reports them (a file without `tasks`)."""
+    """A simulation's evaluation criteria as its `reward_info` reports them (a file without `tasks`); its
+    reference actions are unknown (None) when it has no action checks."""
     info = reward_info if isinstance(reward_info, dict) else {}
+    checked = info.get("action_checks")
     return {
-        "actions": [a["action"] for a in info.get("action_checks") or [] if isinstance(a.get("action"), dict)],
+        "actions": None
+        if checked is None
+        else [a["action"] for a in checked if isinstance(a, dict) and isinstance(a.get("action"), dict)],
         "communicate_info": [c["info"] for c in info.get("communicate_checks") or [] if c.get("info")],
         "env_assertions": [e.get("env_assertion") or e for e in info.get("env_assertions") or []],
         "nl_assertions": [n["nl_assertion"] for n in info.get("nl_assertions") or [] if n.get("nl_assertion")],
@@ -75,11 +84,13 @@ def _request(task: dict, solo: bool) -> str:
     return str(instructions or task.get("ticket") or "")
 
 
-def checks(criteria: dict) -> list[dict]:
-    """The task's evaluation criteria as cowork checks."""
-    basis = {BASIS.get(b) for b in criteria.get("reward_basis") or BASIS}
+def checks(criteria: dict, solo: bool = False, tools: list[dict] = (), rules: StateRules = DEFAULT_RULES) -> list[dict]:
+    """The task's evaluation criteria as cowork checks (`solo`: the agent runs without a simulated user)."""
+    named = criteria.get("reward_basis") or BASIS
+    basis = {BASIS.get(b) for b in named}
+    actions = criteria.get("actions")
     out = []
-    for i, a in enumerate(criteria.get("actions") or []):
+    for i, a in enumerate(actions or []):
         if a.get("requestor", "assistant") != "assistant":
             continue  # the simulated user's own action
         args = a.get("arguments") or {}
@@ -100,8 +111,7 @@ def checks(criteria: dict) -> list[dict]:
         }
         for i, e in enumerate(criteria.get("env_assertions") or [])
     ]
-    if "db_match" in basis or criteria.get("db"):
-        out.append({"id": "db", "type": "db_match"})
+    out += _state(criteria, named, solo, tools, rules)
     out += [
         {"id": f"nl_{i}", "type": "nl_assertion", "assertion": text}
         for i, text in enumerate(criteria.get("nl_assertions") or [])
@@ -110,6 +120,25 @@ def checks(criteria: dict) -> list[dict]:
         if c["type"] not in basis:
             c["weight"] = 0.0
     return out
+
+
+def _state(criteria: dict, basis: list, solo: bool, tools: list[dict], rules: StateRules) -> list[dict]:
+    """The end-state check, when the basis grades the end state (see the module docstring)."""
+    exact = "DB" in basis or criteria.get("db")
+    if not exact and "ENV_ASSERTION" not in basis:
+        return []
+    actions = criteria.get("actions")
+    by_user = any(a.get("requestor", "assistant") != "assistant" for a in actions or [])
+    reference = (
+        None
+        if actions is None or (by_user and not solo)
+        else [
+            (a["name"], a.get("arguments") or {})
+            for a in actions
+            if solo or a.get("requestor", "assistant") == "assistant"
+        ]
+    )
+    return [state_check("db" if exact else "state", reference, tools, rules, "exact" if exact else "includes")]
 
 
 def grade(reward_info: dict | None, task_checks: list[dict]) -> dict | None:
@@ -129,6 +158,8 @@ def grade(reward_info: dict | None, task_checks: list[dict]) -> dict | None:
             results[f"env_{i}"] = bool(e.get("met"))
     if "db" in ids and isinstance(reward_info.get("db_check"), dict):
         results["db"] = bool(reward_info["db_check"].get("db_match"))
+    if "state" in ids and isinstance(reward_info.get("env_assertions"), list):
+        results["state"] = all(bool(e.get("met")) for e in reward_info["env_assertions"])
     by_text = {c["assertion"]: c["id"] for c in task_checks if c["type"] == "nl_assertion"}
     for n in reward_info.get("nl_assertions") or []:
         if n.get("nl_assertion") in by_text:
@@ -210,7 +241,7 @@ def convert(sim: dict, position: int, doc: dict, context: dict) -> dict:
     elif (task := context["tasks"].get(str(sim["task_id"]))) is None:
         raise _common.Malformed(f"simulation {position} is of task {sim['task_id']!r}, not among the file's tasks")
     solo = not any(m.get("role") == "user" for m in sim["messages"])
-    task_checks = checks(task.get("evaluation_criteria") or {})
+    task_checks = checks(task.get("evaluation_criteria") or {}, solo, context["tools"], context["rules"])
     domain = context["domain"]
     task_id = f"tau2-{domain}-{task['id']}"
     policy = context["policy"] or (sim.get("policy") if isinstance(sim.get("policy"), str) else None)
@@ -257,6 +288,7 @@ def records(sample, batch):
         "model": str((info.get("agent_info") or {}).get("llm") or doc.get("model") or "unknown"),
         "tasks": {str(t.get("id")): t for t in doc["tasks"] if isinstance(t, dict)} if has_tasks else None,
         "tools": _file_tools(doc, domain, batch),
+        "rules": batch.state_rules,
     }
     for i, sim in enumerate(doc["simulations"], 1):
         yield _common.record_line(i, partial(convert, sim, i, doc, context), sim, "bad_tau2_record")
