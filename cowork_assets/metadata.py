@@ -6,8 +6,20 @@ from collections.abc import Iterable, Mapping
 
 import dagster as dg
 import pandera.polars as pa
+import polars as pl
 
 from cowork_assets.markdown import Markdown, table
+from cowork_assets.storage import partition_file, scan_table
+
+
+def written(root: str, table: str, batch: str, rows: int) -> dict:
+    """Metadata of a batch's partition of a table: its rows, where it lies, and the rows of every batch together
+    (the asset page's row count is the latest partition's; `rows_all_batches` is the table's)."""
+    return {
+        "dagster/row_count": rows,
+        "rows_all_batches": scan_table(root, table).select(pl.len()).collect().item(),
+        "path": dg.MetadataValue.path(partition_file(root, table, batch)),
+    }
 
 
 def column_schema(model: type[pa.DataFrameModel]) -> dg.TableSchema:
@@ -23,18 +35,25 @@ def md_table(header: Iterable[str], rows: Iterable[Iterable]) -> dg.MetadataValu
     return dg.MetadataValue.md(table(header, rows))
 
 
-def as_metadata(values: Mapping[str, object], batch: str | None = None) -> dict:
-    """Report values for Dagster: Markdown strings render as markdown. For a result of one batch, numbers are
-    shown as text beside the batch's name: the UI would draw every batch's numbers as one time series."""
+def is_series(key: str) -> bool:
+    """Whether a per-batch check's number means something drawn batch after batch: a rate or a share (a setting
+    such as `max_duplicate_rate` does not)."""
+    return key.endswith(("_rate", "_share")) and not key.startswith(("max_", "min_"))
 
-    def value(v):
+
+def as_metadata(values: Mapping[str, object], batch: str | None = None) -> dict:
+    """Report values for Dagster: Markdown strings render as markdown. For a result of one batch, counts are
+    shown as text beside the batch's name (the UI would draw every batch's counts as one time series, which
+    means nothing); its rates and shares stay numbers, so the UI plots them batch after batch."""
+
+    def value(k, v):
         if isinstance(v, Markdown):
             return dg.MetadataValue.md(v)
-        if batch is not None and isinstance(v, (int, float)) and not isinstance(v, bool):
+        if batch is not None and isinstance(v, (int, float)) and not isinstance(v, bool) and not is_series(k):
             return dg.MetadataValue.text(str(v))
         return v
 
-    return ({"batch": batch} if batch is not None else {}) | {k: value(v) for k, v in values.items()}
+    return ({"batch": batch} if batch is not None else {}) | {k: value(k, v) for k, v in values.items()}
 
 
 def counts_md(counts: Mapping[str, int], key: str = "reason", value: str = "records") -> dg.MetadataValue:

@@ -41,6 +41,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
             args.seed,
             rates,
             progress=lambda n: print(f"  {n}/{args.trajectories} trajectories", file=sys.stderr),
+            **({"prefix": args.prefix} if args.prefix is not None else {}),
         )
     except (FileExistsError, ValueError) as exc:
         raise UsageError(str(exc)) from None
@@ -175,23 +176,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_trace(args: argparse.Namespace) -> int:
-    from cowork_assets.warehouse.duckdb_file import named_query, run_query
+    from cowork_assets.warehouse.trace import trace
 
     try:
-        _, rows = run_query(_db(args), named_query("trace"), {"trajectory_id": args.id}, normalize_root(args.data_root))
-    except FileNotFoundError as exc:
-        raise UsageError(str(exc)) from None
-    if not rows:
-        raise UsageError(
-            f"no trajectory or sample {args.id!r} (ids are case-sensitive; quarantined records have no "
-            "id: see --query quarantine_reasons)"
-        )
-    current = None
-    for trajectory_id, _, stage, detail in rows:
-        if trajectory_id != current:
-            print(("\n" if current else "") + trajectory_id)
-            current = trajectory_id
-        print(f"  {stage:<10} {detail}")
+        print("\n".join(trace(_db(args), normalize_root(args.data_root), args.id)))
+    except (FileNotFoundError, LookupError) as exc:
+        raise UsageError(str(exc).strip("'\"")) from None
     return 0
 
 
@@ -216,6 +206,11 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--trajectories", type=int, default=300, help="valid trajectories to write [300]")
     g.add_argument("--batches", type=int, default=3, help="batch folders [3]")
     g.add_argument("--seed", type=int, default=7, help="random seed [7]")
+    g.add_argument(
+        "--prefix",
+        help="batch folder names: <prefix>a, <prefix>b, ... [2026-11-29-teacher-]; e.g. 2026-12-03-teacher- for a "
+        "new drop, generated apart and moved into the raw root",
+    )
     g.add_argument("--rate", action="append", default=[], metavar="NAME=VALUE", help="override an injection rate")
     g.set_defaults(func=_cmd_generate)
 

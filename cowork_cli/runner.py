@@ -39,7 +39,16 @@ INSTANCE_YAML = (
     + """
 # cowork-curate rewrites this file when it differs from what it would write; delete the line above
 # to keep your own edits.
-{storage}
+# Dagster's own SQLite storage: the UI streams a run's events from it as they are written.
+storage:
+  sqlite:
+    base_dir: {home}
+# Runs launched from the UI or by a sensor leave the queue within a second.
+run_coordinator:
+  module: dagster.core.run_coordinator
+  class: QueuedRunCoordinator
+  config:
+    dequeue_interval_seconds: 1
 telemetry:
   enabled: false
 nux:
@@ -67,23 +76,6 @@ concurrency:
 )
 
 
-# COWORK_INSTANCE_STORAGE picks the storage: `pooled` (default) is Dagster's SQLite storage with its database
-# connections kept open, which subclasses private Dagster classes (see cowork_cli/instance_storage.py and the
-# test that fails when an upgrade changes them); `dagster` is Dagster's own SQLite storage.
-STORAGE_YAML = {
-    "pooled": "storage:\n  custom:\n    module: cowork_cli.instance_storage\n    class: PooledSqliteStorage\n"
-    "    config:\n      base_dir: {home}",
-    "dagster": "storage:\n  sqlite:\n    base_dir: {home}",
-}
-
-
-def instance_storage() -> str:
-    choice = os.environ.get("COWORK_INSTANCE_STORAGE", "pooled")
-    if choice not in STORAGE_YAML:
-        raise ValueError(f"COWORK_INSTANCE_STORAGE={choice!r}: expected one of {', '.join(STORAGE_YAML)}")
-    return choice
-
-
 def ensure_instance(home: Path) -> dg.DagsterInstance:
     """The instance at `home`, created if needed (its `dagster.yaml` brought up to date if this tool wrote
     it). Creation is serialised: two processes creating the SQLite schema at once would corrupt it."""
@@ -91,7 +83,7 @@ def ensure_instance(home: Path) -> dg.DagsterInstance:
     with file_lock(home / ".create.lock"):
         home_path = json.dumps(str(home.resolve()))
         config = home / "dagster.yaml"
-        wanted = INSTANCE_YAML.format(storage=STORAGE_YAML[instance_storage()].format(home=home_path))
+        wanted = INSTANCE_YAML.format(home=home_path)
         current = config.read_text() if config.exists() else INSTANCE_HEADER
         if current.startswith(INSTANCE_HEADER) and current != wanted:
             config.write_text(wanted)
@@ -171,7 +163,8 @@ def materialize_all(
             results = pool.map(_process_batch, [config] * len(todo), todo)
     else:
         pool, results = None, (_process_batch(config, b, instance) for b in todo)
-    from dagster_project.definitions import CORPUS_JOBS, defs
+    from cowork_cli.origin import execute
+    from dagster_project.definitions import CORPUS_JOBS
 
     threading.Thread(target=_warm_up, args=(settings.token_encoding,), daemon=True).start()
     try:
@@ -201,9 +194,7 @@ def materialize_all(
     ):
         _wait_for_runs_elsewhere(instance, echo)
         for job in CORPUS_JOBS:
-            result = defs.resolve_job_def(job).execute_in_process(
-                run_config=config, instance=instance, raise_on_error=False
-            )
+            result = execute(job, instance, config, {})
             echo(f"{job}: {'ok' if result.success else 'FAILED'}")
             if not result.success:
                 outcome.failed[job] = _first_error(result)
@@ -260,10 +251,10 @@ _worker_instance: dg.DagsterInstance | None = None
 def _start_worker(home: str) -> None:
     """Pool initializer: import the code and open the instance once per worker process."""
     global _worker_instance
-    from dagster_project.definitions import BATCH_JOB, defs  # tunes the process, as in the parent
+    from dagster_project.definitions import BATCH_JOB, job_definition  # tunes the process, as in the parent
 
     die_with_parent()
-    defs.resolve_job_def(BATCH_JOB)
+    job_definition(BATCH_JOB)
     _worker_instance = dg.DagsterInstance.from_config(home)
     atexit.register(_exit_at_once)
 
@@ -280,12 +271,11 @@ def _exit_at_once() -> None:
 
 def _process_batch(config: dict, batch: str, instance: dg.DagsterInstance | None = None):
     """Run the per-batch job for one batch (in a worker process when batches run in parallel)."""
-    from dagster_project.definitions import BATCH_JOB, defs
+    from cowork_cli.origin import execute
+    from dagster_project.definitions import BATCH_JOB
 
     t0 = time.monotonic()
-    result = defs.resolve_job_def(BATCH_JOB).execute_in_process(
-        run_config=config, instance=instance or _worker_instance, partition_key=batch, raise_on_error=False
-    )
+    result = execute(BATCH_JOB, instance or _worker_instance, config, {"dagster/partition": batch})
     checks = RunOutcome([])
     _collect_failed_checks(checks, result, batch)
     error = None if result.success else _first_error(result)

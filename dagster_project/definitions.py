@@ -16,12 +16,21 @@ from cowork_assets.ingest.assets import raw_batches, records_accounted_for, sche
 from cowork_assets.selection.assets import selection_checks
 from cowork_assets.settings import settings_from_env
 from cowork_assets.validation.assets import validation_checks
-from dagster_project.jobs import CROSS_BATCH, PER_BATCH, WAREHOUSE, process_batch, refresh_corpus, refresh_warehouse
+from dagster_project.jobs import (
+    CROSS_BATCH,
+    PER_BATCH,
+    WAREHOUSE,
+    process_batch,
+    refresh_corpus,
+    refresh_warehouse,
+    trace_sample,
+)
 from dagster_project.presentation import present
 from dagster_project.schedules import daily_refresh
 from dagster_project.sensors import corpus_refresh_sensor, dead_run_sensor, new_batch_sensor
 
 SETTINGS, ENV_PROBLEMS = settings_from_env()
+LOCATION_NAME = "cowork_curate"  # workspace.yaml's name for this code location
 
 # Jobs the CLI runs in order: every per-batch asset for each batch, then the cross-batch ones, then the
 # warehouse (even when a cross-batch step failed).
@@ -40,7 +49,7 @@ defs = dg.Definitions(
         *selection_checks,
         *dataset_checks,
     ],
-    jobs=[process_batch, refresh_corpus, refresh_warehouse],
+    jobs=[process_batch, refresh_corpus, refresh_warehouse, trace_sample],
     sensors=[new_batch_sensor, corpus_refresh_sensor, dead_run_sensor],
     schedules=[daily_refresh(SETTINGS.refresh_cron, ENV_PROBLEMS.get("COWORK_REFRESH_CRON"))],
     resources={"settings": SETTINGS, "suites": QualitySuites()},
@@ -48,3 +57,8 @@ defs = dg.Definitions(
     # seconds each, far more than the steps themselves.
     executor=dg.in_process_executor,
 )
+
+
+def job_definition(name: str) -> dg.JobDefinition:
+    """A job by name: what a reconstructable job of this code location rebuilds (cowork_cli/origin.py)."""
+    return defs.resolve_job_def(name)

@@ -8,7 +8,7 @@ from cowork_assets.evidence.assets import evidence
 from cowork_assets.ingest.assets import staging_tables
 from cowork_assets.selection.assets import dedup_clusters, dedup_signatures, exclusions
 from cowork_assets.validation.assets import regrade, structure_findings, task_findings
-from cowork_assets.warehouse.assets import warehouse
+from cowork_assets.warehouse.assets import trace_sample_op, warehouse
 
 PER_BATCH = [staging_tables, evidence, curation, truncation_sweep, structure_findings, regrade, dedup_signatures]
 CROSS_BATCH = [task_findings, dedup_clusters, exclusions, *dataset_assets]
@@ -37,3 +37,12 @@ refresh_warehouse = dg.define_asset_job(
     tags=CROSS_BATCH_TAG,
     description="Rebuild the DuckDB file; a run of its own, so a failed gate upstream never leaves stale views.",
 )
+
+
+@dg.job(
+    description="The path from a sample to its raw line: launch it with the sample id in its config "
+    "(ops: trace_sample_op: config: sample_id) and read the trace in the run's log. The same as "
+    "`cowork-curate trace <id>`.",
+)
+def trace_sample():
+    trace_sample_op()

@@ -1,7 +1,8 @@
 """Sensors: new batch folders become partitions and get their run; the corpus is refreshed once no batch
 run is in flight; runs whose process died are marked failed.
 
-Intervals default to 30 s; COWORK_SENSOR_INTERVAL (seconds) sets them, e.g. for tests.
+Dagster's sensor daemon evaluates sensors in a loop of at least 5 s; their minimum interval defaults to 1 s so
+that every loop evaluates them (a longer one skips loops). COWORK_SENSOR_INTERVAL (seconds) sets it.
 """
 
 import os
@@ -14,7 +15,7 @@ from cowork_assets.run_health import in_flight, publication_blocked, reap_dead_r
 from cowork_assets.settings import CurateSettings
 from dagster_project.jobs import process_batch, refresh_corpus, refresh_warehouse
 
-INTERVAL = int(os.environ.get("COWORK_SENSOR_INTERVAL", "30"))
+INTERVAL = int(os.environ.get("COWORK_SENSOR_INTERVAL", "1"))
 CORPUS_JOBS = (refresh_corpus.name, refresh_warehouse.name)
 
 
@@ -50,7 +51,8 @@ def new_batch_sensor(context: dg.SensorEvaluationContext, settings: CurateSettin
     jobs=[refresh_corpus, refresh_warehouse],
     minimum_interval_seconds=INTERVAL,
     description="Once every batch run in flight has finished, refreshes everything across batches (findings, dedup, "
-    "exclusions, the gated datasets) when a batch run succeeded since the last refresh, then the DuckDB file: a "
+    "exclusions, the gated datasets) when a batch run succeeded since the last refresh, and the DuckDB file after it "
+    "(the run queue starts it when the refresh ends, whatever its outcome): a "
     "dataset version is never built from a half-processed batch, nor while a batch's last run failed (unless "
     "publish_without_failed_batches is set).",
 )
@@ -65,9 +67,14 @@ def corpus_refresh_sensor(context: dg.SensorEvaluationContext, settings: CurateS
     batch = _latest(instance, process_batch.name, [dg.DagsterRunStatus.SUCCESS])
     corpus = _latest(instance, refresh_corpus.name)
     if batch is not None and (corpus is None or batch.end_time > corpus.create_timestamp.timestamp()):
-        return dg.RunRequest(job_name=refresh_corpus.name, run_key=f"corpus-after:{batch.dagster_run.run_id}")
+        after = batch.dagster_run.run_id  # one request for both: the queue runs one cross-batch run at a time
+        return [
+            dg.RunRequest(job_name=refresh_corpus.name, run_key=f"corpus-after:{after}"),
+            dg.RunRequest(job_name=refresh_warehouse.name, run_key=f"warehouse-after-corpus-after:{after}"),
+        ]
     warehouse = _latest(instance, refresh_warehouse.name)
-    if corpus is not None and (warehouse is None or (corpus.end_time or 0) > warehouse.create_timestamp.timestamp()):
+    built = warehouse and (warehouse.start_time or warehouse.create_timestamp.timestamp())
+    if corpus is not None and (warehouse is None or (corpus.end_time or 0) > built):
         return dg.RunRequest(job_name=refresh_warehouse.name, run_key=f"warehouse-after:{corpus.dagster_run.run_id}")
     return dg.SkipReason("the corpus is up to date with every finished batch run")
 

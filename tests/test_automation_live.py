@@ -1,19 +1,15 @@
 """No clicks past switching automation on, and never a half-built corpus.
 
-Starts `dagster dev` (webserver + daemon, sensors every 3 s) on a temporary instance whose data was
+Starts `dagster dev` (webserver + daemon) on a temporary instance whose data was
 published once, switches on `new_batch_sensor` and `corpus_refresh_sensor` through the GraphQL API the
 UI uses, drops two batch folders a few seconds apart, and waits until a version holding both is current
 and nothing is in flight. Then: no two cross-batch runs overlapped, and every version that was published
 holds exactly what a CLI run over the same batch folders publishes (each batch whole).
 """
 
-import json
-import os
 import shutil
-import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import polars as pl
@@ -21,19 +17,12 @@ import pytest
 
 from cowork_assets.datasets import publish as pub
 from cowork_assets.synthetic.generate import generate
-from tests.test_ui_browser import ROOT, _free_port
+from tests.live_ui import dagster_dev, graphql
 
 SENSORS = """{ repositoriesOrError { ... on RepositoryConnection { nodes { name location { name }
   sensors { name sensorState { status } } } } } }"""
 START = """mutation($s: SensorSelector!) { startSensor(sensorSelector: $s) {
   __typename ... on Sensor { sensorState { status } } ... on PythonError { message } } }"""
-
-
-def _graphql(base: str, query: str, variables: dict | None = None) -> dict:
-    body = json.dumps({"query": query, "variables": variables or {}}).encode()
-    request = urllib.request.Request(f"{base}/graphql", body, {"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())["data"]
 
 
 def _wait(what: str, condition, timeout: float, server: subprocess.Popen, log: Path):
@@ -77,44 +66,10 @@ def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at
     assert materialize_all(settings, instance, echo=lambda _: None).failed == {}
     first = pub.current(settings.root, "sft_dataset")
 
-    port, log = _free_port(), tmp_path / "dagster-dev.log"
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "COWORK_RAW_ROOT": str(raw),
-        "COWORK_DATA_ROOT": settings.root,
-        "COWORK_SENSOR_INTERVAL": "3",
-    }
-    with open(log, "w") as out:
-        server = subprocess.Popen(
-            [
-                str(ROOT / ".venv" / "bin" / "dagster"),
-                "dev",
-                "-w",
-                "workspace.yaml",
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(port),
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    base = f"http://127.0.0.1:{port}"
+    log = tmp_path / "dagster-dev.log"
     dropped = ["2026-12-01-teacher-b", "2026-12-01-teacher-c"]
-    try:
-
-        def repository():
-            try:
-                nodes = _graphql(base, SENSORS)["repositoriesOrError"]["nodes"]
-            except (OSError, KeyError, TypeError):
-                return None
-            return nodes[0] if nodes else None
-
-        repo = _wait("the code location to load", repository, 120, server, log)
+    with dagster_dev(str(home), str(raw), settings.root, log) as (base, server):
+        repo = graphql(base, SENSORS)["repositoriesOrError"]["nodes"][0]
         sensors = {s["name"]: s["sensorState"]["status"] for s in repo["sensors"]}
         assert sensors["dead_run_sensor"] == "RUNNING"  # on by default
         for name in ("new_batch_sensor", "corpus_refresh_sensor"):  # what the toggles in Automation do
@@ -123,7 +78,7 @@ def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at
                 "repositoryName": repo["name"],
                 "sensorName": name,
             }
-            started = _graphql(base, START, {"s": selector})["startSensor"]
+            started = graphql(base, START, {"s": selector})["startSensor"]
             assert started["__typename"] == "Sensor" and started["sensorState"]["status"] == "RUNNING", started
 
         for seed, name in zip((12, 13), dropped):  # two drops a few seconds apart
@@ -143,7 +98,7 @@ def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at
             corpus, warehouse = latest("refresh_corpus"), latest("refresh_warehouse")
             if current == first or instance.get_run_records(busy) or corpus is None or warehouse is None:
                 return None
-            if warehouse.create_timestamp.timestamp() < (corpus.end_time or float("inf")):
+            if (warehouse.start_time or 0) < (corpus.end_time or float("inf")):  # queued behind it, then built
                 return None
             return (
                 current
@@ -154,8 +109,6 @@ def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at
         last = _wait("a version with both new batches and nothing in flight", settled, 400, server, log)
         time.sleep(8)  # a few more sensor ticks: nothing more may be started
         assert not instance.get_run_records(busy) and pub.current(settings.root, "sft_dataset") == last
-    finally:
-        os.killpg(server.pid, signal.SIGKILL)  # dagster dev ignores SIGTERM from a non-interactive shell
 
     corpus_runs = sorted(
         (

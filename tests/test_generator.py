@@ -140,3 +140,12 @@ def test_rates_are_configurable(tmp_path):
     assert all(not b["quarantined"] for b in manifest["batches"].values())
     assert (tmp_path / "clean" / "labels.jsonl").read_text() == ""
     assert manifest["roles"] == {"teacher": 40}
+
+
+def test_batches_are_named_by_a_prefix_and_a_bad_one_is_refused(tmp_path):
+    manifest = generate(tmp_path / "drop", trajectories=10, batches=2, seed=1, prefix="2026-12-03-teacher-")
+    assert sorted(manifest["batches"]) == ["2026-12-03-teacher-a", "2026-12-03-teacher-b"]
+    assert sorted(p.name for p in (tmp_path / "drop").iterdir() if p.is_dir()) == sorted(manifest["batches"])
+    with pytest.raises(ValueError, match="makes batch names that cannot be batches"):
+        generate(tmp_path / "bad", trajectories=10, batches=1, seed=1, prefix="drop[")
+    assert not (tmp_path / "bad").exists()  # refused before anything is written

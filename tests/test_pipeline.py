@@ -1,7 +1,9 @@
 """The `make run` path end to end: Dagster materializes everything, checks pass, DuckDB agrees."""
 
+import json
 import re
 
+import dagster as dg
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
@@ -88,6 +90,11 @@ def test_rerun_is_idempotent(pipeline):
     assert outcome.failed == {} and outcome.skipped == []
     for table, frame in before.items():
         assert pl.read_parquet(table_glob(settings.root, table)).equals(frame), table
+    # the unchanged republish names the version before the current one, as the current card does
+    event = instance.get_latest_materialization_event(dg.AssetKey("sft_dataset")).asset_materialization
+    card = json.loads((settings.local_root / "published" / "sft_dataset" / "current" / "card.json").read_text())
+    assert event.metadata["previous_version"].value == (card["previous_version"] or "none")
+    assert event.metadata["version"].value == card["version"]
 
 
 def test_cli_run_and_sql(default_raw, manifest, tmp_path, capsys, monkeypatch):

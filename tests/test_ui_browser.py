@@ -1,200 +1,66 @@
-"""The UI as a user sees it: `dagster dev` on a temporary instance, driven by headless Chromium.
+"""The UI as a user sees it: `dagster dev` on the instance of a `make run`, driven by headless Chromium over its
+DevTools protocol (tests/browser.py), which keeps a page open and reads it as it updates.
 
 Chromium is Debian's `chromium` package; the test installs it when missing (CI runs as root).
 Screenshots are saved under test-artifacts/ui/.
 """
 
-import os
-import shutil
-import signal
-import socket
+import json
+import re
 import subprocess
+import tempfile
 import time
-import urllib.request
-from html.parser import HTMLParser
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.live_ui import REPOSITORY, ROOT, Browser, dagster_dev, graphql
+
 ARTIFACTS = ROOT / "test-artifacts" / "ui"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-    "--window-size=1600,1000",
-    "--virtual-time-budget=25000",
-]
-
-
-def _chromium() -> str:
-    found = shutil.which("chromium")
-    if found:
-        return found
-    install = subprocess.run(
-        "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium",
-        shell=True,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    found = shutil.which("chromium")
-    if not found:
-        message = f"cannot install Debian's chromium: {install.stderr[-500:]}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return found
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+LAUNCH = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) { __typename
+  ... on LaunchRunSuccess { run { runId } } ... on PythonError { message }
+  ... on RunConfigValidationInvalid { errors { message } } } }"""
 
 
 @pytest.fixture(scope="module")
 def ui(pipeline, tmp_path_factory):
+    """(base URL, browser) of `dagster dev` on the pipeline's instance; its sensors stay off."""
     settings, instance, _ = pipeline
-    chromium = _chromium()
-    port = _free_port()
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": instance.root_directory,
-        "COWORK_RAW_ROOT": settings.raw_root,
-        "COWORK_DATA_ROOT": settings.data_root,
-    }
-    log = open(tmp_path_factory.mktemp("ui") / "dagster-dev.log", "w")
-    server = subprocess.Popen(
-        [str(ROOT / ".venv" / "bin" / "dagster"), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2)
-                break
-            except OSError:
-                assert time.monotonic() < deadline and server.poll() is None, "dagster dev did not start"
-                time.sleep(1)
-        yield chromium, f"http://127.0.0.1:{port}", tmp_path_factory.mktemp("chromium")
-    finally:
-        os.killpg(server.pid, signal.SIGKILL)  # dagster dev ignores SIGTERM from a non-interactive shell
-        log.close()
+    work = tmp_path_factory.mktemp("ui")
+    with dagster_dev(instance.root_directory, settings.raw_root, settings.data_root, work / "dagster-dev.log") as (
+        base,
+        _,
+    ):
+        browser = Browser(Path(tempfile.mkdtemp(dir=work)))
+        try:
+            yield base, browser
+        finally:
+            browser.close()
 
 
-def _page(ui, path: str, name: str) -> list[str]:
-    """The page's visible text nodes, in document order (the DOM Chromium renders, script and style left out);
-    a screenshot and the DOM are kept under test-artifacts/ui/ for a person to look at."""
-    chromium, base, profile = ui
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    args = [chromium, *FLAGS, f"--user-data-dir={profile / name}"]
-    subprocess.run([*args, f"--screenshot={ARTIFACTS / f'{name}.png'}", base + path], capture_output=True, timeout=180)
-    dom = subprocess.run([*args, "--dump-dom", base + path], capture_output=True, text=True, timeout=180).stdout
-    (ARTIFACTS / f"{name}.html").write_text(dom)
-    return _texts(dom)
+def _open(ui, path: str, name: str, ready) -> str:
+    """Navigate to a page and wait until `ready(text)` holds; a screenshot is kept for a person to look at."""
+    base, browser = ui
+    browser.go(base + path)
+    text = browser.wait_for(ready, timeout=90)
+    browser.screenshot(ARTIFACTS / f"{name}.png")
+    return text
 
 
-class _Text(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.texts, self._skip = [], 0
-
-    def handle_starttag(self, tag, attrs):
-        self._skip += tag in ("script", "style", "title")
-
-    def handle_endtag(self, tag):
-        self._skip -= tag in ("script", "style", "title") and self._skip > 0
-
-    def handle_data(self, data):
-        if not self._skip and data.strip():
-            self.texts.append(data.strip())
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def _texts(dom: str) -> list[str]:
-    parser = _Text()
-    parser.feed(dom)
-    return parser.texts
-
-
-def _after(texts: list[str], label: str) -> str:
+def _after(text: str, label: str) -> str:
     """The text shown right after a label (its value in a field, its status in a list row)."""
-    i = texts.index(label)
-    return next(t for t in texts[i + 1 :] if t != label)
+    lines = _lines(text)
+    return next(t for t in lines[lines.index(label) + 1 :] if t != label)
 
 
-def _until(ui, path: str, name: str, label: str, wanted: str, timeout: float = 120) -> list[str]:
-    """Reload a page until the value after `label` is `wanted` (the daemon updates some of them)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        texts = _page(ui, path, name)
-        if label in texts and _after(texts, label) == wanted or time.monotonic() > deadline:
-            return texts
-        time.sleep(3)
-
-
-def test_the_asset_groups_read_in_pipeline_order(ui):
-    texts = _page(ui, "/asset-groups", "asset-graph")
-    groups = [
-        "1_raw",
-        "2_staging",
-        "3_evidence",
-        "4_curation",
-        "5_validation",
-        "6_selection",
-        "7_datasets",
-        "8_warehouse",
-    ]
-    positions = [texts.index(g) for g in groups]
-    assert positions == sorted(positions)
-
-
-def test_the_published_dataset_shows_its_rows_freshness_and_gate(ui, pipeline):
-    import polars as pl
-
-    settings, _, _ = pipeline
-    rows = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "*.parquet").height
-    overview = _until(ui, "/assets/sft_dataset", "sft-dataset", "Freshness policy", "Passing")
-    assert _after(overview, "Row count") == f"{rows:,}"
-    assert _after(overview, "Freshness policy") == "Passing"
-    assert _after(overview, "Owners") == "cowork-curate"
-    checks = _page(ui, "/assets/sft_dataset?view=checks", "sft-dataset-checks")
-    assert _after(checks, "passed_quality_gate") == "Succeeded"  # the check's own row in the list
-    assert _after(checks, "Evaluation result") == "Passed"
-
-
-def test_the_candidates_gate_is_a_blocking_check_that_passed(ui):
-    checks = _page(ui, "/assets/sft_candidate?view=checks", "sft-gate")
-    assert _after(checks, "quality_gate") == "Succeeded"
-    about = checks[checks.index("About") + 1 :]
-    assert about[:3] == ["This is a", "blocking", "asset check."]  # the check's own description, not another's
-
-
-def test_an_evidence_check_shows_its_outcome_per_batch(ui):
-    checks = _page(ui, "/assets/evidence_audit?view=checks", "evidence-audit-checks")
-    assert _after(checks, "evidence_lost_to_truncation") == "Succeeded"
-
-
-def test_a_batch_run_launched_from_the_ui_succeeds(ui, pipeline):
-    from tests.test_automation_live import _graphql
-
-    _, base, _ = ui
-    settings, _, _ = pipeline
-    repo = _graphql(
-        base, "{ repositoriesOrError { ... on RepositoryConnection { nodes { name location { name } } } } }"
-    )["repositoriesOrError"]["nodes"][0]
-    batch = sorted(p.name for p in Path(settings.raw_root).iterdir() if p.is_dir())[0]
-    launched = _graphql(
+def _launch(base: str, job: str, tags: dict[str, str], config: dict | None = None) -> str:
+    repo = graphql(base, REPOSITORY)["repositoriesOrError"]["nodes"][0]
+    launched = graphql(
         base,
         LAUNCH,
         {
@@ -202,20 +68,192 @@ def test_a_batch_run_launched_from_the_ui_succeeds(ui, pipeline):
                 "selector": {
                     "repositoryLocationName": repo["location"]["name"],
                     "repositoryName": repo["name"],
-                    "jobName": "process_batch",
+                    "jobName": job,
                 },
-                "executionMetadata": {"tags": [{"key": "dagster/partition", "value": batch}]},
-                "runConfigData": {},
+                "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]},
+                "runConfigData": config or {},
             }
         },
     )
     assert launched["launchRun"]["__typename"] == "LaunchRunSuccess", launched
-    run_id = launched["launchRun"]["run"]["runId"]
-    page = _until(ui, f"/runs/{run_id}", "ui-launched-run", run_id[:8], "Success", timeout=240)
-    assert _after(page, run_id[:8]) == "Success"  # the run's own status, beside its id
-    assert _after(page, "partition:") == batch
+    return launched["launchRun"]["run"]["runId"]
 
 
-LAUNCH = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) { __typename
-  ... on LaunchRunSuccess { run { runId } } ... on PythonError { message }
-  ... on RunConfigValidationInvalid { errors { message } } } }"""
+def _batches(settings) -> list[str]:
+    return sorted(p.name for p in Path(settings.raw_root).iterdir() if p.is_dir())
+
+
+def test_the_asset_groups_read_in_pipeline_order(ui):
+    groups = ["1_raw", "2_staging", "3_evidence", "4_curation", "5_validation", "6_selection", "7_datasets"]
+    text = _open(ui, "/asset-groups", "asset-graph", lambda t: "8_warehouse" in t)
+    positions = [_lines(text).index(g) for g in [*groups, "8_warehouse"]]
+    assert positions == sorted(positions)
+
+
+def test_a_cli_run_is_on_the_overview_timeline_and_its_job_page(ui):
+    timeline = _open(ui, "/overview/activity/timeline", "timeline", lambda t: "refresh_warehouse" in t)
+    assert "No runs or scheduled ticks in this time period." not in timeline
+    lines = _lines(timeline)
+    assert lines[lines.index("cowork_curate") :][:1] == ["cowork_curate"]  # the code location's own row ...
+    assert {"process_batch", "refresh_corpus", "refresh_warehouse"} <= set(lines)  # ... with the CLI's runs
+    runs = _open(ui, "/locations/cowork_curate/jobs/process_batch/runs", "job-runs", lambda t: "Success" in t)
+    assert "You have not materialized any assets with this job yet" not in runs
+
+
+def test_a_cli_run_re_executes_from_the_ui(ui, pipeline):
+    base, _ = ui
+    _, instance, _ = pipeline
+    parent = instance.get_run_records(dg.RunsFilter(job_name="refresh_warehouse"), limit=1)[0].dagster_run
+    assert parent.remote_job_origin.location_name == "cowork_curate"  # launched with its job's origin
+    query = """mutation($p: ReexecutionParams!) { launchPipelineReexecution(reexecutionParams: $p) {
+      __typename ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } } }"""
+    found = graphql(base, query, {"p": {"parentRunId": parent.run_id, "strategy": "ALL_STEPS"}})
+    assert found["launchPipelineReexecution"]["__typename"] == "LaunchRunSuccess", found
+    run_id = found["launchPipelineReexecution"]["run"]["runId"]
+    page = _open(ui, f"/runs/{run_id}", "re-executed-run", lambda t: "\nSuccess\n" in t or "\nFailure\n" in t)
+    assert "\nSuccess\n" in page
+
+
+def test_the_published_dataset_shows_its_rows_freshness_gate_charts_and_a_way_to_its_raw_lines(ui, pipeline):
+    import polars as pl
+
+    settings, _, _ = pipeline
+    rows = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "*.parquet").height
+    overview = _open(ui, "/assets/sft_dataset", "sft-dataset", lambda t: "Passing" in t and "trace_a_sample" in t)
+    assert _after(overview, "Row count") == f"{rows:,}"
+    assert _after(overview, "Freshness policy") == "Passing"
+    assert _after(overview, "Owners") == "cowork-curate"
+    assert "launch the trace_sample job" in overview.replace("`", "")
+    _, browser = ui
+    opened = browser.evaluate(  # the card's "[Show Markdown]" opens it in a dialog
+        """(() => { const row = Array.from(document.querySelectorAll('tr'))
+              .find(r => r.innerText.trim().startsWith('card'));
+            const links = row ? Array.from(row.querySelectorAll('*'))
+              .filter(e => e.innerText && e.innerText.trim() === '[Show Markdown]') : [];
+            if (!links.length) return false; links[links.length - 1].click(); return true; })()"""
+    )
+    assert opened
+    browser.wait_for(lambda t: "Length distribution" in t)
+    deadline = time.monotonic() + 30
+    while True:  # the card's images, once decoded: [source, natural width]
+        images = browser.evaluate("Array.from(document.images).map(i => [i.src.slice(0, 26), i.naturalWidth])")
+        if images and min(w for _, w in images) > 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    browser.screenshot(ARTIFACTS / "sft-dataset-card.png")
+    assert sorted(images) == [["data:image/svg+xml;base64,", 640]] * 2  # both charts drawn, inline
+
+
+def test_the_candidates_gate_is_a_blocking_check_that_passed_and_so_did_the_published_version(ui):
+    loaded = lambda t: "Evaluation result\nPassed" in t and "\nSucceeded\n" in t  # noqa: E731
+    checks = _open(ui, "/assets/sft_candidate?view=checks", "sft-gate", loaded)
+    assert _after(checks, "quality_gate") == "Succeeded"  # the check's own row in the list
+    about = _lines(checks)[_lines(checks).index("About") + 1 :]
+    assert about[0] == "This is a blocking asset check."  # the check's own description, not another's
+    assert _after(checks, "Evaluation result") == "Passed"
+    published = _open(ui, "/assets/sft_dataset?view=checks", "sft-dataset-checks", loaded)
+    assert _after(published, "passed_quality_gate") == "Succeeded"
+    assert _after(published, "Evaluation result") == "Passed"
+
+
+def test_a_per_batch_table_shows_every_batchs_rows(ui, pipeline):
+    import polars as pl
+
+    settings, _, _ = pipeline
+    total = pl.scan_parquet(settings.local_root / "tables" / "messages" / "*" / "data.parquet").select(pl.len())
+    page = _open(ui, "/assets/messages", "messages", lambda t: "rows_all_batches" in t)
+    lines = _lines(page)
+    key = lines.index("rows_all_batches")  # a metadata row: key, when, value
+    assert lines[key + 2] == str(total.collect().item()) != _after(page, "Row count")  # not the latest batch's
+
+
+def test_a_launched_run_shows_its_steps_running_before_it_ends(ui, pipeline):
+    """The run page streams the run's events: steps are seen executing, without a reload, before it succeeds."""
+    base, browser = ui
+    settings, _, _ = pipeline
+    batch = _batches(settings)[0]
+    run_id = _launch(base, "process_batch", {"dagster/partition": batch})
+    browser.go(f"{base}/runs/{run_id}")
+    seen = []
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        text = browser.text()
+        executing = re.search(r"Executing \((\d+)\)", text)
+        succeeded = re.search(r"Succeeded \((\d+)\)", text)
+        status = next((s for s in ("Success", "Failure") if f"\n{s}\n" in text), "running")
+        seen.append((status, int(executing.group(1)) if executing else 0, int(succeeded.group(1)) if succeeded else 0))
+        if status != "running" and seen[-1][2] >= 19:
+            break
+        time.sleep(0.2)
+    browser.screenshot(ARTIFACTS / "ui-launched-run.png")
+    assert seen[-1] == ("Success", 0, 19)  # every step of process_batch, shown as it ended
+    assert any(status == "running" and executing == 1 for status, executing, _ in seen)  # a step seen running
+    assert any(status == "running" and 0 < done < 19 for status, _, done in seen)  # some done, the rest to come
+    assert f"partition: {batch}" in _lines(browser.text())  # the run of the batch it was launched for
+
+
+def test_a_run_of_a_partition_without_its_folder_fails_in_one_line(ui, pipeline):
+    base, browser = ui
+    _, instance, _ = pipeline
+    instance.add_dynamic_partitions("batches", ["no-such-folder"])  # what "Add a partition" does
+    try:
+        run_id = _launch(base, "process_batch", {"dagster/partition": "no-such-folder"})
+        page = _open(ui, f"/runs/{run_id}", "missing-batch-folder", lambda t: "\nFailure\n" in t)
+        assert "no batch folder 'no-such-folder' under" in page
+        assert "Delete partitions" in page and "FileNotFoundError" not in page
+    finally:
+        instance.delete_dynamic_partition("batches", "no-such-folder")
+
+
+def test_the_trace_job_logs_a_samples_path_to_its_raw_line(ui, pipeline):
+    import polars as pl
+
+    base, _ = ui
+    settings, _, _ = pipeline
+    sample = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "train.parquet")[0]
+    run_id = _launch(
+        base, "trace_sample", {}, {"ops": {"trace_sample_op": {"config": {"sample_id": sample["sample_id"][0]}}}}
+    )
+    page = _open(ui, f"/runs/{run_id}", "trace-run", lambda t: "\nSuccess\n" in t or "\nFailure\n" in t)
+    assert "\nSuccess\n" in page
+    assert f"{sample['raw_file'][0]}:{sample['raw_record'][0]}" in page  # the raw file and line, in the run's log
+
+
+def _finished(instance, job: str, after: float, timeout: float = 180) -> dg.RunRecord:
+    """The first run of `job` created after `after` (a time.time()), once it has finished."""
+    deadline = time.monotonic() + timeout
+    while True:
+        records = instance.get_run_records(dg.RunsFilter(job_name=job), limit=1)
+        if records and records[0].create_timestamp.timestamp() >= after and records[0].end_time:
+            return records[0]
+        assert time.monotonic() < deadline, f"no {job} run finished"
+        time.sleep(0.1)
+
+
+def test_a_ui_launch_is_as_quick_as_the_cli(ui, pipeline):
+    """From the launch mutation the launchpad sends to the run's success, against the CLI's run of the same batch
+    (`cowork-curate run --batch B --force`: the batch, then the corpus refresh), on this instance. It prints its
+    figures and keeps them in test-artifacts/ui/launch-timing.json."""
+    base, _ = ui
+    settings, instance, _ = pipeline
+    batch = _batches(settings)[1]
+    command = ["run", "--raw-root", settings.raw_root, "--data-root", settings.data_root]
+    command += ["--dagster-home", instance.root_directory, "--batch", batch, "--force"]
+    started = time.monotonic()
+    subprocess.run([str(ROOT / ".venv/bin/cowork-curate"), *command], check=True, capture_output=True, cwd=ROOT)
+    cli = time.monotonic() - started
+
+    started, created = time.monotonic(), time.time()
+    _launch(base, "process_batch", {"dagster/partition": batch})
+    run = _finished(instance, "process_batch", created)
+    launched = time.monotonic() - started
+    figures = {
+        "cli_run": round(cli, 1),  # start-up, the batch, the corpus refresh, the DuckDB file
+        "ui_launch": round(launched, 1),  # the launched batch run: queued, started, done
+        "ui_launch_to_run_start": round(run.start_time - run.create_timestamp.timestamp(), 1),
+    }
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "launch-timing.json").write_text(json.dumps(figures))
+    print(figures)
+    assert run.dagster_run.status == dg.DagsterRunStatus.SUCCESS
+    assert launched <= 1.2 * cli, figures

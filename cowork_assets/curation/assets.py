@@ -9,7 +9,7 @@ from cowork_assets.curation.schemas import TruncationSweep
 from cowork_assets.curation.sweep import ALLOWANCES, recommendation, sweep, sweep_chart
 from cowork_assets.lineage import column_lineage
 from cowork_assets.markdown import Markdown
-from cowork_assets.metadata import as_metadata
+from cowork_assets.metadata import as_metadata, written
 from cowork_assets.partitions import batches
 from cowork_assets.progress import throttled
 from cowork_assets.schema import arrow_schema, polars_schema
@@ -56,8 +56,7 @@ def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
         yield dg.MaterializeResult(
             asset_key=name,
             metadata={
-                "dagster/row_count": sink.rows,
-                "path": dg.MetadataValue.path(str(sink.final)),
+                **written(settings.root, name, batch, sink.rows),
                 "truncation_strategy": settings.truncation_strategy,
                 "max_observation_chars": settings.max_observation_chars,
                 **column_lineage(name),
@@ -81,12 +80,11 @@ def truncation_sweep(context: dg.AssetExecutionContext, settings: CurateSettings
         allowances,
     )
     found = found.with_columns(batch=pl.lit(batch)).select(polars_schema(TruncationSweep).names())
-    path = write_parquet_atomic(found, partition_file(root, "truncation_sweep", batch), arrow_schema(TruncationSweep))
+    write_parquet_atomic(found, partition_file(root, "truncation_sweep", batch), arrow_schema(TruncationSweep))
     return dg.MaterializeResult(
         metadata=as_metadata(
             {
-                "dagster/row_count": found.height,
-                "path": dg.MetadataValue.path(str(path)),
+                **written(root, "truncation_sweep", batch, found.height),
                 "lost_share": sweep_chart(found),
                 "recommendation": Markdown("\n".join(f"- {line}" for line in recommendation(found))),
             }

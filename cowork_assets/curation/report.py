@@ -5,10 +5,8 @@ from __future__ import annotations
 import polars as pl
 
 from cowork_assets.curation.strategies import names
-from cowork_assets.markdown import table
+from cowork_assets.markdown import EXAMPLES, table
 from cowork_assets.settings import CurationSettings
-
-EXAMPLES = 20
 
 
 def _spans(spans) -> str:
@@ -54,6 +52,7 @@ def truncation_report(
                 )
                 for r in examples.iter_rows(named=True)
             ],
+            lost.height,
         ),
     }
 
@@ -96,7 +95,7 @@ def budget_report(stats: pl.DataFrame, audit: pl.DataFrame, min_category_retenti
             ["category", "passing", "removed", "trimmed", "retention"],
             [(c, p, r, t, f"{k:.1%}") for c, p, r, t, k in by_category.iter_rows()],
         ),
-        "by_task": table(["category", "task", "passing", "removed"], by_task.head(EXAMPLES).rows()),
+        "by_task": table(["category", "task", "passing", "removed"], by_task.head(EXAMPLES).rows(), by_task.height),
         "by_check_type": table(["check type", "passing samples removed"], by_check.rows()),
         "examples": table(
             ["trajectory", "chars before", "chars after", "reason"],
@@ -104,6 +103,7 @@ def budget_report(stats: pl.DataFrame, audit: pl.DataFrame, min_category_retenti
             .head(EXAMPLES)
             .select("trajectory_id", "chars_before", "chars_after", "reason")
             .rows(),
+            passing.filter(removed).height,
         ),
     }
 

@@ -13,7 +13,7 @@ import polars as pl
 from pydantic import PrivateAttr
 
 from cowork_assets.datasets import publish as pub
-from cowork_assets.datasets.card import build_card, render_markdown, svg, sweep_svg
+from cowork_assets.datasets.card import CHARTS, build_card, inline_charts, render_markdown, svg, sweep_svg
 from cowork_assets.datasets.gates import run_gate
 from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks, verl_tool_config
 from cowork_assets.datasets.schemas import JSON_FIELDS
@@ -29,6 +29,7 @@ from cowork_assets.schema import arrow_schema
 from cowork_assets.settings import CurateSettings
 from cowork_assets.storage import (
     SortedSpill,
+    exists,
     iter_chunks,
     join,
     partition_file,
@@ -293,6 +294,7 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
         counts = {p.rsplit("/", 1)[-1].removesuffix(".parquet"): _rows(p) for p in staged}
         rows = sum(counts.values())
         inputs = card_inputs(settings, dataset, staged, rows)
+        examples = trace_examples(staged) if dataset == "sft_dataset" else {}  # before publishing moves the files
         cards = {}
 
         def card_files(version: str, previous: str | None) -> dict[str, str]:
@@ -327,12 +329,13 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
             metadata={
                 "dagster/row_count": rows,
                 "version": publication.version,
-                "previous_version": publication.previous or "none",
+                "previous_version": card["previous_version"] or "none",  # the current version's, however republished
                 "path": dg.MetadataValue.path(str(publication.path)),
                 "current": dg.MetadataValue.path(join(settings.root, "published", dataset, "CURRENT")),
-                "card": dg.MetadataValue.md(render_markdown(card)),
+                "card": dg.MetadataValue.md(inline_charts(render_markdown(card), charts(publication.path))),
                 **column_lineage(dataset),
                 **{f"{k}_rows": n for k, n in counts.items()},
+                **examples,
             },
         )
 
@@ -364,17 +367,19 @@ def dataset_card(context: dg.AssetExecutionContext, settings: CurateSettings) ->
         name: orjson.loads(read_bytes(join(pub.current_path(settings.root, name), "card.json"))) for name in published()
     }
     root = join(settings.root, "published")
-    text = "\n\n".join(
-        render_markdown(card)
-        .replace("](lengths.svg)", f"]({name}/current/lengths.svg)")
-        .replace("](sweep.svg)", f"]({name}/current/sweep.svg)")
-        for name, card in cards.items()
+    rendered = {name: render_markdown(card) for name, card in cards.items()}
+    text = "\n\n".join(  # CARD.md links the charts beside each version's card
+        inline_charts(md, {chart: f"{name}/current/{chart}" for chart in CHARTS}, as_link=True)
+        for name, md in rendered.items()
     )
     write_text_atomic(join(root, "CARD.json"), orjson.dumps(cards, option=orjson.OPT_INDENT_2).decode())
     write_text_atomic(join(root, "CARD.md"), text)
+    shown = "\n\n".join(
+        inline_charts(md, charts(pub.current_path(settings.root, name))) for name, md in rendered.items()
+    )
     return dg.MaterializeResult(
         metadata={
-            "card": dg.MetadataValue.md(text),
+            "card": dg.MetadataValue.md(shown),
             "path": dg.MetadataValue.path(join(root, "CARD.md")),
             **{f"{name}_version": card["version"] for name, card in cards.items()},
         }
@@ -382,3 +387,22 @@ def dataset_card(context: dg.AssetExecutionContext, settings: CurateSettings) ->
 
 
 dataset_assets.append(dataset_card)
+
+
+def charts(version_folder: str) -> dict[str, str]:
+    """The SVG charts of a published version, by file name."""
+    return {
+        name: read_bytes(join(version_folder, name)).decode() for name in CHARTS if exists(join(version_folder, name))
+    }
+
+
+def trace_examples(files: list[str], n: int = 3) -> dict:
+    """A few sample ids of a dataset and how to follow each back to its raw line, in the UI or the shell."""
+    ids = pl.scan_parquet(files).select("sample_id").head(n).collect()["sample_id"].to_list() if files else []
+    return {
+        "trace_a_sample": dg.MetadataValue.md(
+            "Follow a sample back to its raw file and line: launch the `trace_sample` job (Jobs, trace_sample, "
+            "Launchpad) with its id as `sample_id` in the config, or run `cowork-curate trace <sample_id>`.\n\n"
+            + table(["sample_id", "command"], [(i, f"cowork-curate trace {i}") for i in ids])
+        )
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import math
 import subprocess
@@ -158,6 +159,19 @@ def build_card(
         "settings_hash": settings_hash(settings),
         "code_version": code_version(),
     }
+
+
+CHARTS = ("lengths.svg", "sweep.svg")  # the chart files beside a version's card.md
+
+
+def inline_charts(markdown: str, charts: dict[str, str], as_link: bool = False) -> str:
+    """The card's Markdown with its charts (`![...](lengths.svg)`) as data URIs of the SVG texts in `charts`: the
+    Dagster UI shows a card from its metadata, where a link relative to the card's folder would point at the UI's
+    own server. `as_link`: `charts` holds other links to the files instead."""
+    for name, value in charts.items():
+        uri = value if as_link else "data:image/svg+xml;base64," + base64.b64encode(value.encode()).decode()
+        markdown = markdown.replace(f"]({name})", f"]({uri})")
+    return markdown
 
 
 def render_markdown(card: dict) -> str:

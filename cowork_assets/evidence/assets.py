@@ -7,7 +7,7 @@ import polars as pl
 
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.evidence.schemas import Evidence
-from cowork_assets.metadata import counts_md, md_table
+from cowork_assets.metadata import counts_md, md_table, written
 from cowork_assets.progress import throttled
 from cowork_assets.schema import arrow_schema
 from cowork_assets.settings import CurateSettings
@@ -50,8 +50,7 @@ def evidence(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.
         context.log.warning(f"{batch}: checks of unknown type kept but not used for evidence: {dict(unknown)}")
     return dg.MaterializeResult(
         metadata={
-            "dagster/row_count": sink.rows,
-            "path": dg.MetadataValue.path(str(sink.final)),
+            **written(settings.root, "evidence", batch, sink.rows),
             "status": counts_md(statuses, "status", "items"),
             "unknown_check_types": md_table(["type", "checks"], sorted(unknown.items())) if unknown else "none",
         }

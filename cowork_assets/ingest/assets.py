@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 
 from cowork_assets.ingest.batch import BATCH_TABLES, ingest_batch
 from cowork_assets.ingest.recount import recount
-from cowork_assets.markdown import table
-from cowork_assets.metadata import as_metadata, counts_md, md_table
+from cowork_assets.markdown import EXAMPLES, table
+from cowork_assets.metadata import as_metadata, counts_md, md_table, written
 from cowork_assets.partitions import batches
 from cowork_assets.progress import throttled
 from cowork_assets.schema import validate_table
@@ -33,6 +33,11 @@ raw_batches = dg.AssetSpec(
 def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
     """Parse one raw batch into the staging tables; bad records go to `quarantine`, never fail the run."""
     batch = context.partition_key
+    if not (settings.raw_path / batch).is_dir():
+        raise dg.Failure(
+            f"no batch folder {batch!r} under {settings.raw_path}: add the folder, or delete the partition "
+            "(any per-batch asset's page: the menu beside Materialize, Delete partitions)"
+        )
     started = time.monotonic()
     report = ingest_batch(
         settings.raw_path,
@@ -60,8 +65,7 @@ def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
     )
     for name in BATCH_TABLES:
         meta = {
-            "dagster/row_count": report.rows[name],
-            "path": dg.MetadataValue.path(str(partition_file(settings.root, name, batch))),
+            **written(settings.root, name, batch, report.rows[name]),
         }
         if name in ("trajectories", "quarantine"):
             meta |= {
@@ -137,7 +141,7 @@ def _schema_check(name: str) -> dg.AssetChecksDefinition:
                     {
                         "rows": rows,
                         "failures": failures.height,
-                        "examples": table(failures.columns, failures.head(20).rows()),
+                        "examples": table(failures.columns, failures.head(EXAMPLES).rows(), failures.height),
                     },
                     context.partition_key,
                 ),

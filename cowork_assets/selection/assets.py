@@ -3,8 +3,8 @@
 import dagster as dg
 import polars as pl
 
-from cowork_assets.markdown import table
-from cowork_assets.metadata import as_metadata
+from cowork_assets.markdown import EXAMPLES, table
+from cowork_assets.metadata import as_metadata, written
 from cowork_assets.schema import arrow_schema
 from cowork_assets.selection.dedup import clusters
 from cowork_assets.selection.exclusions import exclusions as find_exclusions
@@ -35,9 +35,7 @@ def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings
     except BaseException:
         sink.abort()
         raise
-    return dg.MaterializeResult(
-        metadata={"dagster/row_count": sink.rows, "path": dg.MetadataValue.path(str(sink.final))}
-    )
+    return dg.MaterializeResult(metadata=written(root, "dedup_signatures", b, sink.rows))
 
 
 @dg.asset(**TABLES["dedup_clusters"].asset_args())
@@ -79,7 +77,6 @@ def duplicate_rate(context: dg.AssetCheckExecutionContext, settings: CurateSetti
         found.group_by("cluster_id", "task_id")
         .agg(members=pl.len(), kinds=pl.col("kind").unique().sort().str.join(", "))
         .sort("members", "cluster_id", descending=[True, False])
-        .head(20)
     )
     return dg.AssetCheckResult(
         passed=rate <= settings.max_duplicate_rate,
@@ -92,7 +89,9 @@ def duplicate_rate(context: dg.AssetCheckExecutionContext, settings: CurateSetti
                 "near": removed.filter(pl.col("kind") == "near").height,
                 "duplicate_rate": round(rate, 4),
                 "max_duplicate_rate": settings.max_duplicate_rate,
-                "examples": table(["cluster", "task", "members", "kinds"], largest.rows()),
+                "examples": table(
+                    ["cluster", "task", "members", "kinds"], largest.head(EXAMPLES).rows(), largest.height
+                ),
             }
         ),
     )

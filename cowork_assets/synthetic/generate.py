@@ -21,6 +21,7 @@ from pathlib import Path
 
 import orjson
 
+from cowork_assets.ingest.raw_files import batch_name_problem
 from cowork_assets.synthetic import services as S
 from cowork_assets.synthetic import vocab as V
 from cowork_assets.synthetic.runs import Task, build_task, grade, locate, render
@@ -59,9 +60,12 @@ class _File:
     buffer: io.BytesIO = field(default_factory=io.BytesIO)
 
 
+BATCH_PREFIX = "2026-11-29-teacher-"
+
+
 class _Batches:
-    def __init__(self, out: Path, n: int):
-        self.names = [f"2026-11-29-teacher-{_letters(i)}" for i in range(n)]
+    def __init__(self, out: Path, n: int, prefix: str):
+        self.names = [f"{prefix}{_letters(i)}" for i in range(n)]
         self.files: dict[str, list[_File]] = {}
         for name in self.names:
             (out / name).mkdir(parents=True)
@@ -135,15 +139,19 @@ def generate(
     seed: int,
     rates: Rates | None = None,
     progress: Callable[[int], None] | None = None,
+    prefix: str = BATCH_PREFIX,
 ) -> dict:
-    """Write `trajectories` valid trajectories (plus injected bad lines) into `batches` batch folders."""
+    """Write `trajectories` valid trajectories (plus injected bad lines) into `batches` batch folders, named
+    `<prefix>a`, `<prefix>b`, ..."""
     rates = rates or Rates()
     if trajectories < 1 or batches < 1:
         raise ValueError("need at least one trajectory and one batch")
+    if problem := batch_name_problem(f"{prefix}{_letters(batches - 1)}"):
+        raise ValueError(f"--prefix {prefix!r} makes batch names that cannot be batches: {problem}")
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty; choose a new folder")
     out.mkdir(parents=True, exist_ok=True)
-    files = _Batches(out, batches)
+    files = _Batches(out, batches, prefix)
     master = random.Random(seed)
     labels: list[dict] = []
     needed = open(out / "needed_values.jsonl", "wb")

@@ -3,8 +3,8 @@
 import dagster as dg
 import polars as pl
 
-from cowork_assets.markdown import table
-from cowork_assets.metadata import as_metadata, counts_md
+from cowork_assets.markdown import EXAMPLES, table
+from cowork_assets.metadata import as_metadata, counts_md, written
 from cowork_assets.partitions import batches
 from cowork_assets.schema import arrow_schema, polars_schema
 from cowork_assets.settings import CurateSettings
@@ -21,8 +21,6 @@ from cowork_assets.validation.regrade import regrade as replay
 from cowork_assets.validation.schemas import Regrade, StructureFindings, TaskFindings
 from cowork_assets.validation.structure import structure_findings as find_structure
 from cowork_assets.validation.tasks import task_findings as find_task_findings
-
-EXAMPLES = 20
 
 
 @dg.asset(**TABLES["structure_findings"].asset_args())
@@ -51,11 +49,10 @@ def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettin
         if frames
         else pl.DataFrame(schema=polars_schema(StructureFindings))
     )
-    path = write_parquet_atomic(found, partition_file(root, "structure_findings", b), arrow_schema(StructureFindings))
+    write_parquet_atomic(found, partition_file(root, "structure_findings", b), arrow_schema(StructureFindings))
     return dg.MaterializeResult(
         metadata={
-            "dagster/row_count": found.height,
-            "path": dg.MetadataValue.path(str(path)),
+            **written(root, "structure_findings", b, found.height),
             "by_kind": counts_md(dict(found.group_by("kind").len().iter_rows()), "kind", "findings"),
         }
     )
@@ -92,11 +89,10 @@ def regrade(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.M
     packages = pl.read_parquet(partition_file(root, "task_packages", b), columns=["task_hash", "category", "checks"])
     # a chunk of whole trajectories at a time
     found = replay(b, runs, iter_trajectory_chunks(partition_file(root, "messages", b)), packages)
-    path = write_parquet_atomic(found, partition_file(root, "regrade", b), arrow_schema(Regrade))
+    write_parquet_atomic(found, partition_file(root, "regrade", b), arrow_schema(Regrade))
     return dg.MaterializeResult(
         metadata={
-            "dagster/row_count": found.height,
-            "path": dg.MetadataValue.path(str(path)),
+            **written(root, "regrade", b, found.height),
             "by_disagreement": counts_md(
                 dict(found.group_by("disagreement").len().drop_nulls().iter_rows()), "disagreement", "runs"
             ),
@@ -158,6 +154,7 @@ def samples_structurally_valid(context: dg.AssetCheckExecutionContext, settings:
                 "examples": table(
                     ["trajectory", "message", "kind", "detail"],
                     found.head(EXAMPLES).select("trajectory_id", "message_index", "kind", "detail").rows(),
+                    found.height,
                 ),
             },
             context.partition_key,
@@ -185,6 +182,7 @@ def tasks_consistent(context: dg.AssetCheckExecutionContext, settings: CurateSet
                 "examples": table(
                     ["task", "trajectory", "kind", "detail", "suggestion"],
                     found.head(EXAMPLES).select("task_id", "trajectory_id", "kind", "detail", "suggestion").rows(),
+                    found.height,
                 ),
             }
         ),

@@ -1,22 +1,24 @@
 """Dagster wiring of the warehouse stage."""
 
 import dagster as dg
+from pydantic import Field
 
 from cowork_assets.ingest.batch import record_root_skips
 from cowork_assets.metadata import md_table
 from cowork_assets.partitions import CROSS_BATCH_POOL
 from cowork_assets.settings import CurateSettings
-from cowork_assets.tables import in_warehouse
 from cowork_assets.warehouse.duckdb_file import build_warehouse
+from cowork_assets.warehouse.trace import trace
 
 
 @dg.asset(
     group_name="warehouse",
-    deps=[*(t.name for t in in_warehouse()), "dataset_card"],
+    deps=["dataset_card"],  # the last step of a refresh; the views over every table are listed in its metadata
     kinds={"duckdb"},
     pool=CROSS_BATCH_POOL,
-    description="DuckDB database file with one view per Parquet table (sql/views.sql), rebuilt after each run. "
-    "Open it with `duckdb <data_root>/cowork.duckdb` or `cowork-curate sql`.",
+    description="DuckDB database file with one view per Parquet table (every table of the stages before, and "
+    "sql/views.sql), rebuilt after each refresh. Open it with `duckdb <data_root>/cowork.duckdb` or "
+    "`cowork-curate sql`.",
 )
 def warehouse(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     record_root_skips(settings.raw_path, settings.root)  # the raw root's non-batches, queryable beside the batches'
@@ -30,3 +32,22 @@ def warehouse(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg
             "skipped_views": len(skipped),
         }
     )
+
+
+class TraceConfig(dg.Config):
+    sample_id: str = Field(
+        description="A sample or trajectory id, as in a published dataset's `sample_id` (a LIKE pattern such as "
+        "ops-00042% traces several)."
+    )
+
+
+@dg.op(description="Logs the chain of a sample: its raw file and line, curation, findings, exclusion or publication.")
+def trace_sample_op(context: dg.OpExecutionContext, config: TraceConfig, settings: CurateSettings) -> str:
+    try:
+        lines = trace(settings.warehouse_path, settings.root, config.sample_id)
+    except (FileNotFoundError, LookupError) as exc:
+        raise dg.Failure(str(exc)) from None
+    text = "\n".join(lines)
+    context.log.info(f"trace of {config.sample_id}:\n{text}")
+    context.add_output_metadata({"trace": dg.MetadataValue.md(f"```\n{text}\n```")})
+    return text
