@@ -16,10 +16,10 @@ import dagster as dg
 import polars as pl
 from pydantic import Field, TypeAdapter, ValidationError, field_validator
 
-from cowork_assets import scratch
 from cowork_assets.checks.db_match import FREE_TEXT_ARGUMENTS, READ_ONLY_TOOLS, StateRules
-from cowork_assets.run_health import record_process
-from cowork_assets.storage import is_remote, normalize_root
+from cowork_assets.orchestration.run_health import record_process
+from cowork_assets.runtime import scratch
+from cowork_assets.store.storage import is_remote, normalize_root
 
 DEFAULT_RAW_ROOT = "data/raw"
 DEFAULT_DATA_ROOT = "data/curated"

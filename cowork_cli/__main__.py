@@ -4,7 +4,7 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    from cowork_assets.tuning import tune_process
+    from cowork_assets.runtime.tuning import tune_process
 
     tune_process()  # before anything imports polars
     from cowork_cli.cli import main as run

@@ -20,7 +20,7 @@ from pathlib import Path
 import orjson
 import polars as pl
 
-from cowork_assets.procfs import read, stat_fields
+from cowork_assets.runtime.procfs import read, stat_fields
 from cowork_cli.digest import content_digests
 
 ROLES = {
@@ -108,7 +108,7 @@ class PeakMemory:
 def published_sft_texts(data_root: Path) -> list[str]:
     """The text of every published SFT message as it is tokenized: content, then each tool call's name
     and arguments (what `sft_dataset.tokens` counts)."""
-    from cowork_assets.storage import plain
+    from cowork_assets.store.storage import plain
     from cowork_assets.tokens import token_text
 
     function = pl.element().struct.field("function")

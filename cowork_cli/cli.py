@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from cowork_assets.settings import DEFAULT_DATA_ROOT, DEFAULT_RAW_ROOT
-from cowork_assets.storage import check_root, normalize_root
+from cowork_assets.store.storage import check_root, normalize_root
 
 
 class UsageError(Exception):

@@ -8,8 +8,8 @@ import hashlib
 import polars as pl
 
 from cowork_assets.datasets.publish import current_path
-from cowork_assets.storage import exists, join, partition_file, plain, table_glob
-from cowork_assets.tables import Table, in_warehouse
+from cowork_assets.store.registry import Table, in_warehouse
+from cowork_assets.store.storage import exists, join, partition_file, plain, table_glob
 
 
 def _files(root: str, table: Table) -> list[str]:

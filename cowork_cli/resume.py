@@ -11,7 +11,7 @@ import hashlib
 import orjson
 
 from cowork_assets.settings import CurateSettings
-from cowork_assets.storage import exists, join, read_bytes, write_text_atomic
+from cowork_assets.store.storage import exists, join, read_bytes, write_text_atomic
 
 
 def fingerprint(settings: CurateSettings, batch: str) -> str:

@@ -1,10 +1,10 @@
 """The code location: every asset, check, job, sensor and resource of cowork-curate.
 
 This module is the entry point of `dagster dev` and of the runner's processes: it tunes the process
-(`cowork_assets.tuning`) before anything imports polars.
+(`cowork_assets.runtime.tuning`) before anything imports polars.
 """
 
-from cowork_assets.tuning import tune_process
+from cowork_assets.runtime.tuning import tune_process
 
 tune_process()
 

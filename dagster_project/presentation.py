@@ -12,8 +12,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from cowork_assets.lineage import COLUMN_LINEAGE
-from cowork_assets.tables import published
+from cowork_assets.orchestration.lineage import COLUMN_LINEAGE
+from cowork_assets.store.registry import published
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cowork_assets"
 # Pipeline order; the UI sorts groups by name, so each gets its position as a prefix.

@@ -10,8 +10,8 @@ import os
 import dagster as dg
 
 from cowork_assets.ingest.raw_files import discover_batches
-from cowork_assets.partitions import batches
-from cowork_assets.run_health import in_flight, publication_blocked, reap_dead_runs
+from cowork_assets.orchestration.partitions import batches
+from cowork_assets.orchestration.run_health import in_flight, publication_blocked, reap_dead_runs
 from cowork_assets.settings import CurateSettings
 from dagster_project.jobs import process_batch, refresh_corpus, refresh_warehouse
 

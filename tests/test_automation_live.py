@@ -54,7 +54,7 @@ def _cli_run(raw: Path, batches: set[str], work: Path) -> dict[str, set[str]]:
 def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at_a_time(tmp_path):
     import dagster as dg
 
-    from cowork_assets.run_health import WAITING
+    from cowork_assets.orchestration.run_health import WAITING
     from cowork_assets.settings import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 

@@ -48,7 +48,7 @@ def test_no_private_dagster_import_but_the_runs_origin():
 
 def test_importing_the_library_changes_nothing_in_the_process():
     """No collector thresholds and no allocator setting of its own (polars writes its default on import)."""
-    from cowork_assets.tuning import JEMALLOC_CONF
+    from cowork_assets.runtime.tuning import JEMALLOC_CONF
 
     modules = sorted(
         str(p.relative_to(ROOT).with_suffix("")).replace("/", ".").removesuffix(".__init__")

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from cowork_assets.datasets.export import for_chat_template
-from cowork_assets.storage import plain
+from cowork_assets.store.storage import plain
 from tests.test_rewards import render
 
 SAMPLE = Path(__file__).parent / "realdata" / "coding"

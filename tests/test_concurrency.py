@@ -8,7 +8,7 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
-from cowork_assets.storage import partition_file
+from cowork_assets.store.storage import partition_file
 from cowork_assets.synthetic.generate import generate
 from cowork_assets.warehouse.duckdb_file import build_warehouse
 
@@ -99,7 +99,7 @@ def test_polars_allocator_keeps_freed_pages_unless_the_user_says_otherwise():
     """Polars writes its own default into the environment on import: the pipeline's must come first, or
     it is lost (it was, unnoticed, for a day: ~3 s of the 80,000 benchmark). jemalloc applies its
     options in order, the last one winning."""
-    from cowork_assets.tuning import JEMALLOC_CONF
+    from cowork_assets.runtime.tuning import JEMALLOC_CONF
 
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
     assert _allocator_setting(env).endswith("," + JEMALLOC_CONF)

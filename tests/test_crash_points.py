@@ -13,8 +13,8 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from cowork_assets import scratch
 from cowork_assets.datasets import publish as pub
+from cowork_assets.runtime import scratch
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = {"rows": pa.schema([pa.field("sample_id", pa.string()), pa.field("chars", pa.int64())])}
@@ -40,7 +40,7 @@ publish = lambda: pub.publish(root, "demo")
 """,
     "CURRENT written, not yet renamed": """
 import os
-from cowork_assets import storage
+from cowork_assets.store import storage
 replace = os.replace
 storage.os.replace = lambda a, b: os._exit(137) if str(b).endswith("CURRENT") else replace(a, b)
 publish = lambda: pub.publish(root, "demo")

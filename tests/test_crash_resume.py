@@ -9,7 +9,7 @@ import time
 import polars as pl
 import pyarrow.parquet as pq
 
-from cowork_assets import scratch
+from cowork_assets.runtime import scratch
 
 TABLES = [
     "trajectories",

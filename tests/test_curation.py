@@ -15,7 +15,7 @@ from cowork_assets.curation.truncate import Shown
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.evidence.values import normalise
 from cowork_assets.settings import CurationSettings
-from cowork_assets.storage import table_glob
+from cowork_assets.store.storage import table_glob
 from cowork_assets.tokens import count_tokens
 from tests.helpers import call, flatten, result, trajectory
 

@@ -10,7 +10,7 @@ from cowork_assets.checks import first_turns
 from cowork_assets.datasets import publish as pub
 from cowork_assets.datasets.rl import group_rewards, tools_kwargs
 from cowork_assets.rewards import turns_by_trajectory as assistant_turns
-from cowork_assets.storage import partition_file, plain, table_glob
+from cowork_assets.store.storage import partition_file, plain, table_glob
 
 
 def _published(settings, dataset):
@@ -684,7 +684,7 @@ def test_an_atomic_write_never_replaces_a_link_or_a_device(tmp_path):
     import os
     import stat
 
-    from cowork_assets.storage import write_text_atomic
+    from cowork_assets.store.storage import write_text_atomic
 
     target = tmp_path / "kept.txt"
     target.write_text("keep me")

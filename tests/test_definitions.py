@@ -118,7 +118,7 @@ def test_sensor_skips_cleanly_without_a_raw_root(tmp_path):
 
 
 def test_every_column_of_every_table_is_described_for_the_ui():
-    from cowork_assets.tables import REGISTRY
+    from cowork_assets.store.registry import REGISTRY
 
     assert len(REGISTRY) == 24
     for table in REGISTRY:
@@ -129,14 +129,14 @@ def test_the_registry_is_what_dagster_and_the_warehouse_see(tmp_path):
     """Every registered table is an asset with the registry's group, partitioning, deps and description, and
     every table outside the staging area has its view; every other asset is one the registry names as not a
     table."""
-    from cowork_assets.tables import REGISTRY
+    from cowork_assets.store.registry import REGISTRY
     from cowork_assets.warehouse.duckdb_file import view_statements
 
     specs = {s.key.to_user_string(): s for s in defs.resolve_all_asset_specs()}
     for table in REGISTRY:
         spec = specs[table.name]
         assert spec.group_name.endswith("_" + table.stage) and spec.description == table.description, table.name
-        assert {d.asset_key for d in spec.deps} == set(table.deps), table.name
+        assert {d.asset_key.to_user_string() for d in spec.deps} == set(table.inputs), table.name
         assert (spec.partitions_def is not None) == table.per_batch, table.name
     assert set(specs) - {t.name for t in REGISTRY} == {"raw_batches", "dataset_card", "warehouse"}
     views = {name for name, _ in view_statements(str(tmp_path))}

@@ -172,7 +172,7 @@ def test_synthetic_at_risk_items_equal_the_generator_labels(default_raw, pipelin
     """Independent ground truth: every needed value the generator placed in an observation, and nothing else."""
     import json
 
-    from cowork_assets.storage import table_glob
+    from cowork_assets.store.storage import table_glob
 
     settings, _, _ = pipeline
     ev = pl.read_parquet(table_glob(settings.root, "evidence")).filter(pl.col("status") == "at_risk")
@@ -230,7 +230,7 @@ def test_location_in_slices_of_pairs_finds_what_one_pass_finds(pipeline, monkeyp
     """Messages are paired with their trajectory's values a slice at a time (a hostile trajectory makes
     hundreds of millions of pairs); the slices must not change what is found, nor its order."""
     from cowork_assets.evidence import locate
-    from cowork_assets.storage import table_glob
+    from cowork_assets.store.storage import table_glob
 
     settings, _, _ = pipeline
     messages = pl.read_parquet(table_glob(settings.root, "messages"))

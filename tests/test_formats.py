@@ -12,7 +12,7 @@ from cowork_assets.ingest import formats
 from cowork_assets.ingest.batch import ingest_batch
 from cowork_assets.ingest.formats import Sample, discover, registry
 from cowork_assets.ingest.recount import recount
-from cowork_assets.storage import partition_file
+from cowork_assets.store.storage import partition_file
 
 FORMATS_DIR = Path(formats.__file__).parent
 

@@ -13,7 +13,7 @@ import pytest
 from cowork_assets.datasets import publish as pub
 from cowork_assets.datasets.gates import run_gate
 from cowork_assets.datasets.suites import SuiteProcess
-from cowork_assets.storage import plain
+from cowork_assets.store.storage import plain
 
 EXPECTATIONS = Path(__file__).resolve().parents[1] / "expectations"
 FIRST = pl.int_range(pl.len()) == 0

@@ -6,7 +6,7 @@ import orjson
 import polars as pl
 
 from cowork_assets.ingest.batch import ingest_batch
-from cowork_assets.storage import partition_file
+from cowork_assets.store.storage import partition_file
 from cowork_assets.validation import ground_truth
 from cowork_assets.validation.regrade import agreement, regrade
 from cowork_assets.validation.tasks import untrusted_grades

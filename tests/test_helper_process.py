@@ -4,7 +4,7 @@ import time
 
 import orjson
 
-from cowork_assets.helper_process import HelperProcess
+from cowork_assets.runtime.helper_process import HelperProcess
 from cowork_assets.tokens import get_encoding
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from cowork_assets.ingest.batch import ingest_batch
 from cowork_assets.ingest.raw_files import discover_batches, not_batches
-from cowork_assets.storage import partition_file, table_glob
+from cowork_assets.store.storage import partition_file, table_glob
 from tests.helpers import call, result, trajectory
 
 CORPUS = Path(__file__).parent / "hostile" / "corpus"
@@ -372,7 +372,7 @@ def test_the_sweep_removes_semaphores_no_process_has_open(tmp_path, monkeypatch)
     import mmap
     from multiprocessing import get_context
 
-    from cowork_assets import scratch
+    from cowork_assets.runtime import scratch
 
     shm = tmp_path / "shm"
     shm.mkdir()

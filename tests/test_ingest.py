@@ -12,7 +12,7 @@ from polars.testing import assert_frame_equal
 from cowork_assets.ingest import tables
 from cowork_assets.ingest.batch import BATCH_TABLES, ingest_batch
 from cowork_assets.ingest.raw_files import discover_batches, iter_raw_lines
-from cowork_assets.storage import partition_file
+from cowork_assets.store.storage import partition_file
 
 
 @pytest.fixture(scope="module")
@@ -278,7 +278,7 @@ def test_schema_validation_reports_every_failure_with_its_row_in_the_file(tmp_pa
     import pyarrow.parquet as pq
 
     from cowork_assets.ingest.schemas import Messages, Trajectories
-    from cowork_assets.schema import polars_schema, validate_table
+    from cowork_assets.store.models import polars_schema, validate_table
 
     good = {
         "batch": "b",
@@ -333,7 +333,7 @@ def test_schema_validation_reports_every_failure_with_its_row_in_the_file(tmp_pa
 
 
 def test_keyed_rows_are_read_from_their_own_batch_in_the_order_asked(tmp_path, monkeypatch):
-    import cowork_assets.storage as storage
+    import cowork_assets.store.storage as storage
 
     root = str(tmp_path)
     for batch, hashes in {"b1": ["h1", "h2", "h3"], "b2": ["h2", "h3", "h4"]}.items():
@@ -354,7 +354,7 @@ def test_keyed_rows_are_read_from_their_own_batch_in_the_order_asked(tmp_path, m
 
 
 def test_a_sorted_spill_gives_back_every_row_in_key_order_a_bucket_at_a_time(tmp_path):
-    from cowork_assets.storage import SortedSpill
+    from cowork_assets.store.storage import SortedSpill
 
     rows = pl.DataFrame({"task": [f"t{i % 37:02d}" for i in range(500)], "sample": [f"s{i:03d}" for i in range(500)]})
     shuffled = rows.sample(fraction=1.0, shuffle=True, seed=7)

@@ -3,9 +3,9 @@
 import dagster as dg
 import pytest
 
-from cowork_assets.lineage import COLUMN_LINEAGE
-from cowork_assets.schema import polars_schema
-from cowork_assets.tables import TABLES
+from cowork_assets.orchestration.lineage import COLUMN_LINEAGE
+from cowork_assets.store.models import polars_schema
+from cowork_assets.store.registry import TABLES
 from dagster_project.definitions import defs
 
 

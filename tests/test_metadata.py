@@ -7,7 +7,7 @@ import dagster as dg
 
 from cowork_assets.datasets.card import inline_charts
 from cowork_assets.markdown import table
-from cowork_assets.metadata import as_metadata
+from cowork_assets.orchestration.metadata import as_metadata
 
 
 def test_a_batchs_rates_stay_numbers_and_its_counts_become_text():

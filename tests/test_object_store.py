@@ -10,8 +10,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from cowork_assets import storage
 from cowork_assets.ingest.batch import BATCH_TABLES
+from cowork_assets.store import storage
 
 moto_server = pytest.importorskip("moto.server")
 

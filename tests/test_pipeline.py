@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cowork_assets.ingest.batch import BATCH_TABLES, root_skips_file
-from cowork_assets.storage import table_glob
+from cowork_assets.store.storage import table_glob
 from cowork_assets.warehouse.duckdb_file import named_query, query_names, query_params, run_query
 from cowork_cli.cli import main
 
@@ -34,7 +34,7 @@ def test_every_batch_and_the_warehouse_materialize_and_all_checks_pass(pipeline,
 
 
 def test_views_return_the_parquet_row_counts(pipeline):
-    from cowork_assets.tables import REGISTRY
+    from cowork_assets.store.registry import REGISTRY
 
     settings, _, _ = pipeline
     for table in (t.name for t in REGISTRY if t.per_batch):
@@ -173,7 +173,7 @@ def test_trace_explains_a_published_and_an_excluded_sample(pipeline, labels, cap
 
 
 def test_progress_lines_are_at_most_one_every_few_seconds(monkeypatch):
-    from cowork_assets import progress
+    from cowork_assets.runtime import progress
 
     clock = iter([0.0, 1.0, 4.9, 5.0, 7.0, 10.5, 10.6])
     monkeypatch.setattr(progress.time, "monotonic", lambda: next(clock))

@@ -196,7 +196,7 @@ def test_regrading_the_real_runs_agrees_as_the_readme_states(real_run):
         "ground truth ignores the writes": 10,  # passes of tau-bench retail tasks that skip or miss their writes
         "reference write not made": 2,  # task 64: the reference's exchange of a pending order's item fails
     }
-    from cowork_assets.storage import partition_file
+    from cowork_assets.store.storage import partition_file
 
     findings = pl.read_parquet(partition_file(real_run.root, "task_findings"))
     untrusted = findings.filter(pl.col("kind") == "ground_truth_unchanged")

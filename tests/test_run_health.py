@@ -11,8 +11,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from cowork_assets.procfs import stat_fields
-from cowork_assets.run_health import PROCESS_TAG, in_flight
+from cowork_assets.orchestration.run_health import PROCESS_TAG, in_flight
+from cowork_assets.runtime.procfs import stat_fields
 from cowork_assets.synthetic.generate import generate
 
 ROOT = Path(__file__).resolve().parents[1]

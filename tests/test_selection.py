@@ -6,7 +6,7 @@ import pytest
 from cowork_assets.selection.dedup import candidate_pairs, clusters, compared
 from cowork_assets.selection.exclusions import exclusions
 from cowork_assets.selection.signatures import signatures
-from cowork_assets.storage import partition_file, table_glob
+from cowork_assets.store.storage import partition_file, table_glob
 from tests.helpers import flatten, trajectory
 
 WORDS = [f"w{i:03d}" for i in range(202)]  # 202 distinct words -> 200 distinct word 3-grams
@@ -251,11 +251,11 @@ def test_similarity_is_the_jaccard_of_the_shingle_sets_and_two_empty_sets_are_al
 def test_dedup_clusters_reads_a_repeated_id_from_its_first_batch_only(tmp_path):
     import dagster as dg
 
-    from cowork_assets.schema import arrow_schema
     from cowork_assets.selection.assets import dedup_clusters
     from cowork_assets.selection.schemas import DedupSignatures
     from cowork_assets.settings import CurateSettings
-    from cowork_assets.storage import write_parquet_atomic
+    from cowork_assets.store.models import arrow_schema
+    from cowork_assets.store.storage import write_parquet_atomic
 
     same, other = WORDS[:100], WORDS[100:]
     # batch a: r1 repeats r0; batch b (later): r1 again, now repeating r2. Only a's r1 may be clustered.

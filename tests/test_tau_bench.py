@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from cowork_assets.ingest.batch import ingest_batch
-from cowork_assets.storage import partition_file, table_glob
+from cowork_assets.store.storage import partition_file, table_glob
 from tests.conftest import SHARED
 
 TAU = SHARED / "realdata" / "tau_bench"

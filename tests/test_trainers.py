@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 from cowork_assets.datasets.export import jsonl
-from cowork_assets.storage import plain
+from cowork_assets.store.storage import plain
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN_PYTHON = REPO / ".venv-train" / "bin" / "python"

@@ -4,8 +4,8 @@ import orjson
 import polars as pl
 import pytest
 
-from cowork_assets.schema import TOOL_CALL
-from cowork_assets.storage import partition_file, table_glob
+from cowork_assets.store.models import TOOL_CALL
+from cowork_assets.store.storage import partition_file, table_glob
 from cowork_assets.synthetic.services import TOOLS, UNEXPOSED
 from cowork_assets.validation.consistency import package_findings, requested_counts, suggest
 from cowork_assets.validation.json_schema import arguments_problem, schema_problem
@@ -192,7 +192,7 @@ def test_package_level_findings():
 
 
 def test_unknown_references_are_ids_no_state_or_run_contains(tmp_path):
-    from cowork_assets.schema import polars_schema
+    from cowork_assets.store.models import polars_schema
     from cowork_assets.validation.schemas import Regrade
     from tests.helpers import flatten
 

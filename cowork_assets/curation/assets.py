@@ -7,21 +7,22 @@ from cowork_assets.curation.curate import curate_chunk
 from cowork_assets.curation.report import budget_report, strategy_report, truncation_report
 from cowork_assets.curation.schemas import TruncationSweep
 from cowork_assets.curation.sweep import ALLOWANCES, recommendation, sweep, sweep_chart
-from cowork_assets.lineage import column_lineage
 from cowork_assets.markdown import Markdown
-from cowork_assets.metadata import as_metadata, written
-from cowork_assets.partitions import batches
-from cowork_assets.progress import throttled
-from cowork_assets.schema import arrow_schema, polars_schema
+from cowork_assets.orchestration.lineage import column_lineage
+from cowork_assets.orchestration.metadata import as_metadata, written
+from cowork_assets.orchestration.partitions import batches
+from cowork_assets.orchestration.specs import asset_args, spec
+from cowork_assets.runtime.progress import throttled
 from cowork_assets.settings import CurateSettings
-from cowork_assets.storage import ParquetSink, iter_trajectory_chunks, partition_file, write_parquet_atomic
-from cowork_assets.tables import TABLES, stage
+from cowork_assets.store.models import arrow_schema, polars_schema
+from cowork_assets.store.registry import stage
+from cowork_assets.store.storage import ParquetSink, iter_trajectory_chunks, partition_file, write_parquet_atomic
 
 # The tables the curation step writes together; truncation_sweep is its own asset.
 CURATED = {name: t for name, t in stage("curation").items() if name != "truncation_sweep"}
 
 
-@dg.multi_asset(specs=[t.spec() for t in CURATED.values()], partitions_def=batches, can_subset=False)
+@dg.multi_asset(specs=[spec(name) for name in CURATED], partitions_def=batches, can_subset=False)
 def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
     """Truncate observations, apply the budget, and audit which evidence each step removed."""
     batch, root = context.partition_key, settings.root
@@ -64,7 +65,7 @@ def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
         )
 
 
-@dg.asset(**TABLES["truncation_sweep"].asset_args())
+@dg.asset(**asset_args("truncation_sweep"))
 def truncation_sweep(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     batch, root = context.partition_key, settings.root
     allowances = tuple(sorted(set(ALLOWANCES) | {settings.max_observation_chars}))

@@ -14,8 +14,8 @@ from cowork_assets.curation.strategies import names
 from cowork_assets.curation.terminal import normalised
 from cowork_assets.curation.truncate import Shown, cores, cut, long_observations
 from cowork_assets.evidence.locate import shown
-from cowork_assets.schema import polars_schema
 from cowork_assets.settings import CurationSettings
+from cowork_assets.store.models import polars_schema
 from cowork_assets.tokens import count_tokens, token_text
 
 KEY = ["trajectory_id", "message_index"]

@@ -4,7 +4,7 @@ import pandera.polars as pa
 import polars as pl
 
 from cowork_assets.curation.strategies import SPAN, names
-from cowork_assets.schema import TOOL_CALL
+from cowork_assets.store.models import TOOL_CALL
 
 VERDICTS = ["kept", "trimmed", "dropped"]
 CHARS_UNDER = pl.Struct({"strategy": pl.String, "chars": pl.Int64})

@@ -20,14 +20,16 @@ from cowork_assets.datasets.schemas import JSON_FIELDS
 from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft, chat_messages, published_messages, token_texts
 from cowork_assets.datasets.stages import card_inputs
 from cowork_assets.datasets.suites import SuiteProcess, give_back, suite_process
-from cowork_assets.lineage import column_lineage
 from cowork_assets.markdown import table
-from cowork_assets.metadata import as_metadata
-from cowork_assets.partitions import CROSS_BATCH_POOL
-from cowork_assets.run_health import publication_blocked
-from cowork_assets.schema import arrow_schema
+from cowork_assets.orchestration.lineage import column_lineage
+from cowork_assets.orchestration.metadata import as_metadata
+from cowork_assets.orchestration.partitions import CROSS_BATCH_POOL
+from cowork_assets.orchestration.run_health import publication_blocked
+from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.settings import CurateSettings
-from cowork_assets.storage import (
+from cowork_assets.store.models import arrow_schema
+from cowork_assets.store.registry import TABLES, published
+from cowork_assets.store.storage import (
     SortedSpill,
     exists,
     iter_chunks,
@@ -38,7 +40,6 @@ from cowork_assets.storage import (
     scan_table,
     write_text_atomic,
 )
-from cowork_assets.tables import TABLES, published
 from cowork_assets.tokens import TokenCounter
 
 SPLITS = ("train", "validation")
@@ -94,7 +95,7 @@ def _one_ahead(items: Iterable) -> Iterator:
         current = following
 
 
-@dg.asset(**TABLES["sft_candidate"].asset_args())
+@dg.asset(**asset_args("sft_candidate"))
 def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     run = ["batch", "trajectory_id"]
     # The tokenizer's helper processes start first: they load the encoding while the samples are read. Texts
@@ -140,7 +141,7 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
     return _stage(context, settings, "sft_dataset", {s: spill.sorted("sample_id") for s, spill in spills.items()})
 
 
-@dg.asset(**TABLES["rl_tasks_candidate"].asset_args())
+@dg.asset(**asset_args("rl_tasks_candidate"))
 def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     excluded = _excluded(settings, "rl_tasks").select("task_id").unique()
     chosen = (  # a task's package where most of its runs are; only those packages are read whole
@@ -182,7 +183,7 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
     return _stage(context, settings, "rl_tasks", {s: spill.sorted() for s, spill in spills.items()})
 
 
-@dg.asset(**TABLES["rl_rollouts_candidate"].asset_args())
+@dg.asset(**asset_args("rl_rollouts_candidate"))
 def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     runs = scan_table(settings.root, "trajectories")
     if settings.rl_rollout_role != "all":
@@ -277,7 +278,7 @@ def _simulated_tools(files: list[str]) -> list[str]:
 
 def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefinition:
     @dg.asset(
-        **TABLES[dataset].asset_args(),
+        **asset_args(dataset),
         check_specs=[
             dg.AssetCheckSpec(
                 "passed_quality_gate",

@@ -20,7 +20,7 @@ import orjson
 import polars as pl
 
 from cowork_assets.datasets.publish import current_path
-from cowork_assets.storage import atomic_path, exists, join, plain, write_text_atomic
+from cowork_assets.store.storage import atomic_path, exists, join, plain, write_text_atomic
 
 
 def output_problem(path: Path, force: bool = False) -> str | None:

@@ -17,8 +17,8 @@ import pandera.errors
 import polars as pl
 
 from cowork_assets.datasets.suites import SuiteProcess
-from cowork_assets.schema import polars_schema
-from cowork_assets.tables import published
+from cowork_assets.store.models import polars_schema
+from cowork_assets.store.registry import published
 
 MAX_MODEL_FAILURES = 20  # pandera failure cases reported, over all parts
 ROLES = ["system", "user", "assistant", "tool"]

@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from cowork_assets.storage import (
+from cowork_assets.store.storage import (
     ParquetSink,
     delete,
     exists,

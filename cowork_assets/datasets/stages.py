@@ -9,7 +9,7 @@ from cowork_assets.curation.strategies import names
 from cowork_assets.curation.sweep import totals
 from cowork_assets.selection.exclusions import STAGES
 from cowork_assets.settings import CurateSettings
-from cowork_assets.storage import partition_file, scan_table
+from cowork_assets.store.storage import partition_file, scan_table
 
 
 def _count(frame: pl.LazyFrame) -> int:

@@ -17,10 +17,10 @@ import traceback
 import orjson
 import polars as pl
 
-from cowork_assets import scratch
-from cowork_assets.helper_process import HelperProcess
-from cowork_assets.paths import project_dir
-from cowork_assets.procfs import die_with_parent
+from cowork_assets.runtime import scratch
+from cowork_assets.runtime.helper_process import HelperProcess
+from cowork_assets.runtime.procfs import die_with_parent
+from cowork_assets.store.paths import project_dir
 
 
 class SuiteProcessError(RuntimeError):

@@ -7,15 +7,15 @@ import polars as pl
 
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.evidence.schemas import Evidence
-from cowork_assets.metadata import counts_md, md_table, written
-from cowork_assets.progress import throttled
-from cowork_assets.schema import arrow_schema
+from cowork_assets.orchestration.metadata import counts_md, md_table, written
+from cowork_assets.orchestration.specs import asset_args
+from cowork_assets.runtime.progress import throttled
 from cowork_assets.settings import CurateSettings
-from cowork_assets.storage import ParquetSink, iter_trajectory_chunks, partition_file
-from cowork_assets.tables import TABLES
+from cowork_assets.store.models import arrow_schema
+from cowork_assets.store.storage import ParquetSink, iter_trajectory_chunks, partition_file
 
 
-@dg.asset(**TABLES["evidence"].asset_args())
+@dg.asset(**asset_args("evidence"))
 def evidence(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     batch, root = context.partition_key, settings.root
     trajectories = pl.read_parquet(partition_file(root, "trajectories", batch), columns=["trajectory_id", "task_hash"])

@@ -10,7 +10,7 @@ from cowork_assets.evidence.edits import edit_items, locate_edits
 from cowork_assets.evidence.extract import ITEM_SCHEMA, extract_items
 from cowork_assets.evidence.locate import STATUS, locate
 from cowork_assets.evidence.schemas import Evidence
-from cowork_assets.schema import polars_schema
+from cowork_assets.store.models import polars_schema
 
 
 def build_evidence(

@@ -10,13 +10,14 @@ import pyarrow.parquet as pq
 from cowork_assets.ingest.batch import BATCH_TABLES, ingest_batch
 from cowork_assets.ingest.recount import recount
 from cowork_assets.markdown import EXAMPLES, table
-from cowork_assets.metadata import as_metadata, counts_md, md_table, written
-from cowork_assets.partitions import batches
-from cowork_assets.progress import throttled
-from cowork_assets.schema import validate_table
+from cowork_assets.orchestration.metadata import as_metadata, counts_md, md_table, written
+from cowork_assets.orchestration.partitions import batches
+from cowork_assets.orchestration.specs import spec
+from cowork_assets.runtime.progress import throttled
 from cowork_assets.settings import CurateSettings
-from cowork_assets.storage import partition_file
-from cowork_assets.tables import TABLES, stage
+from cowork_assets.store.models import validate_table
+from cowork_assets.store.registry import TABLES, stage
+from cowork_assets.store.storage import partition_file
 
 raw_batches = dg.AssetSpec(
     "raw_batches",
@@ -29,7 +30,7 @@ raw_batches = dg.AssetSpec(
 )
 
 
-@dg.multi_asset(specs=[t.spec() for t in stage("staging").values()], partitions_def=batches, can_subset=False)
+@dg.multi_asset(specs=[spec(name) for name in stage("staging")], partitions_def=batches, can_subset=False)
 def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
     """Parse one raw batch into the staging tables; bad records go to `quarantine`, never fail the run."""
     batch = context.partition_key

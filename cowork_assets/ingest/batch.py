@@ -21,8 +21,9 @@ from cowork_assets.ingest import schemas, tables
 from cowork_assets.ingest.formats import scan_batch
 from cowork_assets.ingest.raw_files import MAX_RECORD_BYTES, RawLine, not_batches
 from cowork_assets.ingest.record import BOM, excerpt, validate_line
-from cowork_assets.schema import arrow_schema, polars_schema
-from cowork_assets.storage import (
+from cowork_assets.store.models import arrow_schema, polars_schema
+from cowork_assets.store.registry import stage
+from cowork_assets.store.storage import (
     PARQUET_OPTIONS,
     ArrowScratch,
     ParquetSink,
@@ -31,7 +32,6 @@ from cowork_assets.storage import (
     partition_file,
     table_dir,
 )
-from cowork_assets.tables import stage
 
 BATCH_TABLES = tuple(stage("staging"))
 QUARANTINE_PART = 2000  # quarantine rows held before they are written

@@ -10,7 +10,7 @@ import pandera.polars as pa
 import polars as pl
 
 from cowork_assets.ingest.record import ROLES
-from cowork_assets.schema import TOOL_CALL
+from cowork_assets.store.models import TOOL_CALL
 
 
 class Trajectories(pa.DataFrameModel):

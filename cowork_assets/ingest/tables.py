@@ -19,10 +19,10 @@ import duckdb
 import orjson
 import polars as pl
 
-from cowork_assets import scratch
 from cowork_assets.ingest.schemas import Messages, ToolCalls, Trajectories
-from cowork_assets.schema import TOOL_CALL, polars_schema
-from cowork_assets.text_key import KEY, TextMemo, keyed, text_key
+from cowork_assets.runtime import scratch
+from cowork_assets.store.models import TOOL_CALL, polars_schema
+from cowork_assets.store.text_key import KEY, TextMemo, keyed, text_key
 
 RAW_SCHEMA = pl.Schema(
     {

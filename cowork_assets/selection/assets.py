@@ -4,18 +4,24 @@ import dagster as dg
 import polars as pl
 
 from cowork_assets.markdown import EXAMPLES, table
-from cowork_assets.metadata import as_metadata, written
-from cowork_assets.schema import arrow_schema
+from cowork_assets.orchestration.metadata import as_metadata, written
+from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.selection.dedup import clusters
 from cowork_assets.selection.exclusions import exclusions as find_exclusions
 from cowork_assets.selection.schemas import DedupClusters, DedupSignatures, Exclusions
 from cowork_assets.selection.signatures import signatures
 from cowork_assets.settings import CurateSettings
-from cowork_assets.storage import ParquetSink, iter_trajectory_chunks, partition_file, table_glob, write_parquet_atomic
-from cowork_assets.tables import TABLES
+from cowork_assets.store.models import arrow_schema
+from cowork_assets.store.storage import (
+    ParquetSink,
+    iter_trajectory_chunks,
+    partition_file,
+    table_glob,
+    write_parquet_atomic,
+)
 
 
-@dg.asset(**TABLES["dedup_signatures"].asset_args())
+@dg.asset(**asset_args("dedup_signatures"))
 def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     b, root = context.partition_key, settings.root
     teachers = pl.read_parquet(
@@ -38,7 +44,7 @@ def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings
     return dg.MaterializeResult(metadata=written(root, "dedup_signatures", b, sink.rows))
 
 
-@dg.asset(**TABLES["dedup_clusters"].asset_args())
+@dg.asset(**asset_args("dedup_clusters"))
 def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     scan = pl.scan_parquet(table_glob(settings.root, "dedup_signatures"))
     # A repeated id is excluded as such, not clustered: only its first batch's row is read. Chosen on the two
@@ -97,7 +103,7 @@ def duplicate_rate(context: dg.AssetCheckExecutionContext, settings: CurateSetti
     )
 
 
-@dg.asset(**TABLES["exclusions"].asset_args())
+@dg.asset(**asset_args("exclusions"))
 def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     root = settings.root
     read = lambda t, cols=None: pl.scan_parquet(table_glob(root, t)).select(cols or pl.all()).collect()  # noqa: E731

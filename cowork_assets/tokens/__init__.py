@@ -21,9 +21,9 @@ import orjson
 import polars as pl
 import tiktoken
 
-from cowork_assets import scratch
-from cowork_assets.helper_process import HelperProcess
-from cowork_assets.text_key import KEY, TextMemo, keyed
+from cowork_assets.runtime import scratch
+from cowork_assets.runtime.helper_process import HelperProcess
+from cowork_assets.store.text_key import KEY, TextMemo, keyed
 
 CACHE_DIR = Path(__file__).parent / "tiktoken_cache"
 

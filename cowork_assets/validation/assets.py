@@ -4,18 +4,18 @@ import dagster as dg
 import polars as pl
 
 from cowork_assets.markdown import EXAMPLES, table
-from cowork_assets.metadata import as_metadata, counts_md, written
-from cowork_assets.partitions import batches
-from cowork_assets.schema import arrow_schema, polars_schema
+from cowork_assets.orchestration.metadata import as_metadata, counts_md, written
+from cowork_assets.orchestration.partitions import batches
+from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.settings import CurateSettings
-from cowork_assets.storage import (
+from cowork_assets.store.models import arrow_schema, polars_schema
+from cowork_assets.store.storage import (
     iter_trajectory_chunks,
     partition_file,
     read_keyed_rows,
     scan_table,
     write_parquet_atomic,
 )
-from cowork_assets.tables import TABLES
 from cowork_assets.validation.regrade import UNDECIDABLE, agreement
 from cowork_assets.validation.regrade import regrade as replay
 from cowork_assets.validation.schemas import Regrade, StructureFindings, TaskFindings
@@ -23,7 +23,7 @@ from cowork_assets.validation.structure import structure_findings as find_struct
 from cowork_assets.validation.tasks import task_findings as find_task_findings
 
 
-@dg.asset(**TABLES["structure_findings"].asset_args())
+@dg.asset(**asset_args("structure_findings"))
 def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     b, root = context.partition_key, settings.root
     read = lambda t, columns: pl.read_parquet(partition_file(root, t, b), columns=columns)  # noqa: E731
@@ -58,7 +58,7 @@ def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettin
     )
 
 
-@dg.asset(**TABLES["task_findings"].asset_args())
+@dg.asset(**asset_args("task_findings"))
 def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     root = settings.root
     # each batch holds its own copy of a task's package: read one copy of each, a batch's copies at a time
@@ -79,7 +79,7 @@ def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -
     )
 
 
-@dg.asset(**TABLES["regrade"].asset_args())
+@dg.asset(**asset_args("regrade"))
 def regrade(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     b, root = context.partition_key, settings.root
     runs = pl.read_parquet(

@@ -44,7 +44,7 @@ from cowork_assets import checks
 from cowork_assets.checks import distinct_items
 from cowork_assets.checks.db_match import TYPE as DB_MATCH
 from cowork_assets.rewards import Score, scored, turns_by_trajectory
-from cowork_assets.schema import nest, polars_schema
+from cowork_assets.store.models import nest, polars_schema
 from cowork_assets.validation import ground_truth
 from cowork_assets.validation.schemas import CHECK, Regrade
 

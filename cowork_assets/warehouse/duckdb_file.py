@@ -17,8 +17,8 @@ from pathlib import Path
 import duckdb
 from fsspec.implementations.arrow import ArrowFSWrapper
 
-from cowork_assets.paths import project_dir
-from cowork_assets.storage import atomic_path, filesystem, is_remote, join, normalize_root
+from cowork_assets.store.paths import project_dir
+from cowork_assets.store.storage import atomic_path, filesystem, is_remote, join, normalize_root
 
 _VIEW = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", re.IGNORECASE)
 
@@ -36,7 +36,7 @@ def _current_folder(root: str, dataset: str) -> str:
 
 
 def _lineage_values() -> str:
-    from cowork_assets.lineage import lineage_rows
+    from cowork_assets.orchestration.lineage import lineage_rows
 
     return ", ".join("(" + ", ".join("'" + v.replace("'", "''") + "'" for v in row) + ")" for row in lineage_rows())
 
@@ -44,7 +44,7 @@ def _lineage_values() -> str:
 def view_statements(data_root: str) -> list[tuple[str, str]]:
     """(view name, SQL): one view per registered table, then each statement of sql/views.sql, with the
     folders filled in."""
-    from cowork_assets.tables import in_warehouse
+    from cowork_assets.store.registry import in_warehouse
 
     text = ";\n".join(t.view_sql() for t in in_warehouse()) + ";\n" + (project_dir("sql") / "views.sql").read_text()
     root = normalize_root(data_root)

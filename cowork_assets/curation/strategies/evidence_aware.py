@@ -9,7 +9,7 @@ import polars as pl
 
 from cowork_assets.curation.spans import evidence_spans
 from cowork_assets.curation.strategies import SPAN, head
-from cowork_assets.schema import nest
+from cowork_assets.store.models import nest
 
 VERL_SIDE = None
 

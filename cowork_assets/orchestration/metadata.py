@@ -9,7 +9,7 @@ import pandera.polars as pa
 import polars as pl
 
 from cowork_assets.markdown import Markdown, table
-from cowork_assets.storage import partition_file, scan_table
+from cowork_assets.store.storage import partition_file, scan_table
 
 
 def written(root: str, table: str, batch: str, rows: int) -> dict:

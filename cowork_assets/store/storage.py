@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from cowork_assets import scratch
+from cowork_assets.runtime import scratch
 
 FILE_NAME = "data.parquet"
 _LOCAL = pafs.LocalFileSystem()

@@ -11,15 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-import dagster as dg
 import pandera.polars as pa
 
 from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats, TruncationSweep
 from cowork_assets.datasets.schemas import RlRollouts, RlTasks, SftDataset
 from cowork_assets.evidence.schemas import Evidence
 from cowork_assets.ingest.schemas import Messages, Quarantine, SkippedInputs, TaskPackages, ToolCalls, Trajectories
-from cowork_assets.metadata import column_schema
-from cowork_assets.partitions import CROSS_BATCH_POOL, batches
 from cowork_assets.selection.schemas import DedupClusters, DedupSignatures, Exclusions
 from cowork_assets.validation.schemas import Regrade, StructureFindings, TaskFindings
 
@@ -38,42 +35,6 @@ class Table:
     inputs: tuple[str, ...]
     location: Location = "tables"
     also_in_view: tuple[str, ...] = ()  # more files of the table's folder its warehouse view reads
-
-    @property
-    def deps(self) -> list[dg.AssetKey]:
-        return [dg.AssetKey(name) for name in self.inputs]
-
-    def spec(self) -> dg.AssetSpec:
-        """This table as one spec of a multi-asset (which sets partitions and pool for all its specs)."""
-        return dg.AssetSpec(
-            self.name,
-            group_name=self.stage,
-            description=self.description,
-            deps=self.deps,
-            kinds=self.kinds,
-            metadata=self.metadata,
-        )
-
-    def asset_args(self) -> dict:
-        """The arguments of `@dg.asset` that compute this table: name, group, partitions or pool, deps, ..."""
-        where = {"partitions_def": batches} if self.per_batch else {"pool": CROSS_BATCH_POOL}
-        return {
-            "name": self.name,
-            "group_name": self.stage,
-            "description": self.description,
-            "deps": self.deps,
-            "kinds": self.kinds,
-            "metadata": self.metadata,
-            **where,
-        }
-
-    @property
-    def kinds(self) -> set[str]:
-        return {"parquet"} if self.location == "published" else {"parquet", "polars"}
-
-    @property
-    def metadata(self) -> dict:
-        return {"dagster/column_schema": column_schema(self.model)}
 
     def view_sql(self) -> str:
         """The warehouse's view of this table, over all batches (`{tables}` and `{current:NAME}`, the current

@@ -11,7 +11,7 @@ import shutil
 from contextlib import suppress
 from pathlib import Path
 
-from cowork_assets.procfs import alive
+from cowork_assets.runtime.procfs import alive
 
 SCRATCH = ".scratch"
 SHM = Path("/dev/shm")
