@@ -21,6 +21,7 @@ import orjson
 import polars as pl
 
 from cowork_assets.runtime.procfs import read, stat_fields
+from cowork_assets.store.registry import TABLES
 from cowork_cli.digest import content_digests
 
 ROLES = {
@@ -115,8 +116,7 @@ def published_sft_texts(data_root: Path) -> list[str]:
     calls = pl.col("tool_calls").list.eval(
         pl.struct(name=function.struct.field("name"), arguments=function.struct.field("arguments"))
     )
-    published = data_root / "published" / "sft_dataset" / "current" / "*.parquet"
-    sft = plain(pl.read_parquet(published, columns=["messages"]))
+    sft = plain(TABLES["sft_dataset"].scan(str(data_root)).select("messages").collect())
     messages = sft.select(pl.col("messages").explode()).unnest("messages")
     return messages.select(token_text(pl.col("content"), calls)).to_series().to_list()
 

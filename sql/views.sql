@@ -1,5 +1,5 @@
 -- The views that are not one table each. The DuckDB file also holds one view per table and published
--- dataset of the table registry (cowork_assets/tables.py), created before these. `{tables}` and
+-- dataset of the table registry (cowork_assets/store/registry.py), created before these. `{tables}` and
 -- `{published}` are replaced with <data_root>/tables and <data_root>/published (absolute paths, or s3://
 -- URIs) when the file is built.
 

@@ -5,7 +5,7 @@ import polars as pl
 import pytest
 
 from cowork_assets.ingest.batch import ingest_batch
-from cowork_assets.store.storage import partition_file, table_glob
+from cowork_assets.store.registry import TABLES
 
 TOOLS = [
     {
@@ -70,7 +70,7 @@ def _ingest(tmp_path, files: dict[str, bytes]):
     for name, data in files.items():
         (batch / name).write_bytes(data)
     report = ingest_batch(tmp_path / "raw", "b", tmp_path / "out")
-    read = lambda t: pl.read_parquet(partition_file(tmp_path / "out", t, "b"))  # noqa: E731
+    read = lambda t: TABLES[t].read(tmp_path / "out", "b")  # noqa: E731
     return report, read
 
 
@@ -133,9 +133,9 @@ def test_chat_data_has_grounding_evidence_only_and_reaches_sft_when_ungraded_run
     instance = ensure_instance(tmp_path / "home")
     strict = CurateSettings(raw_root=str(tmp_path / "raw"), data_root=str(tmp_path / "strict"))
     assert materialize_all(strict, instance, echo=lambda _: None).failed == {}
-    evidence = pl.read_parquet(table_glob(strict.local_root, "evidence"))
+    evidence = TABLES["evidence"].scan(strict.local_root).collect()
     assert set(evidence["source"]) == {"grounding"} and set(evidence["status"]) == {"given"}
-    reasons = pl.read_parquet(partition_file(strict.local_root, "exclusions")).filter(pl.col("stage") == "grade")
+    reasons = TABLES["exclusions"].read(strict.local_root).filter(pl.col("stage") == "grade")
     assert set(reasons["reason"]) == {"not graded"} and reasons.height == 4
     lenient = strict.model_copy(update={"data_root": str(tmp_path / "lenient"), "accept_ungraded": True})
     assert materialize_all(lenient, instance, echo=lambda _: None).failed == {}

@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from cowork_assets.datasets import publish as pub
+from cowork_assets.store import versions
 from cowork_assets.synthetic.generate import generate
 from tests.live_ui import dagster_dev, graphql
 
@@ -48,7 +48,7 @@ def _cli_run(raw: Path, batches: set[str], work: Path) -> dict[str, set[str]]:
         shutil.copytree(raw / batch, work / "raw" / batch)
     settings = CurateSettings(raw_root=str(work / "raw"), data_root=str(work / "curated"))
     assert materialize_all(settings, ensure_instance(work / "home"), echo=lambda _: None).failed == {}
-    return _sample_ids_by_batch(Path(pub.current_path(settings.root, "sft_dataset")))
+    return _sample_ids_by_batch(Path(versions.current_path(settings.root, "sft_dataset")))
 
 
 def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at_a_time(tmp_path):
@@ -64,7 +64,7 @@ def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at
     home = tmp_path / "home"
     instance = ensure_instance(home)
     assert materialize_all(settings, instance, echo=lambda _: None).failed == {}
-    first = pub.current(settings.root, "sft_dataset")
+    first = versions.current(settings.root, "sft_dataset")
 
     log = tmp_path / "dagster-dev.log"
     dropped = ["2026-12-01-teacher-b", "2026-12-01-teacher-c"]
@@ -94,7 +94,7 @@ def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at
             return next(iter(instance.get_run_records(dg.RunsFilter(job_name=job), limit=1)), None)
 
         def settled():  # both batches published, the DuckDB file refreshed after it, nothing in flight
-            current = pub.current(settings.root, "sft_dataset")
+            current = versions.current(settings.root, "sft_dataset")
             corpus, warehouse = latest("refresh_corpus"), latest("refresh_warehouse")
             if current == first or instance.get_run_records(busy) or corpus is None or warehouse is None:
                 return None
@@ -102,13 +102,13 @@ def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at
                 return None
             return (
                 current
-                if set(_sample_ids_by_batch(Path(pub.current_path(settings.root, "sft_dataset")))) >= set(dropped)
+                if set(_sample_ids_by_batch(Path(versions.current_path(settings.root, "sft_dataset")))) >= set(dropped)
                 else None
             )
 
         last = _wait("a version with both new batches and nothing in flight", settled, 400, server, log)
         time.sleep(8)  # a few more sensor ticks: nothing more may be started
-        assert not instance.get_run_records(busy) and pub.current(settings.root, "sft_dataset") == last
+        assert not instance.get_run_records(busy) and versions.current(settings.root, "sft_dataset") == last
 
     corpus_runs = sorted(
         (
@@ -120,12 +120,12 @@ def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at
     )
     for earlier, later in zip(corpus_runs, corpus_runs[1:]):
         assert later.start_time >= earlier.end_time, "two cross-batch runs overlapped"
-    versions = sorted(
+    made = sorted(
         p
         for p in (Path(settings.root) / "published" / "sft_dataset").iterdir()
         if p.is_dir() and p.name.startswith("v")
     )
-    assert len(versions) >= 2 and versions[-1].name == last
-    for i, version in enumerate(versions):  # each version holds whole batches: what a CLI run over them gives
+    assert len(made) >= 2 and made[-1].name == last
+    for i, version in enumerate(made):  # each version holds whole batches: what a CLI run over them gives
         published = _sample_ids_by_batch(version)
         assert _cli_run(raw, set(published), tmp_path / f"cli-{i}") == published, version.name

@@ -15,9 +15,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from cowork_assets.datasets import publish as pub
 from cowork_assets.ingest import batch as ingest_batch
 from cowork_assets.ingest.formats import cowork
+from cowork_assets.store import storage, versions
 from cowork_assets.synthetic.generate import generate
 from cowork_cli.cli import main
 
@@ -107,7 +107,7 @@ def test_a_record_ingest_loses_and_tables_that_break_their_model_fail_the_ingest
         "skipped_inputs": pl.lit(None, pl.String).alias("reason"),  # not nullable
     }
 
-    class Corrupting(ingest_batch.ParquetSink):
+    class Corrupting(storage.ParquetSink):
         def write(self, frame: pl.DataFrame) -> None:
             table = Path(self.final).parent.parent.name
             if table in corrupt and frame.height:
@@ -118,7 +118,7 @@ def test_a_record_ingest_loses_and_tables_that_break_their_model_fail_the_ingest
         def write(self, frame: pl.DataFrame) -> None:
             super().write(frame.with_columns(corrupt["task_packages"]) if frame.height else frame)
 
-    monkeypatch.setattr(ingest_batch, "ParquetSink", Corrupting)
+    monkeypatch.setattr(storage, "ParquetSink", Corrupting)  # every table's sink (the registry makes them)
     monkeypatch.setattr(ingest_batch, "ArrowScratch", CorruptingPackages)
     shutil.copytree(small_raw, tmp_path / "raw")
     (batch,) = [p for p in (tmp_path / "raw").iterdir() if p.is_dir()]
@@ -159,4 +159,4 @@ def test_candidates_that_fail_their_gates_fail_the_run_and_are_never_published(
         details = "\n".join(failed[f"{candidate}:quality_gate (ERROR)"])
         assert "failed_expectations: 0" not in details and "failed_expectations: " in details, dataset
         assert all(column in details for column in change), (dataset, details)  # the failing column is named
-        assert pub.current(str(tmp_path / "curated"), dataset) is None  # nothing was ever published
+        assert versions.current(str(tmp_path / "curated"), dataset) is None  # nothing was ever published

@@ -8,7 +8,7 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
-from cowork_assets.store.storage import partition_file
+from cowork_assets.store.registry import TABLES
 from cowork_assets.synthetic.generate import generate
 from cowork_assets.warehouse.duckdb_file import build_warehouse
 
@@ -43,7 +43,7 @@ def test_two_runs_on_different_batches_at_once_corrupt_nothing(tmp_path):
     assert [r.returncode for r in runs] == [0, 0], outputs
     for b in batches:
         for table in ("trajectories", "messages", "curated_messages", "evidence_audit"):
-            pq.read_table(partition_file(tmp_path / "data", table, b))  # whole, readable files
+            pq.read_table(TABLES[table].file(tmp_path / "data", b))  # whole, readable files
     # A later run over both batches skips them (both were recorded as done) and publishes from both.
     final = subprocess.run(
         [sys.executable, "-m", "cowork_cli.cli", "run", "--raw-root", str(raw), "--data-root", str(tmp_path / "data")],

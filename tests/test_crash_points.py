@@ -15,6 +15,7 @@ import pytest
 
 from cowork_assets.datasets import publish as pub
 from cowork_assets.runtime import scratch
+from cowork_assets.store import versions
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = {"rows": pa.schema([pa.field("sample_id", pa.string()), pa.field("chars", pa.int64())])}
@@ -69,7 +70,7 @@ def test_a_publication_killed_at_any_step_leaves_a_whole_version_and_the_next_ru
     assert killed.returncode == 137, killed.stderr
 
     published = Path(root) / "published" / "demo"
-    named = pub.current(root, "demo")
+    named = versions.current(root, "demo")
     assert named == first and _whole(published / named) == 3  # readers of CURRENT still see the old version
     assert _whole((published / "current").resolve()) in (3, 5)  # the link: the old or the new, whole
 
@@ -77,6 +78,6 @@ def test_a_publication_killed_at_any_step_leaves_a_whole_version_and_the_next_ru
     _stage(root, 5)  # the next run stages the same candidate again (same digest) and its gate passes
     again = pub.publish(root, "demo")
     assert again.version.startswith("v0002-") and _whole(published / again.version) == 5
-    assert pub.current(root, "demo") == again.version and _whole((published / "current").resolve()) == 5
+    assert versions.current(root, "demo") == again.version and _whole((published / "current").resolve()) == 5
     assert sorted(p.name for p in published.iterdir() if p.name.startswith("v")) == [first, again.version]
     assert not list(Path(root).rglob(".*.tmp"))

@@ -15,7 +15,7 @@ from cowork_assets.curation.truncate import Shown
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.evidence.values import normalise
 from cowork_assets.settings import CurationSettings
-from cowork_assets.store.storage import table_glob
+from cowork_assets.store.registry import TABLES
 from cowork_assets.tokens import count_tokens
 from tests.helpers import call, flatten, result, trajectory
 
@@ -201,7 +201,7 @@ def _labels(raw, allowance=1000):
 
 def test_every_value_beyond_the_allowance_is_lost_under_head_kept_under_evidence_aware(pipeline, default_raw):
     settings, _, _ = pipeline
-    audit = pl.read_parquet(table_glob(settings.root, "evidence_audit"))
+    audit = TABLES["evidence_audit"].scan(settings.root).collect()
     lost_head = set(
         audit.filter(pl.col("lost_under").list.contains("head"))
         .select("trajectory_id", pl.col("value").map_elements(normalise, return_dtype=pl.String))
@@ -214,7 +214,7 @@ def test_every_value_beyond_the_allowance_is_lost_under_head_kept_under_evidence
 
 def test_over_budget_samples_are_trimmed_by_default(pipeline, labels):
     settings, _, _ = pipeline
-    stats = pl.read_parquet(table_glob(settings.root, "sample_stats"))
+    stats = TABLES["sample_stats"].scan(settings.root).collect()
     over = {l["trajectory_id"] for l in labels if l["kind"] == "over_budget"}
     assert set(stats.filter(pl.col("verdict") != "kept")["trajectory_id"]) == over and over
     assert set(stats.filter(pl.col("verdict") == "trimmed")["trajectory_id"]) == over
@@ -233,9 +233,9 @@ def test_head_and_drop_fail_the_checks_with_named_values(default_raw, tmp_path, 
     assert outcome.failed == {}
     assert f"evidence_audit:evidence_lost_to_truncation [{batch}] (ERROR)" in outcome.failed_checks
     details = outcome.check_details[f"evidence_audit:evidence_lost_to_truncation [{batch}] (ERROR)"]
-    lost = pl.read_parquet(table_glob(settings.root, "evidence_audit")).filter(pl.col("lost_to_truncation"))
+    lost = TABLES["evidence_audit"].scan(settings.root).collect().filter(pl.col("lost_to_truncation"))
     assert lost.height and lost["value"][0] in details and "kept 0–1000" in details
-    stats = pl.read_parquet(table_glob(settings.root, "sample_stats"))
+    stats = TABLES["sample_stats"].scan(settings.root).collect()
     over = {l["trajectory_id"] for l in labels if l["kind"] == "over_budget" and l["batch"] == batch}
     assert set(stats.filter(pl.col("verdict") == "dropped")["trajectory_id"]) == over
 

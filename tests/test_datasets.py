@@ -10,7 +10,9 @@ from cowork_assets.checks import first_turns
 from cowork_assets.datasets import publish as pub
 from cowork_assets.datasets.rl import group_rewards, tools_kwargs
 from cowork_assets.rewards import turns_by_trajectory as assistant_turns
-from cowork_assets.store.storage import partition_file, plain, table_glob
+from cowork_assets.store import versions
+from cowork_assets.store.registry import TABLES
+from cowork_assets.store.storage import plain
 
 
 def _published(settings, dataset):
@@ -22,7 +24,7 @@ def _published(settings, dataset):
 def test_sft_rows_round_trip_to_the_curated_messages_of_their_source(pipeline):
     settings, _, _ = pipeline
     sft = _published(settings, "sft_dataset")
-    curated = pl.read_parquet(table_glob(settings.root, "curated_messages"))
+    curated = TABLES["curated_messages"].scan(settings.root).collect()
     assert sft.height > 100
     for row in sft.iter_rows(named=True):
         source = curated.filter(pl.col("trajectory_id") == row["trajectory_id"]).sort("message_index")
@@ -73,8 +75,8 @@ def test_the_benchmark_floor_tokenizes_exactly_the_text_the_pipeline_counts(pipe
 def test_sft_selection_is_exactly_the_unexcluded_teacher_runs(pipeline):
     settings, _, _ = pipeline
     sft = _published(settings, "sft_dataset")
-    excluded = pl.read_parquet(partition_file(settings.root, "exclusions")).filter(pl.col("dataset") == "sft")
-    teachers = pl.read_parquet(table_glob(settings.root, "trajectories")).filter(pl.col("teacher_role") == "teacher")
+    excluded = TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == "sft")
+    teachers = TABLES["trajectories"].scan(settings.root).collect().filter(pl.col("teacher_role") == "teacher")
     assert set(sft["sample_id"]) == set(teachers["trajectory_id"]) - set(excluded["trajectory_id"])
 
 
@@ -147,7 +149,7 @@ def test_rl_tasks_have_exactly_the_documented_keys_and_types(pipeline, labels):
         l["task_id"] for l in labels if l["kind"] in ("unexposed_endpoint", "count_mismatch", "duplicate_creations")
     }
     assert not inconsistent & set(rl["extra_info"].struct.field("task_id"))  # left out, and recorded:
-    excluded = pl.read_parquet(partition_file(settings.root, "exclusions")).filter(pl.col("dataset") == "rl_tasks")
+    excluded = TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == "rl_tasks")
     assert set(excluded["task_id"]) == inconsistent
 
 
@@ -267,7 +269,7 @@ def test_turn_at_which_each_check_is_first_satisfied():
 def test_rollouts_cover_the_student_groups(pipeline):
     settings, _, _ = pipeline
     rollouts = _published(settings, "rl_rollouts")
-    students = pl.read_parquet(table_glob(settings.root, "trajectories")).filter(pl.col("teacher_role") == "student")
+    students = TABLES["trajectories"].scan(settings.root).collect().filter(pl.col("teacher_role") == "student")
     assert set(rollouts["trajectory_id"]) == set(students["trajectory_id"])
     sizes = rollouts.group_by("group_id").agg(pl.len(), pl.col("group_size").first())
     assert (sizes["len"] == sizes["group_size"]).all()
@@ -407,7 +409,7 @@ def test_a_broken_dataset_fails_its_gate_and_is_not_published(tmp_path, monkeypa
     instance = ensure_instance(tmp_path / "home")
     first = materialize_all(settings, instance, echo=lambda _: None)
     assert first.failed == {}
-    good = pub.current(settings.root, "sft_dataset")
+    good = versions.current(settings.root, "sft_dataset")
     real = dataset_assets.build_sft
     monkeypatch.setattr(
         dataset_assets, "build_sft", lambda *a, **k: (lambda rows: pl.concat([rows, rows.head(1)]))(real(*a, **k))
@@ -415,20 +417,20 @@ def test_a_broken_dataset_fails_its_gate_and_is_not_published(tmp_path, monkeypa
     second = materialize_all(settings, instance, echo=lambda _: None)
     assert "sft_candidate:quality_gate (ERROR)" in second.failed_checks
     assert "sample_id" in second.check_details["sft_candidate:quality_gate (ERROR)"]
-    assert pub.current(settings.root, "sft_dataset") == good  # still the previous, good version
-    assert pub.current(settings.root, "rl_tasks") is not None  # other datasets are unaffected
+    assert versions.current(settings.root, "sft_dataset") == good  # still the previous, good version
+    assert versions.current(settings.root, "rl_tasks") is not None  # other datasets are unaffected
     monkeypatch.setattr(dataset_assets, "build_sft", real)
     # a settings change publishes a new version; the previous stays readable and is named in the card
     changed = settings.model_copy(update={"validation_fraction": 0.3})
     assert materialize_all(changed, instance, echo=lambda _: None).failed == {}
-    new = pub.current(settings.root, "sft_dataset")
+    new = versions.current(settings.root, "sft_dataset")
     assert new != good and new.startswith("v0002-")
     card = json.loads((settings.local_root / "published" / "sft_dataset" / new / "card.json").read_text())
     assert card["previous_version"] == good
     assert (settings.local_root / "published" / "sft_dataset" / good / "train.parquet").exists()
     # the same content again re-points to the existing version instead of copying it
     assert materialize_all(changed, instance, echo=lambda _: None).failed == {}
-    assert pub.current(settings.root, "sft_dataset") == new
+    assert versions.current(settings.root, "sft_dataset") == new
 
 
 def test_tools_kwargs_gives_each_tool_its_service_slice_of_the_state_as_written():
@@ -599,7 +601,7 @@ def test_rollout_rows_carry_their_checks_and_a_run_without_checks_an_empty_list(
             "checks": ['[{"id": "c1", "type": "keywords_present", "keywords": ["x"]}]', "[]"],
         }
     )
-    rows = build_rl_rollouts(runs, regrade("x", runs, [messages], packages), "group_id", 1e-6, "sample")
+    rows = build_rl_rollouts(runs, regrade("x", [(runs, messages)], packages), "group_id", 1e-6, "sample")
     assert rows.select("trajectory_id", "group_id", "checks").to_dicts() == [
         {
             "trajectory_id": "t1",

@@ -127,7 +127,7 @@ def test_every_column_of_every_table_is_described_for_the_ui():
 
 def test_the_registry_is_what_dagster_and_the_warehouse_see(tmp_path):
     """Every registered table is an asset with the registry's group, partitioning, deps and description, and
-    every table outside the staging area has its view; every other asset is one the registry names as not a
+    every table but the staged candidates has its view; every other asset is one the registry names as not a
     table."""
     from cowork_assets.store.registry import REGISTRY
     from cowork_assets.warehouse.duckdb_file import view_statements
@@ -135,7 +135,7 @@ def test_the_registry_is_what_dagster_and_the_warehouse_see(tmp_path):
     specs = {s.key.to_user_string(): s for s in defs.resolve_all_asset_specs()}
     for table in REGISTRY:
         spec = specs[table.name]
-        assert spec.group_name.endswith("_" + table.stage) and spec.description == table.description, table.name
+        assert spec.group_name.endswith("_" + table.group) and spec.description == table.description, table.name
         assert {d.asset_key.to_user_string() for d in spec.deps} == set(table.inputs), table.name
         assert (spec.partitions_def is not None) == table.per_batch, table.name
     assert set(specs) - {t.name for t in REGISTRY} == {"raw_batches", "dataset_card", "warehouse"}

@@ -6,6 +6,7 @@ import pytest
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.evidence.extract import package_items
 from cowork_assets.evidence.values import find, named_value, normalise, record_value
+from cowork_assets.store.registry import TABLES
 from tests.helpers import call, flatten, result, trajectory
 
 
@@ -172,10 +173,8 @@ def test_synthetic_at_risk_items_equal_the_generator_labels(default_raw, pipelin
     """Independent ground truth: every needed value the generator placed in an observation, and nothing else."""
     import json
 
-    from cowork_assets.store.storage import table_glob
-
     settings, _, _ = pipeline
-    ev = pl.read_parquet(table_glob(settings.root, "evidence")).filter(pl.col("status") == "at_risk")
+    ev = TABLES["evidence"].scan(settings.root).collect().filter(pl.col("status") == "at_risk")
     got = {
         (t, n): (f, o)
         for t, n, f, o in ev.select("trajectory_id", "norm", "found_at", "found_offset").unique().iter_rows()
@@ -230,11 +229,10 @@ def test_location_in_slices_of_pairs_finds_what_one_pass_finds(pipeline, monkeyp
     """Messages are paired with their trajectory's values a slice at a time (a hostile trajectory makes
     hundreds of millions of pairs); the slices must not change what is found, nor its order."""
     from cowork_assets.evidence import locate
-    from cowork_assets.store.storage import table_glob
 
     settings, _, _ = pipeline
-    messages = pl.read_parquet(table_glob(settings.root, "messages"))
-    keys = pl.read_parquet(table_glob(settings.root, "evidence")).select("trajectory_id", "norm").unique()
+    messages = TABLES["messages"].scan(settings.root).collect()
+    keys = TABLES["evidence"].scan(settings.root).collect().select("trajectory_id", "norm").unique()
     whole = locate.scan(keys, messages)
     monkeypatch.setattr(locate, "PAIRS_AT_ONCE", 7)
     sliced = locate.scan(keys, messages)

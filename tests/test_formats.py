@@ -12,7 +12,7 @@ from cowork_assets.ingest import formats
 from cowork_assets.ingest.batch import ingest_batch
 from cowork_assets.ingest.formats import Sample, discover, registry
 from cowork_assets.ingest.recount import recount
-from cowork_assets.store.storage import partition_file
+from cowork_assets.store.registry import TABLES
 
 FORMATS_DIR = Path(formats.__file__).parent
 
@@ -25,7 +25,7 @@ def _ingest(tmp_path, files: dict[str, bytes], batch: str = "b"):
     report = ingest_batch(tmp_path / "raw", batch, tmp_path / "out")
 
     def read(table):
-        return pl.read_parquet(partition_file(tmp_path / "out", table, batch))
+        return TABLES[table].read(tmp_path / "out", batch)
 
     return report, read
 

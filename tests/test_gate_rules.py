@@ -10,9 +10,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from cowork_assets.datasets import publish as pub
 from cowork_assets.datasets.gates import run_gate
 from cowork_assets.datasets.suites import SuiteProcess
+from cowork_assets.store import versions
 from cowork_assets.store.storage import plain
 
 EXPECTATIONS = Path(__file__).resolve().parents[1] / "expectations"
@@ -195,7 +195,7 @@ def suites():
 def valid(pipeline) -> dict[str, pl.DataFrame]:
     settings, _, _ = pipeline
     # as the gate reads a candidate (storage.iter_chunks): JSON fields as text
-    return {d: plain(pl.read_parquet(Path(pub.current_path(settings.root, d)) / "*.parquet")) for d in BREAKS}
+    return {d: plain(pl.read_parquet(Path(versions.current_path(settings.root, d)) / "*.parquet")) for d in BREAKS}
 
 
 def test_every_expectation_of_every_suite_is_broken_below():

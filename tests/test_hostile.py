@@ -12,7 +12,7 @@ import pytest
 
 from cowork_assets.ingest.batch import ingest_batch
 from cowork_assets.ingest.raw_files import discover_batches, not_batches
-from cowork_assets.store.storage import partition_file, table_glob
+from cowork_assets.store.registry import TABLES
 from tests.helpers import call, result, trajectory
 
 CORPUS = Path(__file__).parent / "hostile" / "corpus"
@@ -58,13 +58,13 @@ def test_batch_discovery_names_what_it_skips():
 def test_each_hostile_case_has_a_defined_outcome(batch, tmp_path):
     parsed, blank, quarantined, ignored = EXPECTED[batch]
     report = ingest_batch(CORPUS, batch, tmp_path)
-    q = pl.read_parquet(partition_file(tmp_path, "quarantine", batch))
+    q = TABLES["quarantine"].read(tmp_path, batch)
     got = sorted(
         (f.split("/", 1)[1], r, reason) for f, r, reason in q.select("raw_file", "raw_record", "reason").rows()
     )
     skipped = sorted((f.split("/", 1)[1], why) for f, why in report.skipped)
     assert (report.parsed, report.blank_lines, got, skipped) == (parsed, blank, sorted(quarantined), ignored)
-    table = pl.read_parquet(partition_file(tmp_path, "skipped_inputs", batch))
+    table = TABLES["skipped_inputs"].read(tmp_path, batch)
     assert sorted(table.select("raw_file", "reason").rows()) == sorted(report.skipped)
     assert report.balanced and report.raw_records == parsed + len(quarantined)
     assert (q["detail"].str.len_chars() > 0).all() and (q["excerpt"].str.len_chars() <= 200).all()
@@ -82,11 +82,11 @@ def test_the_whole_corpus_runs_through_the_pipeline(tmp_path):
     outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), echo=messages.append)
     assert outcome.failed == {} and sorted(outcome.batches) == sorted(EXPECTED)
     assert any("skipped 'bad...name' at the raw root" in m for m in messages)
-    findings = pl.read_parquet(table_glob(settings.root, "structure_findings"))
+    findings = TABLES["structure_findings"].scan(settings.root).collect()
     assert "orphan_result" in findings.filter(pl.col("trajectory_id") == "orphan-1")["kind"].to_list()
     sft = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "*.parquet")
-    excluded = pl.read_parquet(partition_file(settings.root, "exclusions"))
-    parsed = pl.read_parquet(table_glob(settings.root, "trajectories"))
+    excluded = TABLES["exclusions"].read(settings.root)
+    parsed = TABLES["trajectories"].scan(settings.root).collect()
     explained = set(excluded.filter(pl.col("dataset") == "sft").select("batch", "trajectory_id").rows())
     published = set(sft.select("batch", "trajectory_id").rows())
     assert sft["sample_id"].is_unique().all() and not published & explained
@@ -125,15 +125,15 @@ def test_a_50_mb_observation_and_10_000_tool_calls(tmp_path):
     settings = CurateSettings(raw_root=str(tmp_path / "raw"), data_root=str(tmp_path / "data"))
     outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lambda _: None)
     assert outcome.failed == {}
-    curated = pl.read_parquet(partition_file(settings.root, "curated_messages", "big"))
+    curated = TABLES["curated_messages"].read(settings.root, "big")
     huge = curated.filter(pl.col("trajectory_id") == "huge-observation", pl.col("role") == "tool").row(0, named=True)
     assert huge["original_chars"] == len(big) and huge["kept_chars"] == 1000 and "r_530001" in huge["content"]
-    stats = pl.read_parquet(partition_file(settings.root, "sample_stats", "big"))
+    stats = TABLES["sample_stats"].read(settings.root, "big")
     assert dict(stats.select("trajectory_id", "verdict").rows()) == {
         "huge-observation": "kept",
         "many-calls": "dropped",
     }
-    assert pl.read_parquet(partition_file(settings.root, "messages", "big")).height == 6 + 20_002
+    assert TABLES["messages"].read(settings.root, "big").height == 6 + 20_002
 
 
 def test_a_batch_folder_that_resolves_outside_the_raw_root_is_never_a_batch(tmp_path):
@@ -176,7 +176,7 @@ def test_batch_names_a_reader_would_expand_or_a_filesystem_refuse_are_not_batche
     )
     settings = CurateSettings(raw_root=str(raw), data_root=str(tmp_path / "out"), accept_ungraded=True)
     assert materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lambda _: None).failed == {}
-    stats = pl.read_parquet(table_glob(settings.root, "sample_stats"))
+    stats = TABLES["sample_stats"].scan(settings.root).collect()
     assert stats["trajectory_id"].to_list() == ["t0"]  # no batch read another's rows
 
 
@@ -229,7 +229,7 @@ def test_a_gzip_bomb_and_a_many_lines_bomb_stay_within_the_record_bound(tmp_path
     # held at most: the record bound (a line is cut there, never read whole) and a part of the quarantine rows
     assert bomb - baseline < (limit >> 20) + 60, (baseline, bomb)
     assert many - baseline < 150, (baseline, many)
-    q = pl.read_parquet(partition_file(str(tmp_path / "out1"), "quarantine", "bomb")).row(0, named=True)
+    q = TABLES["quarantine"].read(str(tmp_path / "out1"), "bomb").row(0, named=True)
     assert q["reason"] == "too_large" and q["raw_record"] == 1 and "more than 33554432 bytes" in q["detail"]
 
 
@@ -292,9 +292,7 @@ def test_a_read_error_or_a_link_loop_is_accounted_for_and_never_fails_the_batch(
         ("b/loop2", "cannot be followed (a symbolic link loop)"),
     ]
     assert recount.recount(raw / "b", ["loop1", "loop2"]) == report.raw_records  # the independent count agrees
-    row = pl.read_parquet(partition_file(str(tmp_path / "out"), "quarantine", "b")).filter(
-        pl.col("reason") == "read_error"
-    )
+    row = TABLES["quarantine"].read(str(tmp_path / "out"), "b").filter(pl.col("reason") == "read_error")
     assert row.select("raw_file", "raw_record", "detail").row(0) == (
         "b/a.jsonl",
         3,

@@ -12,7 +12,7 @@ from polars.testing import assert_frame_equal
 from cowork_assets.ingest import tables
 from cowork_assets.ingest.batch import BATCH_TABLES, ingest_batch
 from cowork_assets.ingest.raw_files import discover_batches, iter_raw_lines
-from cowork_assets.store.storage import partition_file
+from cowork_assets.store.registry import TABLES
 
 
 @pytest.fixture(scope="module")
@@ -136,8 +136,8 @@ def test_one_package_however_its_keys_are_ordered_or_spaced(tmp_path, chunk_reco
     ]
     (raw / "a.jsonl").write_text("\n".join(lines) + "\n")
     ingest_batch(tmp_path / "raw", "b", tmp_path / "out", chunk_records=chunk_records)
-    packages = pl.read_parquet(partition_file(tmp_path / "out", "task_packages", "b"))
-    trajectories = pl.read_parquet(partition_file(tmp_path / "out", "trajectories", "b"))
+    packages = TABLES["task_packages"].read(tmp_path / "out", "b")
+    trajectories = TABLES["trajectories"].read(tmp_path / "out", "b")
     assert packages.select("task_id", "n_trajectories", "first_trajectory_id").rows() == [("x-1", 3, "t0")]
     assert trajectories["task_hash"].to_list() == packages["task_hash"].to_list() * 3
 
@@ -157,12 +157,12 @@ def test_each_distinct_task_text_is_parsed_once_per_batch(tmp_path, monkeypatch)
     )
     ingest_batch(tmp_path / "raw", "b", tmp_path / "out", chunk_records=1)  # one chunk per line
     assert [orjson.loads(text)["task_id"] for text in parsed] == ["x-1", "x-2", "x-1"]  # the third: keys reordered
-    packages = pl.read_parquet(partition_file(tmp_path / "out", "task_packages", "b"))
+    packages = TABLES["task_packages"].read(tmp_path / "out", "b")
     assert packages.select("task_id", "n_trajectories", "first_trajectory_id").rows() == [
         ("x-1", 3, "t0"),
         ("x-2", 2, "t1"),
     ]
-    trajectories = pl.read_parquet(partition_file(tmp_path / "out", "trajectories", "b"))
+    trajectories = TABLES["trajectories"].read(tmp_path / "out", "b")
     assert trajectories["task_id"].to_list() == ["x-1", "x-2", "x-1", "x-1", "x-2"]
 
 
@@ -171,8 +171,8 @@ def test_output_does_not_depend_on_chunk_size(default_raw, ingested, tmp_path):
     batch = discover_batches(default_raw)[0]
     ingest_batch(default_raw, batch, tmp_path, chunk_records=7)
     for table in BATCH_TABLES:
-        a = pl.read_parquet(partition_file(out, table, batch))
-        b = pl.read_parquet(partition_file(tmp_path, table, batch))
+        a = TABLES[table].read(out, batch)
+        b = TABLES[table].read(tmp_path, batch)
         if table == "task_packages":
             a, b = a.sort("task_hash"), b.sort("task_hash")
         assert_frame_equal(a, b)
@@ -191,7 +191,7 @@ def test_a_crash_mid_batch_keeps_the_previous_output(default_raw, tmp_path, monk
     batch = discover_batches(default_raw)[0]
     ingest_batch(default_raw, batch, tmp_path, chunk_records=10)
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]  # scratch files gone on success too
-    before = {t: Path(partition_file(tmp_path, t, batch)).read_bytes() for t in BATCH_TABLES}
+    before = {t: Path(TABLES[t].file(tmp_path, batch)).read_bytes() for t in BATCH_TABLES}
     calls = []
 
     def explode(*a, **k):
@@ -204,7 +204,7 @@ def test_a_crash_mid_batch_keeps_the_previous_output(default_raw, tmp_path, monk
     monkeypatch.setattr(tables, "flatten_chunk", explode)
     with pytest.raises(RuntimeError):
         ingest_batch(default_raw, batch, tmp_path, chunk_records=10)
-    assert {t: Path(partition_file(tmp_path, t, batch)).read_bytes() for t in BATCH_TABLES} == before
+    assert {t: Path(TABLES[t].file(tmp_path, batch)).read_bytes() for t in BATCH_TABLES} == before
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
 
 
@@ -225,7 +225,7 @@ def test_repeated_trajectory_id_keeps_the_first(tmp_path):
     raw.mkdir(parents=True)
     (raw / "a.jsonl").write_bytes(_traj("same") + b"\n" + _traj("other") + b"\n" + _traj("same", "again") + b"\n")
     r = ingest_batch(tmp_path / "raw", "b", tmp_path / "out", chunk_records=2)
-    q = pl.read_parquet(partition_file(tmp_path / "out", "quarantine", "b"))
+    q = TABLES["quarantine"].read(tmp_path / "out", "b")
     assert r.parsed == 2 and q.select("raw_record", "reason").rows() == [(3, "duplicate_trajectory_id")]
     assert "a.jsonl:1" in q["detail"][0]
 
@@ -254,12 +254,12 @@ def test_a_record_with_a_repeated_key_is_quarantined_alone(tmp_path):
     lines[2] = lines[2].replace(b'"trajectory_id":', b'"trajectory_id":"other","trajectory_id":', 1)
     (raw / "a.jsonl").write_bytes(b"\n".join(lines))
     r = ingest_batch(tmp_path / "raw", "b", tmp_path / "out")
-    q = pl.read_parquet(partition_file(tmp_path / "out", "quarantine", "b"))
+    q = TABLES["quarantine"].read(tmp_path / "out", "b")
     assert (r.parsed, r.quarantined) == (3, 1)
     assert q.select("raw_record", "reason").rows() == [(3, "unreadable_record")]
     assert q["detail"][0].startswith("Invalid Input Error: JSON transform error: Object {")
     assert q["detail"][0].endswith('has duplicate key "trajectory_id"') and "/tmp" not in q["detail"][0]
-    assert sorted(pl.read_parquet(partition_file(tmp_path / "out", "trajectories", "b"))["trajectory_id"]) == [
+    assert sorted(TABLES["trajectories"].read(tmp_path / "out", "b")["trajectory_id"]) == [
         "t0",
         "t1",
         "t3",
@@ -271,7 +271,7 @@ def test_empty_batch_writes_empty_tables(tmp_path):
     (tmp_path / "raw" / "b" / "empty.jsonl").write_bytes(b"")
     r = ingest_batch(tmp_path / "raw", "b", tmp_path / "out")
     assert r.raw_records == 0 and r.balanced
-    assert all(pl.read_parquet(partition_file(tmp_path / "out", t, "b")).height == 0 for t in BATCH_TABLES)
+    assert all(TABLES[t].read(tmp_path / "out", "b").height == 0 for t in BATCH_TABLES)
 
 
 def test_schema_validation_reports_every_failure_with_its_row_in_the_file(tmp_path):
@@ -338,19 +338,19 @@ def test_keyed_rows_are_read_from_their_own_batch_in_the_order_asked(tmp_path, m
     root = str(tmp_path)
     for batch, hashes in {"b1": ["h1", "h2", "h3"], "b2": ["h2", "h3", "h4"]}.items():
         frame = pl.DataFrame({"batch": batch, "task_hash": hashes, "state": [f"{batch}:{h}" for h in hashes]})
-        storage.write_parquet_atomic(frame, partition_file(root, "task_packages", batch))
+        storage.write_parquet_atomic(frame, TABLES["task_packages"].file(root, batch))
     reads = []
     scan = storage.pl.scan_parquet
     monkeypatch.setattr(storage.pl, "scan_parquet", lambda path, **k: reads.append(path) or scan(path, **k))
     keys = pl.DataFrame({"batch": ["b2", "b1", "b2"], "task_hash": ["h4", "h1", "h2"]})
-    found = storage.read_keyed_rows(root, "task_packages", keys, "task_hash")
+    found = TABLES["task_packages"].read_keyed(root, keys, "task_hash")
     assert found.to_dicts() == [
         {"batch": "b2", "task_hash": "h4", "state": "b2:h4"},
         {"batch": "b1", "task_hash": "h1", "state": "b1:h1"},
         {"batch": "b2", "task_hash": "h2", "state": "b2:h2"},  # b2's copy of h2, not b1's
     ]
-    assert reads == [partition_file(root, "task_packages", "b2"), partition_file(root, "task_packages", "b1")]
-    assert storage.read_keyed_rows(root, "task_packages", keys.head(0), "task_hash").columns == found.columns
+    assert reads == [TABLES["task_packages"].file(root, "b2"), TABLES["task_packages"].file(root, "b1")]
+    assert TABLES["task_packages"].read_keyed(root, keys.head(0), "task_hash").columns == found.columns
 
 
 def test_a_sorted_spill_gives_back_every_row_in_key_order_a_bucket_at_a_time(tmp_path):

@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 
 from cowork_assets.ingest.batch import BATCH_TABLES
-from cowork_assets.store import storage
+from cowork_assets.store import storage, versions
+from cowork_assets.store.registry import TABLES
 
 moto_server = pytest.importorskip("moto.server")
 
@@ -88,14 +89,13 @@ def test_tables_land_in_the_bucket_identical_to_a_local_run(remote_run, pipeline
             "task_packages": ["task_hash"],
             "skipped_inputs": ["raw_file"],
         }.get(table, ["trajectory_id"])
-        remote = storage.scan_table(settings.root, table).collect().sort("batch", *sort, maintain_order=True)
-        here = storage.scan_table(local.root, table).collect().sort("batch", *sort, maintain_order=True)
+        remote = TABLES[table].scan(settings.root).collect().sort("batch", *sort, maintain_order=True)
+        here = TABLES[table].scan(local.root).collect().sort("batch", *sort, maintain_order=True)
         assert remote.equals(here), table
     assert not any(k.endswith(".tmp") for k in keys)  # only whole files were ever uploaded
 
 
 def test_datasets_are_published_in_the_bucket_behind_current(remote_run, pipeline, s3):
-    from cowork_assets.datasets import publish as pub
 
     settings, _, _ = remote_run
     local, _, _ = pipeline
@@ -106,8 +106,8 @@ def test_datasets_are_published_in_the_bucket_behind_current(remote_run, pipelin
             .decode()
             .strip()
         )
-        assert version == pub.current(local.root, dataset)  # same content, same digest, same version name
-        files = pub.parquet_files(pub.current_path(settings.root, dataset))
+        assert version == versions.current(local.root, dataset)  # same content, same digest, same version name
+        files = versions.parquet_files(versions.current_path(settings.root, dataset))
         assert files and all(f.startswith(f"s3://{BUCKET}/team/curated/published/{dataset}/{version}/") for f in files)
         for f in files:
             name = f.rsplit("/", 1)[-1]
@@ -115,7 +115,7 @@ def test_datasets_are_published_in_the_bucket_behind_current(remote_run, pipelin
                 pl.read_parquet(local.local_root / "published" / dataset / "current" / name)
             )
     assert "published/CARD.md" in _keys(s3, "team/curated/")
-    assert not _keys(s3, "team/curated/staging/sft_dataset/").intersection({"GATE_PASSED"})
+    assert not _keys(s3, "team/curated/candidates/sft_dataset/").intersection({"GATE_PASSED"})
 
 
 def test_duckdb_views_and_trace_read_the_bucket(remote_run, pipeline, capsys):

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cowork_assets.ingest.batch import BATCH_TABLES, root_skips_file
-from cowork_assets.store.storage import table_glob
+from cowork_assets.store.registry import TABLES
 from cowork_assets.warehouse.duckdb_file import named_query, query_names, query_params, run_query
 from cowork_cli.cli import main
 
@@ -34,11 +34,11 @@ def test_every_batch_and_the_warehouse_materialize_and_all_checks_pass(pipeline,
 
 
 def test_views_return_the_parquet_row_counts(pipeline):
-    from cowork_assets.store.registry import REGISTRY
+    from cowork_assets.store.registry import REGISTRY, TABLES
 
     settings, _, _ = pipeline
     for table in (t.name for t in REGISTRY if t.per_batch):
-        files = sorted(__import__("glob").glob(table_glob(settings.root, table)))
+        files = sorted(__import__("glob").glob(TABLES[table].glob(settings.root)))
         assert len(files) == 3
         if table == "skipped_inputs":  # plus what the raw root holds beside its batches (the generator's files)
             files.append(root_skips_file(settings.root))
@@ -82,14 +82,14 @@ def test_rerun_is_idempotent(pipeline):
     from cowork_cli.runner import materialize_all
 
     settings, instance, _ = pipeline
-    before = {t: pl.read_parquet(table_glob(settings.root, t)) for t in BATCH_TABLES}
+    before = {t: TABLES[t].scan(settings.root).collect() for t in BATCH_TABLES}
     first = sorted(before["trajectories"]["batch"].unique())[0]
     skipped = materialize_all(settings, instance, only=[first], echo=lambda _: None)
     assert skipped.skipped == [first] and skipped.failed == {}  # already done: not redone
     outcome = materialize_all(settings, instance, only=[first], echo=lambda _: None, force=True)
     assert outcome.failed == {} and outcome.skipped == []
     for table, frame in before.items():
-        assert pl.read_parquet(table_glob(settings.root, table)).equals(frame), table
+        assert TABLES[table].scan(settings.root).collect().equals(frame), table
     # the unchanged republish names the version before the current one, as the current card does
     event = instance.get_latest_materialization_event(dg.AssetKey("sft_dataset")).asset_materialization
     card = json.loads((settings.local_root / "published" / "sft_dataset" / "current" / "card.json").read_text())

@@ -8,6 +8,7 @@ import shutil
 import polars as pl
 import pytest
 
+from cowork_assets.store.registry import TABLES
 from tests.conftest import SHARED
 
 REAL = SHARED / "realdata"
@@ -196,9 +197,8 @@ def test_regrading_the_real_runs_agrees_as_the_readme_states(real_run):
         "ground truth ignores the writes": 10,  # passes of tau-bench retail tasks that skip or miss their writes
         "reference write not made": 2,  # task 64: the reference's exchange of a pending order's item fails
     }
-    from cowork_assets.store.storage import partition_file
 
-    findings = pl.read_parquet(partition_file(real_run.root, "task_findings"))
+    findings = TABLES["task_findings"].read(real_run.root)
     untrusted = findings.filter(pl.col("kind") == "ground_truth_unchanged")
     # tau-bench retail: the starting state's hash is the ground truth of 13 tasks that write; tau2 retail task 12:
     # a run that wrote nothing reached the reference's database (its return is refused: not the original payment)

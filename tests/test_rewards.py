@@ -153,7 +153,7 @@ def test_regrade_names_why_a_verdict_differs():
     ]
     silent = [*good[:-1], {"role": "assistant", "content": "Done."}]
     messages = _messages({"counted": duplicate, "clean": silent, "db_failed": good, "fine": good, "ungraded": good})
-    found = regrade("b", runs, [messages], _package(CHECKS)).sort("trajectory_id")
+    found = regrade("b", [(runs, messages)], _package(CHECKS)).sort("trajectory_id")
     assert found.select(
         "trajectory_id", "recorded_passed", "regraded_passed", "regraded_score", "disagreement", "disagreement_detail"
     ).rows() == [

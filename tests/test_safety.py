@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from cowork_assets.datasets import publish as pub
+from cowork_assets.store import versions
 from cowork_cli.cli import main
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cowork_assets"
@@ -46,8 +47,8 @@ def test_an_ungated_candidate_is_never_published(tmp_path):
     pub.stage(tmp_path, "demo", {"train": frame}, {"train": frame.to_arrow().schema})
     with pytest.raises(RuntimeError, match="has not passed its quality gate"):
         pub.publish(tmp_path, "demo")
-    assert pub.current(tmp_path, "demo") is None
-    pub.mark_gated(pub.candidate(tmp_path, "demo"))
+    assert versions.current(tmp_path, "demo") is None
+    pub.mark_gated(versions.candidate(tmp_path, "demo"))
     assert pub.publish(tmp_path, "demo").version.startswith("v0001-")
 
 

@@ -6,7 +6,7 @@ import pytest
 from cowork_assets.selection.dedup import candidate_pairs, clusters, compared
 from cowork_assets.selection.exclusions import exclusions
 from cowork_assets.selection.signatures import signatures
-from cowork_assets.store.storage import partition_file, table_glob
+from cowork_assets.store.registry import TABLES
 from tests.helpers import flatten, trajectory
 
 WORDS = [f"w{i:03d}" for i in range(202)]  # 202 distinct words -> 200 distinct word 3-grams
@@ -75,7 +75,7 @@ def test_clusters_do_not_depend_on_input_order():
 
 def test_dedup_clusters_match_the_generator_labels_exactly(pipeline, labels):
     settings, _, _ = pipeline
-    found = pl.read_parquet(partition_file(settings.root, "dedup_clusters"))
+    found = TABLES["dedup_clusters"].read(settings.root)
     dropped = found.filter(~pl.col("kept"))
     expected = sorted(
         (l["trajectory_id"], l["duplicate_of"], l["kind"].split("_")[0])
@@ -89,9 +89,12 @@ def test_dedup_clusters_match_the_generator_labels_exactly(pipeline, labels):
 
 def test_signatures_are_deterministic_across_runs(pipeline, tmp_path):
     settings, _, _ = pipeline
-    sigs = pl.read_parquet(table_glob(settings.root, "dedup_signatures")).sort("trajectory_id")
-    messages = pl.read_parquet(table_glob(settings.root, "curated_messages")).filter(
-        pl.col("trajectory_id").is_in(sigs["trajectory_id"].to_list())
+    sigs = TABLES["dedup_signatures"].scan(settings.root).collect().sort("trajectory_id")
+    messages = (
+        TABLES["curated_messages"]
+        .scan(settings.root)
+        .collect()
+        .filter(pl.col("trajectory_id").is_in(sigs["trajectory_id"].to_list()))
     )
     again = signatures(messages.sample(fraction=1.0, shuffle=True, seed=1)).sort("trajectory_id")
     assert again.select("trajectory_id", "content_hash", "shingles", "minhash").equals(
@@ -200,8 +203,8 @@ def test_a_trajectory_id_repeated_in_another_batch_is_kept_once():
 
 def test_every_teacher_run_not_selected_is_explained(pipeline):
     settings, _, _ = pipeline
-    found = pl.read_parquet(partition_file(settings.root, "exclusions")).filter(pl.col("dataset") == "sft")
-    t = pl.read_parquet(table_glob(settings.root, "trajectories"))
+    found = TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == "sft")
+    t = TABLES["trajectories"].scan(settings.root).collect()
     assert set(found.filter(pl.col("stage") == "role")["trajectory_id"]) == set(
         t.filter(pl.col("teacher_role") == "student")["trajectory_id"]
     )
@@ -252,20 +255,17 @@ def test_dedup_clusters_reads_a_repeated_id_from_its_first_batch_only(tmp_path):
     import dagster as dg
 
     from cowork_assets.selection.assets import dedup_clusters
-    from cowork_assets.selection.schemas import DedupSignatures
     from cowork_assets.settings import CurateSettings
-    from cowork_assets.store.models import arrow_schema
-    from cowork_assets.store.storage import write_parquet_atomic
 
     same, other = WORDS[:100], WORDS[100:]
     # batch a: r1 repeats r0; batch b (later): r1 again, now repeating r2. Only a's r1 may be clustered.
     batches = {"a": _sigs(_traj("r0", same), _traj("r1", same)), "b": _sigs(_traj("r1", other), _traj("r2", other))}
     for batch, sigs in batches.items():
         rows = sigs.with_columns(batch=pl.lit(batch))
-        write_parquet_atomic(rows, partition_file(tmp_path, "dedup_signatures", batch), arrow_schema(DedupSignatures))
+        TABLES["dedup_signatures"].write(rows, tmp_path, batch)
     settings = CurateSettings(raw_root=str(tmp_path / "raw"), data_root=str(tmp_path))
     dedup_clusters(dg.build_asset_context(), settings)
-    found = pl.read_parquet(partition_file(tmp_path, "dedup_clusters"))
+    found = TABLES["dedup_clusters"].read(tmp_path)
     assert found.select("trajectory_id", "batch", "kind").sort("trajectory_id").rows() == [
         ("r0", "a", "representative"),
         ("r1", "a", "exact"),

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from cowork_assets.ingest.batch import ingest_batch
-from cowork_assets.store.storage import partition_file, table_glob
+from cowork_assets.store.registry import TABLES
 from tests.conftest import SHARED
 
 TAU = SHARED / "realdata" / "tau_bench"
@@ -58,18 +58,18 @@ def test_results_file_becomes_trajectories_with_checks_grades_and_tools(tmp_path
     report = ingest_batch(tmp_path / "raw", "tau", tmp_path / "out")
     assert (report.raw_records, report.parsed, report.quarantined) == (4, 2, 2)
     assert report.skipped == [("tau/notes.json", "a JSON object (hello) that no format reads")]
-    q = pl.read_parquet(partition_file(tmp_path / "out", "quarantine", "tau")).sort("raw_file")
+    q = TABLES["quarantine"].read(tmp_path / "out", "tau").sort("raw_file")
     assert q.select("raw_file", "raw_record", "reason").rows() == [
         ("tau/broken-retail.json", 1, "bad_json"),
         ("tau/x-retail.json", 3, "bad_tau_record"),
     ]
-    t = pl.read_parquet(partition_file(tmp_path / "out", "trajectories", "tau")).sort("raw_record")
+    t = TABLES["trajectories"].read(tmp_path / "out", "tau").sort("raw_record")
     assert t.select("trajectory_id", "task_id", "category", "teacher_model", "grade_passed", "raw_record").rows() == [
         ("x-retail:1:0", "tau-retail-1", "tau_bench_retail", "x", True, 1),
         ("x-retail:2:0", "tau-retail-2", "tau_bench_retail", "x", False, 2),
     ]
     assert orjson.loads(t["grade_checks"][1]) == {"db": False}  # r_actions: the end state
-    p = pl.read_parquet(partition_file(tmp_path / "out", "task_packages", "tau")).row(0, named=True)
+    p = TABLES["task_packages"].read(tmp_path / "out", "tau").row(0, named=True)
     assert p["check_types"] == ["tool_called", "db_match", "keywords_present"]
     assert [tool["name"] for tool in orjson.loads(p["tools"])] == ["exchange"]
     assert orjson.loads(p["checks"])[0]["args"] == {"order_id": "#W1234567", "item_ids": ["7453605304"]}
@@ -80,7 +80,7 @@ def test_without_a_tools_file_tools_come_from_the_calls_seen(tmp_path):
     batch.mkdir(parents=True)
     (batch / "y-airline.json").write_bytes(orjson.dumps([_run(1)]))
     ingest_batch(tmp_path / "raw", "tau", tmp_path / "out")
-    p = pl.read_parquet(partition_file(tmp_path / "out", "task_packages", "tau")).row(0, named=True)
+    p = TABLES["task_packages"].read(tmp_path / "out", "tau").row(0, named=True)
     assert [tool["name"] for tool in orjson.loads(p["tools"])] == ["exchange"] and p["category"] == "tau_bench_airline"
 
 
@@ -170,14 +170,14 @@ def tau_run(tmp_path_factory):
 def test_real_runs_all_parse(tau_run):
     settings, outcome = tau_run["head"]
     assert outcome.failed == {}
-    t = pl.read_parquet(table_glob(settings.root, "trajectories"))
+    t = TABLES["trajectories"].scan(settings.root).collect()
     assert t.height == 315 and t.filter(pl.col("grade_passed")).height == 86 + 84
 
 
 def test_head_loses_exactly_these_values_in_successful_retail_runs_and_fails_the_check(tau_run):
     settings, outcome = tau_run["head"]
-    audit = pl.read_parquet(table_glob(settings.root, "evidence_audit"))
-    rollup = pl.read_parquet(table_glob(settings.root, "evidence_rollup"))
+    audit = TABLES["evidence_audit"].scan(settings.root).collect()
+    rollup = TABLES["evidence_rollup"].scan(settings.root).collect()
     lost = audit.join(rollup.select("trajectory_id", "passing_teacher"), on="trajectory_id").filter(
         pl.col("lost_to_truncation"), pl.col("passing_teacher"), pl.col("trajectory_id").str.starts_with("madhavkanda")
     )
@@ -190,10 +190,10 @@ def test_head_loses_exactly_these_values_in_successful_retail_runs_and_fails_the
 def test_evidence_aware_loses_none_at_a_similar_character_count(tau_run):
     settings, outcome = tau_run["evidence_aware"]
     assert not [c for c in outcome.failed_checks if c.endswith("(ERROR)")]
-    audit = pl.read_parquet(table_glob(settings.root, "evidence_audit"))
+    audit = TABLES["evidence_audit"].scan(settings.root).collect()
     assert audit.filter(pl.col("status") == "at_risk").height > 1000
     assert not audit["lost_to_truncation"].any()
-    stats = pl.read_parquet(table_glob(settings.root, "sample_stats"))
+    stats = TABLES["sample_stats"].scan(settings.root).collect()
     chars = (
         stats.select(pl.col("chars_under").explode().struct.unnest()).group_by("strategy").agg(pl.col("chars").sum())
     )

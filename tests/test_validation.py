@@ -5,7 +5,7 @@ import polars as pl
 import pytest
 
 from cowork_assets.store.models import TOOL_CALL
-from cowork_assets.store.storage import partition_file, table_glob
+from cowork_assets.store.registry import TABLES
 from cowork_assets.synthetic.services import TOOLS, UNEXPOSED
 from cowork_assets.validation.consistency import package_findings, requested_counts, suggest
 from cowork_assets.validation.json_schema import arguments_problem, schema_problem
@@ -147,7 +147,7 @@ def test_schema_references_outside_the_schema_are_never_fetched(tmp_path):
 
 def test_default_data_has_no_structural_findings(pipeline):
     settings, _, _ = pipeline
-    assert pl.read_parquet(table_glob(settings.root, "structure_findings")).height == 0
+    assert TABLES["structure_findings"].scan(settings.root).collect().height == 0
 
 
 @pytest.mark.parametrize(
@@ -213,7 +213,7 @@ def test_unknown_references_are_ids_no_state_or_run_contains(tmp_path):
 
 def test_task_findings_match_the_generator_labels_exactly(pipeline, labels):
     settings, _, _ = pipeline
-    found = pl.read_parquet(partition_file(settings.root, "task_findings"))
+    found = TABLES["task_findings"].read(settings.root)
     assert set(found["kind"]) == {
         "unexposed_tool_call",
         "unexposed_tool_in_check",

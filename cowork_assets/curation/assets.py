@@ -1,5 +1,7 @@
 """Dagster wiring of the curation stage: curated messages, sample stats, the evidence audit, and its checks."""
 
+from contextlib import ExitStack
+
 import dagster as dg
 import polars as pl
 
@@ -14,41 +16,25 @@ from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.specs import asset_args, spec
 from cowork_assets.runtime.progress import throttled
 from cowork_assets.settings import CurateSettings
-from cowork_assets.store.models import arrow_schema, polars_schema
-from cowork_assets.store.registry import stage
-from cowork_assets.store.storage import ParquetSink, iter_trajectory_chunks, partition_file, write_parquet_atomic
+from cowork_assets.store.models import polars_schema
+from cowork_assets.store.registry import TABLES, batch_chunks, group
 
 # The tables the curation step writes together; truncation_sweep is its own asset.
-CURATED = {name: t for name, t in stage("curation").items() if name != "truncation_sweep"}
+CURATED = {name: t for name, t in group("curation").items() if name != "truncation_sweep"}
 
 
 @dg.multi_asset(specs=[spec(name) for name in CURATED], partitions_def=batches, can_subset=False)
 def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
     """Truncate observations, apply the budget, and audit which evidence each step removed."""
     batch, root = context.partition_key, settings.root
-    trajectories = pl.read_parquet(partition_file(root, "trajectories", batch))
-    evidence = pl.read_parquet(partition_file(root, "evidence", batch))
-    sinks = {name: ParquetSink(partition_file(root, name, batch), arrow_schema(t.model)) for name, t in CURATED.items()}
     progress = throttled(context.log.info)
-    try:
-        for messages in iter_trajectory_chunks(partition_file(root, "messages", batch)):
-            ids = messages["trajectory_id"].unique().to_list()
-            frames = curate_chunk(
-                batch,
-                trajectories.filter(pl.col("trajectory_id").is_in(ids)),
-                messages,
-                evidence.filter(pl.col("trajectory_id").is_in(ids)),
-                settings,
-            )
+    with ExitStack() as stack:  # every table committed when the batch is done, or none
+        sinks = {name: stack.enter_context(TABLES[name].sink(root, batch)) for name in CURATED}
+        for chunk in batch_chunks(root, batch, trajectories=None, evidence=None):
+            frames = curate_chunk(batch, chunk["trajectories"], chunk["messages"], chunk["evidence"], settings)
             for name, frame in frames.items():
                 sinks[name].write(frame)
             progress(f"{batch}: curated {sinks['sample_stats'].rows} trajectories")
-        for sink in sinks.values():
-            sink.commit()
-    except BaseException:
-        for sink in sinks.values():
-            sink.abort()
-        raise
     context.log.info(
         f"{batch}: truncation_strategy={settings.truncation_strategy} max_observation_chars="
         f"{settings.max_observation_chars} char_budget={settings.char_budget} ({settings.budget_policy})"
@@ -69,19 +55,19 @@ def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
 def truncation_sweep(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     batch, root = context.partition_key, settings.root
     allowances = tuple(sorted(set(ALLOWANCES) | {settings.max_observation_chars}))
-    trajectories = pl.read_parquet(partition_file(root, "trajectories", batch), columns=["trajectory_id", "category"])
-    evidence = pl.read_parquet(partition_file(root, "evidence", batch))
+    trajectories = TABLES["trajectories"].read(root, batch, columns=["trajectory_id", "category"])
+    evidence = TABLES["evidence"].read(root, batch)
     # The whole batch at once: of the messages only the observations' lengths are read (a chunk at a time,
     # the sweep cost 0.14 s more per chunk).
     found = sweep(
         trajectories,
-        pl.scan_parquet(partition_file(root, "messages", batch)),
+        TABLES["messages"].scan(root, batch),
         evidence,
         settings.evidence_context_chars,
         allowances,
     )
     found = found.with_columns(batch=pl.lit(batch)).select(polars_schema(TruncationSweep).names())
-    write_parquet_atomic(found, partition_file(root, "truncation_sweep", batch), arrow_schema(TruncationSweep))
+    TABLES["truncation_sweep"].write(found, root, batch)
     return dg.MaterializeResult(
         metadata=as_metadata(
             {
@@ -94,7 +80,7 @@ def truncation_sweep(context: dg.AssetExecutionContext, settings: CurateSettings
 
 
 def _read(settings: CurateSettings, table: str, batch: str, columns: list[str] | None = None) -> pl.DataFrame:
-    return pl.read_parquet(partition_file(settings.root, table, batch), columns=columns)
+    return TABLES[table].read(settings.root, batch, columns=columns)
 
 
 @dg.asset_check(

@@ -27,6 +27,7 @@ from cowork_assets.orchestration.partitions import CROSS_BATCH_POOL
 from cowork_assets.orchestration.run_health import publication_blocked
 from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.settings import CurateSettings
+from cowork_assets.store import versions
 from cowork_assets.store.models import arrow_schema
 from cowork_assets.store.registry import TABLES, published
 from cowork_assets.store.storage import (
@@ -34,24 +35,19 @@ from cowork_assets.store.storage import (
     exists,
     iter_chunks,
     join,
-    partition_file,
+    parquet_rows,
     read_bytes,
-    read_keyed_rows,
-    scan_table,
     write_text_atomic,
 )
+from cowork_assets.store.versions import candidates_folder
 from cowork_assets.tokens import TokenCounter
 
 SPLITS = ("train", "validation")
 GATE_PART_ROWS = 5_000  # rows of a candidate its gate holds at once (an RL task row is ~20 KB)
 
 
-def _rows(parquet_file: str) -> int:
-    return pl.scan_parquet(parquet_file).select(pl.len()).collect().item()
-
-
 def _excluded(settings: CurateSettings, dataset: str) -> pl.DataFrame:
-    return pl.read_parquet(partition_file(settings.root, "exclusions")).filter(pl.col("dataset") == dataset)
+    return TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == dataset)
 
 
 def _stage(
@@ -62,7 +58,7 @@ def _stage(
 ) -> dg.MaterializeResult:
     schema = pub.file_schema(arrow_schema(TABLES[name].model), JSON_FIELDS.get(name, frozenset()))
     path = pub.stage(settings.root, name, files, {f: schema for f in files})
-    rows = {f: _rows(join(path, f"{f}.parquet")) for f in files}
+    rows = {f: parquet_rows(join(path, f"{f}.parquet")) for f in files}
     return dg.MaterializeResult(
         metadata={
             "staged": dg.MetadataValue.path(str(path)),
@@ -76,12 +72,14 @@ def _split_spills(settings: CurateSettings, name: str, key: pl.Expr, keys: pl.Se
     """One spill per split file of a dataset: its rows are built a batch at a time and published sorted by
     `key` (`keys`: every row's key)."""
     schema = arrow_schema(TABLES[name].model)
-    return {s: SortedSpill(join(settings.root, "staging", name, f"{s}.parquet"), schema, key, keys) for s in SPLITS}
+    return {
+        s: SortedSpill(join(candidates_folder(settings.root, name), f"{s}.parquet"), schema, key, keys) for s in SPLITS
+    }
 
 
 def _rows_of(settings: CurateSettings, table: str, batch: str, runs: pl.DataFrame) -> pl.LazyFrame:
     """A per-batch table's rows of `runs`, read from their batch's file."""
-    scan = pl.scan_parquet(partition_file(settings.root, table, batch))
+    scan = TABLES[table].scan(settings.root, batch)
     return scan.filter(pl.col("trajectory_id").is_in(runs["trajectory_id"].implode()))
 
 
@@ -103,13 +101,15 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
     with TokenCounter(settings.token_encoding, settings.tokenizer_processes, ahead=True) as counter:
         excluded = _excluded(settings, "sft").select(run).unique()
         selected = (
-            scan_table(settings.root, "trajectories")
+            TABLES["trajectories"]
+            .scan(settings.root)
             .filter(pl.col("teacher_role") == "teacher")
             .collect()
             .join(excluded, on=run, how="anti")
         )
         packages = (
-            scan_table(settings.root, "task_packages")
+            TABLES["task_packages"]
+            .scan(settings.root)
             .select("task_hash", "tools")
             .unique("task_hash", keep="first", maintain_order=True)
             .collect()
@@ -145,7 +145,8 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
 def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     excluded = _excluded(settings, "rl_tasks").select("task_id").unique()
     chosen = (  # a task's package where most of its runs are; only those packages are read whole
-        scan_table(settings.root, "task_packages")
+        TABLES["task_packages"]
+        .scan(settings.root)
         .select("batch", "task_hash", "task_id", "n_trajectories")
         .collect()
         .sort(["task_id", "n_trajectories", "task_hash"], descending=[False, True, False])
@@ -154,9 +155,10 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
         .sort("task_id")
         .with_row_index("index")  # its place in the published order
     )
-    firsts = scan_table(settings.root, "trajectories").select("trajectory_id", "task_id").collect()
+    firsts = TABLES["trajectories"].scan(settings.root).select("trajectory_id", "task_id").collect()
     systems = (
-        scan_table(settings.root, "messages")
+        TABLES["messages"]
+        .scan(settings.root)
         .filter(pl.col("message_index") == 0, pl.col("role") == "system")
         .select("trajectory_id", system="content")
         .collect()
@@ -166,7 +168,8 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
         .select("task_id", "system")
     )
     rates = (
-        scan_table(settings.root, "trajectories")
+        TABLES["trajectories"]
+        .scan(settings.root)
         .filter(pl.col("teacher_role") == "teacher")
         .group_by("task_id")
         .agg(pass_rate=pl.col("grade_passed").cast(pl.Float64).mean())
@@ -175,7 +178,7 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
     spills = _split_spills(settings, "rl_tasks", pl.col("extra_info").struct.field("index"), chosen["index"])
     for keys in chosen.partition_by("batch", maintain_order=True):
         # a batch's chosen packages at a time: a state slice per tool makes the rows ~2x the packages
-        packages = read_keyed_rows(settings.root, "task_packages", keys, "task_hash")
+        packages = TABLES["task_packages"].read_keyed(settings.root, keys, "task_hash")
         packages = packages.join(keys.select("task_hash", "index"), on="task_hash")
         rows = build_rl_tasks(packages, systems, rates, settings.validation_fraction)
         for split, spill in spills.items():
@@ -185,13 +188,14 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
 
 @dg.asset(**asset_args("rl_rollouts_candidate"))
 def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    runs = scan_table(settings.root, "trajectories")
+    runs = TABLES["trajectories"].scan(settings.root)
     if settings.rl_rollout_role != "all":
         runs = runs.filter(pl.col("teacher_role") == settings.rl_rollout_role)
     runs = runs.collect().sort("batch").unique("trajectory_id", keep="first", maintain_order=True)  # ids recur: first
     # regrade has replayed every run's checks on its transcript: the rewards and first turns come from there
     replayed = (
-        scan_table(settings.root, "regrade")
+        TABLES["regrade"]
+        .scan(settings.root)
         .select("batch", "trajectory_id", "checks")
         .join(runs.lazy().select("batch", "trajectory_id"), on=["batch", "trajectory_id"], how="semi")
         .collect()
@@ -232,8 +236,8 @@ def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
     def _check(
         context: dg.AssetCheckExecutionContext, settings: CurateSettings, suites: QualitySuites
     ) -> dg.AssetCheckResult:
-        folder = pub.candidate(settings.root, dataset)
-        files = pub.parquet_files(folder)
+        folder = versions.candidate(settings.root, dataset)
+        files = versions.parquet_files(folder)
         parts = (part for f in files for part in iter_chunks(f, rows=GATE_PART_ROWS))
         budgets = {"char_budget": settings.char_budget, "category_char_budgets": settings.category_char_budgets}
         passed, failures = run_gate(dataset, parts, budgets, suites.process)
@@ -244,7 +248,7 @@ def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
             metadata=as_metadata(
                 {
                     "candidate": str(folder),
-                    "rows": sum(_rows(f) for f in files),
+                    "rows": sum(parquet_rows(f) for f in files),
                     "failed_expectations": len(failures),
                     "failures": table(
                         ["expectation", "column", "unexpected", "examples"], [tuple(f.values()) for f in failures]
@@ -291,8 +295,8 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
     def _asset(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
         if blocked := publication_blocked(context.instance, settings):  # a schedule or a launch from the UI
             raise dg.Failure(f"{dataset} not published: {blocked}")
-        staged = pub.parquet_files(pub.candidate(settings.root, dataset))
-        counts = {p.rsplit("/", 1)[-1].removesuffix(".parquet"): _rows(p) for p in staged}
+        staged = versions.parquet_files(versions.candidate(settings.root, dataset))
+        counts = {p.rsplit("/", 1)[-1].removesuffix(".parquet"): parquet_rows(p) for p in staged}
         rows = sum(counts.values())
         inputs = card_inputs(settings, dataset, staged, rows)
         examples = trace_examples(staged) if dataset == "sft_dataset" else {}  # before publishing moves the files
@@ -332,7 +336,7 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
                 "version": publication.version,
                 "previous_version": card["previous_version"] or "none",  # the current version's, however republished
                 "path": dg.MetadataValue.path(str(publication.path)),
-                "current": dg.MetadataValue.path(join(settings.root, "published", dataset, "CURRENT")),
+                "current": dg.MetadataValue.path(join(versions.published_folder(settings.root, dataset), "CURRENT")),
                 "card": dg.MetadataValue.md(inline_charts(render_markdown(card), charts(publication.path))),
                 **column_lineage(dataset),
                 **{f"{k}_rows": n for k, n in counts.items()},
@@ -365,9 +369,10 @@ dataset_checks = [
 )
 def dataset_card(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     cards = {
-        name: orjson.loads(read_bytes(join(pub.current_path(settings.root, name), "card.json"))) for name in published()
+        name: orjson.loads(read_bytes(join(versions.current_path(settings.root, name), "card.json")))
+        for name in published()
     }
-    root = join(settings.root, "published")
+    root = join(settings.root, versions.PUBLISHED)
     rendered = {name: render_markdown(card) for name, card in cards.items()}
     text = "\n\n".join(  # CARD.md links the charts beside each version's card
         inline_charts(md, {chart: f"{name}/current/{chart}" for chart in CHARTS}, as_link=True)
@@ -376,7 +381,7 @@ def dataset_card(context: dg.AssetExecutionContext, settings: CurateSettings) ->
     write_text_atomic(join(root, "CARD.json"), orjson.dumps(cards, option=orjson.OPT_INDENT_2).decode())
     write_text_atomic(join(root, "CARD.md"), text)
     shown = "\n\n".join(
-        inline_charts(md, charts(pub.current_path(settings.root, name))) for name, md in rendered.items()
+        inline_charts(md, charts(versions.current_path(settings.root, name))) for name, md in rendered.items()
     )
     return dg.MaterializeResult(
         metadata={

@@ -19,8 +19,8 @@ from pathlib import Path
 import orjson
 import polars as pl
 
-from cowork_assets.datasets.publish import current_path
 from cowork_assets.store.storage import atomic_path, exists, join, plain, write_text_atomic
+from cowork_assets.store.versions import current_path
 
 
 def output_problem(path: Path, force: bool = False) -> str | None:

@@ -1,7 +1,7 @@
 """Staging and atomic, versioned publication of a dataset.
 
-A candidate is written to `<data_root>/staging/<dataset>/<digest>/` and named in
-`staging/<dataset>/CANDIDATE`. Publishing moves the candidate folder to
+A candidate is written to `<data_root>/candidates/<dataset>/<digest>/` and named in
+`candidates/<dataset>/CANDIDATE` (store/versions.py says where). Publishing moves the candidate folder to
 `<data_root>/published/<dataset>/v0007-<digest>/`, then switches `published/<dataset>/CURRENT` (a
 one-line file, written atomically) to it, and on local disk also the `current` symlink. A trainer
 reading the current version sees the old one or the new one, never a mix; old versions stay
@@ -29,8 +29,13 @@ from cowork_assets.store.storage import (
     join,
     list_names,
     move_folder,
-    read_text,
     write_text_atomic,
+)
+from cowork_assets.store.versions import (
+    candidate,
+    candidates_folder,
+    current,
+    published_folder,
 )
 
 
@@ -70,7 +75,7 @@ def stage(
     """Write a candidate's Parquet files, each a frame or its parts in order (a candidate larger than memory
     is written a part at a time) with its `file_schema`; returns its folder, named by the content digest of
     the files."""
-    root = join(data_root, "staging", dataset)
+    root = candidates_folder(data_root, dataset)
     sinks, digest = {}, hashlib.sha256()
     try:
         for name in sorted(files):
@@ -101,29 +106,6 @@ def mark_gated(folder: str) -> None:
     write_text_atomic(join(folder, GATE_PASSED), "passed\n")
 
 
-def candidate(data_root: str, dataset: str) -> str:
-    pointer = join(data_root, "staging", dataset, "CANDIDATE")
-    if not exists(pointer):
-        raise FileNotFoundError(f"no staged candidate for {dataset}")
-    return join(data_root, "staging", dataset, read_text(pointer).strip())
-
-
-def current(data_root: str, dataset: str) -> str | None:
-    pointer = join(data_root, "published", dataset, "CURRENT")
-    return read_text(pointer).strip() if exists(pointer) else None
-
-
-def current_path(data_root: str, dataset: str) -> str:
-    version = current(data_root, dataset)
-    if version is None:
-        raise FileNotFoundError(f"{dataset} has not been published under {data_root}")
-    return join(data_root, "published", dataset, version)
-
-
-def parquet_files(folder: str) -> list[str]:
-    return [join(folder, name) for name in list_names(folder) if name.endswith(".parquet")]
-
-
 def publish(
     data_root: str, dataset: str, extra_files: Callable[[str, str | None], dict[str, str]] | None = None
 ) -> Publication:
@@ -133,7 +115,7 @@ def publish(
     digest = staged.rsplit("/", 1)[-1]
     if not exists(join(staged, GATE_PASSED)):
         raise RuntimeError(f"{dataset} candidate {digest} has not passed its quality gate; not publishing it")
-    root = join(data_root, "published", dataset)
+    root = published_folder(data_root, dataset)
     previous = current(data_root, dataset)
     existing = [v for v in list_names(root, directories=True) if v.startswith("v")]
     version = next((v for v in existing if v.endswith(digest)), None)

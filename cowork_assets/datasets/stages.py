@@ -9,7 +9,7 @@ from cowork_assets.curation.strategies import names
 from cowork_assets.curation.sweep import totals
 from cowork_assets.selection.exclusions import STAGES
 from cowork_assets.settings import CurateSettings
-from cowork_assets.store.storage import partition_file, scan_table
+from cowork_assets.store.registry import TABLES
 
 
 def _count(frame: pl.LazyFrame) -> int:
@@ -20,17 +20,15 @@ EXCLUSION_SET = {"sft_dataset": "sft", "rl_tasks": "rl_tasks"}
 
 
 def funnel(settings: CurateSettings, dataset: str, published: int) -> list[tuple[str, int]]:
-    parsed = _count(scan_table(settings.root, "trajectories"))
+    parsed = _count(TABLES["trajectories"].scan(settings.root))
     if dataset == "rl_rollouts":  # rollouts are not selected: exclusions may not even exist yet when they publish
         return [("parsed trajectories", parsed), ("published rollouts", published)]
-    exclusions = pl.read_parquet(partition_file(settings.root, "exclusions")).filter(
-        pl.col("dataset") == EXCLUSION_SET[dataset]
-    )
+    exclusions = TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == EXCLUSION_SET[dataset])
     if dataset == "rl_tasks":
-        tasks = scan_table(settings.root, "task_packages").select("task_id").unique().collect().height
+        tasks = TABLES["task_packages"].scan(settings.root).select("task_id").unique().collect().height
         bad = exclusions["task_id"].n_unique()
         return [("task packages (distinct tasks)", tasks), ("consistent", tasks - bad), ("published", published)]
-    steps = [("raw records", parsed + _count(scan_table(settings.root, "quarantine"))), ("parsed", parsed)]
+    steps = [("raw records", parsed + _count(TABLES["quarantine"].scan(settings.root))), ("parsed", parsed)]
     gone: set[str] = set()
     for stage in STAGES:
         gone |= set(exclusions.filter(pl.col("stage") == stage)["trajectory_id"].to_list())
@@ -39,7 +37,7 @@ def funnel(settings: CurateSettings, dataset: str, published: int) -> list[tuple
 
 
 def reasons(settings: CurateSettings, dataset: str) -> list[tuple]:
-    exclusions = pl.read_parquet(partition_file(settings.root, "exclusions")).filter(pl.col("dataset") == dataset)
+    exclusions = TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == dataset)
     return (
         exclusions.group_by("stage", "reason")
         .agg(n=pl.coalesce("trajectory_id", "task_id").n_unique())
@@ -50,9 +48,10 @@ def reasons(settings: CurateSettings, dataset: str) -> list[tuple]:
 
 def retention(settings: CurateSettings) -> dict:
     """At-risk evidence of passing teacher runs kept under the configured strategy and under each strategy."""
-    passing = scan_table(settings.root, "evidence_rollup").filter(pl.col("passing_teacher")).select("trajectory_id")
+    passing = TABLES["evidence_rollup"].scan(settings.root).filter(pl.col("passing_teacher")).select("trajectory_id")
     audit = (
-        scan_table(settings.root, "evidence_audit")
+        TABLES["evidence_audit"]
+        .scan(settings.root)
         .filter(pl.col("status") == "at_risk")
         .join(passing, on="trajectory_id")
         .select("lost_to_truncation", "lost_under")
@@ -66,7 +65,7 @@ def retention(settings: CurateSettings) -> dict:
 
 def truncation_sweep(settings: CurateSettings) -> list[dict]:
     """The truncation sweep over every batch: one row per (strategy, allowance) with its lost share."""
-    return totals(scan_table(settings.root, "truncation_sweep").collect()).to_dicts()
+    return totals(TABLES["truncation_sweep"].scan(settings.root).collect()).to_dicts()
 
 
 LENGTH = {  # characters per sample, for the card's histogram
@@ -100,7 +99,8 @@ def terminal_text(settings: CurateSettings, files: list[str]) -> dict:
         return {"messages": 0, "chars": 0}
     samples = pl.scan_parquet(files).select("batch", "trajectory_id")
     totals = (
-        scan_table(settings.root, "curated_messages")
+        TABLES["curated_messages"]
+        .scan(settings.root)
         .filter(pl.col("terminal_chars") > 0)
         .join(samples, on=["batch", "trajectory_id"], how="semi")
         .select(messages=pl.len(), chars=pl.col("terminal_chars").sum())

@@ -4,8 +4,6 @@ import time
 from pathlib import PurePosixPath
 
 import dagster as dg
-import polars as pl
-import pyarrow.parquet as pq
 
 from cowork_assets.ingest.batch import BATCH_TABLES, ingest_batch
 from cowork_assets.ingest.recount import recount
@@ -16,8 +14,7 @@ from cowork_assets.orchestration.specs import spec
 from cowork_assets.runtime.progress import throttled
 from cowork_assets.settings import CurateSettings
 from cowork_assets.store.models import validate_table
-from cowork_assets.store.registry import TABLES, stage
-from cowork_assets.store.storage import partition_file
+from cowork_assets.store.registry import TABLES, group
 
 raw_batches = dg.AssetSpec(
     "raw_batches",
@@ -30,7 +27,7 @@ raw_batches = dg.AssetSpec(
 )
 
 
-@dg.multi_asset(specs=[spec(name) for name in stage("staging")], partitions_def=batches, can_subset=False)
+@dg.multi_asset(specs=[spec(name) for name in group("staging")], partitions_def=batches, can_subset=False)
 def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
     """Parse one raw batch into the staging tables; bad records go to `quarantine`, never fail the run."""
     batch = context.partition_key
@@ -88,14 +85,10 @@ def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
 def count_raw_records(settings: CurateSettings, batch: str) -> int:
     """The batch's raw records by the independent recount (ingest/recount.py), leaving out the files ingest
     listed in skipped_inputs (accounted for there, with their reason)."""
-    skipped = pl.read_parquet(partition_file(settings.root, "skipped_inputs", batch), columns=["raw_file"])
+    skipped = TABLES["skipped_inputs"].read(settings.root, batch, columns=["raw_file"])
     return recount(
         settings.raw_path / batch, [PurePosixPath(f).name for f in skipped["raw_file"]], settings.max_record_bytes
     )
-
-
-def _rows(path) -> int:
-    return pq.ParquetFile(path).metadata.num_rows
 
 
 @dg.asset_check(
@@ -108,8 +101,8 @@ def _rows(path) -> int:
 def records_accounted_for(context: dg.AssetCheckExecutionContext, settings: CurateSettings) -> dg.AssetCheckResult:
     batch = context.partition_key
     raw = count_raw_records(settings, batch)
-    parsed = _rows(partition_file(settings.root, "trajectories", batch))
-    quarantined = _rows(partition_file(settings.root, "quarantine", batch))
+    parsed = TABLES["trajectories"].rows(settings.root, batch)
+    quarantined = TABLES["quarantine"].rows(settings.root, batch)
     return dg.AssetCheckResult(
         passed=raw == parsed + quarantined,
         metadata=as_metadata(
@@ -134,7 +127,7 @@ def _schema_check(name: str) -> dg.AssetChecksDefinition:
         description=f"The {name} partition validates against its pandera model ({model.__name__}).",
     )
     def _check(context: dg.AssetCheckExecutionContext, settings: CurateSettings) -> dg.AssetCheckResult:
-        rows, failures = validate_table(partition_file(settings.root, name, context.partition_key), model)
+        rows, failures = validate_table(TABLES[name].file(settings.root, context.partition_key), model)
         if failures is not None:
             return dg.AssetCheckResult(
                 passed=False,

@@ -22,18 +22,16 @@ from cowork_assets.ingest.formats import scan_batch
 from cowork_assets.ingest.raw_files import MAX_RECORD_BYTES, RawLine, not_batches
 from cowork_assets.ingest.record import BOM, excerpt, validate_line
 from cowork_assets.store.models import arrow_schema, polars_schema
-from cowork_assets.store.registry import stage
+from cowork_assets.store.registry import TABLES, group
 from cowork_assets.store.storage import (
     PARQUET_OPTIONS,
     ArrowScratch,
     ParquetSink,
     atomic_path,
     join,
-    partition_file,
-    table_dir,
 )
 
-BATCH_TABLES = tuple(stage("staging"))
+BATCH_TABLES = tuple(group("staging"))
 QUARANTINE_PART = 2000  # quarantine rows held before they are written
 ROOT_BATCH = "_raw_root"  # the batch column of skipped_inputs rows about the raw root itself
 _COUNT_NAMES = ("n_trajectories", "first_trajectory_id")
@@ -64,12 +62,12 @@ class _Writer:
     def __init__(self, data_root: str, batch: str):
         self.batch = batch
         self.sinks = {
-            name: ParquetSink(partition_file(data_root, name, batch), arrow_schema(table.model))
-            for name, table in stage("staging").items()
+            name: TABLES[name].sink(data_root, batch)
+            for name, table in group("staging").items()
             if name != "task_packages"
         }
         # Task packages are written once, when first seen; only their counts stay in memory.
-        self.packages_final = partition_file(data_root, "task_packages", batch)
+        self.packages_final = TABLES["task_packages"].file(data_root, batch)
         full = arrow_schema(schemas.TaskPackages)
         self.packages_seen = ArrowScratch(  # joined with the counts at the end
             self.packages_final, pa.schema([f for f in full if f.name not in _COUNT_NAMES])
@@ -248,15 +246,13 @@ def ingest_batch(
         writer.abort()
         raise
     report.quarantined = report.rows["quarantine"]
-    report.reasons = Counter(
-        pl.read_parquet(partition_file(data_root, "quarantine", batch), columns=["reason"])["reason"].to_list()
-    )
+    report.reasons = Counter(TABLES["quarantine"].read(data_root, batch, columns=["reason"])["reason"].to_list())
     return report
 
 
 def root_skips_file(data_root: str) -> str:
     """Where the raw root's own skipped entries are kept: beside skipped_inputs' batch partitions, not one."""
-    return join(table_dir(data_root, "skipped_inputs"), "raw_root.parquet")
+    return join(TABLES["skipped_inputs"].folder(data_root), "raw_root.parquet")
 
 
 def record_root_skips(raw_root: Path, data_root: str) -> int:

@@ -6,10 +6,9 @@ from collections.abc import Iterable, Mapping
 
 import dagster as dg
 import pandera.polars as pa
-import polars as pl
 
 from cowork_assets.markdown import Markdown, table
-from cowork_assets.store.storage import partition_file, scan_table
+from cowork_assets.store.registry import TABLES
 
 
 def written(root: str, table: str, batch: str, rows: int) -> dict:
@@ -17,8 +16,8 @@ def written(root: str, table: str, batch: str, rows: int) -> dict:
     (the asset page's row count is the latest partition's; `rows_all_batches` is the table's)."""
     return {
         "dagster/row_count": rows,
-        "rows_all_batches": scan_table(root, table).select(pl.len()).collect().item(),
-        "path": dg.MetadataValue.path(partition_file(root, table, batch)),
+        "rows_all_batches": TABLES[table].rows(root),
+        "path": dg.MetadataValue.path(TABLES[table].file(root, batch)),
     }
 
 

@@ -11,7 +11,7 @@ from cowork_assets.store.registry import TABLES, Table
 
 def _common(table: Table) -> dict:
     return {
-        "group_name": table.stage,
+        "group_name": table.group,
         "description": table.description,
         "deps": [dg.AssetKey(name) for name in table.inputs],
         "kinds": {"parquet"} if table.location == "published" else {"parquet", "polars"},

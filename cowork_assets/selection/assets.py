@@ -8,45 +8,34 @@ from cowork_assets.orchestration.metadata import as_metadata, written
 from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.selection.dedup import clusters
 from cowork_assets.selection.exclusions import exclusions as find_exclusions
-from cowork_assets.selection.schemas import DedupClusters, DedupSignatures, Exclusions
 from cowork_assets.selection.signatures import signatures
 from cowork_assets.settings import CurateSettings
-from cowork_assets.store.models import arrow_schema
-from cowork_assets.store.storage import (
-    ParquetSink,
-    iter_trajectory_chunks,
-    partition_file,
-    table_glob,
-    write_parquet_atomic,
-)
+from cowork_assets.store.registry import TABLES
 
 
 @dg.asset(**asset_args("dedup_signatures"))
 def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     b, root = context.partition_key, settings.root
-    teachers = pl.read_parquet(
-        partition_file(root, "trajectories", b), columns=["trajectory_id", "task_id", "teacher_role", "grade_score"]
-    ).filter(pl.col("teacher_role") == "teacher")
-    chars = pl.read_parquet(partition_file(root, "sample_stats", b), columns=["trajectory_id", "chars_after"])
+    teachers = (
+        TABLES["trajectories"]
+        .read(root, b, columns=["trajectory_id", "task_id", "teacher_role", "grade_score"])
+        .filter(pl.col("teacher_role") == "teacher")
+    )
+    chars = TABLES["sample_stats"].read(root, b, columns=["trajectory_id", "chars_after"])
     info = teachers.join(chars, on="trajectory_id").select(
         "trajectory_id", "task_id", score="grade_score", chars="chars_after"
     )
-    sink = ParquetSink(partition_file(root, "dedup_signatures", b), arrow_schema(DedupSignatures))
-    try:
-        for messages in iter_trajectory_chunks(partition_file(root, "curated_messages", b)):
+    with TABLES["dedup_signatures"].sink(root, b) as sink:
+        for messages in TABLES["curated_messages"].chunks(root, b):
             chunk = messages.filter(pl.col("trajectory_id").is_in(info["trajectory_id"].to_list()))
             if chunk.height:
                 sink.write(signatures(chunk).join(info, on="trajectory_id").with_columns(batch=pl.lit(b)))
-        sink.commit()
-    except BaseException:
-        sink.abort()
-        raise
     return dg.MaterializeResult(metadata=written(root, "dedup_signatures", b, sink.rows))
 
 
 @dg.asset(**asset_args("dedup_clusters"))
 def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    scan = pl.scan_parquet(table_glob(settings.root, "dedup_signatures"))
+    scan = TABLES["dedup_signatures"].scan(settings.root)
     # A repeated id is excluded as such, not clustered: only its first batch's row is read. Chosen on the two
     # id columns: sorting every signature for it held them twice (+0.6 GB at 400,000 runs).
     first = scan.select("trajectory_id", "batch").collect().sort("batch").unique("trajectory_id", keep="first")
@@ -56,7 +45,7 @@ def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) 
         .collect()
     )
     found = clusters(sigs, settings.near_dup_threshold)
-    path = write_parquet_atomic(found, partition_file(settings.root, "dedup_clusters"), arrow_schema(DedupClusters))
+    path = TABLES["dedup_clusters"].write(found, settings.root)
     removed = found.filter(~pl.col("kept")).height
     return dg.MaterializeResult(
         metadata={
@@ -75,8 +64,8 @@ def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) 
     description="Warns when more than max_duplicate_rate of teacher runs are duplicates; lists the largest clusters.",
 )
 def duplicate_rate(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
-    found = pl.read_parquet(partition_file(settings.root, "dedup_clusters"))
-    runs = pl.scan_parquet(table_glob(settings.root, "dedup_signatures")).select(pl.len()).collect().item()
+    found = TABLES["dedup_clusters"].read(settings.root)
+    runs = TABLES["dedup_signatures"].rows(settings.root)
     removed = found.filter(~pl.col("kept"))
     rate = removed.height / runs if runs else 0.0
     largest = (
@@ -106,22 +95,22 @@ def duplicate_rate(context: dg.AssetCheckExecutionContext, settings: CurateSetti
 @dg.asset(**asset_args("exclusions"))
 def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     root = settings.root
-    read = lambda t, cols=None: pl.scan_parquet(table_glob(root, t)).select(cols or pl.all()).collect()  # noqa: E731
+    read = lambda t, cols=None: TABLES[t].scan(root).select(cols or pl.all()).collect()  # noqa: E731
     trajectories = read(
         "trajectories", ["batch", "trajectory_id", "task_id", "teacher_role", "grade_passed", "grade_score"]
     )
     found = find_exclusions(
         trajectories,
         read("structure_findings"),
-        pl.read_parquet(partition_file(root, "task_findings")),
+        TABLES["task_findings"].read(root),
         read("evidence_rollup", ["batch", "trajectory_id", "lost_to_truncation"]),
         read("sample_stats", ["batch", "trajectory_id", "verdict", "reason", "chars_after"]),
-        pl.read_parquet(partition_file(root, "dedup_clusters")),
+        TABLES["dedup_clusters"].read(root),
         settings.max_per_task,
         settings.lost_evidence_policy,
         settings.accept_ungraded,
     )
-    path = write_parquet_atomic(found, partition_file(root, "exclusions"), arrow_schema(Exclusions))
+    path = TABLES["exclusions"].write(found, root)
     sft = found.filter(pl.col("dataset") == "sft")
     selected = trajectories.join(
         sft.select("batch", "trajectory_id").unique(), on=["batch", "trajectory_id"], how="anti"

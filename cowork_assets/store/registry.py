@@ -1,51 +1,110 @@
-"""The table registry: every table and dataset the pipeline writes, once.
+"""The table registry: every table and dataset the pipeline writes, once, and its I/O.
 
-For each: its name, pandera model, stage (the Dagster group), whether it is partitioned by batch, where it
-lives, its description and its inputs (the assets it is computed from). Asset specs and dependencies, the
-warehouse's table views, the schema checks and the schema tests are all derived from this list; adding a
-table is one entry here plus the function that computes it.
+For each: its name, pandera model, group (the pipeline stage it belongs to, a Dagster group), whether it is
+partitioned by batch, where it lives, its description and its inputs (the assets it is computed from). A
+table knows its files and how to scan, read and write them (a sink that commits or aborts), locally or in an
+object store; every stage, the warehouse's views, the content digests and the benchmark go through it. Asset
+specs (orchestration/specs.py), the schema checks and the schema tests are derived from this list; adding a
+table is one entry here plus the function that computes it. A misspelt name fails at once: `TABLES["x"]`
+names the tables there are.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
 import pandera.polars as pa
+import polars as pl
 
 from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats, TruncationSweep
 from cowork_assets.datasets.schemas import RlRollouts, RlTasks, SftDataset
 from cowork_assets.evidence.schemas import Evidence
 from cowork_assets.ingest.schemas import Messages, Quarantine, SkippedInputs, TaskPackages, ToolCalls, Trajectories
 from cowork_assets.selection.schemas import DedupClusters, DedupSignatures, Exclusions
+from cowork_assets.store import storage, versions
+from cowork_assets.store.models import arrow_schema
 from cowork_assets.validation.schemas import Regrade, StructureFindings, TaskFindings
 
-# tables: <data_root>/tables/<name>/ (batch=<b>/data.parquet per batch, else data.parquet);
-# staged: a candidate dataset version awaiting its gate; published: <data_root>/published/<name>/current/.
+# tables: <data_root>/tables/<name>/ (batch=<b>/data.parquet per batch, else data.parquet); staged: a candidate
+# dataset version awaiting its gate (store/versions.py); published: <data_root>/published/<name>/current/.
 Location = Literal["tables", "staged", "published"]
+FILE_NAME = "data.parquet"
 
 
 @dataclass(frozen=True)
 class Table:
     name: str
     model: type[pa.DataFrameModel]
-    stage: str
+    group: str
     per_batch: bool
     description: str
     inputs: tuple[str, ...]
     location: Location = "tables"
     also_in_view: tuple[str, ...] = ()  # more files of the table's folder its warehouse view reads
 
-    def view_sql(self) -> str:
-        """The warehouse's view of this table, over all batches (`{tables}` and `{current:NAME}`, the current
-        version's folder, are filled in when the DuckDB file is built)."""
+    # Where the rows are
+    def folder(self, root: str) -> str:
+        return storage.join(root, "tables", self.name)
+
+    def file(self, root: str, batch: str | None = None) -> str:
+        """The file of a batch (a per-batch table), or the table's one file."""
+        if self.per_batch and batch is None:
+            raise ValueError(f"{self.name} is written per batch: name the batch")
+        if self.location != "tables":
+            raise ValueError(f"{self.name} is a dataset: its files are its version's (`sources`)")
+        parts = [f"batch={batch}"] if self.per_batch else []
+        return storage.join(self.folder(root), *parts, FILE_NAME)
+
+    def glob(self, root: str) -> str:
+        """Every batch's file of a per-batch table, as one pattern (the table's one file otherwise)."""
+        return storage.join(self.folder(root), "batch=*", FILE_NAME) if self.per_batch else self.file(root)
+
+    def sources(self, root: str) -> list[str]:
+        """What holds every row: the batches' files and the extra files beside them that exist, the table's file,
+        or the Parquet files of a dataset's current version (its candidate's, for a staged one)."""
         if self.location == "published":
-            files = [f"{{current:{self.name}}}/*.parquet"]
-        else:
-            files = [f"{{tables}}/{self.name}/" + ("batch=*/data.parquet" if self.per_batch else "data.parquet")]
-            files += [f"{{tables}}/{self.name}/{f}" for f in self.also_in_view]
-        listed = ", ".join(f"'{f}'" for f in files)
-        return f"CREATE OR REPLACE VIEW {self.name} AS SELECT * FROM read_parquet([{listed}], union_by_name = true)"
+            return [storage.join(versions.current_path(root, self.name), "*.parquet")]
+        if self.location == "staged":
+            return versions.parquet_files(versions.candidate(root, self.dataset))
+        extra = [storage.join(self.folder(root), f) for f in self.also_in_view]
+        return [self.glob(root), *(f for f in extra if storage.exists(f))]
+
+    @property
+    def dataset(self) -> str:
+        """The published dataset a staged candidate becomes (the one computed from it), or this table's name."""
+        return next((t.name for t in REGISTRY if t.location == "published" and self.name in t.inputs), self.name)
+
+    # Reading
+    def scan(self, root: str, batch: str | None = None) -> pl.LazyFrame:
+        """A batch's rows, or every row (all batches) when no batch is named."""
+        return pl.scan_parquet(self.file(root, batch) if batch is not None else self.sources(root))
+
+    def read(self, root: str, batch: str | None = None, columns: list[str] | None = None) -> pl.DataFrame:
+        return pl.read_parquet(self.file(root, batch), columns=columns)
+
+    def rows(self, root: str, batch: str | None = None) -> int:
+        """Rows of a batch, or of every batch, from the files' footers."""
+        return storage.parquet_rows(self.file(root, batch) if batch is not None else self.sources(root))
+
+    def chunks(self, root: str, batch: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
+        """A per-trajectory table of a batch, whole trajectories a chunk at a time (`storage.trajectory_chunks`)."""
+        return storage.trajectory_chunks(self.file(root, batch), columns)
+
+    def read_keyed(self, root: str, keys: pl.DataFrame, key: str) -> pl.DataFrame:
+        """The rows whose (batch, `key`) is in `keys`, in their order, a batch's file at a time."""
+        return storage.read_keyed_rows(root, self, keys, key)
+
+    # Writing
+    def write(self, frame: pl.DataFrame, root: str, batch: str | None = None) -> str:
+        """Write the table's (or a batch's) file atomically, with the model's schema; its location."""
+        return storage.write_parquet_atomic(frame, self.file(root, batch), arrow_schema(self.model))
+
+    def sink(self, root: str, batch: str | None = None) -> storage.ParquetSink:
+        """A sink for the table's (or a batch's) file: frames streamed in, committed whole or aborted (as a
+        context manager: committed when the block ends, aborted when it raises)."""
+        return storage.ParquetSink(self.file(root, batch), arrow_schema(self.model))
 
 
 _RUN_TABLES = ("messages", "trajectories", "evidence")
@@ -285,12 +344,20 @@ REGISTRY: tuple[Table, ...] = (
     ),
 )
 
-TABLES: dict[str, Table] = {t.name: t for t in REGISTRY}
+
+class Registry(dict):
+    """Tables by name; a name that is not registered is an error that names the ones there are."""
+
+    def __missing__(self, name: str) -> Table:
+        raise KeyError(f"no table {name!r}; the tables are: {', '.join(self)}")
 
 
-def stage(name: str) -> dict[str, Table]:
-    """The tables of one stage, in registry order."""
-    return {t.name: t for t in REGISTRY if t.stage == name}
+TABLES: dict[str, Table] = Registry((t.name, t) for t in REGISTRY)
+
+
+def group(name: str) -> dict[str, Table]:
+    """The tables of one group (pipeline stage), in registry order."""
+    return {t.name: t for t in REGISTRY if t.group == name}
 
 
 def in_warehouse() -> list[Table]:
@@ -301,3 +368,15 @@ def in_warehouse() -> list[Table]:
 def published() -> dict[str, Table]:
     """The published datasets, in registry order."""
     return {t.name: t for t in REGISTRY if t.location == "published"}
+
+
+def batch_chunks(
+    root: str, batch: str, table: str = "messages", **sides: list[str] | None
+) -> Iterator[dict[str, pl.DataFrame]]:
+    """A batch a chunk of whole trajectories at a time: `table`'s rows of the chunk, and, under their names, the
+    rows of each per-trajectory side table (read once, with the columns given; None: every column) whose
+    trajectory is in the chunk. Memory follows a chunk, not the batch."""
+    loaded = {name: TABLES[name].read(root, batch, columns=columns) for name, columns in sides.items()}
+    for rows in TABLES[table].chunks(root, batch):
+        ids = rows["trajectory_id"].unique().implode()
+        yield {table: rows} | {name: frame.filter(pl.col("trajectory_id").is_in(ids)) for name, frame in loaded.items()}

@@ -27,7 +27,6 @@ import pyarrow.parquet as pq
 
 from cowork_assets.runtime import scratch
 
-FILE_NAME = "data.parquet"
 _LOCAL = pafs.LocalFileSystem()
 
 
@@ -115,33 +114,16 @@ def move_folder(source: str, target: str) -> None:
     fs.delete_dir(src)
 
 
-def table_dir(root: str | Path, table: str) -> str:
-    return join(root, "tables", table)
-
-
-def partition_file(root: str | Path, table: str, batch: str | None = None) -> str:
-    base = table_dir(root, table)
-    return join(base, f"batch={batch}", FILE_NAME) if batch is not None else join(base, FILE_NAME)
-
-
-def table_glob(root: str | Path, table: str, partitioned: bool = True) -> str:
-    return join(table_dir(root, table), *(["batch=*"] if partitioned else []), FILE_NAME)
-
-
-def scan_table(root: str | Path, table: str, partitioned: bool = True) -> pl.LazyFrame:
-    return pl.scan_parquet(table_glob(root, table, partitioned))
-
-
-def read_keyed_rows(root: str | Path, table: str, keys: pl.DataFrame, key: str) -> pl.DataFrame:
-    """The rows of a per-batch table whose (batch, `key`) is in `keys`, in the order of `keys`, read one
-    batch file at a time: a cross-batch step that needs a few wide rows (one task package per task
+def read_keyed_rows(root: str | Path, table, keys: pl.DataFrame, key: str) -> pl.DataFrame:
+    """The rows of a per-batch `table` (registry.Table) whose (batch, `key`) is in `keys`, in the order of `keys`,
+    read one batch file at a time: a cross-batch step that needs a few wide rows (one task package per task
     among many batches' copies) must not hold every batch's rows at once."""
     frames = [
-        pl.scan_parquet(partition_file(root, table, batch)).filter(pl.col(key).is_in(wanted[key].implode())).collect()
+        table.scan(root, batch).filter(pl.col(key).is_in(wanted[key].implode())).collect()
         for (batch,), wanted in keys.partition_by("batch", as_dict=True, maintain_order=True).items()
     ]
     if not frames:
-        return scan_table(root, table).head(0).collect()
+        return table.scan(root).head(0).collect()
     return keys.select("batch", key).join(pl.concat(frames), on=["batch", key], how="left", maintain_order="left")
 
 
@@ -215,6 +197,15 @@ class ParquetSink:
     def abort(self) -> None:
         self._close()
         self._tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> ParquetSink:
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        """Commit when the block ends, abort when it raises (a committed sink's abort changes nothing)."""
+        if kind is None:
+            self.commit()
+        self.abort()
 
     def _close(self) -> None:
         if self._writer.is_open:
@@ -331,6 +322,11 @@ def plain(frame: pl.DataFrame) -> pl.DataFrame:
     return pl.from_arrow(table.cast(pa.schema([pa.field(f.name, _storage_type(f.type)) for f in table.schema])))
 
 
+def parquet_rows(location: str | list[str]) -> int:
+    """Rows of Parquet files (a file, a glob or a list of them), from their footers."""
+    return pl.scan_parquet(location).select(pl.len()).collect().item()
+
+
 def iter_chunks(location: str, columns: list[str] | None = None, rows: int = 25_000) -> Iterator[pl.DataFrame]:
     """A Parquet file `rows` rows at a time, wherever it lives (polars' streaming reader: a third of
     the time pyarrow's row-group reads take), JSON fields as strings (`plain`)."""
@@ -339,7 +335,7 @@ def iter_chunks(location: str, columns: list[str] | None = None, rows: int = 25_
         yield plain(chunk)
 
 
-def iter_trajectory_chunks(location: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
+def trajectory_chunks(location: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
     """Chunks of a per-trajectory table, re-cut so no trajectory is split across two chunks.
 
     Tables are written in trajectory order, so rows of one trajectory are contiguous; a trajectory

@@ -8,17 +8,11 @@ from cowork_assets.orchestration.metadata import as_metadata, counts_md, written
 from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.settings import CurateSettings
-from cowork_assets.store.models import arrow_schema, polars_schema
-from cowork_assets.store.storage import (
-    iter_trajectory_chunks,
-    partition_file,
-    read_keyed_rows,
-    scan_table,
-    write_parquet_atomic,
-)
-from cowork_assets.validation.regrade import UNDECIDABLE, agreement
+from cowork_assets.store.models import polars_schema
+from cowork_assets.store.registry import TABLES, batch_chunks
+from cowork_assets.validation.regrade import RUN_FIELDS, UNDECIDABLE, agreement
 from cowork_assets.validation.regrade import regrade as replay
-from cowork_assets.validation.schemas import Regrade, StructureFindings, TaskFindings
+from cowork_assets.validation.schemas import StructureFindings
 from cowork_assets.validation.structure import structure_findings as find_structure
 from cowork_assets.validation.tasks import task_findings as find_task_findings
 
@@ -26,30 +20,19 @@ from cowork_assets.validation.tasks import task_findings as find_task_findings
 @dg.asset(**asset_args("structure_findings"))
 def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     b, root = context.partition_key, settings.root
-    read = lambda t, columns: pl.read_parquet(partition_file(root, t, b), columns=columns)  # noqa: E731
-    trajectories, packages = (
-        read("trajectories", ["trajectory_id", "task_hash", "category"]),
-        read("task_packages", ["task_hash", "tools"]),
-    )
-    calls = read(
-        "tool_calls", ["trajectory_id", "message_index", "call_id", "tool_name", "arguments", "observation_index"]
-    )
+    packages = TABLES["task_packages"].read(root, b, columns=["task_hash", "tools"])
+    calls = ["trajectory_id", "message_index", "call_id", "tool_name", "arguments", "observation_index"]
     frames = []  # a chunk of whole trajectories at a time: memory does not grow with the batch
-    for messages in iter_trajectory_chunks(partition_file(root, "messages", b)):
-        ids = messages["trajectory_id"].unique().to_list()
-        runs = trajectories.filter(pl.col("trajectory_id").is_in(ids))
-        tasks = packages.filter(pl.col("task_hash").is_in(runs["task_hash"].unique().to_list()))
-        frames.append(
-            find_structure(
-                b, runs, tasks, messages, calls.filter(pl.col("trajectory_id").is_in(ids)), settings.token_encoding
-            )
-        )
+    for chunk in batch_chunks(root, b, trajectories=["trajectory_id", "task_hash", "category"], tool_calls=calls):
+        runs = chunk["trajectories"]
+        tasks = packages.filter(pl.col("task_hash").is_in(runs["task_hash"].unique().implode()))
+        frames.append(find_structure(b, runs, tasks, chunk["messages"], chunk["tool_calls"], settings.token_encoding))
     found = (
         pl.concat(frames).sort("trajectory_id", "message_index", "kind", nulls_last=True)
         if frames
         else pl.DataFrame(schema=polars_schema(StructureFindings))
     )
-    write_parquet_atomic(found, partition_file(root, "structure_findings", b), arrow_schema(StructureFindings))
+    TABLES["structure_findings"].write(found, root, b)
     return dg.MaterializeResult(
         metadata={
             **written(root, "structure_findings", b, found.height),
@@ -62,14 +45,14 @@ def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettin
 def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     root = settings.root
     # each batch holds its own copy of a task's package: read one copy of each, a batch's copies at a time
-    first = scan_table(root, "task_packages").select("batch", "task_hash").collect().unique("task_hash", keep="first")
-    packages = (read_keyed_rows(root, "task_packages", keys, "task_hash") for keys in first.partition_by("batch"))
-    names = scan_table(root, "trajectories").select("batch").unique().collect()["batch"].sort()
-    scan = lambda table, batch: pl.scan_parquet(partition_file(root, table, batch))  # noqa: E731
+    first = TABLES["task_packages"].scan(root).select("batch", "task_hash").collect().unique("task_hash", keep="first")
+    packages = (TABLES["task_packages"].read_keyed(root, keys, "task_hash") for keys in first.partition_by("batch"))
+    names = TABLES["trajectories"].scan(root).select("batch").unique().collect()["batch"].sort()
+    scan = lambda table, batch: TABLES[table].scan(root, batch)  # noqa: E731
     found = find_task_findings(
         packages, ((scan("trajectories", b), scan("tool_calls", b), scan("regrade", b)) for b in names)
     )
-    path = write_parquet_atomic(found, partition_file(root, "task_findings"), arrow_schema(TaskFindings))
+    path = TABLES["task_findings"].write(found, root)
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": found.height,
@@ -82,14 +65,10 @@ def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -
 @dg.asset(**asset_args("regrade"))
 def regrade(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     b, root = context.partition_key, settings.root
-    runs = pl.read_parquet(
-        partition_file(root, "trajectories", b),
-        columns=["trajectory_id", "task_id", "category", "task_hash", "grade_score", "grade_passed", "grade_checks"],
-    )
-    packages = pl.read_parquet(partition_file(root, "task_packages", b), columns=["task_hash", "category", "checks"])
-    # a chunk of whole trajectories at a time
-    found = replay(b, runs, iter_trajectory_chunks(partition_file(root, "messages", b)), packages)
-    write_parquet_atomic(found, partition_file(root, "regrade", b), arrow_schema(Regrade))
+    packages = TABLES["task_packages"].read(root, b, columns=["task_hash", "category", "checks"])
+    chunks = batch_chunks(root, b, trajectories=list(RUN_FIELDS))
+    found = replay(b, ((chunk["trajectories"], chunk["messages"]) for chunk in chunks), packages)
+    TABLES["regrade"].write(found, root, b)
     return dg.MaterializeResult(
         metadata={
             **written(root, "regrade", b, found.height),
@@ -107,7 +86,7 @@ def regrade(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.M
     "rate and the disagreeing runs grouped by reason.",
 )
 def grader_agreement(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
-    found = pl.read_parquet(partition_file(settings.root, "regrade", context.partition_key))
+    found = TABLES["regrade"].read(settings.root, context.partition_key)
     result = agreement(found)
     disagreeing = sum(n for reason, n, _ in result["reasons"] if reason != UNDECIDABLE)
     return dg.AssetCheckResult(
@@ -136,8 +115,8 @@ def grader_agreement(context: dg.AssetCheckExecutionContext, settings: CurateSet
 )
 def samples_structurally_valid(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
     b, root = context.partition_key, settings.root
-    found = pl.read_parquet(partition_file(root, "structure_findings", b)).filter(pl.col("severity") == "error")
-    total = pl.scan_parquet(partition_file(root, "trajectories", b)).select(pl.len()).collect().item()
+    found = TABLES["structure_findings"].read(root, b).filter(pl.col("severity") == "error")
+    total = TABLES["trajectories"].rows(root, b)
     invalid = found["trajectory_id"].n_unique()
     return dg.AssetCheckResult(
         passed=invalid == 0,
@@ -168,7 +147,7 @@ def samples_structurally_valid(context: dg.AssetCheckExecutionContext, settings:
     "(those tasks are excluded from RL, their runs from SFT).",
 )
 def tasks_consistent(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
-    found = pl.read_parquet(partition_file(settings.root, "task_findings")).filter(pl.col("severity") == "error")
+    found = TABLES["task_findings"].read(settings.root).filter(pl.col("severity") == "error")
     return dg.AssetCheckResult(
         passed=found.is_empty(),
         severity=dg.AssetCheckSeverity.WARN,

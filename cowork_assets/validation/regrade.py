@@ -87,19 +87,17 @@ def _replay(run: tuple, plan: checks.Plan, turns: list) -> Replayed:
     return Replayed(run, score, rows, plan, states, turns, made)
 
 
-def regrade(
-    batch: str, runs: pl.DataFrame, message_chunks: Iterable[pl.DataFrame], packages: pl.DataFrame
-) -> pl.DataFrame:
-    """One row per run (`runs`: RUN_FIELDS) with the recorded and the replayed verdict; `message_chunks`: the
-    batch's messages, whole trajectories per chunk; `packages`: task_hash, category, checks of the batch."""
+def regrade(batch: str, chunks: Iterable[tuple[pl.DataFrame, pl.DataFrame]], packages: pl.DataFrame) -> pl.DataFrame:
+    """One row per run with the recorded and the replayed verdict. `chunks`: the batch's runs (RUN_FIELDS) and
+    their messages, whole trajectories per chunk; `packages`: task_hash, category, checks of the batch."""
     tasks = packages.unique("task_hash")
     plans = {h: checks.Plan(checks.parse(c)) for h, c in tasks.select("task_hash", "checks").iter_rows()}
-    runs = runs.select(RUN_FIELDS)
     replayed: list[Replayed] = []
-    for messages in message_chunks:
+    for runs, messages in chunks:
         turns_of = turns_by_trajectory(messages)
-        chunk = runs.filter(pl.col("trajectory_id").is_in(messages["trajectory_id"].unique().implode()))
-        replayed += [_replay(run, plans[run[3]], turns_of.get(run[0], [])) for run in chunk.iter_rows()]
+        replayed += [
+            _replay(run, plans[run[3]], turns_of.get(run[0], [])) for run in runs.select(RUN_FIELDS).iter_rows()
+        ]
     evidence = [
         (r.run[3], r.run[0], r.rows[at]["recorded"], bool(r.made))
         for r in replayed

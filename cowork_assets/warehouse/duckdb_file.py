@@ -23,34 +23,32 @@ from cowork_assets.store.storage import atomic_path, filesystem, is_remote, join
 _VIEW = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", re.IGNORECASE)
 
 
-_CURRENT = re.compile(r"\{current:(\w+)\}")
-
-
-def _current_folder(root: str, dataset: str) -> str:
-    from cowork_assets.datasets.publish import current_path
-
-    try:
-        return current_path(root, dataset).replace("'", "''")
-    except FileNotFoundError:  # not published yet: the view is skipped
-        return join(root, "published", dataset, "unpublished")
-
-
 def _lineage_values() -> str:
     from cowork_assets.orchestration.lineage import lineage_rows
 
     return ", ".join("(" + ", ".join("'" + v.replace("'", "''") + "'" for v in row) + ")" for row in lineage_rows())
 
 
+def table_view(table, data_root: str) -> str:
+    """The view of a registered table over the files that hold its rows (`Table.sources`); one that has no
+    files yet (a dataset never published) reads a folder that does not exist, and `build_warehouse` skips it."""
+    try:
+        files = table.sources(data_root)
+    except FileNotFoundError:
+        files = [join(data_root, "published", table.name, "unpublished", "*.parquet")]
+    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    return f"CREATE OR REPLACE VIEW {table.name} AS SELECT * FROM read_parquet([{listed}], union_by_name = true)"
+
+
 def view_statements(data_root: str) -> list[tuple[str, str]]:
-    """(view name, SQL): one view per registered table, then each statement of sql/views.sql, with the
-    folders filled in."""
+    """(view name, SQL): one view per registered table (`table_view`), then each statement of sql/views.sql,
+    with the folders filled in."""
     from cowork_assets.store.registry import in_warehouse
 
-    text = ";\n".join(t.view_sql() for t in in_warehouse()) + ";\n" + (project_dir("sql") / "views.sql").read_text()
     root = normalize_root(data_root)
+    out = [(t.name, table_view(t, root)) for t in in_warehouse()]
     tables, published = (join(root, part).replace("'", "''") for part in ("tables", "published"))
-    out = []
-    for statement in text.split(";"):
+    for statement in (project_dir("sql") / "views.sql").read_text().split(";"):
         body = "\n".join(line for line in statement.splitlines() if not line.strip().startswith("--")).strip()
         if body:
             name = _VIEW.search(body)
@@ -60,7 +58,7 @@ def view_statements(data_root: str) -> list[tuple[str, str]]:
                 .replace("{root}", root.replace("'", "''"))
                 .replace("{column_lineage}", _lineage_values())
             )
-            out.append((name.group(1) if name else "?", _CURRENT.sub(lambda m: _current_folder(root, m[1]), body)))
+            out.append((name.group(1) if name else "?", body))
     return out
 
 
