@@ -171,7 +171,8 @@ def compute_score(
 
 def turns_by_trajectory(messages: pl.DataFrame) -> dict[str, check_types.Turns]:
     """trajectory_id -> its assistant turns, read from message rows (one row per call; a call fails when the
-    tool message answering it reports an error): polars turns nested structs into Python dicts at ~3 us each."""
+    tool message answering it reports an error) as flat columns: polars turns nested structs into Python dicts
+    slowly."""
     call = pl.col("call")
     failed = (
         messages.filter(pl.col("role") == "tool", pl.col("content").str.contains(ERROR_RESULT))

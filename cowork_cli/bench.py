@@ -48,8 +48,8 @@ def _tree_memory_mb(root_pid: int) -> dict[int, float]:
     A child forked and not yet exec'd (its command line still its parent's) shares all its parent's
     pages: it is counted as 0, not as a second copy of its parent (this run forks only to exec; its
     workers are spawned). Proportional memory (PSS) would settle that and the libraries the workers
-    share, but reading it cost ~40 ms of CPU per sample in a two-worker run: ~17% of a core taken
-    from the run being measured."""
+    share, but reading it costs enough CPU per sample to take a noticeable share of a core from the run
+    being measured."""
     children: dict[int, list[int]] = defaultdict(list)
     for entry in os.listdir("/proc"):
         if entry.isdigit() and (fields := stat_fields(int(entry))):
@@ -134,8 +134,8 @@ def floor_seconds(raw_root: Path, data_root: Path, encoding: str, workers: int) 
     against.
 
     Measured in a fresh interpreter, each way of tokenizing the best of FLOOR_REPEATS (a floor is the
-    least the work costs): the batch API's two threads take turns on the GIL, and a single measurement
-    at 80,000 took 11.1-14.1 s in fresh processes, 12.6-15.3 s in this one after the run.
+    least the work costs): the batch API's two threads take turns on the GIL, so one measurement varies, and
+    more so in a process that has just run the pipeline.
     """
     command = [sys.executable, "-m", "cowork_cli.bench", str(raw_root), str(data_root), encoding, str(workers)]
     done = subprocess.run(command, capture_output=True)

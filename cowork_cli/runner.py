@@ -164,7 +164,7 @@ def materialize_all(
     else:
         pool, results = None, (_process_batch(config, b, instance) for b in todo)
     from cowork_cli.origin import execute
-    from dagster_project.definitions import CORPUS_JOBS
+    from dagster_project.jobs import CORPUS_JOBS
 
     threading.Thread(target=_warm_up, args=(settings.token_encoding,), daemon=True).start()
     try:
@@ -205,7 +205,7 @@ def materialize_all(
 
 def _wait_for_runs_elsewhere(instance: dg.DagsterInstance, echo: Callable[[str], None]) -> None:
     """The cross-batch steps wait for cross-batch runs launched elsewhere (the UI, a schedule) on this instance."""
-    from dagster_project.definitions import CORPUS_JOBS
+    from dagster_project.jobs import CORPUS_JOBS
 
     told = False
     while in_flight(instance, CORPUS_JOBS):
@@ -251,7 +251,8 @@ _worker_instance: dg.DagsterInstance | None = None
 def _start_worker(home: str) -> None:
     """Pool initializer: import the code and open the instance once per worker process."""
     global _worker_instance
-    from dagster_project.definitions import BATCH_JOB, job_definition  # tunes the process, as in the parent
+    from dagster_project.definitions import job_definition  # tunes the process, as in the parent
+    from dagster_project.jobs import BATCH_JOB
 
     die_with_parent()
     job_definition(BATCH_JOB)
@@ -261,8 +262,8 @@ def _start_worker(home: str) -> None:
 
 def _exit_at_once() -> None:
     """A pool worker's last act: its results are returned and its runs recorded, and tearing down an
-    interpreter that holds ~0.6 GB took seconds, during which the cross-batch phase had started beside it
-    (peak memory of the 80,000 benchmark 2.3-2.5 GB instead of 2.1)."""
+    interpreter that holds a batch's memory takes seconds, during which the cross-batch phase has started beside
+    it and the peak memory holds both."""
     logging.shutdown()  # flush what the log handlers hold, as a normal exit would
     sys.stdout.flush()
     sys.stderr.flush()
@@ -272,7 +273,7 @@ def _exit_at_once() -> None:
 def _process_batch(config: dict, batch: str, instance: dg.DagsterInstance | None = None):
     """Run the per-batch job for one batch (in a worker process when batches run in parallel)."""
     from cowork_cli.origin import execute
-    from dagster_project.definitions import BATCH_JOB
+    from dagster_project.jobs import BATCH_JOB
 
     t0 = time.monotonic()
     result = execute(BATCH_JOB, instance or _worker_instance, config, {"dagster/partition": batch})

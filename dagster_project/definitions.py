@@ -1,12 +1,20 @@
 """The code location: every asset, check, job, sensor and resource of cowork-curate.
 
 This module is the entry point of `dagster dev` and of the runner's processes: it tunes the process
-(`cowork_assets.runtime.tuning`) before anything imports polars.
+(`cowork_assets.runtime.tuning`) before anything imports polars, reads the environment `make ui` sets
+(COWORK_RAW_ROOT, COWORK_DATA_ROOT, COWORK_REFRESH_CRON, COWORK_SENSOR_INTERVAL), and quiets the one Dagster
+warning the pipeline causes on purpose.
 """
+
+import os
+import warnings
 
 from cowork_assets.runtime.tuning import tune_process
 
 tune_process()
+# Partitioned asset checks (one result per batch) are a "preview" feature of Dagster 1.13; they are used
+# deliberately, with Dagster pinned, so the warning is noise on every load.
+warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec")
 
 import dagster as dg  # noqa: E402
 
@@ -27,15 +35,11 @@ from dagster_project.jobs import (
 )
 from dagster_project.presentation import present
 from dagster_project.schedules import daily_refresh
-from dagster_project.sensors import corpus_refresh_sensor, dead_run_sensor, new_batch_sensor
+from dagster_project.sensors import interval_from, sensors
 
 SETTINGS, ENV_PROBLEMS = settings_from_env()
 LOCATION_NAME = "cowork_curate"  # workspace.yaml's name for this code location
 
-# Jobs the CLI runs in order: every per-batch asset for each batch, then the cross-batch ones, then the
-# warehouse (even when a cross-batch step failed).
-BATCH_JOB = process_batch.name
-CORPUS_JOBS = (refresh_corpus.name, refresh_warehouse.name)
 
 PER_BATCH_ASSETS = {key.to_user_string() for a in PER_BATCH for key in a.keys}
 
@@ -50,7 +54,7 @@ defs = dg.Definitions(
         *dataset_checks,
     ],
     jobs=[process_batch, refresh_corpus, refresh_warehouse, trace_sample],
-    sensors=[new_batch_sensor, corpus_refresh_sensor, dead_run_sensor],
+    sensors=sensors(interval_from(os.environ.get("COWORK_SENSOR_INTERVAL"))),
     schedules=[daily_refresh(SETTINGS.refresh_cron, ENV_PROBLEMS.get("COWORK_REFRESH_CRON"))],
     resources={"settings": SETTINGS, "suites": QualitySuites()},
     # Steps run inside the run's own process, as `cowork-curate run` runs them: a process per step cost

@@ -38,6 +38,11 @@ refresh_warehouse = dg.define_asset_job(
     description="Rebuild the DuckDB file; a run of its own, so a failed gate upstream never leaves stale views.",
 )
 
+# Jobs the CLI runs in order after the batches: the cross-batch ones, then the warehouse (even when a cross-batch
+# step failed); the sensors wait while any of them is in flight.
+BATCH_JOB = process_batch.name
+CORPUS_JOBS = (refresh_corpus.name, refresh_warehouse.name)
+
 
 @dg.job(
     description="The path from a sample to its raw line: launch it with the sample id in its config "

@@ -1,10 +1,15 @@
 """What a Dagster user expects to see on every asset, applied in one place: groups that read in pipeline
-order, owners, tags, a code version per asset (so "unsynced" means its stage's code changed), freshness
+order, owners, tags, a code version per asset (so "unsynced" means the code it runs changed: its module and
+what that imports of cowork_assets), freshness
 of the published datasets against the refresh schedule, and links to the source."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib
+import importlib.util
+import pkgutil
 import warnings
 from datetime import timedelta
 from functools import cache
@@ -12,23 +17,12 @@ from pathlib import Path
 
 import dagster as dg
 
+import cowork_assets
 from cowork_assets.orchestration.lineage import COLUMN_LINEAGE
 from cowork_assets.store.registry import published
 
-PACKAGE = Path(__file__).resolve().parents[1] / "cowork_assets"
 # Pipeline order; the UI sorts groups by name, so each gets its position as a prefix.
 GROUPS = ("raw", "staging", "evidence", "curation", "validation", "selection", "datasets", "warehouse")
-# The code behind each group: its stage folder, plus what the stage's logic is built on.
-STAGE_CODE = {
-    "raw": ["ingest"],
-    "staging": ["ingest"],
-    "evidence": ["evidence", "checks"],
-    "curation": ["curation"],
-    "validation": ["validation", "checks"],
-    "selection": ["selection"],
-    "datasets": ["datasets", "checks"],
-    "warehouse": ["warehouse"],
-}
 PUBLISHED = (*published(), "dataset_card")
 OWNERS = ["team:cowork-curate"]
 
@@ -38,12 +32,61 @@ def ordered(group: str) -> str:
 
 
 @cache
-def code_version(group: str) -> str:
-    """A hash of the source of the stage folders behind a group."""
+def defining_modules() -> dict[str, str]:
+    """Asset key -> the module that defines it: a stage's `assets.py` (no stage's imports another's assets)."""
+    found: dict[str, str] = {}
+    for info in pkgutil.iter_modules(cowork_assets.__path__):
+        name = f"{cowork_assets.__name__}.{info.name}.assets"
+        if not info.ispkg or importlib.util.find_spec(name) is None:
+            continue
+        for value in vars(importlib.import_module(name)).values():
+            keys = (
+                value.keys
+                if isinstance(value, dg.AssetsDefinition)
+                else [value.key]
+                if isinstance(value, dg.AssetSpec)
+                else []
+            )
+            for key in keys:
+                found.setdefault(key.to_user_string(), name)
+    return found
+
+
+@cache
+def source_closure(module: str) -> tuple[Path, ...]:
+    """The source files of a module and of every cowork_assets module it imports, transitively (packages'
+    `__init__.py` included: importing a module runs them; a plugin family's modules all, as it imports them)."""
+    seen: dict[str, Path] = {}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        try:
+            spec = importlib.util.find_spec(name) if name not in seen else None
+        except ModuleNotFoundError:  # `from module import name`: a name, not a module
+            continue
+        if spec is None or spec.origin is None:
+            continue
+        seen[name] = Path(spec.origin)
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # its packages
+        source = seen[name].read_text()
+        if spec.submodule_search_locations and "discover(" in source:  # a plugin family: every module of it
+            todo += [f"{name}.{m.name}" for m in pkgutil.iter_modules(spec.submodule_search_locations)]
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                todo += [a.name for a in node.names if a.name.startswith(cowork_assets.__name__)]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(cowork_assets.__name__):
+                todo += [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+    return tuple(sorted(seen.values()))
+
+
+@cache
+def code_version(module: str) -> str:
+    """A hash of the source the module's assets run: the module and what it imports of cowork_assets."""
     digest = hashlib.sha256()
-    for folder in STAGE_CODE.get(group, []):
-        for path in sorted((PACKAGE / folder).rglob("*.py")):
-            digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
+    root = Path(cowork_assets.__file__).parent
+    for path in source_closure(module):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
 
 
@@ -89,7 +132,7 @@ def present(assets: list, refresh_cron: str, per_batch: set[str]) -> list:
             s = s.merge_attributes(metadata={"dagster/column_schema": with_sources(schema, COLUMN_LINEAGE[name])})
         s = s.replace_attributes(
             group_name=ordered(group),
-            code_version=code_version(group),
+            code_version=code_version(defining_modules()[name]),
             freshness_policy=freshness(refresh_cron) if name in PUBLISHED else None,
         )
         return s.merge_attributes(

@@ -2,10 +2,8 @@
 run is in flight; runs whose process died are marked failed.
 
 Dagster's sensor daemon evaluates sensors in a loop of at least 5 s; their minimum interval defaults to 1 s so
-that every loop evaluates them (a longer one skips loops). COWORK_SENSOR_INTERVAL (seconds) sets it.
+that every loop evaluates them (a longer one skips loops). The code location sets it from COWORK_SENSOR_INTERVAL.
 """
-
-import os
 
 import dagster as dg
 
@@ -13,10 +11,9 @@ from cowork_assets.ingest.raw_files import discover_batches
 from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.run_health import in_flight, publication_blocked, reap_dead_runs
 from cowork_assets.settings import CurateSettings
-from dagster_project.jobs import process_batch, refresh_corpus, refresh_warehouse
+from dagster_project.jobs import CORPUS_JOBS, process_batch, refresh_corpus, refresh_warehouse
 
-INTERVAL = int(os.environ.get("COWORK_SENSOR_INTERVAL", "1"))
-CORPUS_JOBS = (refresh_corpus.name, refresh_warehouse.name)
+INTERVAL = 1
 
 
 def _latest(instance: dg.DagsterInstance, job: str, statuses=None) -> dg.RunRecord | None:
@@ -24,12 +21,13 @@ def _latest(instance: dg.DagsterInstance, job: str, statuses=None) -> dg.RunReco
     return records[0] if records else None
 
 
-@dg.sensor(
+NEW_BATCH = dict(
     job=process_batch,
-    minimum_interval_seconds=INTERVAL,
     description="Registers each new batch folder under raw_root as a partition and requests its process_batch run "
     "(not while a cross-batch run is reading every batch's tables).",
 )
+
+
 def new_batch_sensor(context: dg.SensorEvaluationContext, settings: CurateSettings):
     try:
         found = discover_batches(settings.raw_path)
@@ -47,15 +45,16 @@ def new_batch_sensor(context: dg.SensorEvaluationContext, settings: CurateSettin
     )
 
 
-@dg.sensor(
+CORPUS_REFRESH = dict(
     jobs=[refresh_corpus, refresh_warehouse],
-    minimum_interval_seconds=INTERVAL,
     description="Once every batch run in flight has finished, refreshes everything across batches (findings, dedup, "
     "exclusions, the gated datasets) when a batch run succeeded since the last refresh, and the DuckDB file after it "
     "(the run queue starts it when the refresh ends, whatever its outcome): a "
     "dataset version is never built from a half-processed batch, nor while a batch's last run failed (unless "
     "publish_without_failed_batches is set).",
 )
+
+
 def corpus_refresh_sensor(context: dg.SensorEvaluationContext, settings: CurateSettings):
     instance = context.instance
     if batch_runs := in_flight(instance, (process_batch.name,)):
@@ -79,11 +78,29 @@ def corpus_refresh_sensor(context: dg.SensorEvaluationContext, settings: CurateS
     return dg.SkipReason("the corpus is up to date with every finished batch run")
 
 
-@dg.sensor(
-    minimum_interval_seconds=INTERVAL,
+DEAD_RUNS = dict(
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Marks failed any run whose process is gone (killed, crashed), so it frees its place in the run queue.",
 )
+
+
 def dead_run_sensor(context: dg.SensorEvaluationContext):
     reaped = reap_dead_runs(context.instance)
     return dg.SkipReason(f"marked {len(reaped)} dead run(s) failed: {', '.join(reaped)}" if reaped else "no dead runs")
+
+
+def interval_from(value: str | None) -> int:
+    """The sensors' interval from COWORK_SENSOR_INTERVAL: a whole number of seconds, else the default."""
+    return int(value) if value and value.strip().isdigit() and int(value) >= 1 else INTERVAL
+
+
+def sensors(interval: int = INTERVAL) -> list[dg.SensorDefinition]:
+    """The three sensors, each evaluated at most every `interval` seconds."""
+    return [
+        dg.sensor(minimum_interval_seconds=interval, **options)(function)
+        for function, options in (
+            (new_batch_sensor, NEW_BATCH),
+            (corpus_refresh_sensor, CORPUS_REFRESH),
+            (dead_run_sensor, DEAD_RUNS),
+        )
+    ]

@@ -251,7 +251,7 @@ def test_a_new_truncation_strategy_is_one_module(tmp_path):
 import json, polars as pl
 import cowork_assets.curation.strategies as strategies
 strategies.__path__.append(FOLDER)
-strategies.STRATEGIES.update(strategies._discover())
+strategies.registry.cache_clear()
 from tests.helpers import flatten
 from tests.test_curation import _curate, _sample
 from cowork_assets.curation.schemas import EvidenceAudit, SampleStats, TruncationSweep

@@ -1,10 +1,13 @@
 """The code location loads and reads as the data flow; the sensor registers new batches."""
 
+from pathlib import Path
+
 import dagster as dg
 
 from cowork_assets.settings import CurateSettings
 from dagster_project.definitions import defs
-from dagster_project.sensors import new_batch_sensor
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_definitions_load_with_groups_checks_and_jobs():
@@ -89,6 +92,25 @@ def test_definitions_load_with_groups_checks_and_jobs():
     assert graph.get(dg.AssetKey("trajectories")).partitions_def.name == "batches"
 
 
+def test_an_assets_code_version_covers_what_its_code_imports_and_nothing_else():
+    from dagster_project.presentation import code_version, defining_modules, source_closure
+
+    modules = defining_modules()
+    assert (
+        modules["evidence"] == "cowork_assets.evidence.assets"
+        and modules["raw_batches"] == "cowork_assets.ingest.assets"
+    )
+    evidence = {p.relative_to(ROOT).as_posix() for p in source_closure("cowork_assets.evidence.assets")}
+    assert {"cowork_assets/evidence/extract.py", "cowork_assets/checks/db_match.py"} <= evidence  # imported
+    assert "cowork_assets/store/storage.py" in evidence and "cowork_assets/datasets/publish.py" not in evidence
+    ingest = {p.relative_to(ROOT).as_posix() for p in source_closure("cowork_assets.ingest.assets")}
+    assert "cowork_assets/ingest/formats/tau2.py" in ingest  # a plugin: imported by discovery, not by name
+    graph = defs.resolve_asset_graph()
+    versions = {k.to_user_string(): graph.get(k).code_version for k in graph.get_all_asset_keys()}
+    assert versions["evidence"] == code_version("cowork_assets.evidence.assets") != versions["sft_dataset"]
+    assert versions["trajectories"] == versions["messages"]  # one module computes both
+
+
 def _evaluate(sensor, instance, settings):
     with dg.build_sensor_context(instance=instance, resources={"settings": settings}) as context:
         return sensor(context)
@@ -99,21 +121,21 @@ def test_sensor_registers_new_batches_once(tmp_path):
         (tmp_path / name).mkdir()
     settings = CurateSettings(raw_root=str(tmp_path), data_root=str(tmp_path / "out"))
     with dg.instance_for_test() as instance:
-        result = _evaluate(new_batch_sensor, instance, settings)
+        result = _evaluate(defs.get_sensor_def("new_batch_sensor"), instance, settings)
         assert sorted(r.partition_key for r in result.run_requests) == ["b1", "b2"]
         assert result.dynamic_partitions_requests[0].partition_keys == ["b1", "b2"]
         instance.add_dynamic_partitions("batches", ["b1", "b2"])
-        again = _evaluate(new_batch_sensor, instance, settings)
+        again = _evaluate(defs.get_sensor_def("new_batch_sensor"), instance, settings)
         assert isinstance(again, dg.SkipReason)
         (tmp_path / "b3").mkdir()
-        third = _evaluate(new_batch_sensor, instance, settings)
+        third = _evaluate(defs.get_sensor_def("new_batch_sensor"), instance, settings)
         assert [r.partition_key for r in third.run_requests] == ["b3"]
 
 
 def test_sensor_skips_cleanly_without_a_raw_root(tmp_path):
     settings = CurateSettings(raw_root=str(tmp_path / "missing"), data_root=str(tmp_path))
     with dg.instance_for_test() as instance:
-        result = _evaluate(new_batch_sensor, instance, settings)
+        result = _evaluate(defs.get_sensor_def("new_batch_sensor"), instance, settings)
         assert isinstance(result, dg.SkipReason) and "not a directory" in result.skip_message
 
 

@@ -305,7 +305,6 @@ def test_no_dataset_is_published_without_a_batch_that_failed_unless_asked(tmp_pa
     from cowork_assets.settings import CurateSettings
     from cowork_cli.runner import _run_config, ensure_instance, materialize_all
     from dagster_project.definitions import defs
-    from dagster_project.sensors import corpus_refresh_sensor
 
     raw = tmp_path / "raw"
     for i, name in enumerate(["good", "broken"]):
@@ -321,7 +320,7 @@ def test_no_dataset_is_published_without_a_batch_that_failed_unless_asked(tmp_pa
     # The UI path: the sensor waits, and a refresh launched by hand or the schedule publishes nothing.
     instance = ensure_instance(tmp_path / "home")
     with dg.build_sensor_context(instance=instance, resources={"settings": settings}) as context:
-        skipped = corpus_refresh_sensor(context)
+        skipped = defs.get_sensor_def("corpus_refresh_sensor")(context)
     assert skipped.skip_message.startswith("not refreshing the corpus: batch(es) broken failed")
     launched = defs.resolve_job_def("refresh_corpus").execute_in_process(
         run_config=_run_config(settings), instance=instance, raise_on_error=False

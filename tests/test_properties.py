@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 
 from cowork_assets.curation import truncate
 from cowork_assets.curation.curate import curate_chunk
-from cowork_assets.curation.spans import MARKER_RE, evidence_spans, merge, render, total
-from cowork_assets.curation.strategies import SPAN
+from cowork_assets.curation.spans import MARKER_RE, SPAN, evidence_spans, merge, render, total
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.ingest.batch import ingest_batch
 from cowork_assets.ingest.raw_files import iter_raw_lines

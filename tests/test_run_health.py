@@ -52,7 +52,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_killed_runs_process_is_found_and_its_slot_freed(corpus, tmp_path):
-    from dagster_project.sensors import dead_run_sensor
+    from dagster_project.definitions import defs
 
     home, data = tmp_path / "home", tmp_path / "data"
     batch = sorted(p.name for p in corpus.iterdir() if p.is_dir())[0]
@@ -86,7 +86,7 @@ def test_a_killed_runs_process_is_found_and_its_slot_freed(corpus, tmp_path):
     worker.wait()
     assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.STARTED  # nothing else notices
     assert in_flight(instance, ("process_batch",)) == 1  # it holds its place in the queue
-    result = dead_run_sensor(dg.build_sensor_context(instance=instance))
+    result = defs.get_sensor_def("dead_run_sensor")(dg.build_sensor_context(instance=instance))
     assert run.run_id in result.skip_message
     assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
     assert in_flight(instance, ("process_batch",)) == 0

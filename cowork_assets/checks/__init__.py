@@ -1,35 +1,32 @@
-"""Grader check types: each declared once, in one module of this package, as a `CheckType` (`_base.py`):
-how it is validated, which evidence values it yields, how it is replayed on a transcript, and the
-counts and tools the consistency rules compare. Evidence, task findings and the RL datasets call it.
-A new check type is one module here defining `TYPE`; nothing else changes.
+"""Grader check types: each declared once, in one module of this package (found by `cowork_assets.plugins`),
+as a `CheckType` (`_base.py`) named `TYPE`: how it is validated, which evidence values it yields, how it is
+replayed on a transcript, and the counts and tools the consistency rules compare. Evidence, task findings and
+the RL datasets call it. A new check type is one module here defining `TYPE`; nothing else changes.
 
 A check of a type no module declares is kept and reported (`unknown_check_type`), never a crash.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Iterator
 from functools import cache
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
 from cowork_assets.checks._base import Call, CheckType, Turn
 from cowork_assets.evidence.values import named_value, record_value
+from cowork_assets.plugins import discover
+
+
+class CheckTypeModule(Protocol):
+    TYPE: CheckType
 
 
 @cache
 def types() -> dict[str, CheckType]:
     """Every declared check type by name."""
-    found = {}
-    for info in pkgutil.iter_modules(__path__):
-        if not info.name.startswith("_"):
-            module = importlib.import_module(f"{__name__}.{info.name}")
-            if isinstance(getattr(module, "TYPE", None), CheckType):
-                found[module.TYPE.name] = module.TYPE
-    return found
+    return {module.TYPE.name: module.TYPE for module in discover(__name__, CheckTypeModule).values()}
 
 
 def type_of(check: dict) -> CheckType | None:

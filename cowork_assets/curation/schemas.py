@@ -3,7 +3,8 @@
 import pandera.polars as pa
 import polars as pl
 
-from cowork_assets.curation.strategies import SPAN, names
+from cowork_assets.curation.spans import SPAN
+from cowork_assets.curation.strategies import names
 from cowork_assets.store.models import TOOL_CALL
 
 VERDICTS = ["kept", "trimmed", "dropped"]

@@ -2,6 +2,7 @@
 
 A span is a half-open [start, end) range of the original text. Every gap between kept spans is
 replaced by a visible marker that says how many characters were cut: `[...1234 chars cut...]`.
+Strategies build their span columns with `span_list` and `positional`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+import polars as pl
+
 Span = tuple[int, int]
+SPAN = pl.Struct({"start": pl.Int64, "end": pl.Int64})
 MARKER = "[...{n} chars cut...]"
 MARKER_RE = re.compile(r"\[\.\.\.(\d+) chars cut\.\.\.\]")
 
@@ -54,14 +58,6 @@ def intersect(a: Sequence[Span], b: Sequence[Span]) -> list[Span]:
     return merge((max(s1, s2), min(e1, e2)) for s1, e1 in a for s2, e2 in b if min(e1, e2) > max(s1, s2))
 
 
-def covers(spans: Sequence[Span], start: int, end: int) -> bool:
-    return any(s <= start and end <= e for s, e in spans)
-
-
-def head_spans(length: int, allowance: int) -> list[Span]:
-    return [(0, min(length, allowance))]
-
-
 def evidence_spans(length: int, allowance: int, cores: Sequence[Span], context: int) -> tuple[list[Span], int]:
     """Spend `allowance` on windows around the evidence first, then on the head.
 
@@ -96,3 +92,14 @@ def render(text: str, spans: Sequence[Span]) -> str:
     if pos < len(text):
         pieces.append(marker(len(text) - pos))
     return "".join(pieces)
+
+
+def span_list(*pairs: tuple[pl.Expr, pl.Expr]) -> pl.Expr:
+    """A list of kept spans from (start, end) expressions (built as an array: `concat_list` of two structs
+    is far slower)."""
+    return pl.concat_arr(pl.struct(start=s.cast(pl.Int64), end=e.cast(pl.Int64)) for s, e in pairs).arr.to_list()
+
+
+def positional(observations: pl.DataFrame, kept_spans: pl.Expr) -> pl.DataFrame:
+    """The rows of a cut by position only: never any overflow."""
+    return observations.with_columns(kept_spans=kept_spans, overflow_chars=pl.lit(0, pl.Int64))

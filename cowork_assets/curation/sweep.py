@@ -14,22 +14,16 @@ from __future__ import annotations
 
 import polars as pl
 
-from cowork_assets.curation.strategies import STRATEGIES, names
+from cowork_assets.curation.schemas import TruncationSweep
+from cowork_assets.curation.strategies import names, registry
 from cowork_assets.curation.truncate import Shown, kept_spans, observations
 from cowork_assets.evidence.locate import shown
 from cowork_assets.markdown import Markdown
+from cowork_assets.store.models import polars_schema
 
 ALLOWANCES = (250, 500, 1000, 2000, 4000, 8000, 16000)
 TARGET = 0.99  # the share of at-risk evidence a recommended allowance keeps
-SCHEMA = {
-    "category": pl.String,
-    "strategy": pl.String,
-    "max_observation_chars": pl.Int64,
-    "at_risk_items": pl.Int64,
-    "lost_items": pl.Int64,
-    "kept_chars": pl.Int64,
-    "observation_chars": pl.Int64,
-}
+SCHEMA = polars_schema(TruncationSweep, without=("batch",))
 
 
 def sweep(
@@ -53,14 +47,14 @@ def sweep(
     # Each configuration (strategy, allowance) gives what its cuts take off each category's observations and
     # the values they lose: small parts, tallied together once.
     configs = pl.DataFrame(
-        [(name, n) for n in allowances for name in STRATEGIES],
+        [(name, n) for n in allowances for name in registry()],
         schema={"strategy": pl.String, "n": pl.Int64},
         orient="row",
     ).with_row_index("config")
     before_use = Shown(occurrences)
     taken, gone = [], []
     for config, name, n in configs.iter_rows():
-        module, long, tag = STRATEGIES[name], every.filter(pl.col("shown") > n), pl.lit(config, pl.UInt32)
+        module, long, tag = registry()[name], every.filter(pl.col("shown") > n), pl.lit(config, pl.UInt32)
         if getattr(module, "KEEPS_ALL_EVIDENCE", False):  # loses nothing: only its characters are needed
             found = long.with_columns(kept=module.kept_chars(long, n, evidence_context_chars)["kept_chars"])
         else:
@@ -123,7 +117,7 @@ def recommendation(frame: pl.DataFrame) -> list[str]:
     """Per verl truncation side, the smallest allowance that keeps at least 99% of at-risk evidence."""
     summed = totals(frame)
     lines = []
-    for strategy, module in STRATEGIES.items():
+    for strategy, module in registry().items():
         if module.VERL_SIDE is None:
             continue
         rows = summed.filter(pl.col("strategy") == strategy, pl.col("lost_share") <= 1 - TARGET)

@@ -16,7 +16,7 @@ from cowork_assets.datasets import publish as pub
 from cowork_assets.datasets.card import CHARTS, build_card, inline_charts, render_markdown, svg, sweep_svg
 from cowork_assets.datasets.gates import run_gate
 from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks, verl_tool_config
-from cowork_assets.datasets.schemas import JSON_FIELDS
+from cowork_assets.datasets.schemas import JSON_FIELDS, SPLITS
 from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft, chat_messages, published_messages, token_texts
 from cowork_assets.datasets.stages import card_inputs
 from cowork_assets.datasets.suites import SuiteProcess, give_back, suite_process
@@ -26,6 +26,7 @@ from cowork_assets.orchestration.metadata import as_metadata
 from cowork_assets.orchestration.partitions import CROSS_BATCH_POOL
 from cowork_assets.orchestration.run_health import publication_blocked
 from cowork_assets.orchestration.specs import asset_args
+from cowork_assets.selection.exclusions import first_batch_rows
 from cowork_assets.settings import CurateSettings
 from cowork_assets.store import versions
 from cowork_assets.store.models import arrow_schema
@@ -42,7 +43,6 @@ from cowork_assets.store.storage import (
 from cowork_assets.store.versions import candidates_folder
 from cowork_assets.tokens import TokenCounter
 
-SPLITS = ("train", "validation")
 GATE_PART_ROWS = 5_000  # rows of a candidate its gate holds at once (an RL task row is ~20 KB)
 
 
@@ -177,7 +177,7 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
     )
     spills = _split_spills(settings, "rl_tasks", pl.col("extra_info").struct.field("index"), chosen["index"])
     for keys in chosen.partition_by("batch", maintain_order=True):
-        # a batch's chosen packages at a time: a state slice per tool makes the rows ~2x the packages
+        # a batch's chosen packages at a time: a state slice per tool makes the rows larger than the packages
         packages = TABLES["task_packages"].read_keyed(settings.root, keys, "task_hash")
         packages = packages.join(keys.select("task_hash", "index"), on="task_hash")
         rows = build_rl_tasks(packages, systems, rates, settings.validation_fraction)
@@ -191,7 +191,7 @@ def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSet
     runs = TABLES["trajectories"].scan(settings.root)
     if settings.rl_rollout_role != "all":
         runs = runs.filter(pl.col("teacher_role") == settings.rl_rollout_role)
-    runs = runs.collect().sort("batch").unique("trajectory_id", keep="first", maintain_order=True)  # ids recur: first
+    runs = first_batch_rows(runs.collect())
     # regrade has replayed every run's checks on its transcript: the rewards and first turns come from there
     replayed = (
         TABLES["regrade"]

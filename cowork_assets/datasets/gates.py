@@ -17,11 +17,11 @@ import pandera.errors
 import polars as pl
 
 from cowork_assets.datasets.suites import SuiteProcess
+from cowork_assets.ingest.roles import ROLES
 from cowork_assets.store.models import polars_schema
 from cowork_assets.store.registry import published
 
 MAX_MODEL_FAILURES = 20  # pandera failure cases reported, over all parts
-ROLES = ["system", "user", "assistant", "tool"]
 
 
 def _is_tool_list(text: str | None) -> bool:

@@ -101,7 +101,7 @@ def build_rl_tasks(
         pass_rates, on="task_id", how="left", maintain_order="left"
     )
     # A slice at a time: the kwargs are the largest column (a service's state copied for each of its
-    # tools), and a list of them all as Python strings took ~1.5x their size on top.
+    # tools), and a list of them all as Python strings would hold them a second time.
     kwargs = pl.concat(
         [
             pl.Series(dtype=pl.String),

@@ -6,7 +6,7 @@ import polars as pl
 from cowork_assets.datasets.rl import CHECK
 from cowork_assets.datasets.sft import MESSAGE
 
-SPLITS = ["train", "validation"]
+SPLITS = ("train", "validation")
 
 # Fields published as Arrow's JSON extension type (Parquet's JSON logical type): `datasets` and DuckDB read them
 # as one object per row, so a row keeps its own tool schemas and arguments (as Arrow structs, every tool's
@@ -32,7 +32,7 @@ class SftDataset(pa.DataFrameModel):
     chars: pl.Int64 = pa.Field(ge=0, description="characters of the curated sample")
     tokens: pl.Int64 = pa.Field(ge=0, description="tiktoken tokens of the curated sample")
     curation: str = pa.Field(description="what truncation and trim did")
-    split: str = pa.Field(isin=SPLITS, description="train or validation")
+    split: str = pa.Field(isin=list(SPLITS), description="train or validation")
     batch: str = pa.Field(description="lineage: raw batch")
     raw_file: str = pa.Field(description="lineage: raw file")
     raw_record: pl.Int64 = pa.Field(ge=1, description="lineage: 1-based line (or list position)")

@@ -7,7 +7,7 @@ import polars as pl
 
 from cowork_assets.curation.strategies import names
 from cowork_assets.curation.sweep import totals
-from cowork_assets.selection.exclusions import STAGES
+from cowork_assets.selection.schemas import STAGES
 from cowork_assets.settings import CurateSettings
 from cowork_assets.store.registry import TABLES
 

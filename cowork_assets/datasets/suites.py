@@ -1,7 +1,7 @@
 """The published datasets' Great Expectations suites, run in a helper process.
 
-Great Expectations takes ~3 s of CPU to import (scipy, altair, its ~60 expectation modules). In the
-process that runs the batches it took that time from them; a helper process started with the run that
+Great Expectations takes seconds of CPU to import (scipy, altair, its expectation modules). In the
+process that runs the batches it would take that time from them; a helper process started with the run that
 gates the datasets imports it on a core that the cross-batch steps leave idle, then runs each suite on
 the flat validation view, handed over as an Arrow IPC file: one JSON request per line on its stdin,
 one JSON reply per line on its stdout (see `helper_process`).

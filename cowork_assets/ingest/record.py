@@ -14,10 +14,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cowork_assets.ingest.fast_accept import accepts
+from cowork_assets.ingest.roles import TEACHER_ROLES
 
 SCHEMA_ID = "cowork.trajectory/v1"
 BOM = "\ufeff".encode()
-ROLES = ("system", "user", "assistant", "tool")
 EXCERPT_CHARS = 200
 
 
@@ -62,7 +62,7 @@ class Task(_Strict):
 class Teacher(_Strict):
     model: str
     run_id: str | None = None
-    role: Literal["teacher", "student"]
+    role: Literal[TEACHER_ROLES]
 
 
 class Grade(_Strict):

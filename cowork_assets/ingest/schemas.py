@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandera.polars as pa
 import polars as pl
 
-from cowork_assets.ingest.record import ROLES
+from cowork_assets.ingest.roles import ROLES, TEACHER_ROLES
 from cowork_assets.store.models import TOOL_CALL
 
 
@@ -23,7 +23,7 @@ class Trajectories(pa.DataFrameModel):
     category: str = pa.Field(description="task category, e.g. single_turn / multi_turn")
     teacher_model: str = pa.Field(description="model that produced the trajectory")
     teacher_run_id: str = pa.Field(nullable=True, description="producer's run id")
-    teacher_role: str = pa.Field(isin=["teacher", "student"], description="teacher demo or student RL rollout")
+    teacher_role: str = pa.Field(isin=list(TEACHER_ROLES), description="teacher demo or student RL rollout")
     group_id: str = pa.Field(nullable=True, description="rollout group for group-relative rewards")
     grade_score: float = pa.Field(nullable=True, description="recorded grader score")
     grade_passed: bool = pa.Field(nullable=True, description="recorded grader verdict")

@@ -1,12 +1,6 @@
 """The unit of incremental work: one dynamic partition per raw batch folder."""
 
-import warnings
-
 import dagster as dg
-
-# Partitioned asset checks (one result per batch) are a "preview" feature of Dagster 1.13; we rely
-# on them deliberately and pin Dagster, so the warning is noise on every CLI call.
-warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec")
 
 batches = dg.DynamicPartitionsDefinition(name="batches")
 

@@ -23,7 +23,7 @@ def stat_fields(pid: int) -> list[bytes]:
 
 
 def alive(pid: int) -> bool:
-    """Whether `pid` can still write: a killed process stays a zombie until init reaps it (~1 s here)."""
+    """Whether `pid` can still write: a killed process stays a zombie until init reaps it."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

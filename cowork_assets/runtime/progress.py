@@ -1,7 +1,7 @@
 """Progress lines for long steps, at most one every few seconds.
 
-Each line is an event Dagster stores in its event log (1-4 ms apiece on the SQLite instance); a line
-per chunk — a dozen per step on a 20,000-run batch — said little the next one did not.
+Each line is an event Dagster stores in its event log, each a write to the instance; a line per chunk
+said little the next one did not.
 """
 
 from __future__ import annotations

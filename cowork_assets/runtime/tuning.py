@@ -1,10 +1,10 @@
 """Process tuning the entry points apply before they import polars (never done on import).
 
 - The steps create millions of short-lived Python objects (parsed records, rows crossing from polars);
-  collections every 700 allocations spent about a third of the Python time re-scanning the ones still
-  alive. A larger first generation keeps the collector's work proportional to real garbage.
+  collections every 700 allocations re-scan the ones still alive again and again. A larger first
+  generation keeps the collector's work proportional to real garbage.
 - Polars' allocator keeps freed pages for 5 s instead of polars' 0.5 s: a batch allocates and frees
-  gigabytes, and faulting them back in cost ~1 s per 20,000-run batch. Polars reads the variable when
+  gigabytes, and faulting them back in costs page faults on every chunk. Polars reads the variable when
   it is imported and writes its own default into the environment, which processes started later (the
   batch workers) inherit. A value the user set wins (polars appends it to its own).
 """

@@ -8,6 +8,7 @@ from cowork_assets.orchestration.metadata import as_metadata, written
 from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.selection.dedup import clusters
 from cowork_assets.selection.exclusions import exclusions as find_exclusions
+from cowork_assets.selection.exclusions import first_batch_rows
 from cowork_assets.selection.signatures import signatures
 from cowork_assets.settings import CurateSettings
 from cowork_assets.store.registry import TABLES
@@ -37,8 +38,8 @@ def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings
 def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     scan = TABLES["dedup_signatures"].scan(settings.root)
     # A repeated id is excluded as such, not clustered: only its first batch's row is read. Chosen on the two
-    # id columns: sorting every signature for it held them twice (+0.6 GB at 400,000 runs).
-    first = scan.select("trajectory_id", "batch").collect().sort("batch").unique("trajectory_id", keep="first")
+    # id columns: choosing on every signature held them twice.
+    first = first_batch_rows(scan.select("trajectory_id", "batch").collect())
     sigs = (
         scan.select("trajectory_id", "batch", "task_id", "content_hash", "shingles", "minhash", "score", "chars")
         .join(first.lazy(), on=["trajectory_id", "batch"], how="semi")

@@ -12,20 +12,13 @@ from __future__ import annotations
 
 import polars as pl
 
+from cowork_assets.selection.schemas import DedupClusters
 from cowork_assets.selection.signatures import PERMUTATIONS
+from cowork_assets.store.models import polars_schema
 
 BANDS = 16
 ROWS = PERMUTATIONS // BANDS
-CLUSTER_SCHEMA = {
-    "cluster_id": pl.String,
-    "task_id": pl.String,
-    "trajectory_id": pl.String,
-    "batch": pl.String,
-    "kind": pl.String,
-    "similarity": pl.Float64,
-    "representative": pl.String,
-    "kept": pl.Boolean,
-}
+CLUSTER_SCHEMA = polars_schema(DedupClusters)
 
 
 def compared(pairs: pl.DataFrame, sigs: pl.DataFrame) -> pl.DataFrame:

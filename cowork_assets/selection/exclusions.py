@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import polars as pl
 
-SCHEMA = {
-    "dataset": pl.String,
-    "batch": pl.String,
-    "trajectory_id": pl.String,
-    "task_id": pl.String,
-    "stage": pl.String,
-    "reason": pl.String,
-    "detail": pl.String,
-}
-STAGES = ("role", "grade", "structure", "task_consistency", "evidence", "budget", "dedup", "cap")
+from cowork_assets.selection.schemas import STAGES, Exclusions
+from cowork_assets.store.models import polars_schema
+
+SCHEMA = polars_schema(Exclusions)
+
+
+# A trajectory id in several batches (a file copied into two drops) counts once: the row of its first batch, in
+# name order, wins; the others are excluded ("duplicate trajectory id").
+FIRST_BATCH = pl.col("batch").min().over("trajectory_id")
+
+
+def first_batch_rows(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
+    """The rows of each trajectory id's first batch (`FIRST_BATCH`)."""
+    return frame.filter(pl.col("batch") == FIRST_BATCH)
 
 
 def _rows(frame: pl.DataFrame, stage: str, reason: pl.Expr, detail: pl.Expr) -> pl.DataFrame:
@@ -82,8 +86,7 @@ def exclusions(
     evidence = t.join(rollup.filter(pl.col("lost_to_truncation") > 0).select(*run, "lost_to_truncation"), on=run)
     dropped = t.join(stats.filter(pl.col("verdict") == "dropped").select(*run, "reason"), on=run)
     duplicates = t.join(clusters.filter(~pl.col("kept")).select(*run, "kind", "representative", "similarity"), on=run)
-    first_batch = pl.col("batch").min().over("trajectory_id")
-    repeated = t.with_columns(kept_in=first_batch).filter(pl.col("batch") != pl.col("kept_in"))
+    repeated = t.with_columns(kept_in=FIRST_BATCH).filter(pl.col("batch") != pl.col("kept_in"))
     frames = [
         _rows(
             t.filter(pl.col("teacher_role") != "teacher"),

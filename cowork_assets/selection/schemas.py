@@ -3,7 +3,8 @@
 import pandera.polars as pa
 import polars as pl
 
-from cowork_assets.selection.exclusions import STAGES
+# The stages that keep a trajectory out of SFT, in pipeline order (exclusions.py applies them).
+STAGES = ("role", "grade", "structure", "task_consistency", "evidence", "budget", "dedup", "cap")
 
 
 class DedupSignatures(pa.DataFrameModel):

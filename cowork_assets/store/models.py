@@ -13,8 +13,9 @@ from pandera.config import ValidationDepth, config_context
 TOOL_CALL = pl.Struct({"id": pl.String, "type": pl.String, "name": pl.String, "arguments": pl.String})
 
 
-def polars_schema(model: type[pa.DataFrameModel]) -> pl.Schema:
-    return pl.Schema({name: col.dtype.type for name, col in model.to_schema().columns.items()})
+def polars_schema(model: type[pa.DataFrameModel], without: tuple[str, ...] = ()) -> pl.Schema:
+    """The model's columns as a polars schema (`without` some of them: a step's rows before it adds them)."""
+    return pl.Schema({name: col.dtype.type for name, col in model.to_schema().columns.items() if name not in without})
 
 
 def nest(frame: pl.DataFrame, items: pl.DataFrame, row: str, name: str, item: pl.Struct) -> pl.DataFrame:
@@ -43,7 +44,7 @@ def validate_table(location: str, model: type[pa.DataFrameModel]) -> tuple[int, 
 
     Validated over a lazy scan, data checks included: each check reads only the columns it needs, so
     memory stays bounded and long text columns are not loaded just to confirm a type the file's schema
-    already states (the messages of a 20,000-trajectory batch: 0.57 s -> 0.04 s).
+    already states.
     """
     frame = pl.scan_parquet(location)
     rows = frame.select(pl.len()).collect().item()

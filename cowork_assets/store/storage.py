@@ -163,10 +163,9 @@ def atomic_path(final: str | Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
-# The working tables, each read back several times by later steps: lz4 decompresses ~2x faster than
-# zstd for files ~1.7x larger (a batch's run 0.3 s faster); the published datasets stay zstd. No
-# dictionary pages: the tables are mostly long, distinct text, which a dictionary does not shrink and
-# which pyarrow then reads back three times slower.
+# The working tables, each read back several times by later steps: lz4 decompresses faster than
+# zstd, for somewhat larger files; the published datasets stay zstd. No dictionary pages: the tables are
+# mostly long, distinct text, which a dictionary does not shrink and which pyarrow then reads back slower.
 PARQUET_OPTIONS = {"compression": "lz4", "use_dictionary": False}
 
 
@@ -214,13 +213,12 @@ class ParquetSink:
 
 class ArrowScratch:
     """Frames appended to an uncompressed Arrow file, a temporary one beside `final`, to be read back once:
-    written and read once, such data is cheaper without compression (a batch's task packages: 0.48 s ->
-    0.3 s against a Parquet scratch file). The file is removed by `remove`, or by the next run's sweep."""
+    written and read once, such data is cheaper without compression than in a Parquet scratch file. The file
+    is removed by `remove`, or by the next run's sweep."""
 
     def __init__(self, final: str, schema: pa.Schema):
         self.schema, self.path = schema, _scratch(final)
-        # Buffered: unbuffered, each of a part's many small Arrow buffers was a write call (rl_tasks' spill at
-        # 400,000 runs, 1.4 GB in ~600 parts: 1.5-2 s of writes instead of 0.5 s).
+        # Buffered: unbuffered, each of a part's many small Arrow buffers would be a write call.
         self._file = pa.BufferedOutputStream(pa.OSFile(str(self.path), "wb"), 1 << 20)
         self._writer = pa.ipc.new_file(self._file, schema)
 

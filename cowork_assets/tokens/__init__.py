@@ -82,7 +82,7 @@ HELPER_MIN_TEXTS = 20_000
 class TokenCounter:
     """Counts tokens here and in `workers` - 1 helper processes (`python -m cowork_assets.tokens`).
 
-    The helpers start at once and load the encoding (~0.85 s with the interpreter) while the caller
+    The helpers start at once and load the encoding (the rank file, the interpreter) while the caller
     prepares its texts, so that each process then gets an equal share. Each distinct text is encoded
     once (system prompts, requests and tool observations recur across the runs of a task), in a plain
     loop: for many short texts that is several times as fast as tiktoken's batch API, which pays for a

@@ -12,19 +12,14 @@ import orjson
 import polars as pl
 
 from cowork_assets.ingest.formats import terminal_calls
+from cowork_assets.store.models import polars_schema
 from cowork_assets.tokens import SPECIAL_TOKENS, get_encoding
 from cowork_assets.tool_lists import named_tools
 from cowork_assets.validation.json_schema import arguments_problem
 from cowork_assets.validation.schemas import StructureFindings
 
 CONTROL = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]"
-SCHEMA = {
-    "trajectory_id": pl.String,
-    "message_index": pl.Int32,
-    "kind": pl.String,
-    "severity": pl.String,
-    "detail": pl.String,
-}
+SCHEMA = polars_schema(StructureFindings, without=("batch",))  # a batch's findings before it is named
 # Not fatal: the SFT sample simply ends at the last assistant turn (after it: a simulated user's "###STOP###", the
 # result of a coding agent's submit command), and a run may end on the call its harness ends runs with.
 WARNINGS = {"ends_on_user_turn", "ends_on_tool_result", "ends_on_terminal_call"}

@@ -2,10 +2,10 @@
 
 import polars as pl
 
-from cowork_assets.curation.strategies import positional, spans
+from cowork_assets.curation.spans import positional, span_list
 
 VERL_SIDE = "left"
 
 
 def kept(observations: pl.DataFrame, allowance: int, context: int) -> pl.DataFrame:
-    return positional(observations, spans((pl.lit(0), pl.lit(allowance))))
+    return positional(observations, span_list((pl.lit(0), pl.lit(allowance))))

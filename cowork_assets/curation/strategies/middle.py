@@ -3,11 +3,11 @@
 
 import polars as pl
 
-from cowork_assets.curation.strategies import positional, spans
+from cowork_assets.curation.spans import positional, span_list
 
 VERL_SIDE = "middle"
 
 
 def kept(observations: pl.DataFrame, allowance: int, context: int) -> pl.DataFrame:
     first, last = allowance // 2, allowance - allowance // 2
-    return positional(observations, spans((pl.lit(0), pl.lit(first)), (pl.col("length") - last, pl.col("length"))))
+    return positional(observations, span_list((pl.lit(0), pl.lit(first)), (pl.col("length") - last, pl.col("length"))))

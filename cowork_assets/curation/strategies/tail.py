@@ -2,10 +2,10 @@
 
 import polars as pl
 
-from cowork_assets.curation.strategies import positional, spans
+from cowork_assets.curation.spans import positional, span_list
 
 VERL_SIDE = "right"
 
 
 def kept(observations: pl.DataFrame, allowance: int, context: int) -> pl.DataFrame:
-    return positional(observations, spans((pl.col("length") - allowance, pl.col("length"))))
+    return positional(observations, span_list((pl.col("length") - allowance, pl.col("length"))))

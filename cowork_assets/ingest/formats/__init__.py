@@ -1,6 +1,6 @@
 """Input formats: what each file of a batch folder is, and how to stream its raw records.
 
-Every module of this package that defines `detect` and `records` is a format; the package is the
+Every module of this package is a format (`Format`, found by `cowork_assets.plugins`); the package is the
 registry, so a new format is one new module here and nothing else. A format module defines:
 
 * `NAME` — how `.cowork-format` and the `skipped_inputs` table name it;
@@ -20,19 +20,18 @@ file that is not auxiliary. A file no format takes is skipped with its reason, n
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 import polars as pl
 
+from cowork_assets import plugins
 from cowork_assets.checks.db_match import StateRules
 from cowork_assets.ingest.raw_files import MAX_RECORD_BYTES, RawLine, batch_entries, iter_raw_lines, too_large
 
@@ -114,18 +113,18 @@ class Batch:
         return trajectory_id
 
 
-def discover(package: ModuleType | None = None) -> list[ModuleType]:
+class Format(Protocol):
+    NAME: str
+    PRIORITY: int
+
+    def detect(self, sample: Sample) -> bool: ...
+
+    def records(self, sample: Sample, batch: Batch) -> Iterator[RawLine]: ...
+
+
+def discover(package: ModuleType | str = __name__) -> list[ModuleType]:
     """The format modules of a package (this one by default), in detection order."""
-    package = package or importlib.import_module(__name__)
-    modules = [
-        importlib.import_module(f"{package.__name__}.{info.name}")
-        for info in pkgutil.iter_modules(package.__path__)
-        if not info.name.startswith("_")
-    ]
-    return sorted(
-        (m for m in modules if callable(getattr(m, "detect", None)) and callable(getattr(m, "records", None))),
-        key=lambda m: (m.PRIORITY, m.NAME),
-    )
+    return sorted(plugins.discover(package, Format).values(), key=lambda m: (m.PRIORITY, m.NAME))
 
 
 @cache
