@@ -1,6 +1,6 @@
 """Rewards from a transcript: replay a task's checks on a conversation (no Dagster needed).
 
-`score(messages, checks)` replays each check through its type (`cowork_assets/checks/`) and returns the
+`score(messages, checks)` replays each check through its type (`cowork_assets/check_types/`) and returns the
 reward and the per-check results. A check replay cannot decide (an environment assertion, an LLM judge, a
 database whose reference writes are unknown) is reported as undecided and left out of the reward, and so is a
 check of weight 0 (informational: tau-bench's and tau2's reference calls where the benchmark grades the end
@@ -25,8 +25,8 @@ from typing import Any
 
 import polars as pl
 
-from cowork_assets import checks as check_types
-from cowork_assets.checks._base import ERROR_RESULT, Call, is_error
+from cowork_assets import check_types
+from cowork_assets.check_types._base import ERROR_RESULT, Call, is_error
 
 
 @dataclass

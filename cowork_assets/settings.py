@@ -16,7 +16,7 @@ import dagster as dg
 import polars as pl
 from pydantic import Field, TypeAdapter, ValidationError, field_validator
 
-from cowork_assets.checks.db_match import FREE_TEXT_ARGUMENTS, READ_ONLY_TOOLS, StateRules
+from cowork_assets.check_types.db_match import FREE_TEXT_ARGUMENTS, READ_ONLY_TOOLS, StateRules
 from cowork_assets.orchestration.run_health import record_process
 from cowork_assets.runtime import scratch
 from cowork_assets.store.storage import is_remote, normalize_root

@@ -53,7 +53,7 @@ def print_summary(settings: CurateSettings, outcome: RunOutcome) -> None:
                 "FROM trajectories"
             ),
         )
-        print(f"\nselected for SFT: {selected} of {teachers} teacher runs (why not: --query exclusions_by_stage)")
+        print(f"\nselected for SFT: {selected} of {teachers} teacher runs (why not: --query exclusions_by_criterion)")
         for dataset in ("sft_dataset", "rl_tasks", "rl_rollouts"):
             try:
                 _, [(rows,)] = run_query(db, f"SELECT count(*) FROM {dataset}")

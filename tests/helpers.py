@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import polars as pl
 
-from cowork_assets.ingest import tables
+from cowork_assets.ingest import flatten as ingest_flatten
 
 
 def trajectory(
@@ -44,5 +44,5 @@ def result(content: str, call_id: str = "c1", name: str = "tool") -> dict:
 
 
 def flatten(*trajs: dict, batch: str = "b") -> dict[str, pl.DataFrame]:
-    raw = tables.read_lines([orjson.dumps(t) for t in trajs])
-    return tables.flatten_chunk(raw, ["f.jsonl"] * len(trajs), list(range(1, len(trajs) + 1)), batch)
+    raw = ingest_flatten.read_lines([orjson.dumps(t) for t in trajs])
+    return ingest_flatten.flatten_chunk(raw, ["f.jsonl"] * len(trajs), list(range(1, len(trajs) + 1)), batch)

@@ -4,12 +4,12 @@ from pathlib import Path
 
 import orjson
 
-from cowork_assets import checks
-from cowork_assets.checks import evidence_values, first_turns, type_of, types
+from cowork_assets import check_types
+from cowork_assets.check_types import evidence_values, first_turns, type_of, types
 from cowork_assets.evidence.extract import package_items
 from cowork_assets.validation.consistency import package_findings
 
-CHECK_MODULES = Path(checks.__file__).parent
+CHECK_MODULES = Path(check_types.__file__).parent
 
 
 def test_every_type_module_is_registered_by_its_file():

@@ -51,7 +51,7 @@ publish = lambda: pub.publish(root, "demo")
 
 def _stage(root: str, rows: int) -> None:
     frame = pl.DataFrame({"sample_id": [f"s{i}" for i in range(rows)], "chars": list(range(rows))})
-    pub.mark_gated(pub.stage(root, "demo", {"rows": frame}, SCHEMA))
+    pub.mark_gated(pub.write_candidate(root, "demo", {"rows": frame}, SCHEMA))
 
 
 def _whole(folder: Path) -> int:

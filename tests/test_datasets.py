@@ -6,7 +6,7 @@ import math
 import polars as pl
 import pytest
 
-from cowork_assets.checks import first_turns
+from cowork_assets.check_types import first_turns
 from cowork_assets.datasets import publish as pub
 from cowork_assets.datasets.rl import group_rewards, tools_kwargs
 from cowork_assets.rewards import turns_by_trajectory as assistant_turns
@@ -294,9 +294,9 @@ def test_the_card_reports_stages_reasons_retention_and_settings(pipeline):
     settings, _, _ = pipeline
     card = json.loads((settings.local_root / "published" / "sft_dataset" / "current" / "card.json").read_text())
     sft = _published(settings, "sft_dataset")
-    funnel = {f["stage"]: f["remaining"] for f in card["funnel"]}
+    funnel = {f["step"]: f["remaining"] for f in card["funnel"]}
     assert funnel["parsed"] == 300 and funnel["published"] == sft.height == funnel["after cap"]
-    assert {r["stage"] for r in card["drop_reasons"]} >= {"role", "grade", "task_consistency", "dedup"}
+    assert {r["criterion"] for r in card["drop_reasons"]} >= {"role", "grade", "task_consistency", "dedup"}
     assert card["evidence_retention"]["head"]["share"] < card["evidence_retention"]["evidence_aware"]["share"] == 1.0
     assert sum(b["count"] for b in card["length_histogram"]) == sft.height
     assert card["settings"]["truncation_strategy"] == "evidence_aware" and len(card["settings_hash"]) == 16
@@ -468,7 +468,7 @@ def test_rollouts_publish_without_waiting_for_exclusions(pipeline, tmp_path):
     )
     assert result.success
     card = json.loads((tmp_path / "curated" / "published" / "rl_rollouts" / "current" / "card.json").read_text())
-    assert {f["stage"]: f["remaining"] for f in card["funnel"]} == {
+    assert {f["step"]: f["remaining"] for f in card["funnel"]} == {
         "parsed trajectories": 300,
         "published rollouts": _published(settings, "rl_rollouts").height,
     }
@@ -627,10 +627,10 @@ def test_the_same_content_staged_again_is_the_same_version_however_its_frames_ar
     schema = {"train": rows.to_arrow().schema}
     pieces = pl.concat([rows.slice(0, 700), rows.slice(700, 1500), rows.slice(2200)], rechunk=False)
     assert pieces.n_chunks() == 3 and pieces.equals(rows)
-    first = pub.stage(tmp_path, "demo", {"train": [rows]}, schema)
+    first = pub.write_candidate(tmp_path, "demo", {"train": [rows]}, schema)
     pub.mark_gated(first)
     assert pub.publish(tmp_path, "demo").new
-    again = pub.stage(tmp_path, "demo", {"train": [pieces]}, schema)
+    again = pub.write_candidate(tmp_path, "demo", {"train": [pieces]}, schema)
     assert again.rsplit("/", 1)[-1] == first.rsplit("/", 1)[-1]  # the digest, and so the version's name
     pub.mark_gated(again)
     republished = pub.publish(tmp_path, "demo")

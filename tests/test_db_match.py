@@ -4,7 +4,7 @@ state. One hand-made run per rule, with exact verdicts; `compute_score` gives th
 import orjson
 import pytest
 
-from cowork_assets.checks.db_match import DEFAULT_RULES, StateRules, state_check
+from cowork_assets.check_types.db_match import DEFAULT_RULES, StateRules, state_check
 from cowork_assets.rewards import compute_score, score
 
 TOOLS = [

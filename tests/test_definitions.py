@@ -101,7 +101,7 @@ def test_an_assets_code_version_covers_what_its_code_imports_and_nothing_else():
         and modules["raw_batches"] == "cowork_assets.ingest.assets"
     )
     evidence = {p.relative_to(ROOT).as_posix() for p in source_closure("cowork_assets.evidence.assets")}
-    assert {"cowork_assets/evidence/extract.py", "cowork_assets/checks/db_match.py"} <= evidence  # imported
+    assert {"cowork_assets/evidence/extract.py", "cowork_assets/check_types/db_match.py"} <= evidence  # imported
     assert "cowork_assets/store/storage.py" in evidence and "cowork_assets/datasets/publish.py" not in evidence
     ingest = {p.relative_to(ROOT).as_posix() for p in source_closure("cowork_assets.ingest.assets")}
     assert "cowork_assets/ingest/formats/tau2.py" in ingest  # a plugin: imported by discovery, not by name

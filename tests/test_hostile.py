@@ -91,7 +91,9 @@ def test_the_whole_corpus_runs_through_the_pipeline(tmp_path):
     published = set(sft.select("batch", "trajectory_id").rows())
     assert sft["sample_id"].is_unique().all() and not published & explained
     assert published | explained == set(parsed.select("batch", "trajectory_id").rows())  # every run accounted for
-    assert set(excluded.filter(pl.col("trajectory_id") == "orphan-1", pl.col("stage") == "structure")["reason"]) == {
+    assert set(
+        excluded.filter(pl.col("trajectory_id") == "orphan-1", pl.col("criterion") == "structure")["reason"]
+    ) == {
         "orphan_result",
         "unanswered_call",
         "tool_message_out_of_order",

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from cowork_assets.ingest import tables
+from cowork_assets.ingest import flatten
 from cowork_assets.ingest.batch import BATCH_TABLES, ingest_batch
 from cowork_assets.ingest.raw_files import discover_batches, iter_raw_lines
 from cowork_assets.store.registry import TABLES
@@ -146,8 +146,8 @@ def test_each_distinct_task_text_is_parsed_once_per_batch(tmp_path, monkeypatch)
     from tests.test_record import good
 
     parsed = []
-    real = tables._parse_packages
-    monkeypatch.setattr(tables, "_parse_packages", lambda texts: parsed.extend(texts) or real(texts))
+    real = flatten._parse_packages
+    monkeypatch.setattr(flatten, "_parse_packages", lambda texts: parsed.extend(texts) or real(texts))
     raw = tmp_path / "raw" / "b"
     raw.mkdir(parents=True)
     other = good()["task"] | {"task_id": "x-2"}
@@ -180,8 +180,8 @@ def test_output_does_not_depend_on_chunk_size(default_raw, ingested, tmp_path):
 
 def test_reading_is_chunked(default_raw, tmp_path, monkeypatch):
     sizes = []
-    real = tables.flatten_chunk
-    monkeypatch.setattr(tables, "flatten_chunk", lambda raw, *a, **k: sizes.append(raw.height) or real(raw, *a, **k))
+    real = flatten.flatten_chunk
+    monkeypatch.setattr(flatten, "flatten_chunk", lambda raw, *a, **k: sizes.append(raw.height) or real(raw, *a, **k))
     batch = discover_batches(default_raw)[0]
     report = ingest_batch(default_raw, batch, tmp_path, chunk_records=10)
     assert max(sizes) == 10 and sum(sizes) == report.parsed
@@ -200,8 +200,8 @@ def test_a_crash_mid_batch_keeps_the_previous_output(default_raw, tmp_path, monk
             raise RuntimeError("disk on fire")
         return real(*a, **k)
 
-    real = tables.flatten_chunk
-    monkeypatch.setattr(tables, "flatten_chunk", explode)
+    real = flatten.flatten_chunk
+    monkeypatch.setattr(flatten, "flatten_chunk", explode)
     with pytest.raises(RuntimeError):
         ingest_batch(default_raw, batch, tmp_path, chunk_records=10)
     assert {t: Path(TABLES[t].file(tmp_path, batch)).read_bytes() for t in BATCH_TABLES} == before
@@ -239,7 +239,7 @@ def test_a_chunk_reaches_the_parser_whole_over_many_writes_even_short_ones(monke
         return writev(fd, buffers[: len(buffers) // 2])
 
     monkeypatch.setattr(os, "writev", short)
-    raw = tables.read_lines(lines)
+    raw = flatten.read_lines(lines)
     assert raw["trajectory_id"].to_list() == [f"t{i}" for i in range(1500)]
     assert raw["messages"].list.first().struct.field("content").to_list()[:3] == ["", "x", "xx"]
     assert len(calls) == -(-2 * len(lines) // os.sysconf("SC_IOV_MAX")) > 1

@@ -56,7 +56,7 @@ def test_named_queries_run(pipeline, manifest):
         "lost_evidence",
         "strategy_cost",
         "why_excluded",
-        "exclusions_by_stage",
+        "exclusions_by_criterion",
         "samples_per_split",
     } <= set(query_names())
     for name in query_names():

@@ -44,7 +44,7 @@ def test_an_ungated_candidate_is_never_published(tmp_path):
     import polars as pl
 
     frame = pl.DataFrame({"x": [1]})
-    pub.stage(tmp_path, "demo", {"train": frame}, {"train": frame.to_arrow().schema})
+    pub.write_candidate(tmp_path, "demo", {"train": frame}, {"train": frame.to_arrow().schema})
     with pytest.raises(RuntimeError, match="has not passed its quality gate"):
         pub.publish(tmp_path, "demo")
     assert versions.current(tmp_path, "demo") is None

@@ -161,7 +161,7 @@ def _frames(n_runs=4):
 def test_the_per_task_cap_keeps_the_best():
     found = exclusions(**_frames(), max_per_task=2, lost_evidence_policy="drop")
     # r1 (score 1, 100 chars) and r3 (score 1, 200 chars) are best; r0 (300 chars) and r2 (score 0.9) are capped
-    assert found.select("dataset", "trajectory_id", "stage").rows() == [("sft", "r0", "cap"), ("sft", "r2", "cap")]
+    assert found.select("dataset", "trajectory_id", "criterion").rows() == [("sft", "r0", "cap"), ("sft", "r2", "cap")]
 
 
 def test_every_reason_is_recorded_and_lost_evidence_can_be_kept_and_flagged():
@@ -182,7 +182,7 @@ def test_every_reason_is_recorded_and_lost_evidence_can_be_kept_and_flagged():
         }
     )
     found = exclusions(**f, max_per_task=4, lost_evidence_policy="drop")
-    assert found.select("dataset", "trajectory_id", "stage", "reason").rows() == [
+    assert found.select("dataset", "trajectory_id", "criterion", "reason").rows() == [
         ("sft", "r0", "evidence", "lost evidence to truncation"),
         ("sft", "r1", "budget", "over budget"),
         ("sft", "r2", "task_consistency", "call_counting_grader"),
@@ -196,7 +196,7 @@ def test_a_trajectory_id_repeated_in_another_batch_is_kept_once():
     f = _frames(2)
     f["trajectories"] = pl.concat([f["trajectories"], f["trajectories"].head(1).with_columns(batch=pl.lit("a"))])
     found = exclusions(**f, max_per_task=4, lost_evidence_policy="drop")
-    assert found.select("batch", "trajectory_id", "stage", "reason", "detail").rows() == [
+    assert found.select("batch", "trajectory_id", "criterion", "reason", "detail").rows() == [
         ("b", "r0", "dedup", "duplicate trajectory id", "the same id is in batch a (kept there)")
     ]
 
@@ -205,10 +205,10 @@ def test_every_teacher_run_not_selected_is_explained(pipeline):
     settings, _, _ = pipeline
     found = TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == "sft")
     t = TABLES["trajectories"].scan(settings.root).collect()
-    assert set(found.filter(pl.col("stage") == "role")["trajectory_id"]) == set(
+    assert set(found.filter(pl.col("criterion") == "role")["trajectory_id"]) == set(
         t.filter(pl.col("teacher_role") == "student")["trajectory_id"]
     )
-    assert set(found.filter(pl.col("stage") == "grade")["trajectory_id"]) == set(
+    assert set(found.filter(pl.col("criterion") == "grade")["trajectory_id"]) == set(
         t.filter(pl.col("teacher_role") == "teacher", ~pl.col("grade_passed"))["trajectory_id"]
     )
     selected = t.join(found, on="trajectory_id", how="anti")

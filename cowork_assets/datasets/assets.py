@@ -14,11 +14,11 @@ from pydantic import PrivateAttr
 
 from cowork_assets.datasets import publish as pub
 from cowork_assets.datasets.card import CHARTS, build_card, inline_charts, render_markdown, svg, sweep_svg
+from cowork_assets.datasets.funnel import card_inputs
 from cowork_assets.datasets.gates import run_gate
 from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks, verl_tool_config
 from cowork_assets.datasets.schemas import JSON_FIELDS, SPLITS
 from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft, chat_messages, published_messages, token_texts
-from cowork_assets.datasets.stages import card_inputs
 from cowork_assets.datasets.suites import SuiteProcess, give_back, suite_process
 from cowork_assets.markdown import table
 from cowork_assets.orchestration.lineage import column_lineage
@@ -57,7 +57,7 @@ def _stage(
     files: dict[str, pl.DataFrame | Iterable[pl.DataFrame]],
 ) -> dg.MaterializeResult:
     schema = pub.file_schema(arrow_schema(TABLES[name].model), JSON_FIELDS.get(name, frozenset()))
-    path = pub.stage(settings.root, name, files, {f: schema for f in files})
+    path = pub.write_candidate(settings.root, name, files, {f: schema for f in files})
     rows = {f: parquet_rows(join(path, f"{f}.parquet")) for f in files}
     return dg.MaterializeResult(
         metadata={

@@ -1,4 +1,4 @@
-"""The dataset card: what each stage removed and why, evidence retention, lengths, settings, code version."""
+"""The dataset card: what each criterion removed and why, evidence retention, lengths, settings, code version."""
 
 from __future__ import annotations
 
@@ -145,8 +145,8 @@ def build_card(
         "version": version,
         "previous_version": previous,
         "rows": rows,
-        "funnel": [{"stage": s, "remaining": n} for s, n in funnel],
-        "drop_reasons": [{"stage": s, "reason": r, "count": n} for s, r, n in reasons],
+        "funnel": [{"step": s, "remaining": n} for s, n in funnel],
+        "drop_reasons": [{"criterion": s, "reason": r, "count": n} for s, r, n in reasons],
         "evidence_retention": retention,
         "truncation_sweep": sweep,
         "rollout_truncation": recommendation(pl.DataFrame(sweep)) if sweep else [],
@@ -187,11 +187,13 @@ def render_markdown(card: dict) -> str:
         "",
         "## From raw to published",
         "",
-        table(["after stage", "remaining"], [(f["stage"], f["remaining"]) for f in card["funnel"]]),
+        table(["step", "remaining"], [(f["step"], f["remaining"]) for f in card["funnel"]]),
         "",
         "## Why samples were removed",
         "",
-        table(["stage", "reason", "count"], [(d["stage"], d["reason"], d["count"]) for d in card["drop_reasons"]]),
+        table(
+            ["criterion", "reason", "count"], [(d["criterion"], d["reason"], d["count"]) for d in card["drop_reasons"]]
+        ),
     ]
     if card["evidence_retention"]:
         lines += [

@@ -69,7 +69,7 @@ def file_schema(schema: pa.Schema, json: frozenset[str] = frozenset()) -> pa.Sch
     return pa.schema([pa.field(f.name, portable(f.type, json, f.name), f.nullable) for f in schema])
 
 
-def stage(
+def write_candidate(
     data_root: str, dataset: str, files: dict[str, pl.DataFrame | Iterable[pl.DataFrame]], schemas: dict[str, pa.Schema]
 ) -> str:
     """Write a candidate's Parquet files, each a frame or its parts in order (a candidate larger than memory

@@ -12,7 +12,7 @@ from functools import lru_cache
 import orjson
 import polars as pl
 
-from cowork_assets import checks
+from cowork_assets import check_types
 from cowork_assets.evidence.values import IDENTIFIER_PATTERN, grounding_filter, normalise, record_value
 
 FILE_NAME = r"/([A-Za-z0-9_-][A-Za-z0-9_.-]*\.[A-Za-z][A-Za-z0-9]{0,7})$"
@@ -52,11 +52,11 @@ def package_items(checks_json: str, tools_json: str) -> tuple[list[dict], list[d
     """(value items, created-item specs {check_id, tool, key}, unknown check types) of one package."""
     enums = enum_values(tools_json)
     items, specs, unknown = [], [], Counter()
-    for check in checks.parse(checks_json):
-        kind = checks.type_of(check)
+    for check in check_types.parse(checks_json):
+        kind = check_types.type_of(check)
         if kind is None:
             unknown[str(check.get("type"))] += 1
-        for source, value in checks.evidence_values(check, enums):
+        for source, value in check_types.evidence_values(check, enums):
             items.append(
                 {
                     "check_id": str(check.get("id")),

@@ -16,8 +16,8 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from cowork_assets.checks.db_match import StateRules
-from cowork_assets.ingest import schemas, tables
+from cowork_assets.check_types.db_match import StateRules
+from cowork_assets.ingest import flatten, schemas
 from cowork_assets.ingest.formats import scan_batch
 from cowork_assets.ingest.raw_files import MAX_RECORD_BYTES, RawLine, not_batches
 from cowork_assets.ingest.record import BOM, excerpt, validate_line
@@ -73,7 +73,7 @@ class _Writer:
             self.packages_final, pa.schema([f for f in full if f.name not in _COUNT_NAMES])
         )
         self.package_counts: dict[str, list] = {}  # task_hash -> [n_trajectories, first_trajectory_id]
-        self.packages = tables.TaskPackages()
+        self.packages = flatten.TaskPackages()
         self.texts: list[bytes] = []
         self.origins: list[tuple[str, int]] = []
         self.quarantine: list[dict] = []
@@ -119,7 +119,7 @@ class _Writer:
             raw, origins = self._drop_repeated_ids(raw, origins)
             if raw.height:
                 files, records = zip(*origins)
-                frames = tables.flatten_chunk(raw, files, records, self.batch, self.packages)
+                frames = flatten.flatten_chunk(raw, files, records, self.batch, self.packages)
                 self._count_packages(frames.pop("task_packages"), frames.pop("task_counts"))
                 for name, frame in frames.items():
                     self.sinks[name].write(frame)
@@ -129,18 +129,18 @@ class _Writer:
 
     def _parse(self, texts: list[bytes], origins: list[tuple[str, int]]):
         try:
-            return tables.read_lines(texts), origins
+            return flatten.read_lines(texts), origins
         except duckdb.Error:
             pass
         # The chunk will not parse as a whole: isolate the records the parser rejects.
         frames, kept = [], []
         for text, origin in zip(texts, origins):
             try:
-                frames.append(tables.read_lines([text]))
+                frames.append(flatten.read_lines([text]))
                 kept.append(origin)
             except duckdb.Error as exc:
-                self.reject(*origin, "unreadable_record", tables.parse_error(exc), text)
-        return (pl.concat(frames) if frames else pl.DataFrame(schema=tables.RAW_SCHEMA)), kept
+                self.reject(*origin, "unreadable_record", flatten.parse_error(exc), text)
+        return (pl.concat(frames) if frames else pl.DataFrame(schema=flatten.RAW_SCHEMA)), kept
 
     def _drop_repeated_ids(self, raw: pl.DataFrame, origins: list[tuple[str, int]]):
         """Keep the first record of each trajectory id in the batch; quarantine later ones."""

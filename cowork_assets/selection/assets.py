@@ -116,7 +116,7 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
     selected = trajectories.join(
         sft.select("batch", "trajectory_id").unique(), on=["batch", "trajectory_id"], how="anti"
     ).height
-    first = sft.group_by("trajectory_id", maintain_order=True).agg(pl.col("stage").first())
+    first = sft.group_by("trajectory_id", maintain_order=True).agg(pl.col("criterion").first())
     return dg.MaterializeResult(
         metadata=as_metadata(
             {
@@ -125,8 +125,8 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
                 "trajectories": trajectories.height,
                 "selected_for_sft": selected,
                 "tasks_excluded_from_rl": found.filter(pl.col("dataset") == "rl_tasks")["task_id"].n_unique(),
-                "excluded_by_first_stage": table(
-                    ["stage", "trajectories"], first.group_by("stage").len().sort("stage").rows()
+                "excluded_by_first_criterion": table(
+                    ["criterion", "trajectories"], first.group_by("criterion").len().sort("criterion").rows()
                 ),
             }
         )

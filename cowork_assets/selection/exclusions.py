@@ -1,16 +1,16 @@
-"""Why a trajectory is not in the SFT set (one row per trajectory, stage and reason), and why a task is
+"""Why a trajectory is not in the SFT set (one row per trajectory, criterion and reason), and why a task is
 not in the RL dataset (`dataset` = rl_tasks, one row per task and kind of consistency error).
 
-Stages, in pipeline order: role, grade, structure, task_consistency, evidence, budget, dedup, cap.
-A trajectory gets a row for every stage that excludes it, so "why is X not in the dataset?" has the
-whole answer. The per-task cap applies last, to the trajectories no other stage excluded.
+Criteria, in the order they apply: role, grade, structure, task_consistency, evidence, budget, dedup, cap.
+A trajectory gets a row for every criterion that excludes it, so "why is X not in the dataset?" has the
+whole answer. The per-task cap applies last, to the trajectories no other criterion excluded.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from cowork_assets.selection.schemas import STAGES, Exclusions
+from cowork_assets.selection.schemas import CRITERIA, Exclusions
 from cowork_assets.store.models import polars_schema
 
 SCHEMA = polars_schema(Exclusions)
@@ -26,13 +26,13 @@ def first_batch_rows(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.La
     return frame.filter(pl.col("batch") == FIRST_BATCH)
 
 
-def _rows(frame: pl.DataFrame, stage: str, reason: pl.Expr, detail: pl.Expr) -> pl.DataFrame:
+def _rows(frame: pl.DataFrame, criterion: str, reason: pl.Expr, detail: pl.Expr) -> pl.DataFrame:
     return frame.select(
         dataset=pl.lit("sft"),
         batch="batch",
         trajectory_id="trajectory_id",
         task_id="task_id",
-        stage=pl.lit(stage),
+        criterion=pl.lit(criterion),
         reason=reason,
         detail=detail,
     ).cast(SCHEMA)
@@ -49,7 +49,7 @@ def rl_task_exclusions(task_findings: pl.DataFrame) -> pl.DataFrame:
             batch=pl.lit(None, pl.String),
             trajectory_id=pl.lit(None, pl.String),
             task_id="task_id",
-            stage=pl.lit("task_consistency"),
+            criterion=pl.lit("task_consistency"),
             reason="kind",
             detail=pl.format("{} (x{})", "detail", "n"),
         )
@@ -142,10 +142,10 @@ def exclusions(
             pl.format("rank {} of the task's eligible runs; the cap is {}", "rank", pl.lit(max_per_task)),
         )
     )
-    order = {s: i for i, s in enumerate(STAGES)}
+    order = {s: i for i, s in enumerate(CRITERIA)}
     sft = (
         pl.concat(frames)
         .unique(maintain_order=True)
-        .sort("trajectory_id", "batch", pl.col("stage").replace_strict(order, return_dtype=pl.Int32), "reason")
+        .sort("trajectory_id", "batch", pl.col("criterion").replace_strict(order, return_dtype=pl.Int32), "reason")
     )
     return pl.concat([sft, rl_task_exclusions(task_findings)])

@@ -14,8 +14,8 @@ from functools import lru_cache
 import orjson
 import polars as pl
 
-from cowork_assets import checks
-from cowork_assets.checks._base import ERROR_RESULT
+from cowork_assets import check_types
+from cowork_assets.check_types._base import ERROR_RESULT
 from cowork_assets.evidence.values import leaves
 from cowork_assets.tool_lists import named_tools
 from cowork_assets.validation.json_schema import schema_problem
@@ -117,7 +117,7 @@ def package_findings(
     task_id: str, task_hash: str, request: str, tools_json: str, checks_json: str, state_json: str
 ) -> list[dict]:
     """Findings about one package alone (no runs needed)."""
-    task_checks = checks.parse(checks_json)
+    task_checks = check_types.parse(checks_json)
     (names, schema_problems), counts = interface(tools_json), requested_counts(request)
     out = []
 
@@ -146,7 +146,7 @@ def package_findings(
             suggestion="add checks, or leave the task out of RL (it is)",
         )
     for check in task_checks:
-        cid, kind = str(check.get("id")), checks.type_of(check)
+        cid, kind = str(check.get("id")), check_types.type_of(check)
         if kind is None:
             add(
                 "unknown_check_type",
@@ -194,7 +194,7 @@ def interface(tools_json: str) -> tuple[dict[str, str], tuple[str, ...]]:
 def referenced_ids(checks_json: str) -> list[tuple[str, str]]:
     """(check id, id value) for id-like values a check's arguments or expected value name."""
     out = []
-    for check in checks.parse(checks_json):
+    for check in check_types.parse(checks_json):
         for leaf in [*leaves(check.get("args") or {}), *leaves(check.get("value")), *(check.get("evidence") or [])]:
             if isinstance(leaf, str) and _ID.match(leaf) and sum(c.isdigit() for c in leaf) >= 3:
                 out.append((str(check.get("id")), leaf))

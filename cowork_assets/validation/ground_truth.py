@@ -22,8 +22,8 @@ from collections.abc import Iterable
 
 import polars as pl
 
-from cowork_assets import checks
-from cowork_assets.checks.db_match import TYPE as DB_MATCH
+from cowork_assets import check_types
+from cowork_assets.check_types.db_match import TYPE as DB_MATCH
 
 UNCHANGED, SHARED, OTHER_WRITES = "ground_truth_unchanged", "ground_truth_shared", "passed_with_other_writes"
 
@@ -31,7 +31,7 @@ UNCHANGED, SHARED, OTHER_WRITES = "ground_truth_unchanged", "ground_truth_shared
 def state_check(checks_json: str) -> dict | None:
     """A package's decidable `db_match` check, if it has one."""
     return next(
-        (c for c in checks.parse(checks_json) if c.get("type") == "db_match" and DB_MATCH.is_decidable(c)), None
+        (c for c in check_types.parse(checks_json) if c.get("type") == "db_match" and DB_MATCH.is_decidable(c)), None
     )
 
 

@@ -40,9 +40,9 @@ from dataclasses import dataclass
 import orjson
 import polars as pl
 
-from cowork_assets import checks
-from cowork_assets.checks import distinct_items
-from cowork_assets.checks.db_match import TYPE as DB_MATCH
+from cowork_assets import check_types
+from cowork_assets.check_types import distinct_items
+from cowork_assets.check_types.db_match import TYPE as DB_MATCH
 from cowork_assets.rewards import Score, scored, turns_by_trajectory
 from cowork_assets.store.models import nest, polars_schema
 from cowork_assets.validation import ground_truth
@@ -67,19 +67,19 @@ class Replayed:
     run: tuple  # RUN_FIELDS
     score: Score
     rows: list[dict]  # per check, with its recorded result
-    plan: checks.Plan
+    plan: check_types.Plan
     states: list[dict]
     turns: list
     made: frozenset | None  # its successful writes as the end-state check compares them (None: no such check)
 
 
-def _state_index(plan: checks.Plan) -> int | None:
+def _state_index(plan: check_types.Plan) -> int | None:
     return next((i for i, (c, kind) in enumerate(plan.checks) if kind is DB_MATCH and DB_MATCH.is_decidable(c)), None)
 
 
-def _replay(run: tuple, plan: checks.Plan, turns: list) -> Replayed:
-    firsts, states = checks.replay(plan, turns)
-    score = scored(plan, checks.by_id(plan, firsts))
+def _replay(run: tuple, plan: check_types.Plan, turns: list) -> Replayed:
+    firsts, states = check_types.replay(plan, turns)
+    score = scored(plan, check_types.by_id(plan, firsts))
     recorded = orjson.loads(run[6]) if run[6] else {}
     rows = [{**r, "recorded": recorded.get(r["check_id"])} for r in score.checks]
     at = _state_index(plan)
@@ -91,7 +91,7 @@ def regrade(batch: str, chunks: Iterable[tuple[pl.DataFrame, pl.DataFrame]], pac
     """One row per run with the recorded and the replayed verdict. `chunks`: the batch's runs (RUN_FIELDS) and
     their messages, whole trajectories per chunk; `packages`: task_hash, category, checks of the batch."""
     tasks = packages.unique("task_hash")
-    plans = {h: checks.Plan(checks.parse(c)) for h, c in tasks.select("task_hash", "checks").iter_rows()}
+    plans = {h: check_types.Plan(check_types.parse(c)) for h, c in tasks.select("task_hash", "checks").iter_rows()}
     replayed: list[Replayed] = []
     for runs, messages in chunks:
         turns_of = turns_by_trajectory(messages)

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 
 import polars as pl
 
-from cowork_assets import checks
-from cowork_assets.checks import distinct_items
+from cowork_assets import check_types
+from cowork_assets.check_types import distinct_items
 from cowork_assets.validation import ground_truth
 from cowork_assets.validation.consistency import (
     SCHEMA,
@@ -26,7 +26,7 @@ def _package_tables(packages: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     tools, specs = [], []
     for task_hash, tools_json, checks_json in packages.select("task_hash", "tools", "checks").iter_rows():
         tools += [(task_hash, name, endpoint) for name, endpoint in interface(tools_json)[0].items()]
-        for c in checks.parse(checks_json):
+        for c in check_types.parse(checks_json):
             if c.get("type") == "distinct_items" and (spec := distinct_items.spec(c)):
                 specs.append((task_hash, str(c.get("id")), *spec))
     return (

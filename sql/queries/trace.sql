@@ -42,7 +42,7 @@ SELECT d.trajectory_id, 7, 'dedup', format('{} in cluster {} (similarity {}; kep
                                           d.similarity, d.representative)
 FROM dedup_clusters d JOIN t USING (batch, trajectory_id)
 UNION ALL
-SELECT e.trajectory_id, 8, 'excluded', format('{}: {} - {}', e.stage, e.reason, e.detail)
+SELECT e.trajectory_id, 8, 'excluded', format('{}: {} - {}', e.criterion, e.reason, e.detail)
 FROM exclusions e JOIN t USING (batch, trajectory_id) WHERE e.dataset = 'sft'
 UNION ALL
 SELECT s.trajectory_id, 9, 'published', format('sft_dataset {} ({} split) as sample {}, {} chars, {} tokens', p.version, s.split, s.sample_id,

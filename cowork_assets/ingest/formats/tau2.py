@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from cowork_assets.checks.db_match import DEFAULT_RULES, StateRules, state_check
+from cowork_assets.check_types.db_match import DEFAULT_RULES, StateRules, state_check
 from cowork_assets.ingest.formats import _common, tool_definitions
 
 NAME = "tau2"

@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from cowork_assets.checks.db_match import state_check
+from cowork_assets.check_types.db_match import state_check
 from cowork_assets.ingest.formats import _common, tool_definitions
 
 NAME = "tau_bench"

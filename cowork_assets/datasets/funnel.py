@@ -7,7 +7,7 @@ import polars as pl
 
 from cowork_assets.curation.strategies import names
 from cowork_assets.curation.sweep import totals
-from cowork_assets.selection.schemas import STAGES
+from cowork_assets.selection.schemas import CRITERIA
 from cowork_assets.settings import CurateSettings
 from cowork_assets.store.registry import TABLES
 
@@ -30,18 +30,18 @@ def funnel(settings: CurateSettings, dataset: str, published: int) -> list[tuple
         return [("task packages (distinct tasks)", tasks), ("consistent", tasks - bad), ("published", published)]
     steps = [("raw records", parsed + _count(TABLES["quarantine"].scan(settings.root))), ("parsed", parsed)]
     gone: set[str] = set()
-    for stage in STAGES:
-        gone |= set(exclusions.filter(pl.col("stage") == stage)["trajectory_id"].to_list())
-        steps.append((f"after {stage}", parsed - len(gone)))
+    for criterion in CRITERIA:
+        gone |= set(exclusions.filter(pl.col("criterion") == criterion)["trajectory_id"].to_list())
+        steps.append((f"after {criterion}", parsed - len(gone)))
     return steps + [("published", published)]
 
 
 def reasons(settings: CurateSettings, dataset: str) -> list[tuple]:
     exclusions = TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == dataset)
     return (
-        exclusions.group_by("stage", "reason")
+        exclusions.group_by("criterion", "reason")
         .agg(n=pl.coalesce("trajectory_id", "task_id").n_unique())
-        .sort("n", "stage", "reason", descending=[True, False, False])
+        .sort("n", "criterion", "reason", descending=[True, False, False])
         .rows()
     )
 

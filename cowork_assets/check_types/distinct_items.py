@@ -4,7 +4,7 @@ argument `key` (normalised). One rule everywhere: the check needs a tool name, a
 
 from __future__ import annotations
 
-from cowork_assets.checks._base import CheckType
+from cowork_assets.check_types._base import CheckType
 from cowork_assets.evidence.values import normalise
 
 

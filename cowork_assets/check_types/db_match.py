@@ -34,7 +34,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from cowork_assets.checks._base import Call, CheckType
+from cowork_assets.check_types._base import Call, CheckType
 
 READ_VERBS = frozenset(
     "get find search list lookup look check calculate compute think can count describe fetch query read show "

@@ -5,7 +5,7 @@ cannot decide it."""
 
 from __future__ import annotations
 
-from cowork_assets.checks._base import CheckType
+from cowork_assets.check_types._base import CheckType
 
 
 class EnvAssertion(CheckType):

@@ -5,7 +5,7 @@ removed, as a substring). The keywords are evidence the grader looks for."""
 
 from __future__ import annotations
 
-from cowork_assets.checks._base import CheckType
+from cowork_assets.check_types._base import CheckType
 from cowork_assets.evidence.values import normalise
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cowork_assets.checks._base import CheckType
+from cowork_assets.check_types._base import CheckType
 
 
 class ToolNotCalled(CheckType):
