@@ -1,4 +1,4 @@
-"""Plugin families: input formats (ingest/formats/), grader check types (checks/) and truncation strategies
+"""Plugin families: input formats (ingest/formats/), grader check types (check_types/) and truncation strategies
 (curation/strategies/). A family is a package; each of its modules whose name does not start with `_` is one
 plugin, found by importing them in name order, so a new plugin is one new module and nothing else. Each family
 states what a plugin module provides as a small `typing.Protocol`; a module that lacks a part of it is an error

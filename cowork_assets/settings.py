@@ -242,7 +242,7 @@ class SelectionSettings(dg.Config):
 
 class GradeSettings(dg.Config):
     """How state-graded benchmarks (tau-bench, tau2) are re-graded: which tools change the state they compare.
-    Read when a batch is ingested: they shape its `db_match` checks (checks/db_match.py)."""
+    Read when a batch is ingested: they shape its `db_match` checks (check_types/db_match.py)."""
 
     read_only_tools: list[str] = Field(
         default=list(READ_ONLY_TOOLS),

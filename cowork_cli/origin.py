@@ -3,8 +3,8 @@
 A run made by `execute_in_process` or `execute_job` carries no code-location origin, so the UI leaves it off the
 Overview timeline and the job's pages and warns when it is re-executed. Dagster offers no public way to create a
 run with that origin and execute it in the calling process, so this module, and only this one, uses Dagster's
-own (private) classes for it: `tests/test_ui_browser.py` fails when an upgrade changes them (a CLI run must show
-on the Overview timeline, and re-execute from the UI).
+own (private) classes for it: `tests/dagster_project/test_ui_browser.py` fails when an upgrade changes them
+(a CLI run must show on the Overview timeline, and re-execute from the UI).
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ import pytest
 
 from cowork_assets.synthetic.generate import generate
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+SHARED = ROOT.parent / "shared"
 DEFAULT = dict(trajectories=300, batches=3, seed=7)  # what `make run` generates
 
 

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 import websocket
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
+
 REPOSITORY = "{ repositoriesOrError { ... on RepositoryConnection { nodes { name location { name } } } } }"
 FLAGS = [
     "--headless",

@@ -1,12 +1,11 @@
-"""The layering the README's layout section promises, checked on the source itself."""
+"""The layering docs/architecture.md promises, checked on the source itself."""
 
 import ast
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
 
 
 def _imports(package: str) -> dict[str, set[str]]:
@@ -69,33 +68,30 @@ def test_importing_the_library_changes_nothing_in_the_process():
     assert unchanged == "True" and JEMALLOC_CONF not in allocator and len(modules) > 90
 
 
-def test_the_readme_layout_names_every_module():
-    layout = (ROOT / "README.md").read_text().split("## Layout", 1)[1]
+def test_the_architecture_layout_names_every_module():
+    layout = (ROOT / "docs" / "architecture.md").read_text().split("## Layout", 1)[1]
     missing = [
         str(p.relative_to(ROOT))
         for package in ("cowork_assets", "cowork_cli", "dagster_project")
         for p in (ROOT / package).rglob("*.py")
-        if p.stem != "__init__"
-        and p.stem != "_base"
-        and p.stem != "_common"
-        and p.name not in layout
-        and p.stem not in layout
+        if p.stem not in ("__init__", "_base", "_common") and p.name not in layout and p.stem not in layout
     ]
     assert missing == []
 
 
-def test_every_test_the_readme_names_as_proof_exists():
+def test_every_test_the_docs_name_exists_at_its_path():
     import re
 
-    tests = (ROOT / "README.md").read_text().split("## Tests", 1)[1]
-    named = re.findall(r"`(test_\w+\.py)(?:::(test_\w+))?", tests)
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    text = "\n".join(doc.read_text() for doc in docs)
+    named = re.findall(r"`(tests/[\w/]+\.py)(?:::(test_\w+))?", text)
     missing = [
-        f"{module}::{test}" if test else module
-        for module, test in named
-        if not (ROOT / "tests" / module).is_file()
-        or (test and f"def {test}(" not in (ROOT / "tests" / module).read_text())
+        f"{path}::{test}" if test else path
+        for path, test in named
+        if not (ROOT / path).is_file() or (test and f"def {test}(" not in (ROOT / path).read_text())
     ]
-    assert len(named) > 20 and missing == []
+    bare = re.findall(r"(?<![/\w])test_\w+\.py", text)  # a module named without its folder cannot be found
+    assert len(named) > 20 and missing == [] and bare == []
 
 
 def test_the_recount_of_raw_records_shares_no_code_with_ingest():

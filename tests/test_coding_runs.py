@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from pathlib import Path
 
 import orjson
 import polars as pl
@@ -15,9 +14,10 @@ import pytest
 
 from cowork_assets.datasets.export import for_chat_template
 from cowork_assets.store.storage import plain
+from tests.conftest import TESTS
 from tests.test_rewards import render
 
-SAMPLE = Path(__file__).parent / "realdata" / "coding"
+SAMPLE = TESTS / "realdata" / "coding"
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,10 @@ import pytest
 from cowork_assets.ingest.batch import ingest_batch
 from cowork_assets.ingest.raw_files import discover_batches, not_batches
 from cowork_assets.store.registry import TABLES
+from tests.conftest import TESTS
 from tests.helpers import call, result, trajectory
 
-CORPUS = Path(__file__).parent / "hostile" / "corpus"
+CORPUS = TESTS / "hostile" / "corpus"
 
 # batch -> (parsed, blank lines, [(file, record, reason)], ignored files)
 EXPECTED = {

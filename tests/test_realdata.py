@@ -156,7 +156,7 @@ def test_coding_runs_trace_back_to_their_raw_line(real_run, trajectory_id, raw, 
     assert raw in out.replace(" line ", ":").replace(", line ", ":")
 
 
-def test_regrading_the_real_runs_agrees_as_the_readme_states(real_run):
+def test_regrading_the_real_runs_agrees_as_documented(real_run):
     """Per results file: (compared, agreeing, untrusted) runs. Every file agrees on at least 90% of the runs it
     compares, and every disagreement names a reason other than the generic one."""
     from cowork_assets.validation.regrade import agreement

@@ -1,8 +1,6 @@
 """Rewards from transcripts, the re-grade audit, the truncation sweep and chat templates, on hand-made cases
 with hand-computed values."""
 
-from pathlib import Path
-
 import jinja2
 import orjson
 import polars as pl
@@ -12,8 +10,9 @@ from cowork_assets.curation.sweep import recommendation, sweep
 from cowork_assets.datasets.export import for_chat_template
 from cowork_assets.rewards import compute_score, parse_response, score
 from cowork_assets.validation.regrade import agreement, regrade
+from tests.conftest import TESTS
 
-TEMPLATES = Path(__file__).parent / "templates"
+TEMPLATES = TESTS / "templates"
 
 
 def render(template: str, messages: list[dict], tools: list[dict] | None = None, **extra) -> str:

@@ -26,7 +26,7 @@ class Evidence(pa.DataFrameModel):
     found_offset: pl.Int64 = pa.Field(nullable=True, ge=0, description="character offset in that message")
     found_length: pl.Int64 = pa.Field(nullable=True, ge=1, description="characters of the match there")
     found_message_chars: pl.Int64 = pa.Field(nullable=True, ge=0, description="length of that message")
-    status: str = pa.Field(isin=STATUSES, description="given / at_risk / produced / unused (README)")
+    status: str = pa.Field(isin=STATUSES, description="given / at_risk / produced / unused (docs/curation.md)")
     shown_at: pl.List(SHOWN) = pa.Field(
         description="every match before first use: message_index, offset, length "
         "(curation checks which of them truncation keeps)"

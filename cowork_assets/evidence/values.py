@@ -1,6 +1,6 @@
 """What counts as an evidence value, how values are normalised, and how they are matched in text.
 
-The rule (documented in the README, tested in tests/test_evidence_values.py):
+The rule (documented in docs/curation.md, tested in tests/evidence/test_evidence.py):
 
 * Normalisation: case-folded; a number also matches with its thousands separators removed
   (`1,234.50` matches `1234.50`).

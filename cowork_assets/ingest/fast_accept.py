@@ -5,7 +5,7 @@ on hostile and generated lines); anything else — bad JSON, a wrong type, an un
 nesting — returns False and takes the pydantic path, which gives the exact quarantine reason. So the
 mirror may reject more than the contract, never less: where it cannot decide cheaply, it says no.
 The models below repeat record.py's field by field (record.py imports this module, so they cannot
-share names); a change to the contract must be made in both, and test_fast_accept.py checks them.
+share names); a change to the contract must be made in both, and tests/ingest/test_fast_accept.py checks them.
 
 pydantic rejects JSON nested deeper than 200 levels. msgspec has no such limit, so nesting is bounded
 here: free-form values may nest at most `FREE_FORM_DEPTH` levels, except the large free-form parts of a

@@ -90,7 +90,7 @@ class Quarantine(pa.DataFrameModel):
     batch: str = pa.Field(description="raw batch folder (the partition)")
     raw_file: str = pa.Field(description="raw file, relative to raw_root")
     raw_record: pl.Int64 = pa.Field(ge=1, description="1-based line in the decompressed raw file")
-    reason: str = pa.Field(description="invalid_utf8, bad_json, wrong_type, missing_field, ... (README)")
+    reason: str = pa.Field(description="invalid_utf8, bad_json, wrong_type, missing_field, ... (docs/ingest.md)")
     detail: str = pa.Field(description="where and what, e.g. the offending field")
     excerpt: str = pa.Field(description="first 200 characters of the line, undecodable bytes replaced")
 

@@ -22,7 +22,7 @@ class StructureFindings(pa.DataFrameModel):
     batch: str = pa.Field(description="raw batch folder (the partition)")
     trajectory_id: str = pa.Field(description="the sample")
     message_index: pl.Int32 = pa.Field(nullable=True, description="message concerned (null: the whole sample)")
-    kind: str = pa.Field(description="unanswered_call, orphan_result, invalid_arguments_json, ... (README)")
+    kind: str = pa.Field(description="unanswered_call, orphan_result, invalid_arguments_json, ... (docs/curation.md)")
     severity: str = pa.Field(isin=["error", "warning"], description="errors exclude the sample from SFT")
     detail: str = pa.Field(description="what exactly is wrong")
 
@@ -35,7 +35,9 @@ class TaskFindings(pa.DataFrameModel):
     trajectory_id: str = pa.Field(nullable=True, description="the run concerned (null: the package itself)")
     batch: str = pa.Field(nullable=True, description="that run's batch")
     check_id: str = pa.Field(nullable=True, description="the check concerned")
-    kind: str = pa.Field(description="unexposed_tool_call, unexposed_tool_in_check, count_mismatch, ... (README)")
+    kind: str = pa.Field(
+        description="unexposed_tool_call, unexposed_tool_in_check, count_mismatch, ... (docs/curation.md)"
+    )
     severity: str = pa.Field(isin=["error", "warning"], description="tasks with errors are excluded from RL")
     detail: str = pa.Field(description="what exactly is inconsistent")
     suggestion: str = pa.Field(nullable=True, description="the likely fix, e.g. the closest exposed tool")
@@ -66,5 +68,7 @@ class Regrade(pa.DataFrameModel):
         description="per check: type, weight, whether replay can decide it, the recorded and replayed result, "
         "the assistant turn that first met it"
     )
-    disagreement: str = pa.Field(nullable=True, description="why the verdicts differ (null: they agree; README)")
+    disagreement: str = pa.Field(
+        nullable=True, description="why the verdicts differ (null: they agree; docs/training.md)"
+    )
     disagreement_detail: str = pa.Field(nullable=True, description="the checks or writes concerned")

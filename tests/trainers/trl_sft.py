@@ -1,5 +1,5 @@
-"""Train with TRL's SFTTrainer on the published SFT files, loaded exactly as the README says; run in the
-trainer environment (.venv-train) by tests/test_trainers.py, which asserts on the facts this prints as JSON.
+"""Train with TRL's SFTTrainer on the published SFT files, loaded exactly as docs/training.md says; run in the
+trainer environment (.venv-train) by tests/datasets/test_trainers.py, which asserts on the facts this prints as JSON.
 
     python trl_sft.py DATA_ROOT WORK_DIR    (WORK_DIR/sft.jsonl: the `jsonl` export of every sample)
 
@@ -131,7 +131,7 @@ def model(tok) -> Qwen2ForCausalLM:
 
 
 def main(root: Path, work: Path) -> dict:
-    # The README's load lines, verbatim.
+    # docs/training.md's load lines, verbatim.
     current = root / "published" / "sft_dataset" / "current"
     data = load_dataset(
         "parquet",

@@ -1,5 +1,5 @@
 """Run the published RL tasks through verl's own code; run in the trainer environment (.venv-train) by
-tests/test_trainers.py, which asserts on the facts this prints as JSON.
+tests/datasets/test_trainers.py, which asserts on the facts this prints as JSON.
 
     python verl_rl.py DATA_ROOT WORK_DIR
 

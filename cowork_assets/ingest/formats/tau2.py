@@ -11,7 +11,7 @@ package from `tasks[]`:
     the `compare_args` keys when given); `communicate_info` -> `keywords_present`; `env_assertions` ->
     `env_assertion`; `nl_assertions` -> `nl_assertion`. Checks outside `reward_basis` carry weight 0
     (informational). tau2 grades the end state when `DB` or `ENV_ASSERTION` is in the basis: the reference's
-    writes become one `db_match` check (`checks/db_match.py`), `db` (`exact`: the database) or, for the
+    writes become one `db_match` check (`check_types/db_match.py`), `db` (`exact`: the database) or, for the
     environment assertions alone, `state` (`includes`: the writes that make the asserted state). The simulated
     user's own actions are writes too: the agent's in a solo run, where it holds the user's tools; in a run
     with a user they are not in the agent's conversation, so the state check is then not decidable.

@@ -2,7 +2,7 @@
 
 Each run becomes one record (raw_record = 1-based position in the list):
   * tau-bench grades the end state: it replays the reference `actions` on a fresh database and compares its
-    hash (`gt_data_hash`) with the run's. So the reference becomes one `db_match` check (`checks/db_match.py`:
+    hash (`gt_data_hash`) with the run's. So the reference becomes one `db_match` check (`check_types/db_match.py`:
     the reference's writes, compared as state, `exact`; the file's `gt_data_hash` of the task as its
     `expected_state`), and each reference action also a `tool_called` check of weight 0: its argument values
     stay evidence, and a read the agent made another way costs nothing;

@@ -17,9 +17,8 @@ from cowork_assets.evidence.values import normalise
 from cowork_assets.settings import CurationSettings
 from cowork_assets.store.registry import TABLES
 from cowork_assets.tokens import count_tokens
+from tests.conftest import ROOT
 from tests.helpers import call, flatten, result, trajectory
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_merge_sorts_and_joins_overlapping_and_adjacent_spans():
@@ -253,7 +252,7 @@ import cowork_assets.curation.strategies as strategies
 strategies.__path__.append(FOLDER)
 strategies.registry.cache_clear()
 from tests.helpers import flatten
-from tests.test_curation import _curate, _sample
+from tests.curation.test_curation import _curate, _sample
 from cowork_assets.curation.schemas import EvidenceAudit, SampleStats, TruncationSweep
 from cowork_assets.curation.sweep import sweep
 from cowork_assets.evidence.build import build_evidence
@@ -361,8 +360,8 @@ def test_each_category_has_its_own_budget():
 
 
 def test_the_lines_an_edit_copied_are_lost_under_head_and_kept_by_evidence_aware():
-    from tests.test_evidence import EDITED as old
-    from tests.test_evidence import edit_run
+    from tests.evidence.test_evidence import EDITED as old
+    from tests.evidence.test_evidence import edit_run
 
     run = edit_run()
     for strategy, lost in (("head", True), ("evidence_aware", False)):

@@ -1,13 +1,10 @@
 """The code location loads and reads as the data flow; the sensor registers new batches."""
 
-from pathlib import Path
-
 import dagster as dg
 
 from cowork_assets.settings import CurateSettings
 from dagster_project.definitions import defs
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
 
 
 def test_definitions_load_with_groups_checks_and_jobs():

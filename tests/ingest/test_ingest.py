@@ -125,7 +125,7 @@ def test_task_packages_are_distinct_per_batch_and_counted(ingested):
 
 @pytest.mark.parametrize("chunk_records", [1, 100])
 def test_one_package_however_its_keys_are_ordered_or_spaced(tmp_path, chunk_records):
-    from tests.test_record import good
+    from tests.ingest.test_record import good
 
     raw = tmp_path / "raw" / "b"
     raw.mkdir(parents=True)
@@ -143,7 +143,7 @@ def test_one_package_however_its_keys_are_ordered_or_spaced(tmp_path, chunk_reco
 
 
 def test_each_distinct_task_text_is_parsed_once_per_batch(tmp_path, monkeypatch):
-    from tests.test_record import good
+    from tests.ingest.test_record import good
 
     parsed = []
     real = flatten._parse_packages

@@ -8,14 +8,15 @@ extra and accepts its config, and the Helm values agree with it on what matters.
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
 
 import pytest
 import yaml
 from dagster._config import validate_config
 from dagster._core.instance.config import dagster_instance_config
 
-DEPLOY = Path(__file__).resolve().parents[1] / "docs" / "deploy"
+from tests.conftest import ROOT
+
+DEPLOY = ROOT / "docs" / "deploy"
 
 
 @pytest.fixture(scope="module")

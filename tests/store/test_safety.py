@@ -9,8 +9,9 @@ import pytest
 from cowork_assets.datasets import publish as pub
 from cowork_assets.store import versions
 from cowork_cli.cli import main
+from tests.conftest import ROOT
 
-PACKAGE = Path(__file__).resolve().parents[1] / "cowork_assets"
+PACKAGE = ROOT / "cowork_assets"
 
 
 def test_no_code_path_evaluates_or_unpickles_anything():

@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -14,8 +13,7 @@ import pytest
 from cowork_assets.orchestration.run_health import PROCESS_TAG, in_flight
 from cowork_assets.runtime.procfs import stat_fields
 from cowork_assets.synthetic.generate import generate
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,9 @@ from cowork_assets.datasets.gates import run_gate
 from cowork_assets.datasets.suites import SuiteProcess
 from cowork_assets.store import versions
 from cowork_assets.store.storage import plain
+from tests.conftest import ROOT
 
-EXPECTATIONS = Path(__file__).resolve().parents[1] / "expectations"
+EXPECTATIONS = ROOT / "expectations"
 FIRST = pl.int_range(pl.len()) == 0
 BUDGETS = {"char_budget": 40_000, "category_char_budgets": {"tiny_tasks": 10, "swe_agent": 262_144}}
 

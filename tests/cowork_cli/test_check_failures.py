@@ -20,8 +20,9 @@ from cowork_assets.ingest.formats import cowork
 from cowork_assets.store import storage, versions
 from cowork_assets.synthetic.generate import generate
 from cowork_cli.cli import main
+from tests.conftest import TESTS
 
-HOSTILE = Path(__file__).parent / "hostile" / "corpus"
+HOSTILE = TESTS / "hostile" / "corpus"
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,9 @@ import pytest
 
 from cowork_assets.datasets.export import jsonl
 from cowork_assets.store.storage import plain
+from tests.conftest import ROOT
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = ROOT
 TRAIN_PYTHON = REPO / ".venv-train" / "bin" / "python"
 SCRIPTS = REPO / "tests" / "trainers"
 

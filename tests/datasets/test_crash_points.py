@@ -16,8 +16,8 @@ import pytest
 from cowork_assets.datasets import publish as pub
 from cowork_assets.runtime import scratch
 from cowork_assets.store import versions
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = {"rows": pa.schema([pa.field("sample_id", pa.string()), pa.field("chars", pa.int64())])}
 
 CRASH = {

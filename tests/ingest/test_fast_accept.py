@@ -12,9 +12,10 @@ from cowork_assets.ingest.fast_accept import FREE_FORM_DEPTH, accepts
 from cowork_assets.ingest.formats import scan_batch
 from cowork_assets.ingest.raw_files import discover_batches
 from cowork_assets.ingest.record import BOM, contract_verdict
-from tests.test_record import good
+from tests.conftest import TESTS
+from tests.ingest.test_record import good
 
-HOSTILE = Path(__file__).parent / "hostile" / "corpus"
+HOSTILE = TESTS / "hostile" / "corpus"
 
 
 def known_keys_only(**changes) -> dict:

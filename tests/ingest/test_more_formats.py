@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from cowork_assets.ingest.formats import inspect_ai, scan_batch
-from tests.conftest import SHARED
+from tests.conftest import SHARED, TESTS
 
 REAL = SHARED / "realdata"
 needs_shared = pytest.mark.skipif(not (REAL / "coding_more").is_dir(), reason="../shared/realdata is absent")
@@ -267,7 +267,7 @@ def test_the_independent_recount_counts_the_new_documents_as_ingest_reads_them(t
         assert count_documents(tmp_path / f"{name}.json") == records, name
 
 
-ATIF = Path(__file__).parent / "realdata" / "coding"
+ATIF = TESTS / "realdata" / "coding"
 
 
 @pytest.mark.parametrize(
@@ -298,7 +298,7 @@ def test_a_harbor_result_beside_an_atif_trajectory_grades_it(tmp_path, result, g
     assert recount(raw / "b") == 2  # the result is no record of its own
 
 
-TRANSCRIPTS = Path(__file__).parent / "transcripts"
+TRANSCRIPTS = TESTS / "transcripts"
 
 
 def test_a_claude_code_transcript_is_its_main_chain(tmp_path):

@@ -10,7 +10,7 @@ from cowork_assets.store.registry import TABLES
 from cowork_assets.validation import ground_truth
 from cowork_assets.validation.regrade import agreement, regrade
 from cowork_assets.validation.tasks import untrusted_grades
-from tests.test_db_match import CANCEL, TOOLS, check, run
+from tests.check_types.test_db_match import CANCEL, TOOLS, check, run
 from tests.test_rewards import _messages
 
 OTHER = ("cancel_order", {"order_id": "#W2", "reason": "by mistake"})

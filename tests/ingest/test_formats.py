@@ -13,6 +13,7 @@ from cowork_assets.ingest.batch import ingest_batch
 from cowork_assets.ingest.formats import Sample, discover, registry
 from cowork_assets.ingest.recount import recount
 from cowork_assets.store.registry import TABLES
+from tests.conftest import TESTS
 
 FORMATS_DIR = Path(formats.__file__).parent
 
@@ -705,7 +706,7 @@ def test_the_run_output_names_each_skipped_input(tmp_path, capsys):
     ) in out
 
 
-SAMPLE = Path(__file__).parent / "realdata"
+SAMPLE = TESTS / "realdata"
 
 
 @pytest.mark.parametrize(
