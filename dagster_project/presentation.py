@@ -5,11 +5,11 @@ of the published datasets against the refresh schedule, and links to the source.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib
 import importlib.util
 import pkgutil
+import re
 import warnings
 from datetime import timedelta
 from functools import cache
@@ -52,6 +52,41 @@ def defining_modules() -> dict[str, str]:
     return found
 
 
+# `from cowork_assets.x import a, b` (parenthesised over lines, or not) and `import cowork_assets.x`, anywhere in
+# a module (lazy imports in functions too). Every process that loads the code location computes this, so a
+# regular expression reads them rather than a walk over every node of every module's syntax tree.
+IMPORT = re.compile(
+    r"""^[ \t]*(?:
+        from[ \t]+(cowork_assets[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n\#]+)
+        | import[ \t]+(cowork_assets[\w., \t]*)
+    )""",
+    re.MULTILINE | re.VERBOSE,
+)
+
+
+@cache
+def _imported(name: str) -> tuple[Path, tuple[str, ...]] | None:
+    """A module's source file and the cowork_assets modules (or names) it imports: its packages, a plugin
+    family's every module, and what its `import` statements name. Parsed once per module."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except ModuleNotFoundError:  # `from module import name`: a name, not a module
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    parts = name.split(".")
+    names = [".".join(parts[:i]) for i in range(1, len(parts))]  # its packages
+    source = Path(spec.origin).read_text()
+    if spec.submodule_search_locations and "discover(" in source:  # a plugin family: every module of it
+        names += [f"{name}.{m.name}" for m in pkgutil.iter_modules(spec.submodule_search_locations)]
+    for module, imported, plain in IMPORT.findall(source):
+        if module:
+            names += [module, *(f"{module}.{n.split()[0]}" for n in imported.strip("()").split(",") if n.strip())]
+        else:
+            names += [n.split()[0] for n in plain.split(",")]
+    return Path(spec.origin), tuple(names)
+
+
 @cache
 def source_closure(module: str) -> tuple[Path, ...]:
     """The source files of a module and of every cowork_assets module it imports, transitively (packages'
@@ -60,23 +95,9 @@ def source_closure(module: str) -> tuple[Path, ...]:
     todo = [module]
     while todo:
         name = todo.pop()
-        try:
-            spec = importlib.util.find_spec(name) if name not in seen else None
-        except ModuleNotFoundError:  # `from module import name`: a name, not a module
-            continue
-        if spec is None or spec.origin is None:
-            continue
-        seen[name] = Path(spec.origin)
-        parts = name.split(".")
-        todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # its packages
-        source = seen[name].read_text()
-        if spec.submodule_search_locations and "discover(" in source:  # a plugin family: every module of it
-            todo += [f"{name}.{m.name}" for m in pkgutil.iter_modules(spec.submodule_search_locations)]
-        for node in ast.walk(ast.parse(source)):
-            if isinstance(node, ast.Import):
-                todo += [a.name for a in node.names if a.name.startswith(cowork_assets.__name__)]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(cowork_assets.__name__):
-                todo += [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        if name not in seen and (found := _imported(name)):
+            seen[name], imports = found
+            todo += imports
     return tuple(sorted(seen.values()))
 
 
