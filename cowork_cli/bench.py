@@ -8,6 +8,7 @@ tiktoken-encoding the text of the published SFT samples with the same number of 
 
 from __future__ import annotations
 
+import bisect
 import os
 import shutil
 import subprocess
@@ -16,10 +17,12 @@ import threading
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 import polars as pl
 
+from cowork_assets.orchestration.run_health import PROCESS_TAG
 from cowork_assets.runtime.procfs import read, stat_fields
 from cowork_assets.store.registry import TABLES
 from cowork_cli.digest import content_digests
@@ -42,6 +45,29 @@ def _role(pid: int) -> str:
     return next((role for marker, role in ROLES.items() if marker in command), command[:80] or "exited process")
 
 
+def _all_stat_fields() -> dict[int, list[bytes]]:
+    return {int(e): fields for e in os.listdir("/proc") if e.isdigit() and (fields := stat_fields(int(e)))}
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu_seconds(root_pid: int) -> dict[tuple[int, bytes], tuple[int, float]]:
+    """CPU seconds (user + system) each process of the tree has used so far, keyed by (pid, start time) so
+    that a reused pid is another process: (parent pid, seconds)."""
+    stats = _all_stat_fields()
+    children: dict[int, list[int]] = defaultdict(list)
+    for pid, fields in stats.items():
+        children[int(fields[1])].append(pid)
+    tree, stack = {}, [root_pid]
+    while stack:
+        pid = stack.pop()
+        if len(fields := stats.get(pid, [])) > 19:
+            tree[(pid, fields[19])] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / TICK)
+        stack += children.get(pid, [])
+    return tree
+
+
 def _tree_memory_mb(root_pid: int) -> dict[int, float]:
     """Resident memory (MB) of a process and each of its descendants, from /proc.
 
@@ -51,9 +77,8 @@ def _tree_memory_mb(root_pid: int) -> dict[int, float]:
     share, but reading it costs enough CPU per sample to take a noticeable share of a core from the run
     being measured."""
     children: dict[int, list[int]] = defaultdict(list)
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (fields := stat_fields(int(entry))):
-            children[int(fields[1])].append(int(entry))
+    for pid, fields in _all_stat_fields().items():
+        children[int(fields[1])].append(pid)
     page_mb = os.sysconf("SC_PAGE_SIZE") / 2**20
     tree, stack = {}, [(root_pid, None)]
     while stack:
@@ -66,22 +91,37 @@ def _tree_memory_mb(root_pid: int) -> dict[int, float]:
     return tree
 
 
+class Sample(NamedTuple):
+    at: float  # epoch seconds
+    mb: float
+    roles: dict[str, float]  # MB by role
+    cpu: dict[int, float]  # CPU seconds per process since the previous sample
+
+
 class PeakMemory:
     """Samples the memory of this process tree: `peak` (MB, resident memory summed over the processes),
     when it happened (`peak_at`, seconds) and what it was made of (`peak_processes`: each process's role
-    and MB, largest first); `samples` keeps every sample as (epoch seconds, MB, MB by role) for the peak
-    of each phase (`phase_peaks`)."""
+    and MB, largest first); `samples` keeps every sample (`Sample`) for the peak and the CPU of each phase
+    and step. A sample's CPU is what each process used since the previous sample (a process that ends
+    between two samples loses its last fraction of a sampling interval); `parents` maps every process seen
+    to its parent, to tell whose helper a process was."""
 
     def __init__(self, interval: float = 0.2):
         self.peak, self.peak_at, self._stop, self.interval = 0.0, 0.0, threading.Event(), interval
         self.peak_processes: list[dict] = []
-        self.samples: list[tuple[float, float, dict[str, float]]] = []
+        self.samples: list[Sample] = []
+        self.parents: dict[int, int] = {}
 
     def __enter__(self):
         started = time.monotonic()
+        used = {key: seconds for key, (_, seconds) in _tree_cpu_seconds(os.getpid()).items()}  # before the run
 
         def sample():
             while not self._stop.is_set():
+                cpu: dict[int, float] = defaultdict(float)
+                for key, (parent, seconds) in _tree_cpu_seconds(os.getpid()).items():
+                    cpu[key[0]] += seconds - used.get(key, 0.0)
+                    used[key], self.parents[key[0]] = seconds, parent
                 tree = _tree_memory_mb(os.getpid())
                 processes = [
                     {"process": _role(pid), "mb": round(mb)}
@@ -92,7 +132,7 @@ class PeakMemory:
                 for p in processes:
                     roles[p["process"]] += p["mb"]
                 now = sum(tree.values())
-                self.samples.append((time.time(), now, dict(roles)))
+                self.samples.append(Sample(time.time(), now, dict(roles), {pid: c for pid, c in cpu.items() if c > 0}))
                 if now > self.peak:
                     self.peak, self.peak_at, self.peak_processes = now, time.monotonic() - started, processes
                 self._stop.wait(self.interval)
@@ -206,16 +246,16 @@ def phase_spans(instance, since: float) -> dict[str, list[tuple[float, float]]]:
     return spans
 
 
-def phase_peaks(samples: list[tuple[float, float, dict[str, float]]], spans: dict) -> dict[str, dict]:
+def phase_peaks(samples: list[Sample], spans: dict) -> dict[str, dict]:
     """The largest memory sample of the batch phase (first batch start to last batch end) and of the
     cross-batch runs: MB, and MB by role, largest first."""
     windows = {"batches": [(min(s for s, _ in spans["batches"]), max(e for _, e in spans["batches"]))]}
     windows["cross_batch"] = spans["cross_batch"]
     peaks = {}
     for phase, within in windows.items():
-        inside = [x for x in samples if any(start <= x[0] <= end for start, end in within)]
+        inside = [x for x in samples if any(start <= x.at <= end for start, end in within)]
         if inside:
-            _, mb, roles = max(inside, key=lambda x: x[1])
+            _, mb, roles, _ = max(inside, key=lambda x: x.mb)
             peaks[phase] = {
                 "mb": round(mb),
                 "processes": [
@@ -239,6 +279,50 @@ def phase_seconds(spans: dict, since: float, wall: float) -> dict[str, float]:
         "cross_batch": round(cross, 1),
         "other": round(wall - (first - since) - batches - cross, 1),
     }
+
+
+def phase_cpu_seconds(samples: list[Sample], spans: dict, since: float) -> dict[str, float]:
+    """CPU seconds of every process of the run in each phase of `phase_seconds` (so cpu / wall of a phase
+    is how many cores it kept busy on average)."""
+    if not spans["batches"]:
+        return {}
+    first, last = min(s for s, _ in spans["batches"]), max(e for _, e in spans["batches"])
+    windows = {"startup": [(since, first)], "batches": [(first, last)], "cross_batch": spans["cross_batch"]}
+    cpu = {phase: 0.0 for phase in windows}
+    total = 0.0
+    for sample in samples:
+        used = sum(sample.cpu.values())
+        total += used
+        phase = next((p for p, within in windows.items() if any(a < sample.at <= b for a, b in within)), None)
+        if phase:
+            cpu[phase] += used
+    return {**{p: round(c, 1) for p, c in cpu.items()}, "other": round(total - sum(cpu.values()), 1)}
+
+
+def per_asset_cpu_seconds(instance, since: float, memory: PeakMemory) -> dict[str, float]:
+    """CPU seconds of each step, summed over runs: what the run's process (and the helpers it started) used
+    while the step ran. Steps of one process run one after another, so the process's CPU is the step's."""
+    runs = {}
+    for record in _runs_since(instance, since):
+        if identity := record.dagster_run.tags.get(PROCESS_TAG):
+            runs[record.dagster_run.run_id] = int(identity.rsplit(":", 2)[1])
+
+    def owner(pid: int) -> int | None:  # the nearest process, itself or an ancestor, that executes runs
+        while pid not in run_pids and pid in memory.parents:
+            pid = memory.parents[pid]
+        return pid if pid in run_pids else None
+
+    run_pids = set(runs.values())
+    owners = {pid: owner(pid) for sample in memory.samples for pid in sample.cpu}
+    times = [s.at for s in memory.samples]
+    seconds: dict[str, float] = defaultdict(float)
+    for run_id, pid in runs.items():
+        for step in instance.get_run_step_stats(run_id):
+            if step.start_time and step.end_time:
+                lo, hi = bisect.bisect_right(times, step.start_time), bisect.bisect_right(times, step.end_time)
+                for sample in memory.samples[lo:hi]:
+                    seconds[step.step_key] += sum(c for p, c in sample.cpu.items() if owners[p] == pid)
+    return {k: round(v, 1) for k, v in seconds.items()}
 
 
 NAIVE_REFERENCE = Path(__file__).resolve().parents[1] / "bench" / "naive_reference.py"
@@ -311,8 +395,10 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
         "max_concurrent": settings.max_concurrent,
         "failed": outcome.failed,
         "phase_seconds": phase_seconds(spans, since, wall),
+        "phase_cpu_seconds": phase_cpu_seconds(memory.samples, spans, since),
         "phase_peaks": phase_peaks(memory.samples, spans) if spans["batches"] else {},
         "per_asset_seconds": {k: round(v, 1) for k, v in per_asset_seconds(instance, since).items()},
+        "per_asset_cpu_seconds": per_asset_cpu_seconds(instance, since, memory),
         "content_digests": content_digests(str(data)),  # to compare outputs across code versions
     }
     earlier = (orjson.loads(f.read_bytes()) for f in out.glob("bench-*.json"))
@@ -376,6 +462,14 @@ def report(figures: dict) -> str:
         ),
         *(
             [
+                f"  cpu             {c['startup']} s starting, {c['batches']} s batches, {c['cross_batch']} s "
+                f"cross-batch, {c['other']} s between and after runs (all processes; cpu / wall = cores busy)"
+            ]
+            if (c := figures.get("phase_cpu_seconds"))
+            else []
+        ),
+        *(
+            [
                 "  phase peaks     "
                 + "; ".join(
                     f"{phase.replace('_', '-')} {peak['mb']} MB ("
@@ -387,9 +481,10 @@ def report(figures: dict) -> str:
             if (peaks := figures.get("phase_peaks"))
             else []
         ),
-        "  time per asset (summed over runs):",
+        "  time per asset (summed over runs):                wall        cpu",
     ]
-    lines += [f"    {k:<40} {v:>8.1f} s" for k, v in figures["per_asset_seconds"].items()]
+    cpu = figures.get("per_asset_cpu_seconds", {})
+    lines += [f"    {k:<40} {v:>8.1f} s {cpu.get(k, 0.0):>8.1f} s" for k, v in figures["per_asset_seconds"].items()]
     return "\n".join(lines)
 
 

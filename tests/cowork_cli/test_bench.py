@@ -11,12 +11,15 @@ import pytest
 
 from cowork_cli.bench import (
     FLOOR_REPEATS,
+    Sample,
     _by_role,
     _role,
+    _tree_cpu_seconds,
     _tree_memory_mb,
     bench,
     default_batches,
     floor_seconds,
+    phase_cpu_seconds,
     report,
 )
 
@@ -51,10 +54,16 @@ def test_bench_writes_its_figures_and_the_growth_between_sizes(benched):
             assert 0 < peak["mb"] <= figures["peak_memory_mb"]
             assert abs(sum(p["mb"] for p in peak["processes"]) - peak["mb"]) <= 2 * len(peak["processes"])
         assert "main process" in [p["process"] for p in peaks["cross_batch"]["processes"]]
+        cpu = figures["phase_cpu_seconds"]  # every phase's CPU, of every process
+        assert set(cpu) == set(phases) and cpu["batches"] > 0 and cpu["cross_batch"] > 0
+        steps = figures["per_asset_cpu_seconds"]  # each step's, from the process that ran it
+        assert set(steps) <= set(figures["per_asset_seconds"]) and steps["staging_tables"] > 0
+        assert sum(steps.values()) <= sum(cpu.values()) + 0.5
     assert large["growth"]["from_trajectories"] == 60
     assert orjson.loads((tmp_path / "bench-120.json").read_bytes()) == large
     assert "strict floor" in report(large) and "growth from 60 trajectories" in report(large)
     assert "s cross-batch" in report(large) and "MB main process" in report(large)
+    assert f"cpu             {large['phase_cpu_seconds']['startup']} s starting" in report(large)
     assert f"phase peaks     batches {large['phase_peaks']['batches']['mb']} MB (" in report(large)
     assert large["naive_reference_seconds"] > 0 and "wall / naive reference" in report(large)
     # the ratio of the unrounded wall to the reference (rounded to 0.1 s, as printed), itself rounded to 0.01
@@ -172,3 +181,35 @@ def test_a_forked_child_does_not_count_its_parents_memory_twice():
         os.waitpid(child, 0)
         other.kill()
         other.wait()
+
+
+def test_cpu_is_summed_into_the_phase_each_sample_falls_in():
+    samples = [
+        Sample(at, 0.0, {}, cpu)
+        for at, cpu in [(1.0, {7: 0.5}), (3.0, {7: 1.0, 8: 2.0}), (6.0, {9: 0.5}), (9.0, {7: 4.0})]
+    ]
+    spans = {"batches": [(2.0, 4.0), (2.5, 5.0)], "cross_batch": [(5.5, 7.0)]}
+    assert phase_cpu_seconds(samples, spans, since=0.0) == {
+        "startup": 0.5,
+        "batches": 3.0,
+        "cross_batch": 0.5,
+        "other": 4.0,
+    }
+
+
+def test_a_busy_child_process_is_seen_using_cpu():
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass\ntime.sleep(5)",
+        ]
+    )
+    try:
+        time.sleep(1.5)
+        tree = _tree_cpu_seconds(os.getpid())
+        ((parent, seconds),) = [v for (pid, _), v in tree.items() if pid == child.pid]
+        assert parent == os.getpid() and seconds >= 0.5
+    finally:
+        child.kill()
+        child.wait()
