@@ -19,9 +19,23 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line]
 
 
-# The modules that take a minute each (a live `dagster dev`) start first, so that the test workers
-# (pytest-xdist, one module per worker at a time) finish together instead of one waiting on the other.
-LONGEST_FIRST = ("test_automation_live.py", "test_ui_browser.py", "test_datasets.py", "test_object_store.py")
+# The longest modules start first, longest first (their summed durations in `pytest --durations=0`), so that
+# the test workers (pytest-xdist, one module per worker at a time) finish together instead of one waiting on
+# the other's last long module.
+LONGEST_FIRST = (
+    "test_hostile.py",
+    "test_ui_browser.py",
+    "test_pipeline.py",
+    "test_automation_live.py",
+    "test_object_store.py",
+    "test_datasets.py",
+    "test_crash_resume.py",
+    "test_trainers.py",
+    "test_concurrency.py",
+    "test_run_health.py",
+    "test_bench.py",
+    "test_gate_rules.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

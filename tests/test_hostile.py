@@ -410,8 +410,10 @@ def test_a_full_disk_fails_in_one_line_and_the_traceback_is_for_debug(full_disk,
     import sys
     from contextlib import suppress
 
+    batch = sorted(p.name for p in default_raw.iterdir() if p.is_dir())[0]  # one batch shows it
+
     def run(*extra):
-        command = [sys.executable, "-m", "cowork_cli", "run", "--raw-root", str(default_raw), *extra]
+        command = [sys.executable, "-m", "cowork_cli", "run", "--raw-root", str(default_raw), "--batch", batch, *extra]
         env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
         return subprocess.run(
             [*command, "--data-root", str(full_disk / "data")], capture_output=True, env=env, text=True
