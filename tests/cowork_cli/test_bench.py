@@ -23,53 +23,63 @@ from cowork_cli.bench import (
     report,
 )
 
+EARLIER = {  # runs already in the bench folder: the growth is from the smallest with comparable figures
+    30: {"trajectories": 30, "wall_seconds": 2.5, "peak_memory_mb": 400},
+    20: {"trajectories": 20, "wall_seconds": 2.0},  # an older version's figures: not comparable
+    1000: {"trajectories": 1000, "wall_seconds": 40.0, "peak_memory_mb": 900},  # larger: not a base
+}
+
 
 @pytest.fixture(scope="module")
 def benched(tmp_path_factory):
-    """Two bench runs in one folder: 60, then 120 trajectories."""
+    """One bench run of 120 trajectories, in a folder holding earlier runs' figures."""
     out = tmp_path_factory.mktemp("bench")
-    return out, bench(60, 2, out), bench(120, 2, out)
+    for size, figures in EARLIER.items():
+        (out / f"bench-{size}.json").write_bytes(orjson.dumps(figures))
+    return out, bench(120, 2, out)
 
 
 def test_bench_writes_its_figures_and_the_growth_between_sizes(benched):
-    tmp_path, small, large = benched
-    assert small["failed"] == {} == large["failed"] and "growth" not in small
-    for figures in (small, large):
-        floor = figures["floor"]
-        assert floor["sft_messages"] > 0 and floor["seconds"] >= floor["read_seconds"] >= 0
-        assert len(floor["tokenize_runs"]) == FLOOR_REPEATS and floor["tokenize_seconds"] == min(floor["tokenize_runs"])
-        assert figures["wall_over_floor"] > 1 and figures["wall_over_strict_floor"] > 1
-        assert {"staging_tables", "evidence", "curation", "sft_candidate"} <= set(figures["per_asset_seconds"])
-        assert figures["peak_memory_mb"] > 0
-        processes = figures["peak_processes"]  # what the peak was made of, and it adds up to it
-        assert [p["process"] for p in processes].count("main process") == 1
-        assert processes == sorted(processes, key=lambda p: -p["mb"])
-        assert abs(sum(p["mb"] for p in processes) - figures["peak_memory_mb"]) <= len(processes)
-        phases = figures["phase_seconds"]
-        assert phases["batches"] > 0 and phases["cross_batch"] > 0 and phases["startup"] >= 0
-        assert abs(sum(phases.values()) - figures["wall_seconds"]) < 0.5  # the phases account for the wall time
-        peaks = figures["phase_peaks"]  # each phase's own peak, within the run's, and what made it up
-        assert set(peaks) == {"batches", "cross_batch"}
-        for peak in peaks.values():
-            assert 0 < peak["mb"] <= figures["peak_memory_mb"]
-            assert abs(sum(p["mb"] for p in peak["processes"]) - peak["mb"]) <= 2 * len(peak["processes"])
-        assert "main process" in [p["process"] for p in peaks["cross_batch"]["processes"]]
-        cpu = figures["phase_cpu_seconds"]  # every phase's CPU, of every process
-        assert set(cpu) == set(phases) and cpu["batches"] > 0 and cpu["cross_batch"] > 0
-        steps = figures["per_asset_cpu_seconds"]  # each step's, from the process that ran it
-        assert set(steps) <= set(figures["per_asset_seconds"]) and steps["staging_tables"] > 0
-        assert sum(steps.values()) <= sum(cpu.values()) + 0.5
-    assert large["growth"]["from_trajectories"] == 60
-    assert orjson.loads((tmp_path / "bench-120.json").read_bytes()) == large
-    assert "strict floor" in report(large) and "growth from 60 trajectories" in report(large)
-    assert "s cross-batch" in report(large) and "MB main process" in report(large)
-    assert f"cpu             {large['phase_cpu_seconds']['startup']} s starting" in report(large)
-    assert f"phase peaks     batches {large['phase_peaks']['batches']['mb']} MB (" in report(large)
-    assert large["naive_reference_seconds"] > 0 and "wall / naive reference" in report(large)
+    tmp_path, figures = benched
+    assert figures["failed"] == {}
+    floor = figures["floor"]
+    assert floor["sft_messages"] > 0 and floor["seconds"] >= floor["read_seconds"] >= 0
+    assert len(floor["tokenize_runs"]) == FLOOR_REPEATS and floor["tokenize_seconds"] == min(floor["tokenize_runs"])
+    assert figures["wall_over_floor"] > 1 and figures["wall_over_strict_floor"] > 1
+    assert {"staging_tables", "evidence", "curation", "sft_candidate"} <= set(figures["per_asset_seconds"])
+    assert figures["peak_memory_mb"] > 0
+    processes = figures["peak_processes"]  # what the peak was made of, and it adds up to it
+    assert [p["process"] for p in processes].count("main process") == 1
+    assert processes == sorted(processes, key=lambda p: -p["mb"])
+    assert abs(sum(p["mb"] for p in processes) - figures["peak_memory_mb"]) <= len(processes)
+    phases = figures["phase_seconds"]
+    assert phases["batches"] > 0 and phases["cross_batch"] > 0 and phases["startup"] >= 0
+    assert abs(sum(phases.values()) - figures["wall_seconds"]) < 0.5  # the phases account for the wall time
+    peaks = figures["phase_peaks"]  # each phase's own peak, within the run's, and what made it up
+    assert set(peaks) == {"batches", "cross_batch"}
+    for peak in peaks.values():
+        assert 0 < peak["mb"] <= figures["peak_memory_mb"]
+        assert abs(sum(p["mb"] for p in peak["processes"]) - peak["mb"]) <= 2 * len(peak["processes"])
+    assert "main process" in [p["process"] for p in peaks["cross_batch"]["processes"]]
+    cpu = figures["phase_cpu_seconds"]  # every phase's CPU, of every process
+    assert set(cpu) == set(phases) and cpu["batches"] > 0 and cpu["cross_batch"] > 0
+    steps = figures["per_asset_cpu_seconds"]  # each step's, from the process that ran it
+    assert set(steps) <= set(figures["per_asset_seconds"]) and steps["staging_tables"] > 0
+    assert sum(steps.values()) <= sum(cpu.values()) + 0.5
+    growth, wall, peak = figures["growth"], figures["wall_seconds"], figures["peak_memory_mb"]
+    assert growth["from_trajectories"] == 30 and "growth from 30 trajectories" in report(figures)
+    assert (wall - 0.05) / 2.5 - 0.005 <= growth["wall"] <= (wall + 0.05) / 2.5 + 0.005
+    assert (peak - 0.5) / 400 - 0.005 <= growth["peak_memory"] <= (peak + 0.5) / 400 + 0.005
+    assert orjson.loads((tmp_path / "bench-120.json").read_bytes()) == figures
+    assert "strict floor" in report(figures)
+    assert "s cross-batch" in report(figures) and "MB main process" in report(figures)
+    assert f"cpu             {figures['phase_cpu_seconds']['startup']} s starting" in report(figures)
+    assert f"phase peaks     batches {figures['phase_peaks']['batches']['mb']} MB (" in report(figures)
+    assert figures["naive_reference_seconds"] > 0 and "wall / naive reference" in report(figures)
     # the ratio of the unrounded wall to the reference (rounded to 0.1 s, as printed), itself rounded to 0.01
-    wall, naive = large["wall_seconds"], large["naive_reference_seconds"]
-    assert (wall - 0.05) / naive - 0.005 <= large["wall_over_naive_reference"] <= (wall + 0.05) / naive + 0.005
-    assert len(large["content_digests"]) == 21 and (tmp_path / "naive-120.parquet").is_file()
+    wall, naive = figures["wall_seconds"], figures["naive_reference_seconds"]
+    assert (wall - 0.05) / naive - 0.005 <= figures["wall_over_naive_reference"] <= (wall + 0.05) / naive + 0.005
+    assert len(figures["content_digests"]) == 21 and (tmp_path / "naive-120.parquet").is_file()
 
 
 def test_a_larger_corpus_is_more_batches_of_at_most_20_000_runs():
@@ -122,13 +132,13 @@ def test_the_naive_reference_does_its_part_of_the_job(tmp_path):
 def test_the_floor_is_measured_in_a_fresh_interpreter(benched, monkeypatch):
     tmp_path = benched[0]
     monkeypatch.setattr("cowork_cli.bench._measure_floor", lambda *a: pytest.fail("measured in the bench's process"))
-    floor = floor_seconds(tmp_path / "raw-60", tmp_path / "data-60", "o200k_base", 2)
+    floor = floor_seconds(tmp_path / "raw-120", tmp_path / "data-120", "o200k_base", 2)
     assert floor["sft_messages"] > 0 and len(floor["tokenize_runs"]) == FLOOR_REPEATS
     with pytest.raises(
         RuntimeError,
         match=r"measuring the floor failed \(exit 1\): FileNotFoundError: sft_dataset has not been .*nowhere",
     ):
-        floor_seconds(tmp_path / "raw-60", tmp_path / "nowhere", "o200k_base", 2)
+        floor_seconds(tmp_path / "raw-120", tmp_path / "nowhere", "o200k_base", 2)
 
 
 def test_the_peak_is_reported_by_role_largest_first():
