@@ -45,8 +45,18 @@ def _role(pid: int) -> str:
     return next((role for marker, role in ROLES.items() if marker in command), command[:80] or "exited process")
 
 
-def _all_stat_fields() -> dict[int, list[bytes]]:
-    return {int(e): fields for e in os.listdir("/proc") if e.isdigit() and (fields := stat_fields(int(e)))}
+def _tree_stat_fields(root_pid: int) -> dict[int, list[bytes]]:
+    """/proc/<pid>/stat fields of a process and each of its descendants, parents before children."""
+    stats = {int(e): fields for e in os.listdir("/proc") if e.isdigit() and (fields := stat_fields(int(e)))}
+    children: dict[int, list[int]] = defaultdict(list)
+    for pid, fields in stats.items():
+        children[int(fields[1])].append(pid)
+    tree, stack = {}, [root_pid]
+    while stack:
+        pid = stack.pop()
+        tree[pid] = stats.get(pid, [])
+        stack += children.get(pid, [])
+    return tree
 
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -55,17 +65,11 @@ TICK = os.sysconf("SC_CLK_TCK")
 def _tree_cpu_seconds(root_pid: int) -> dict[tuple[int, bytes], tuple[int, float]]:
     """CPU seconds (user + system) each process of the tree has used so far, keyed by (pid, start time) so
     that a reused pid is another process: (parent pid, seconds)."""
-    stats = _all_stat_fields()
-    children: dict[int, list[int]] = defaultdict(list)
-    for pid, fields in stats.items():
-        children[int(fields[1])].append(pid)
-    tree, stack = {}, [root_pid]
-    while stack:
-        pid = stack.pop()
-        if len(fields := stats.get(pid, [])) > 19:
-            tree[(pid, fields[19])] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / TICK)
-        stack += children.get(pid, [])
-    return tree
+    return {
+        (pid, fields[19]): (int(fields[1]), (int(fields[11]) + int(fields[12])) / TICK)
+        for pid, fields in _tree_stat_fields(root_pid).items()
+        if len(fields) > 19
+    }
 
 
 def _tree_memory_mb(root_pid: int) -> dict[int, float]:
@@ -76,18 +80,13 @@ def _tree_memory_mb(root_pid: int) -> dict[int, float]:
     workers are spawned). Proportional memory (PSS) would settle that and the libraries the workers
     share, but reading it costs enough CPU per sample to take a noticeable share of a core from the run
     being measured."""
-    children: dict[int, list[int]] = defaultdict(list)
-    for pid, fields in _all_stat_fields().items():
-        children[int(fields[1])].append(pid)
     page_mb = os.sysconf("SC_PAGE_SIZE") / 2**20
-    tree, stack = {}, [(root_pid, None)]
-    while stack:
-        pid, parent_command = stack.pop()
-        command = read(f"/proc/{pid}/cmdline")  # before the memory: an exec in between then reads small
+    tree, commands = {}, {}
+    for pid, fields in _tree_stat_fields(root_pid).items():  # parents first: their command lines are read
+        commands[pid] = read(f"/proc/{pid}/cmdline")  # before the memory: an exec in between then reads small
         statm = read(f"/proc/{pid}/statm").split()
-        forked = command == parent_command
+        forked = pid != root_pid and len(fields) > 1 and commands[pid] == commands.get(int(fields[1]))
         tree[pid] = 0.0 if forked or len(statm) < 2 else int(statm[1]) * page_mb
-        stack += [(child, command) for child in children.get(pid, [])]
     return tree
 
 
