@@ -17,6 +17,7 @@ export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 
 SIZE ?= 20000
 BATCHES ?=
+OUT ?= bench
 
 .PHONY: setup trainers run test ui data bench clean
 
@@ -57,7 +58,7 @@ test: setup trainers
 	$(BIN)/python -m pytest -q
 
 bench: setup
-	$(BIN)/cowork-curate bench --size $(SIZE) $(if $(BATCHES),--batches $(BATCHES)) --out bench
+	$(BIN)/cowork-curate bench --size $(SIZE) $(if $(BATCHES),--batches $(BATCHES)) --out $(OUT)
 
 ui: setup
 	@$(BIN)/python -c "from cowork_cli.runner import ensure_instance; ensure_instance(__import__('pathlib').Path('$(DAGSTER_HOME)'))"
