@@ -237,29 +237,30 @@ def test_a_gzip_bomb_and_a_many_lines_bomb_stay_within_the_record_bound(tmp_path
 
 
 def test_a_document_nested_past_the_recursion_limit_is_one_quarantined_record_for_the_recount_too(tmp_path):
-    from cowork_assets.ingest.recount import recount
+    from cowork_assets.ingest.formats import recount_batch
 
     (tmp_path / "raw" / "b").mkdir(parents=True)
     (tmp_path / "raw" / "b" / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     report = ingest_batch(tmp_path / "raw", "b", str(tmp_path / "out"))
     assert (report.raw_records, report.quarantined, sorted(report.reasons)) == (1, 1, ["bad_json"])
-    assert recount(tmp_path / "raw" / "b") == 1  # it raised RecursionError and failed the batch's check
+    assert recount_batch(tmp_path / "raw", "b") == 1  # it raised RecursionError and failed the batch's check
 
 
 def test_a_json_document_over_the_record_bound_is_quarantined_unread(tmp_path):
-    from cowork_assets.ingest.recount import recount
+    from cowork_assets.ingest.formats import recount_batch
 
     (tmp_path / "raw" / "b").mkdir(parents=True)
     (tmp_path / "raw" / "b" / "big.json").write_bytes(b'{"simulations": [' + b"1," * 3000 + b"1]}")
     report = ingest_batch(tmp_path / "raw", "b", str(tmp_path / "out"), max_record_bytes=4096)
     assert (report.raw_records, report.quarantined, sorted(report.reasons)) == (1, 1, ["too_large"])
-    assert recount(tmp_path / "raw" / "b", max_bytes=4096) == 1
+    assert recount_batch(tmp_path / "raw", "b", 4096) == 1
 
 
 def test_a_read_error_or_a_link_loop_is_accounted_for_and_never_fails_the_batch(tmp_path, monkeypatch):
     import errno
 
     from cowork_assets.ingest import raw_files, recount
+    from cowork_assets.ingest.formats import recount_batch
 
     raw = tmp_path / "raw"
     (raw / "b").mkdir(parents=True)
@@ -294,7 +295,7 @@ def test_a_read_error_or_a_link_loop_is_accounted_for_and_never_fails_the_batch(
         ("b/loop1", "cannot be followed (a symbolic link loop)"),
         ("b/loop2", "cannot be followed (a symbolic link loop)"),
     ]
-    assert recount.recount(raw / "b", ["loop1", "loop2"]) == report.raw_records  # the independent count agrees
+    assert recount_batch(raw, "b") == report.raw_records  # the independent count agrees
     row = TABLES["quarantine"].read(str(tmp_path / "out"), "b").filter(pl.col("reason") == "read_error")
     assert row.select("raw_file", "raw_record", "detail").row(0) == (
         "b/a.jsonl",

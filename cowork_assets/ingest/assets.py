@@ -1,12 +1,11 @@
 """Dagster wiring of the ingest stage: raw batches -> staging tables, their checks, and the sensor."""
 
 import time
-from pathlib import PurePosixPath
 
 import dagster as dg
 
-from cowork_assets.ingest.batch import BATCH_TABLES, ingest_batch
-from cowork_assets.ingest.recount import recount
+from cowork_assets.ingest.batch import BATCH_TABLES, accounted, ingest_batch
+from cowork_assets.ingest.formats import recount_batch
 from cowork_assets.markdown import EXAMPLES, table
 from cowork_assets.orchestration.metadata import as_metadata, counts_md, md_table, written
 from cowork_assets.orchestration.partitions import batches
@@ -83,12 +82,9 @@ def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
 
 
 def count_raw_records(settings: CurateSettings, batch: str) -> int:
-    """The batch's raw records by the independent recount (ingest/recount.py), leaving out the files ingest
-    listed in skipped_inputs (accounted for there, with their reason)."""
-    skipped = TABLES["skipped_inputs"].read(settings.root, batch, columns=["raw_file"])
-    return recount(
-        settings.raw_path / batch, [PurePosixPath(f).name for f in skipped["raw_file"]], settings.max_record_bytes
-    )
+    """The batch's raw records by the independent recount (ingest/recount.py): each file a format reads, counted by
+    that format's own rule (its `RECORDS`); files ingest listed in skipped_inputs are accounted for there."""
+    return recount_batch(settings.raw_path, batch, settings.max_record_bytes)
 
 
 @dg.asset_check(
@@ -96,13 +92,13 @@ def count_raw_records(settings: CurateSettings, batch: str) -> int:
     additional_deps=["quarantine"],
     partitions_def=batches,
     description="Every raw record is accounted for: raw records, recounted from the files by a reader that shares "
-    "no code with ingest (ingest/recount.py), = parsed + quarantined.",
+    "no code with ingest's readers (ingest/recount.py, by each format's record rule), = records parsed + records "
+    "quarantined.",
 )
 def records_accounted_for(context: dg.AssetCheckExecutionContext, settings: CurateSettings) -> dg.AssetCheckResult:
     batch = context.partition_key
     raw = count_raw_records(settings, batch)
-    parsed = TABLES["trajectories"].rows(settings.root, batch)
-    quarantined = TABLES["quarantine"].rows(settings.root, batch)
+    parsed, quarantined = accounted(settings.root, batch)
     return dg.AssetCheckResult(
         passed=raw == parsed + quarantined,
         metadata=as_metadata(

@@ -56,6 +56,16 @@ class IngestReport:
         return self.raw_records == self.parsed + self.quarantined
 
 
+def accounted(data_root: str, batch: str) -> tuple[int, int]:
+    """(raw records parsed into trajectories, raw records quarantined and not parsed) of a written batch. A record
+    may give several trajectories (a session's segments before and after a compaction, its sub-agents' runs), and
+    one of them may be quarantined while the others parse: each record is counted once."""
+    key = ["raw_file", "raw_record"]
+    parsed = TABLES["trajectories"].read(data_root, batch, columns=key).unique()
+    quarantined = TABLES["quarantine"].read(data_root, batch, columns=key).unique().join(parsed, on=key, how="anti")
+    return parsed.height, quarantined.height
+
+
 class _Writer:
     """Accumulates a batch's rows and streams them into one ParquetSink per table."""
 
@@ -217,7 +227,7 @@ def ingest_batch(
     try:
         writer.skip(sources.skipped)
         for sample in sources.files:
-            rel = sample.rel
+            rel, last = sample.rel, None
             report.files.append(rel)
             report.formats[sources.format_of(sample).NAME] += 1
             progress(f"reading {rel} ({sources.format_of(sample).NAME})")
@@ -226,7 +236,8 @@ def ingest_batch(
                 if line.error is None and not data.strip():
                     report.blank_lines += 1
                     continue
-                report.raw_records += 1
+                report.raw_records += line.record != last  # the trajectories of one record come together
+                last = line.record
                 if line.error is not None:
                     reason, _, detail = line.error.partition(": ")
                     writer.reject(rel, line.record, reason, detail or "stream ended mid-member", data)
@@ -238,14 +249,14 @@ def ingest_batch(
                 writer.add(data.removeprefix(BOM), rel, line.record)  # valid UTF-8: parsed as read
                 if len(writer.texts) >= chunk_records:
                     report.parsed += writer.flush()
-                    progress(f"{report.raw_records} records read, {report.parsed} parsed")
+                    progress(f"{report.raw_records} records read, {report.parsed} trajectories parsed")
         report.parsed += writer.flush()
         report.notes = sources.batch.notes
         report.rows = writer.finish()
     except BaseException:
         writer.abort()
         raise
-    report.quarantined = report.rows["quarantine"]
+    report.parsed, report.quarantined = accounted(data_root, batch)
     report.reasons = Counter(TABLES["quarantine"].read(data_root, batch, columns=["reason"])["reason"].to_list())
     return report
 

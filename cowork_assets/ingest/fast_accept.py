@@ -55,6 +55,7 @@ class ToolCall(_Known):
 class Message(_Known):
     role: Literal["system", "user", "assistant", "tool"]
     content: str | None = None
+    reasoning_content: str | None = None
     tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = None
     name: str | None = None

@@ -35,6 +35,7 @@ RAW_SCHEMA = pl.Schema(
                 {
                     "role": pl.String,
                     "content": pl.String,
+                    "reasoning_content": pl.String,
                     "tool_calls": pl.List(
                         pl.Struct(
                             {

@@ -21,6 +21,8 @@ _BAD_KEY_PARTS = ("/", "\\", "...", "\0", "\n", "\r", "\t")
 _GLOB_CHARACTERS = frozenset("*?[]{}")
 # A partition folder is `batch=<name>`, and a filesystem name holds at most 255 bytes.
 MAX_BATCH_NAME_BYTES = 200
+# Sub-folders of a batch read: SWE-bench writes its reports 5 levels down (logs/run_evaluation/<run>/<model>/<id>/).
+MAX_FOLDER_DEPTH = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,24 +79,37 @@ def not_batches(raw_root: Path) -> list[tuple[str, str]]:
 
 
 def batch_entries(raw_root: Path, batch: str) -> tuple[list[Path], list[tuple[str, str]]]:
-    """(regular files of the batch folder, sorted by name; entries skipped, as (raw_file, reason)).
+    """(regular files of the batch folder and its sub-folders, sorted by path; entries skipped, as (raw_file,
+    reason)).
 
-    Which files are raw data is the formats' decision; this only keeps out what cannot be read safely."""
-    folder = raw_root / batch
+    A batch is a folder as the tool that wrote it laid it out (a harness's output tree, its evaluation reports):
+    sub-folders are read down to MAX_FOLDER_DEPTH; a link to a folder is not followed, and hidden folders
+    (`.git`) are not read. Which files are raw data is the formats' decision; this only keeps out what cannot
+    be read safely."""
     root = raw_root.resolve()
     files, skipped = [], []
-    for path in sorted(folder.iterdir()):
-        rel = path.relative_to(raw_root).as_posix()
-        if why := _unresolvable(path):
-            skipped.append((rel, why))
-        elif not path.resolve().is_relative_to(root):
-            skipped.append((rel, "resolves outside the raw root"))
-        elif path.is_dir():
-            skipped.append((rel, "a folder inside a batch folder (batches are flat)"))
-        elif not path.is_file():
-            skipped.append((rel, "not a regular file"))
-        else:
-            files.append(path)
+
+    def walk(folder: Path, depth: int) -> None:
+        for path in sorted(folder.iterdir()):
+            rel = path.relative_to(raw_root).as_posix()
+            if why := _unresolvable(path):
+                skipped.append((rel, why))
+            elif not path.resolve().is_relative_to(root):
+                skipped.append((rel, "resolves outside the raw root"))
+            elif path.is_dir() and path.is_symlink():
+                skipped.append((rel, "a link to a folder: not followed"))
+            elif path.is_dir() and path.name.startswith("."):
+                skipped.append((rel, "a hidden folder: not read"))
+            elif path.is_dir() and depth >= MAX_FOLDER_DEPTH:
+                skipped.append((rel, f"a folder more than {MAX_FOLDER_DEPTH} levels inside the batch folder"))
+            elif path.is_dir():
+                walk(path, depth + 1)
+            elif not path.is_file():
+                skipped.append((rel, "not a regular file"))
+            else:
+                files.append(path)
+
+    walk(raw_root / batch, 0)
     return files, skipped
 
 

@@ -39,6 +39,7 @@ class ToolCall(_Strict):
 class Message(_Strict):
     role: Literal["system", "user", "assistant", "tool"]
     content: str | None = None
+    reasoning_content: str | None = None  # the assistant's reasoning before this message (thinking, reasoning items)
     tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = None
     name: str | None = None

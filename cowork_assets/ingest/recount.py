@@ -1,31 +1,35 @@
 """An independent recount of a batch's raw records, for `records_accounted_for`.
 
-It shares no code with ingest (only the standard library), so a bug in ingest's readers cannot hide in the
-recount too. What counts as one raw record:
-- a JSON Lines file (`*.jsonl`, `*.jsonl.gz`, or any file of a batch whose `.cowork-format`
-  names a line format): each line with a non-blank byte, counted on the decompressed bytes; a gzip stream
-  that is corrupt or ends early ends in one more record (the unfinished line and the damage); except that a
-  session transcript (its first line an entry with a `sessionId` or a `leafUuid`: Claude Code; or a
-  `session_meta` entry: a Codex rollout) is one;
-- any other file: a JSON list holds one record per element, except that a list of chat messages (each
-  with a `role`: mini-swe-agent) or of events (each with a `source` and an `action` or `observation`:
-  an OpenHands event stream) is one, and tool definitions (function specs) are none; a JSON object
-  holds `simulations` records (tau2-bench), `samples` records when it has an `eval` (Inspect AI), none for
-  a Harbor trial result (`verifier_result`) or a SWE-bench report (`resolved_ids`; a per-instance
-  `{resolved, tests_status}`, keyed by instance id or not), else one;
-  a file that does not parse as JSON is one record (quarantined as such).
-Files ingest lists in `skipped_inputs` (with their reason) are accounted for there and not recounted.
+Which files a batch holds and what format each one is come from detection; how a format's records are counted
+is the format module's own declaration, its `RECORDS` rule (one of the rules below). The counting itself shares
+no code with ingest's readers (the standard library only), so a reader that loses records cannot hide it here:
+- `LINES`: each line with a non-blank byte, counted on the decompressed bytes; a gzip stream that is corrupt or
+  ends early ends in one more record (the unfinished line and the damage), and so does a read error;
+- `ONE`: the file is one record (a session transcript, a run's document);
+- `items(key)`: a JSON document: a list holds one record per element, an object one per element of its list
+  under `key`; a zip archive (Inspect's `.eval`) one per `<key>/*.json` member;
+- `NONE`: no records (auxiliary files: tool definitions, reports, results).
+A document that does not parse as JSON (or a zip that does not open) is one record, quarantined as such; so is
+one over the size bound, never read. A format may give one rule for JSON Lines files and another for JSON
+documents, as `{"lines": ..., "document": ...}`.
 """
 
 from __future__ import annotations
 
 import json
+import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 BLOCK = 1 << 20
-LINE_FORMATS = {"cowork", "openai_chat", "openhands"}  # names a `.cowork-format` file may give
+LINES, ONE, NONE = "lines", "one", "none"
+ITEMS = "items:"
+ELEMENTS = ITEMS  # a JSON list: one record per element
+
+
+def items(key: str) -> str:
+    return ITEMS + key
 
 
 def _decompressed(path: Path) -> Iterator[bytes | None]:
@@ -78,79 +82,44 @@ def count_lines(path: Path) -> int:
     return count + pending
 
 
-def _is_transcript(path: Path) -> bool:
-    """Whether the file's first line is a session transcript's entry (one trajectory per file)."""
-    head = b""
-    try:
-        for block in _decompressed(path):
-            if block is None:
-                break
-            head += block
-            if b"\n" in head or len(head) > BLOCK:
-                break
-    except OSError:
-        return False
-    try:
-        first = json.loads(head.split(b"\n", 1)[0])
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return False
-    if not isinstance(first, dict) or not isinstance(first.get("type"), str):
-        return False
-    return "sessionId" in first or "leafUuid" in first or first["type"] == "session_meta"
-
-
-def _is_function_spec(item: object) -> bool:
-    spec = item.get("function", item) if isinstance(item, dict) else None
-    return isinstance(spec, dict) and "name" in spec
-
-
-def count_documents(path: Path, max_bytes: int | None = None) -> int:
-    """Records of a JSON document file (see the module's docstring); a file over `max_bytes` is one record,
-    never read (ingest quarantines it as too large), and so is one nested past Python's recursion limit."""
+def count_items(path: Path, key: str, max_bytes: int | None = None) -> int:
+    """Records of a JSON document (or zip archive) under the `items(key)` rule."""
     if max_bytes is not None and path.stat().st_size > max_bytes:
         return 1
+    if zipfile.is_zipfile(path):
+        try:
+            with zipfile.ZipFile(path) as archive:
+                names = archive.namelist()
+        except (zipfile.BadZipFile, OSError):
+            return 1
+        return sum(1 for n in names if n.startswith(f"{key}/") and n.endswith(".json"))
     try:
         document = json.loads(path.read_bytes())
     except (ValueError, UnicodeDecodeError, RecursionError, OSError):
         return 1
-    if isinstance(document, list):
-        if document and all(_is_function_spec(item) for item in document):
-            return 0
-        chat = document and all(isinstance(item, dict) and "role" in item for item in document)
-        return 1 if chat or _is_event_stream(document) else len(document)
     if isinstance(document, dict):
-        if isinstance(document.get("simulations"), list):
-            return len(document["simulations"])
-        if isinstance(document.get("eval"), dict) and isinstance(document.get("samples"), list):
-            return len(document["samples"])
-        return 0 if _is_report(document) or "verifier_result" in document else 1
-    return 1
+        document = document.get(key)
+    return len(document) if isinstance(document, list) else 0
 
 
-def _is_event_stream(document: list) -> bool:
-    return all(isinstance(e, dict) and "source" in e and ("action" in e or "observation" in e) for e in document)
+def count(path: Path, rule: str, max_bytes: int | None = None) -> int:
+    """The records of one file under a format's rule."""
+    if rule == LINES:
+        return count_lines(path)
+    if rule == ONE:
+        return 1
+    if rule == NONE:
+        return 0
+    if rule.startswith(ITEMS):
+        return count_items(path, rule.removeprefix(ITEMS), max_bytes)
+    raise ValueError(f"unknown record rule {rule!r}")
 
 
-def _is_report(document: dict) -> bool:
-    def graded(value: object) -> bool:
-        return isinstance(value, dict) and isinstance(value.get("resolved"), bool)
-
-    if "resolved_ids" in document or graded(document) and "tests_status" in document:
-        return True
-    return bool(document) and all(graded(v) for v in document.values())
+def rule_for(declared: str | dict[str, str], lines: bool) -> str:
+    """A format's rule for one of its files: `declared` itself, or its rule for JSON Lines files or documents."""
+    return declared if isinstance(declared, str) else declared["lines" if lines else "document"]
 
 
-def recount(folder: Path, skipped: Iterable[str] = (), max_bytes: int | None = None) -> int:
-    """Raw records of a batch folder's files, leaving out the files named in `skipped` (file names)."""
-    forced = folder / ".cowork-format"
-    lines_everywhere = forced.is_file() and forced.read_text().strip() in LINE_FORMATS
-    total = 0
-    for path in sorted(folder.iterdir()):
-        if path.name == forced.name or path.name in set(skipped) or not path.is_file():
-            continue
-        jsonl = path.name.endswith((".jsonl", ".jsonl.gz")) or lines_everywhere
-        if jsonl and _is_transcript(path):
-            total += 1
-        else:
-            total += count_lines(path) if jsonl else count_documents(path, max_bytes)
-    return total
+def recount(files: Iterable[tuple[Path, str]], max_bytes: int | None = None) -> int:
+    """Raw records of (file, rule) pairs: the files a batch's formats read, each with its format's rule."""
+    return sum(count(path, rule, max_bytes) for path, rule in files)

@@ -45,6 +45,9 @@ class Messages(pa.DataFrameModel):
     message_index: pl.Int32 = pa.Field(ge=0, description="0-based position in the conversation")
     role: str = pa.Field(isin=list(ROLES), description="system / user / assistant / tool")
     content: str = pa.Field(nullable=True, description="message text (null for a pure tool-call turn)")
+    reasoning_content: str = pa.Field(
+        nullable=True, description="the assistant's reasoning for this turn, as the log kept it (null: none)"
+    )
     tool_calls: pl.List(TOOL_CALL) = pa.Field(description="assistant calls: id, type, name, arguments (JSON string)")
     tool_call_id: str = pa.Field(nullable=True, description="for tool messages: the call answered")
     name: str = pa.Field(nullable=True, description="for tool messages: the tool name")

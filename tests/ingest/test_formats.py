@@ -11,7 +11,7 @@ import pytest
 from cowork_assets.ingest import formats
 from cowork_assets.ingest.batch import ingest_batch
 from cowork_assets.ingest.formats import Sample, discover, registry
-from cowork_assets.ingest.recount import recount
+from cowork_assets.ingest.formats import recount_batch
 from cowork_assets.store.registry import TABLES
 from tests.conftest import TESTS
 
@@ -70,7 +70,7 @@ def test_a_new_format_module_is_found_without_editing_detection(tmp_path, monkey
     (package / "__init__.py").write_text("")
     (package / "_helpers.py").write_text("def detect(sample): return True\ndef records(s, b): return iter(())\n")
     (package / "csv_runs.py").write_text(
-        "NAME = 'csv_runs'\nPRIORITY = 5\n"
+        "NAME = 'csv_runs'\nPRIORITY = 5\nRECORDS = 'lines'\n"
         "def detect(sample): return sample.path.suffix == '.csv'\n"
         "def records(sample, batch): return iter(())\n"
     )
@@ -420,7 +420,7 @@ def test_swe_bench_reports_grade_coding_runs_by_instance_and_name_their_file(tmp
     files = {f"{i}.traj.json": _mini_run(i) for i in ("a__1", "b__2", "c__3")}
     report, read = _ingest(tmp_path, {**files, **{name: orjson.dumps(doc) for name, doc in reports.items()}})
     assert report.skipped == [] and report.quarantined == 0 and report.raw_records == 3
-    assert recount(tmp_path / "raw" / "b") == 3  # the independent recount sees the reports as no records too
+    assert recount_batch(tmp_path / "raw", "b") == 3  # the independent recount sees the reports as no records too
     t = read("trajectories").sort("task_id")
     assert tuple(t["grade_passed"].to_list()) == expected
     for passed, checks in t.select("grade_passed", "grade_checks").iter_rows():

@@ -11,6 +11,7 @@ import orjson
 import polars as pl
 import pytest
 
+from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats import inspect_ai, scan_batch
 from tests.conftest import SHARED, TESTS
 
@@ -257,14 +258,19 @@ def test_the_new_formats_reach_the_sft_dataset(tmp_path):
 
 
 def test_the_independent_recount_counts_the_new_documents_as_ingest_reads_them(tmp_path):
-    from cowork_assets.ingest.recount import count_documents
+    from cowork_assets.ingest.formats import record_rules
 
     events = [{"id": i, "source": "agent", "action": "run"} for i in range(7)]
     inspect = {"version": 2, "eval": {"task": "t"}, "samples": [{"id": 1}, {"id": 2}, {"id": 3}]}
-    leaderboard = [{"task_id": str(i), "messages": []} for i in range(4)]
-    for name, doc, records in [("events", events, 1), ("inspect", inspect, 3), ("lb", leaderboard, 4)]:
-        (tmp_path / f"{name}.json").write_bytes(orjson.dumps(doc))
-        assert count_documents(tmp_path / f"{name}.json") == records, name
+    leaderboard = [{"task_id": str(i), "messages": [], "reward_info": {"reward": 1}} for i in range(4)]
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    for name, doc in [("events", events), ("inspect", inspect), ("lb", leaderboard)]:
+        (tmp_path / "raw" / "b" / f"{name}.json").write_bytes(orjson.dumps(doc))
+    sources = scan_batch(tmp_path / "raw", "b")
+    counted = {path.stem: recount.count(path, rule) for path, rule in record_rules(sources)}
+    assert counted == {"events": 1, "inspect": 3, "lb": 4}
+    read = {s.path.stem: sum(1 for _ in sources.records(s)) for s in sources.files}
+    assert read == counted
 
 
 ATIF = TESTS / "realdata" / "coding"
@@ -293,9 +299,9 @@ def test_a_harbor_result_beside_an_atif_trajectory_grades_it(tmp_path, result, g
     other = [r for r in runs if r is not graded[0]]
     assert "grade" not in other[0]  # the Terminus-2 trajectory has no result of its own
 
-    from cowork_assets.ingest.recount import recount
+    from cowork_assets.ingest.formats import recount_batch
 
-    assert recount(raw / "b") == 2  # the result is no record of its own
+    assert recount_batch(raw, "b") == 2  # the result is no record of its own
 
 
 TRANSCRIPTS = TESTS / "transcripts"
@@ -320,9 +326,9 @@ def test_a_claude_code_transcript_is_its_main_chain(tmp_path):
     assert run["teacher"]["model"] == "claude-opus-4-1-20250805"  # the first assistant entry's model
     assert [t["name"] for t in run["task"]["tools"]] == ["Bash"]
 
-    from cowork_assets.ingest.recount import recount
+    from cowork_assets.ingest.formats import recount_batch
 
-    assert recount(raw / "b") == 1  # a transcript is one record, as ingest reads it
+    assert recount_batch(raw, "b") == 1  # a transcript is one record, as ingest reads it
 
 
 def test_a_claude_code_transcript_with_a_broken_line_is_quarantined_naming_it(tmp_path):
@@ -356,9 +362,9 @@ def test_a_codex_rollout_is_one_trajectory_of_its_response_items(tmp_path):
     )
     assert _answered(run["messages"])
 
-    from cowork_assets.ingest.recount import recount
+    from cowork_assets.ingest.formats import recount_batch
 
-    assert recount(raw / "b") == 1
+    assert recount_batch(raw, "b") == 1
 
 
 def test_an_atif_sub_trajectory_names_its_parent_and_its_copied_context_is_context(tmp_path):

@@ -65,17 +65,37 @@ def test_discovery_skips_files_hidden_folders_and_lists_ignored_files(tmp_path):
     outside = tmp_path.parent / f"{tmp_path.name}-outside.jsonl"
     outside.write_text("{}\n")
     (tmp_path / "b1" / "link.jsonl").symlink_to(outside)
-    (tmp_path / "b1" / "nested").mkdir()
     files, skipped = batch_entries(tmp_path, "b1")
     assert [f.name for f in files] == ["a.jsonl.gz", "notes.txt", "z.jsonl"]
-    assert skipped == [
-        ("b1/link.jsonl", "resolves outside the raw root"),
-        ("b1/nested", "a folder inside a batch folder (batches are flat)"),
-    ]
+    assert skipped == [("b1/link.jsonl", "resolves outside the raw root")]
     sources = scan_batch(tmp_path, "b1")  # the formats decide what is raw data
     assert [s.rel for s in sources.files] == ["b1/a.jsonl.gz", "b1/z.jsonl"]
-    assert sources.skipped[2:] == [
+    assert sources.skipped[1:] == [
         ("b1/notes.txt", "not JSON Lines (*.jsonl, *.jsonl.gz) or a JSON document any format reads")
+    ]
+
+
+def test_a_batch_is_read_as_its_tool_laid_it_out_with_bounded_depth_and_no_links_followed(tmp_path):
+    deep = tmp_path / "b" / "logs" / "run_evaluation" / "run" / "model" / "django__django-1"
+    deep.mkdir(parents=True)
+    (deep / "report.json").write_text("{}")
+    (tmp_path / "b" / "output" / "x").mkdir(parents=True)
+    (tmp_path / "b" / "output" / "x" / "x.traj.json").write_text("{}")
+    (tmp_path / "b" / ".git").mkdir()
+    (tmp_path / "b" / ".git" / "HEAD").write_text("ref")
+    (tmp_path / "b" / "again").symlink_to(tmp_path / "b" / "output")
+    too_deep = tmp_path / "b" / "1" / "2" / "3" / "4" / "5" / "6" / "7" / "8" / "9"
+    too_deep.mkdir(parents=True)
+    (too_deep / "lost.jsonl").write_text("{}")
+    files, skipped = batch_entries(tmp_path, "b")
+    assert [f.relative_to(tmp_path).as_posix() for f in files] == [
+        "b/logs/run_evaluation/run/model/django__django-1/report.json",
+        "b/output/x/x.traj.json",
+    ]
+    assert skipped == [
+        ("b/.git", "a hidden folder: not read"),
+        ("b/1/2/3/4/5/6/7/8/9", "a folder more than 8 levels inside the batch folder"),
+        ("b/again", "a link to a folder: not followed"),
     ]
 
 

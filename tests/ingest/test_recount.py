@@ -2,9 +2,11 @@
 
 import gzip
 import json
+import zipfile
 import zlib
 
-from cowork_assets.ingest.recount import count_documents, count_lines, recount
+from cowork_assets.ingest import recount
+from cowork_assets.ingest.recount import count_lines
 
 
 def test_lines_with_a_non_blank_byte_are_records_whatever_the_line_endings(tmp_path):
@@ -27,31 +29,52 @@ def test_gzip_members_are_read_in_turn_and_damage_is_one_more_record(tmp_path):
     assert count_lines(corrupt) == 1
 
 
-def test_json_documents_count_their_runs(tmp_path):
+def test_each_rule_counts_a_documents_records(tmp_path):
     cases = {
-        "tau.json": [{"task_id": i, "traj": []} for i in range(3)],  # tau-bench: one per run
-        "tau2.json": {"info": {}, "tasks": [], "simulations": [{}, {}]},  # tau2-bench: one per simulation
-        "chat.traj.json": [{"role": "system"}, {"role": "user"}],  # mini-swe-agent: one conversation
-        "tools_retail.json": [{"type": "function", "function": {"name": "x"}}],  # tool definitions: none
-        "report.json": {"resolved_ids": ["a"]},  # a SWE-bench report: none
-        "run.traj": {"trajectory": [], "history": []},  # one run per file
+        "tau.json": ([{"task_id": i, "traj": []} for i in range(3)], recount.ELEMENTS),  # tau-bench: one per run
+        "tau2.json": ({"info": {}, "tasks": [], "simulations": [{}, {}]}, recount.items("simulations")),
+        "lb.json": ([{}, {}, {}, {}], recount.items("simulations")),  # a bare list of simulations
+        "log.json": ({"eval": {}, "samples": None}, recount.items("samples")),  # no samples list: none
+        "chat.traj.json": ([{"role": "system"}, {"role": "user"}], recount.ONE),  # mini-swe-agent: one conversation
+        "report.json": ({"resolved_ids": ["a"]}, recount.NONE),  # a SWE-bench report: none
     }
-    for name, document in cases.items():
+    for name, (document, _) in cases.items():
         (tmp_path / name).write_text(json.dumps(document))
     (tmp_path / "broken.json").write_text('{"simulations": [')
-    assert {p.name: count_documents(p) for p in tmp_path.iterdir()} == {
-        "tau.json": 3,
-        "tau2.json": 2,
-        "chat.traj.json": 1,
-        "tools_retail.json": 0,
-        "report.json": 0,
-        "run.traj": 1,
-        "broken.json": 1,
-    }
-    assert recount(tmp_path, skipped=["tau.json"]) == 5
+    counted = {name: recount.count(tmp_path / name, rule) for name, (_, rule) in cases.items()}
+    assert counted == {"tau.json": 3, "tau2.json": 2, "lb.json": 4, "log.json": 0, "chat.traj.json": 1, "report.json": 0}
+    assert recount.count(tmp_path / "broken.json", recount.items("simulations")) == 1
+    assert recount.count(tmp_path / "tau2.json", recount.items("simulations"), max_bytes=10) == 1  # never read
 
 
-def test_a_forced_line_format_counts_lines_in_any_file(tmp_path):
-    (tmp_path / ".cowork-format").write_text("cowork\n")
-    (tmp_path / "runs.txt").write_text('{"a": 1}\n{"a": 2}\n')
-    assert recount(tmp_path) == 2
+def test_a_zip_archive_counts_its_members_under_the_key(tmp_path):
+    with zipfile.ZipFile(tmp_path / "log.eval", "w") as archive:
+        archive.writestr("header.json", "{}")
+        for name in ("samples/1_epoch_1.json", "samples/2_epoch_1.json", "samples/notes.txt"):
+            archive.writestr(name, "{}")
+    assert recount.count(tmp_path / "log.eval", recount.items("samples")) == 2
+    (tmp_path / "bad.eval").write_bytes(b"PK\x03\x04 not a zip")
+    assert recount.count(tmp_path / "bad.eval", recount.items("samples")) == 1
+
+
+def test_a_format_may_count_lines_files_and_documents_apart():
+    declared = {"lines": recount.LINES, "document": recount.ONE}  # OpenHands: output.jsonl, or a bare event list
+    assert recount.rule_for(declared, lines=True) == recount.LINES
+    assert recount.rule_for(declared, lines=False) == recount.ONE
+    assert recount.rule_for(recount.ONE, lines=True) == recount.ONE
+
+
+def test_the_recount_follows_each_files_format_and_a_forced_one(tmp_path):
+    """Which files are read and by what rule come from detection and each format's RECORDS: a Claude Code session
+    is one record however many lines, a forced line format counts lines in any file."""
+    from cowork_assets.ingest.formats import record_rules, scan_batch
+
+    batch = tmp_path / "b"
+    (batch / "sub").mkdir(parents=True)
+    session = [{"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s", "message": {"role": "user"}}]
+    (batch / "sub" / "s.jsonl").write_text("\n".join(json.dumps(e) for e in session * 3) + "\n")
+    (batch / "notes.txt").write_text("not records\n")
+    assert recount.recount(record_rules(scan_batch(tmp_path, "b"))) == 1
+    (batch / ".cowork-format").write_text("cowork\n")
+    (batch / "runs.txt").write_text('{"a": 1}\n{"a": 2}\n')
+    assert recount.recount(record_rules(scan_batch(tmp_path, "b"))) == 3 + 1 + 2

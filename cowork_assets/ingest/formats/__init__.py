@@ -20,6 +20,7 @@ file that is not auxiliary. A file no format takes is skipped with its reason, n
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,11 +34,13 @@ import polars as pl
 
 from cowork_assets import plugins
 from cowork_assets.check_types.db_match import StateRules
+from cowork_assets.ingest import recount
 from cowork_assets.ingest.raw_files import MAX_RECORD_BYTES, RawLine, batch_entries, iter_raw_lines, too_large
 
 FORCE_FILE = ".cowork-format"
 LINES_SUFFIXES = (".jsonl", ".jsonl.gz")
 HEAD_BYTES = 1 << 16
+LOOK_AT = 100  # the first records of a JSON Lines file detection may read
 BFCL_IDS = ("simple", "multiple", "parallel", "irrelevance", "live_", "multi_turn_", "java", "javascript", "sql")
 
 
@@ -48,6 +51,8 @@ class Sample:
     path: Path
     rel: str  # relative to the raw root: raw_file in every table
     max_record_bytes: int = MAX_RECORD_BYTES  # a longer record (line, or JSON document) is not read
+    _first_values: list = field(default_factory=list, repr=False)
+    _line_source: Iterator[RawLine] | None = field(default=None, repr=False)
 
     def lines(self) -> Iterator[RawLine]:
         """The file's lines (`iter_raw_lines`), a line over `max_record_bytes` as one `too_large` record."""
@@ -76,17 +81,44 @@ class Sample:
         except orjson.JSONDecodeError as exc:
             return exc
 
-    @cached_property
+    def first_values(self) -> Iterator[Any]:
+        """The first LOOK_AT non-blank lines of a JSON Lines file, parsed (None for a line that is not JSON), read
+        only as far as the caller goes: detection looks at a file's first records, not at line 1 alone (a Claude
+        Code session opens with a snapshot entry, a Codex rollout of 2025 with a bare header)."""
+        if not self.is_lines:
+            return
+        seen = self._first_values
+        for i in itertools.count():
+            if i == len(seen):
+                if self._line_source is None:  # (again, after `release`: past the lines already read)
+                    lines = (x for x in self.lines() if x.error or x.data.strip())
+                    self._line_source = itertools.islice(lines, len(seen), None)
+                line = next(self._line_source, None) if i < LOOK_AT else None
+                if line is None:
+                    return
+                seen.append(_parsed(line))
+            yield seen[i]
+
+    def release(self) -> None:
+        """Close the file detection read from (a batch may hold thousands of samples); what was read stays."""
+        self._line_source = None
+
+    @property
     def first_record(self) -> Any:
         """The first non-blank line of a JSON Lines file, parsed (None if it is not JSON)."""
-        if not self.is_lines:
-            return None
-        for line in self.lines():
-            if line.error or line.data.strip():
-                try:
-                    return None if line.error else orjson.loads(line.data.removeprefix(b"\xef\xbb\xbf"))
-                except orjson.JSONDecodeError:
-                    return None
+        return next(self.first_values(), None)
+
+    def first_objects(self, n: int = LOOK_AT) -> list[dict]:
+        """The JSON objects among the first `n` records of a JSON Lines file."""
+        return [v for v in itertools.islice(self.first_values(), n) if isinstance(v, dict)]
+
+
+def _parsed(line: RawLine) -> Any:
+    if line.error:
+        return None
+    try:
+        return orjson.loads(line.data.removeprefix(b"\xef\xbb\xbf"))
+    except orjson.JSONDecodeError:
         return None
 
 
@@ -95,7 +127,7 @@ class Batch:
     """What the formats of one batch share: its files (for auxiliary lookups), ids taken, notes, and the rules
     of state-graded checks (which tools are read-only: settings a format's `db_match` checks are built with)."""
 
-    samples: dict[str, tuple[Sample, ModuleType]] = field(default_factory=dict)  # file name -> (sample, format)
+    samples: dict[str, tuple[Sample, ModuleType]] = field(default_factory=dict)  # raw_file -> (sample, format)
     notes: Counter = field(default_factory=Counter)  # repairs made while reading, e.g. dropped null keywords
     state_rules: StateRules = field(default_factory=StateRules)
     _ids: set[str] = field(default_factory=set)
@@ -116,6 +148,7 @@ class Batch:
 class Format(Protocol):
     NAME: str
     PRIORITY: int
+    RECORDS: str | dict[str, str]
 
     def detect(self, sample: Sample) -> bool: ...
 
@@ -181,10 +214,21 @@ class BatchSources:
     batch: Batch = field(default_factory=Batch)
 
     def format_of(self, sample: Sample) -> ModuleType:
-        return self.batch.samples[sample.path.name][1]
+        return self.batch.samples[sample.rel][1]
 
     def records(self, sample: Sample) -> Iterator[RawLine]:
         return self.format_of(sample).records(sample, self.batch)
+
+
+def record_rules(sources: BatchSources) -> list[tuple[Path, str]]:
+    """Each file the batch's formats read, with its format's rule for counting its records (`recount`)."""
+    return [(s.path, recount.rule_for(sources.format_of(s).RECORDS, s.is_lines)) for s in sources.files]
+
+
+def recount_batch(raw_root: Path, batch: str, max_record_bytes: int = MAX_RECORD_BYTES) -> int:
+    """The batch's raw records by the independent recount: each file a format reads, by its format's rule (files
+    no format reads are accounted for in skipped_inputs)."""
+    return recount.recount(record_rules(scan_batch(raw_root, batch, max_record_bytes)), max_record_bytes)
 
 
 def scan_batch(
@@ -201,7 +245,7 @@ def scan_batch(
             raise ValueError(f"{force_file}: unknown format {name!r}; use one of {sorted(registry())}")
         forced = registry()[name]
     for path in entries:
-        if path.name == FORCE_FILE:
+        if path == force_file:
             continue
         sample = Sample(path, path.relative_to(raw_root).as_posix(), max_record_bytes)
         try:
@@ -209,12 +253,14 @@ def scan_batch(
         except OSError as exc:  # EIO, a file that vanished: named, not fatal
             sources.skipped.append((sample.rel, f"cannot be read: {exc.strerror or exc}"))
             continue
+        finally:
+            sample.release()
         if forced is not None and not getattr(fmt, "AUXILIARY", False):
             fmt = forced
         if fmt is None:
             sources.skipped.append((sample.rel, why_not(sample)))
             continue
-        sources.batch.samples[path.name] = (sample, fmt)
+        sources.batch.samples[sample.rel] = (sample, fmt)
         if not getattr(fmt, "AUXILIARY", False):
             sources.files.append(sample)
     return sources

@@ -18,10 +18,12 @@ embedded in the file (`subagent_trajectories`) are not read; they are counted in
 
 from __future__ import annotations
 
+from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats import _common, harbor_result
 
 NAME = "atif"
 PRIORITY = 20
+RECORDS = recount.ONE
 # The calls harness agents end a run with: OpenHands' finish, Terminus-2's task-complete call.
 TERMINAL_TOOLS = frozenset({"finish", "mark_task_complete", "task_complete"})
 ROLE = {"system": "system", "user": "user", "agent": "assistant"}
@@ -91,13 +93,13 @@ def convert(obj: dict, sample, batch) -> dict:
         batch.notes["atif_embedded_subagent_trajectories_not_read"] += len(obj["subagent_trajectories"])
     agent = obj.get("agent") or {}
     request = _common.first_user_text(messages)
-    result = harbor_result.result_for(batch, sample)
-    task_id = str((result or {}).get("task_name") or _common.task_id_of("atif", request))
-    tools = _common.tool_definitions(agent.get("tool_definitions"), batch.notes) or _common.called_tools(messages)
     session = str(obj.get("session_id") or sample.path.stem)
-    trajectory_id = batch.unique_id(session, sample)
     of = parents(batch)
     parent = of.get(session) or of.get(sample.path.name)
+    result = harbor_result.result_for(batch, sample, sub_trajectory=bool(parent))
+    task_id = str((result or {}).get("task_name") or _common.task_id_of("atif", request))
+    tools = _common.tool_definitions(agent.get("tool_definitions"), batch.notes) or _common.called_tools(messages)
+    trajectory_id = batch.unique_id(session, sample)
     return _common.trajectory(
         trajectory_id,
         {"task_id": task_id, "category": "atif", "request": request, "tools": tools},

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats._common import EXCERPT_BYTES
 from cowork_assets.ingest.raw_files import RawLine
 
 NAME = "broken_json"
 PRIORITY = 95
+RECORDS = recount.ONE
 
 
 def detect(sample) -> bool:

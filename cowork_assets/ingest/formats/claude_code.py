@@ -14,10 +14,12 @@ there is no grader: the run is ungraded. A line that is not JSON quarantines the
 
 from __future__ import annotations
 
+from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats import _common
 
 NAME = "claude_code"
 PRIORITY = 30
+RECORDS = recount.ONE
 ENTRY_TYPES = ("user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation")
 
 

@@ -14,10 +14,12 @@ quarantines the session, saying which.
 
 from __future__ import annotations
 
+from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats import _common
 
 NAME = "codex"
 PRIORITY = 30
+RECORDS = recount.ONE
 ROLES = {"user": "user", "assistant": "assistant", "developer": "system", "system": "system"}
 CALLS = ("function_call", "custom_tool_call")
 OUTPUTS = ("function_call_output", "custom_tool_call_output")

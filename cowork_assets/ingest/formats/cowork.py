@@ -15,8 +15,11 @@ from itertools import islice
 
 import orjson
 
+from cowork_assets.ingest import recount
+
 NAME = "cowork"
 PRIORITY = 90
+RECORDS = recount.LINES
 LOOK_AT = 100  # the first records detection reads
 
 

@@ -1,16 +1,22 @@
 """Harbor's trial result (`result.json`: `{task_name, trial_name, verifier_result: {rewards: {reward, ...}},
 exception_info, agent_info, ...}`), which Harbor writes beside the trial's ATIF trajectory.
 
-Auxiliary: it grades the ATIF trajectory beside it. Batches are flat, so a trial's files sit in one folder
-under names that pair them: `<name>.result.json` grades `<name>.trajectory.json` (and `result.json` grades
-`trajectory.json`, or the batch's only ATIF file). The reward, in [0, 1], is the score, passed at 1; a result
-with no `verifier_result`, a reward outside [0, 1] or an `exception_info` (the harness failed, not the agent)
-leaves the run ungraded. `task_name` becomes the task id."""
+Auxiliary: it grades the ATIF trajectory of its trial. Harbor lays a trial out as `<trial>/result.json` beside
+`<trial>/agent/trajectory.json`: a `result.json` grades the ATIF files in its folder and below it (the nearest
+one, when results are nested). In a flat folder, names pair them: `<name>.result.json` grades
+`<name>.trajectory.json`; a batch's only result grades its only ATIF file. The reward, in [0, 1], is the score,
+passed at 1; a result with no `verifier_result`, a reward outside [0, 1] or an `exception_info` (the harness
+failed, not the agent) leaves the run ungraded. `task_name` becomes the task id."""
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
+from cowork_assets.ingest import recount
+
 NAME = "harbor_result"
 PRIORITY = 10
+RECORDS = recount.NONE
 AUXILIARY = True
 SUFFIX = "result.json"
 
@@ -25,10 +31,18 @@ def prefix(file_name: str) -> str:
     return file_name.rsplit("trajectory.json", 1)[0] if file_name.endswith("trajectory.json") else file_name
 
 
-def result_for(batch, sample) -> dict | None:
-    """The Harbor result beside an ATIF file of the batch (None when there is none)."""
-    results = {s.path.name: s.document for s in batch.auxiliary(NAME)}
-    paired = results.get(prefix(sample.path.name) + SUFFIX)
+def result_for(batch, sample, sub_trajectory: bool = False) -> dict | None:
+    """The Harbor result of an ATIF file of the batch (None when there is none). A sub-trajectory (a sub-run the
+    trial's main trajectory refers to) is graded only by a result named after it: the trial's reward is its
+    main run's."""
+    results = {PurePosixPath(s.rel): s.document for s in batch.auxiliary(NAME)}
+    path = PurePosixPath(sample.rel)
+    paired = results.get(path.with_name(prefix(path.name) + SUFFIX))
+    trial = [r for r in results if r.name == SUFFIX and path.is_relative_to(r.parent)]
+    if sub_trajectory:
+        return paired
+    if paired is None and trial:
+        paired = results[max(trial, key=lambda r: len(r.parts))]  # the nearest trial folder
     if paired is None and len(results) == 1:
         atif_files = [s for s, fmt in batch.samples.values() if fmt.NAME == "atif"]
         paired = next(iter(results.values())) if len(atif_files) == 1 else None

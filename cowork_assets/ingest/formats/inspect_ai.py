@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from functools import partial
 
+from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats import _common
 
 NAME = "inspect_ai"
 PRIORITY = 20
+RECORDS = recount.items("samples")
 LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import re
 
+from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats import _common, swebench_report
 
 NAME = "mini_swe_agent"
 PRIORITY = 30
+RECORDS = recount.ONE
 # mini-swe-agent ends a run with a bash command that echoes its sentinel (older releases: another sentinel).
 TERMINAL_COMMANDS = ("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "echo MINI_SWE_AGENT_FINAL_OUTPUT")
 FENCE = re.compile(r"```(?:bash|sh|shell|mswea_bash_command)?[ \t]*\n(.*?)\n?```", re.S)

@@ -6,10 +6,12 @@ given as a list of parts is joined into text. Detected from the file's first rec
 
 from __future__ import annotations
 
+from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats import _common
 
 NAME = "openai_chat"
 PRIORITY = 40
+RECORDS = recount.LINES
 
 
 def looks_like(obj) -> bool:

@@ -18,10 +18,12 @@ own `test_result` (`test_result_grade`), else the run is ungraded."""
 
 from __future__ import annotations
 
+from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats import _common, swebench_report
 
 NAME = "openhands"
 PRIORITY = 30
+RECORDS = {"lines": recount.LINES, "document": recount.ONE}
 TERMINAL_TOOLS = frozenset({"finish"})  # AgentFinishAction, when it is written as a tool call
 CALL_NAMES = {"run": "execute_bash", "run_ipython": "execute_ipython_cell"}
 NOT_ARGUMENTS = ("thought", "is_input", "blocking", "hidden", "confirmation_state", "security_risk")

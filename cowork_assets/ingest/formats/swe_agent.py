@@ -13,10 +13,12 @@ import re
 
 import orjson
 
+from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats import _common, swebench_report
 
 NAME = "swe_agent"
 PRIORITY = 30
+RECORDS = recount.ONE
 # The call that ends a run (its result is the submitted patch, not something the agent reacts to).
 TERMINAL_TOOLS = frozenset({"submit"})
 

@@ -3,9 +3,10 @@
 * a summary with id lists: `resolved_ids`, and `unresolved_ids`, `error_ids`, ... (the harness's run report,
   sb-cli's report);
 * a per-instance `report.json` keyed by instance id: `{"<instance_id>": {"resolved": true, "tests_status": ...}}`;
-* the same object without the key, `{"resolved": true, "tests_status": ...}` (the harness writes it as
-  `<instance_id>/report.json`; batches are flat): its instance is its file name, `<instance_id>.report.json`
-  or `<instance_id>.json` (a file named `report.json` names no instance).
+* the same object without the key, `{"resolved": true, "tests_status": ...}`: its instance is the folder it sits
+  in when it is named `report.json` (the harness's `logs/run_evaluation/<run>/<model>/<instance_id>/report.json`),
+  else its file name, `<instance_id>.report.json` or `<instance_id>.json` (a `report.json` directly in the batch
+  folder names no instance).
 
 Auxiliary: a coding-agent run whose instance a report resolves passed, one a report lists otherwise failed
 (ids under `submitted_ids` or `completed_ids` alone say nothing); the grade names the report
@@ -14,8 +15,13 @@ decides whether it may reach SFT."""
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
+from cowork_assets.ingest import recount
+
 NAME = "swebench_report"
 PRIORITY = 10
+RECORDS = recount.NONE
 AUXILIARY = True
 NEUTRAL_LISTS = ("submitted_ids", "completed_ids")
 
@@ -41,7 +47,10 @@ def records(sample, batch):
 
 def _unkeyed_instance(sample) -> str | None:
     name = sample.path.name.removesuffix(".json").removesuffix(".report")
-    return None if name == "report" else name
+    if name != "report":
+        return name
+    folders = PurePosixPath(sample.rel).parts[1:-1]  # below the batch folder
+    return folders[-1] if folders else None
 
 
 def verdicts(sample) -> dict[str, bool]:

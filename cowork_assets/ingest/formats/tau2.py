@@ -33,10 +33,12 @@ from __future__ import annotations
 from functools import partial
 
 from cowork_assets.check_types.db_match import DEFAULT_RULES, StateRules, state_check
+from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats import _common, tool_definitions
 
 NAME = "tau2"
 PRIORITY = 25
+RECORDS = recount.items("simulations")
 BASIS = {
     "ACTION": "tool_called",
     "COMMUNICATE": "keywords_present",

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from cowork_assets.check_types.db_match import state_check
+from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats import _common, tool_definitions
 
 NAME = "tau_bench"
 PRIORITY = 30
+RECORDS = recount.ELEMENTS
 _DOMAIN = re.compile(r"([a-z]+)$")
 
 

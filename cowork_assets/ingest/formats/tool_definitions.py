@@ -3,8 +3,11 @@ schemas). Auxiliary: the tau-bench and tau2-bench files of the same domain take 
 
 from __future__ import annotations
 
+from cowork_assets.ingest import recount
+
 NAME = "tool_definitions"
 PRIORITY = 10
+RECORDS = recount.NONE
 AUXILIARY = True
 
 
