@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,9 +24,10 @@ from cowork_assets.store.storage import is_remote, normalize_root
 
 DEFAULT_RAW_ROOT = "data/raw"
 DEFAULT_DATA_ROOT = "data/curated"
-# The categories coding-agent formats give their runs: a resolved SWE-bench run is long (one `cat` of a file can
-# return 800 KB), so their budget is a trainer's long context rather than a chat sample's size.
-CODING_CATEGORIES = ("atif", "mini_swe_agent", "openhands", "swe_agent")
+# The budgets' key for every coding-agent category (the input formats say which categories those are): a resolved
+# SWE-bench run is long (one `cat` of a file can return 800 KB), so their budget is a trainer's long context rather
+# than a chat sample's size.
+CODING = "coding"
 # Upper bounds of the sizes (a typo of a few zeros is refused, not run): characters and tokens of a sample.
 MAX_CHARS = 100_000_000
 MAX_TOKENS = 10_000_000
@@ -148,14 +150,15 @@ class CurationSettings(dg.Config):
         "`max_length`, so no published sample is cut off in training.",
     )
     category_char_budgets: dict[str, int] = Field(
-        default={c: 262_144 for c in CODING_CATEGORIES},
-        description="char_budget per task category, for the categories named (the others keep char_budget); "
-        "`--set category_char_budgets='{\"swe_agent\": 524288}'` replaces the whole mapping.",
+        default={CODING: 262_144},
+        description="char_budget per task category, for the categories named (the others keep char_budget); the key "
+        "`coding` is every coding-agent category (the input formats of coding agents say which: docs/ingest.md); "
+        '`--set category_char_budgets=\'{"coding": 262144, "swe_agent": 524288}\'` replaces the whole mapping.',
     )
     category_token_budgets: dict[str, int] = Field(
-        default={c: 65_536 for c in CODING_CATEGORIES},
-        description="token_budget per task category, for the categories named (the others keep token_budget): "
-        "tokens are counted during curation only for samples with a token budget.",
+        default={CODING: 65_536},
+        description="token_budget per task category, for the categories named (the others keep token_budget), `coding` "
+        "for every coding-agent category: tokens are counted during curation only for samples with a token budget.",
     )
     budget_policy: Literal["drop", "trim"] = Field(
         default="trim",
@@ -172,14 +175,20 @@ class CurationSettings(dg.Config):
             raise ValueError(f"budgets must be from 1 to {top} (categories {', '.join(bad)})")
         return value
 
-    def budgets(self, categories: pl.Series) -> pl.DataFrame:
-        """category, char_budget, token_budget (null: none) of each of `categories`."""
+    def char_budgets(self, coding: Collection[str]) -> dict[str, int]:
+        """category -> char budget of every category with its own: those named, and the `coding` categories."""
+        return _per_category(self.category_char_budgets, coding)
+
+    def budgets(self, categories: pl.Series, coding: Collection[str]) -> pl.DataFrame:
+        """category, char_budget, token_budget (null: none) of each of `categories`; `coding`: the coding-agent
+        categories (`ingest.formats.coding_categories()`), which the key `coding` budgets."""
         names = categories.unique().sort()
+        chars, tokens = self.char_budgets(coding), _per_category(self.category_token_budgets, coding)
         return pl.DataFrame(
             {
                 "category": names,
-                "char_budget": [self.category_char_budgets.get(c, self.char_budget) for c in names],
-                "token_budget": [self.category_token_budgets.get(c, self.token_budget) for c in names],
+                "char_budget": [chars.get(c, self.char_budget) for c in names],
+                "token_budget": [tokens.get(c, self.token_budget) for c in names],
             },
             schema={"category": pl.String, "char_budget": pl.Int64, "token_budget": pl.Int64},
         )
@@ -191,6 +200,12 @@ class CurationSettings(dg.Config):
 
         strategy(value)  # a ValueError naming the registered strategies
         return value
+
+
+def _per_category(budgets: dict[str, int], coding: Collection[str]) -> dict[str, int]:
+    """A budget mapping with its `coding` key spread over the coding categories (a category named wins)."""
+    spread = {c: budgets[CODING] for c in coding} if CODING in budgets else {}
+    return spread | {c: v for c, v in budgets.items() if c != CODING}
 
 
 class CheckSettings(dg.Config):

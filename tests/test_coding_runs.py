@@ -68,6 +68,8 @@ def test_runs_end_where_their_harness_ends_them(coding):
         "minisweagent_github_issue": "ends_on_tool_result",
         "minisweagent_local": "ends_on_tool_result",
         "openhands_multiswebench_examples_output:ponylang__ponyc-4588": "ends_on_tool_result",  # iterations ran out
+        "openhands_multiswebench_examples_output:ponylang__ponyc-4593": "ends_on_terminal_call",  # its finish call
+        "openhands_multiswebench_examples_output:ponylang__ponyc-4595": "ends_on_terminal_call",
         "sweagent_demo_marshmallow-1867_function_calling_replace": "ends_on_tool_result",  # submit's patch
     }
     sft = _published(coding, "sft_dataset")
@@ -78,27 +80,26 @@ def test_runs_end_where_their_harness_ends_them(coding):
 def test_coding_tasks_are_sandbox_rl_rows_with_what_the_logs_carry(coding):
     rl = _published(coding, "rl_tasks").unnest("reward_model").unnest("extra_info")
     rows = {t: json.loads(g) for t, s, g in rl.select("task_id", "style", "ground_truth").iter_rows() if s == "sandbox"}
-    assert sorted(rows) == sorted(
-        [
-            "harbor_rfc_mini-swe-agent-trajectory",
-            "marshmallow-code__marshmallow-1867",
-            "minisweagent_github_issue",
-            "minisweagent_local",
-            "ponylang__ponyc-4588",
-            "ponylang__ponyc-4593",
-            "ponylang__ponyc-4595",
-        ]
-    )
+    assert sorted(rows) == [
+        "marshmallow-code__marshmallow-1867",
+        "ponylang__ponyc-4588",
+        "ponylang__ponyc-4593",
+        "ponylang__ponyc-4595",
+    ]
     assert rows["ponylang__ponyc-4593"]["repo"] == "ponylang/ponyc" and rows["ponylang__ponyc-4593"]["base_commit"]
     assert rows["marshmallow-code__marshmallow-1867"]["base_commit"] == "bfd2593d4b416122e30cdefe0c72d322ef471611"
     assert rows["marshmallow-code__marshmallow-1867"]["problem_statement"].startswith("TimeDelta serialization")
-    # ATIF toy tasks carry nothing a sandbox could rebuild: left out, with the reason
+    # ATIF toy tasks have nothing to grade by; the mini-swe-agent runs name no repository or image a sandbox could
+    # rebuild: left out, with the reason
     excluded = pl.read_parquet(coding.local_root / "tables" / "exclusions" / "data.parquet").filter(
         pl.col("dataset") == "rl_tasks"
     )
-    assert excluded.select("task_id", "reason").rows() == [
+    assert sorted(excluded.select("task_id", "reason").rows()) == [
         ("atif-2a753a51dba6", "no_checks"),
         ("atif-eb5f42fef12d", "no_checks"),
+        ("harbor_rfc_mini-swe-agent-trajectory", "no_sandbox"),
+        ("minisweagent_github_issue", "no_sandbox"),
+        ("minisweagent_local", "no_sandbox"),
     ]
 
 

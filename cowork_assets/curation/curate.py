@@ -14,6 +14,7 @@ from cowork_assets.curation.strategies import names
 from cowork_assets.curation.terminal import normalised
 from cowork_assets.curation.truncate import Shown, cores, cut, long_observations
 from cowork_assets.evidence.locate import shown
+from cowork_assets.ingest.formats import coding_categories
 from cowork_assets.settings import CurationSettings
 from cowork_assets.store.models import polars_schema
 from cowork_assets.tokens import count_tokens, token_text
@@ -78,7 +79,7 @@ def curate_chunk(
     survives = {s: before_use.survival(cuts[s]) for s in names()}
     # The budget: each trajectory's is its category's (settings.budgets).
     budgets = trajectories.select("trajectory_id", "category").join(
-        settings.budgets(trajectories["category"]), on="category", how="left"
+        settings.budgets(trajectories["category"], coding_categories()), on="category", how="left"
     )
     counted = budgets.filter(pl.col("token_budget").is_not_null())["trajectory_id"]
     curated = apply_cuts(messages, cuts[settings.truncation_strategy], settings, counted)

@@ -20,6 +20,7 @@ from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks, verl_to
 from cowork_assets.datasets.schemas import JSON_FIELDS, SPLITS
 from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft, chat_messages, published_messages, token_texts
 from cowork_assets.datasets.suites import SuiteProcess, give_back, suite_process
+from cowork_assets.ingest.formats import coding_categories
 from cowork_assets.markdown import table
 from cowork_assets.orchestration.lineage import column_lineage
 from cowork_assets.orchestration.metadata import as_metadata
@@ -239,7 +240,10 @@ def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
         folder = versions.candidate(settings.root, dataset)
         files = versions.parquet_files(folder)
         parts = (part for f in files for part in iter_chunks(f, rows=GATE_PART_ROWS))
-        budgets = {"char_budget": settings.char_budget, "category_char_budgets": settings.category_char_budgets}
+        budgets = {
+            "char_budget": settings.char_budget,
+            "category_char_budgets": settings.char_budgets(coding_categories()),
+        }
         passed, failures = run_gate(dataset, parts, budgets, suites.process)
         if passed:
             pub.mark_gated(folder)

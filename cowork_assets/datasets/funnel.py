@@ -7,6 +7,7 @@ import polars as pl
 
 from cowork_assets.curation.strategies import names
 from cowork_assets.curation.sweep import totals
+from cowork_assets.ingest.formats import coding_categories
 from cowork_assets.selection.schemas import CRITERIA
 from cowork_assets.settings import CurateSettings
 from cowork_assets.store.registry import TABLES
@@ -124,7 +125,9 @@ def card_inputs(settings: CurateSettings, dataset: str, files: list[str], rows: 
         "lengths": lengths,
         "token_lengths": over_lengths(files) if dataset == "sft_dataset" else [],
         "terminal_text": terminal_text(settings, files) if dataset == "sft_dataset" else None,
-        "budgets": settings.budgets(pl.scan_parquet(files).select("category").collect()["category"]).to_dicts()
+        "budgets": settings.budgets(
+            pl.scan_parquet(files).select("category").collect()["category"], coding_categories()
+        ).to_dicts()
         if dataset == "sft_dataset" and files
         else [],
         "settings": settings.content(),

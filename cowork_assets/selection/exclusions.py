@@ -14,6 +14,8 @@ from cowork_assets.selection.schemas import CRITERIA, Exclusions
 from cowork_assets.store.models import polars_schema
 
 SCHEMA = polars_schema(Exclusions)
+# Warnings that keep a task out of RL (not out of SFT): nothing to reward it by, no sandbox to rebuild it in.
+NOT_RL_TASKS = ("no_checks", "no_sandbox")
 
 
 # A trajectory id in several batches (a file copied into two drops) counts once: the row of its first batch, in
@@ -39,8 +41,9 @@ def _rows(frame: pl.DataFrame, criterion: str, reason: pl.Expr, detail: pl.Expr)
 
 
 def rl_task_exclusions(task_findings: pl.DataFrame) -> pl.DataFrame:
-    """Tasks left out of the RL dataset: every task with an error finding (or no checks to reward), once per kind."""
-    errors = task_findings.filter((pl.col("severity") == "error") | (pl.col("kind") == "no_checks"))
+    """Tasks left out of the RL dataset: every task with an error finding (or nothing to reward it by, or no sandbox
+    to rebuild it in), once per kind."""
+    errors = task_findings.filter((pl.col("severity") == "error") | pl.col("kind").is_in(NOT_RL_TASKS))
     return (
         errors.group_by("task_id", "kind", maintain_order=True)
         .agg(pl.col("detail").first(), n=pl.len())

@@ -17,6 +17,7 @@ import polars as pl
 from cowork_assets import check_types
 from cowork_assets.check_types._base import ERROR_RESULT
 from cowork_assets.evidence.values import leaves
+from cowork_assets.ingest.formats._common import rebuildable
 from cowork_assets.tool_lists import named_tools
 from cowork_assets.validation.json_schema import schema_problem
 from cowork_assets.validation.schemas import TaskFindings
@@ -104,13 +105,14 @@ def _suggest(name: str, interface: tuple[tuple[str, str], ...]) -> str | None:
     return suggest(name, dict(interface))  # packages share tool lists: the same question recurs
 
 
-def sandbox_graded(state_json: str) -> bool:
-    """A coding task, graded by running its tests in a sandbox (`initial_state.sandbox`), not by checks."""
+def sandbox_of(state_json: str) -> dict | None:
+    """A coding task's sandbox (`initial_state.sandbox`): graded by running its tests, not by checks."""
     try:
         state = orjson.loads(state_json)
     except orjson.JSONDecodeError:
-        return False
-    return isinstance(state, dict) and isinstance(state.get("sandbox"), dict)
+        return None
+    box = state.get("sandbox") if isinstance(state, dict) else None
+    return box if isinstance(box, dict) else None
 
 
 def package_findings(
@@ -138,7 +140,15 @@ def package_findings(
 
     for problem in schema_problems:
         add("invalid_tool_schema", problem)
-    if not task_checks and not sandbox_graded(state_json):
+    box = sandbox_of(state_json)
+    if box is not None and not rebuildable(box):
+        add(
+            "no_sandbox",
+            "a coding task whose log names no repository or image: no sandbox can rebuild it to grade a rollout",
+            severity="warning",
+            suggestion="keep the run's repository or image in its log, or leave the task out of RL (it is)",
+        )
+    if not task_checks and box is None:
         add(
             "no_checks",
             "the task has no grading checks: nothing to verify or reward",

@@ -314,11 +314,13 @@ def test_a_claude_code_transcript_is_its_main_chain(tmp_path):
     assert sources.format_of(sample).NAME == "claude_code"
     (line,) = list(sources.records(sample))
     run = orjson.loads(line.data)
-    assert sources.batch.notes["claude_code_sidechain_entries_left_out"] == 1
+    # the sidechain entry is a sub-agent's request with no answer: no run of its own
+    assert sources.batch.notes["claude_code_conversations_without_an_assistant_turn_left_out"] == 1
     assert [m["role"] for m in run["messages"]] == ["user", "assistant", "tool", "assistant"]
     request, call, result, answer = run["messages"]
     assert request["content"].startswith("Oh, I just found out that this is not supported by Chrome")
-    assert call["content"] is None  # its thinking is not trained on as text
+    assert call["content"] is None  # its thinking is its reasoning, not its text
+    assert call["reasoning_content"].startswith("The user is asking me to:")
     assert call["tool_calls"][0]["id"] == result["tool_call_id"] == "toolu_01T1SrbUgaSJkHWJd5outNgr"
     assert orjson.loads(call["tool_calls"][0]["function"]["arguments"])["command"].startswith("cp /Users/dain")
     assert answer["content"].startswith("I'll help you rewrite this to use proper HTML ruby elements")

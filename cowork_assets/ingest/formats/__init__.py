@@ -165,6 +165,13 @@ def registry() -> dict[str, ModuleType]:
     return {m.NAME: m for m in discover()}
 
 
+@cache
+def coding_categories() -> frozenset[str]:
+    """The task categories of coding-agent runs, as the formats declare them (`CODING_CATEGORIES`): their sample
+    budget is the `coding` one."""
+    return frozenset(c for m in registry().values() for c in getattr(m, "CODING_CATEGORIES", ()))
+
+
 def terminal_calls() -> pl.DataFrame:
     """category, tool_name, command_prefix (null: any call of the tool) of every format's terminal calls."""
     rows = [(m.NAME, name, None) for m in registry().values() for name in sorted(getattr(m, "TERMINAL_TOOLS", ()))] + [

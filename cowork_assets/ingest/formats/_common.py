@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from functools import partial
 from typing import Any
@@ -131,14 +132,70 @@ def unique_call_ids(messages: list[dict]) -> list[dict]:
     return out
 
 
+# A text-protocol harness's action: one shell block in the assistant's text (mini-swe-agent, SWE-agent), or one
+# XML-style function call (`<function=name><parameter=key>value</parameter></function>`: SWE-smith, OpenHands'
+# prompted function calling).
+SHELL_FENCE = re.compile(r"```(bash|sh|shell|mswea_bash_command)?[ \t]*\n(.*?)\n?```", re.S)
+XML_FUNCTION = re.compile(r"<function=([\w.-]+)>(.*?)</function>", re.S)
+XML_PARAMETER = re.compile(r"<parameter=([\w.-]+)>\n?(.*?)\n?</parameter>", re.S)
+
+
+def fenced_command(text: str | None) -> str | None:
+    """The one shell command a text-protocol assistant turn holds: its only labelled shell block, else its only
+    unlabelled block; None when it holds none or several (the harness rejects those as format errors)."""
+    blocks = SHELL_FENCE.findall(text or "")
+    labelled = [body for lang, body in blocks if lang]
+    if len(labelled) == 1:
+        return labelled[0]
+    return blocks[0][1] if not labelled and len(blocks) == 1 else None
+
+
+def text_action(text: str | None) -> tuple[str, dict] | None:
+    """The one action (tool name, arguments) of a text-protocol assistant turn: an XML-style function call, else a
+    shell block (`bash`, `{"command": ...}`); None when there is none, or more than one."""
+    functions = XML_FUNCTION.findall(text or "")
+    if functions:
+        return (functions[0][0], dict(XML_PARAMETER.findall(functions[0][1]))) if len(functions) == 1 else None
+    command = fenced_command(text)
+    return None if command is None else ("bash", {"command": command})
+
+
+def text_protocol(messages: list[dict], action_of=lambda m: text_action(m.get("content"))) -> list[dict]:
+    """A text-protocol conversation (the action in the assistant's text, its output the next user turn) with each
+    action a call and the user turn after it that call's result, so truncation and the evidence audit see
+    observations as what they are. `action_of(message)` is an assistant turn's action, (name, arguments)."""
+    out, pending = [], None
+    for i, m in enumerate(messages):
+        if m["role"] == "user" and pending:
+            out.append(
+                {"role": "tool", "tool_call_id": pending[0], "name": pending[1], "content": m.get("content") or ""}
+            )
+            pending = None
+            continue
+        message, pending = dict(m), None
+        if m["role"] == "assistant" and not m.get("tool_calls") and (action := action_of(m)) is not None:
+            pending = (f"call_{i}", action[0])
+            message["tool_calls"] = [call(pending[0], *action)]
+        out.append(message)
+    return out
+
+
 SANDBOX_FIELDS = ("instance_id", "repo", "base_commit", "version", "image", "problem_statement")
+# What a sandbox needs to rebuild a coding task besides its instance id: the repository, or an image holding it.
+SANDBOX_SOURCES = ("repo", "image")
 SANDBOX_TESTS = ("FAIL_TO_PASS", "PASS_TO_PASS")
+
+
+def rebuildable(box: dict) -> bool:
+    """Whether a sandbox can rebuild a coding task from what its log carries: its repository or image."""
+    return any(box.get(k) for k in SANDBOX_SOURCES)
 
 
 def sandbox(instance_id: str, fields: dict | None = None) -> dict:
     """A coding task's `initial_state`: `{"sandbox": ...}`, what a sandbox RL trainer needs to rebuild and grade
     it (the instance id, and what the log carries of its repository, base commit, image, problem statement
-    and the tests that must pass); test lists written as JSON text become lists."""
+    and the tests that must pass); test lists written as JSON text become lists. Only a `rebuildable` one is an
+    RL task."""
     fields = fields if isinstance(fields, dict) else {}
     box = {**{k: v for k, v in fields.items() if k in SANDBOX_FIELDS and v}, "instance_id": instance_id}
     for name in SANDBOX_TESTS:
@@ -192,14 +249,22 @@ def in_words(exc: Exception) -> str:
     return "a field in it holds a value of another type or shape than the format writes"
 
 
-def record_line(record: int, build, raw: Any, reason: str) -> RawLine:
-    """One record: `build()` as a cowork line, or — when the input lacks a part `build` needs — the raw
-    input quarantined with `reason` and what is wrong with it, in words."""
+def record_lines(record: int, build, raw: Any, reason: str) -> list[RawLine]:
+    """One record's trajectories: `build()` (a trajectory, or a list of the trajectories one record holds: a
+    session's segments, its sub-agents' runs) as cowork lines numbered `record`, or — when the input lacks a part
+    `build` needs — the raw input quarantined with `reason` and what is wrong with it, in words."""
     try:
-        return RawLine(record, orjson.dumps(build()))
+        built = build()
+        return [RawLine(record, orjson.dumps(t)) for t in (built if isinstance(built, list) else [built])]
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         excerpt = raw if isinstance(raw, bytes) else orjson.dumps(raw, default=str)
-        return RawLine(record, excerpt[:EXCERPT_BYTES], f"{reason}: {in_words(exc)}")
+        return [RawLine(record, excerpt[:EXCERPT_BYTES], f"{reason}: {in_words(exc)}")]
+
+
+def record_line(record: int, build, raw: Any, reason: str) -> RawLine:
+    """One record that is one trajectory (see `record_lines`)."""
+    (line,) = record_lines(record, build, raw, reason)
+    return line
 
 
 def json_lines(sample, looks_like, convert, reason: str, expected: str):
@@ -238,11 +303,11 @@ def session_entries(sample) -> list[dict]:
     return out
 
 
-def session_record(sample, reason: str, build) -> RawLine:
-    """A session file's one record (Claude Code, Codex: a JSON Lines file that is one trajectory):
-    `build(its entries)`, or the file quarantined with `reason` and why."""
+def session_records(sample, reason: str, build) -> list[RawLine]:
+    """A session file's trajectories (Claude Code, Codex: a JSON Lines file that is one record): `build(its
+    entries)`, or the file quarantined with `reason` and why."""
     try:
         lines = session_entries(sample)
     except Malformed as exc:
-        return RawLine(1, sample.head[:EXCERPT_BYTES], f"{reason}: {exc}")
-    return record_line(1, lambda: build(lines), sample.head, reason)
+        return [RawLine(1, sample.head[:EXCERPT_BYTES], f"{reason}: {exc}")]
+    return record_lines(1, lambda: build(lines), sample.head, reason)

@@ -1,9 +1,9 @@
 """Harbor's ATIF trajectories (`*.json`, one trajectory per file, `schema_version` "ATIF-...").
 
 Steps become messages: `system`/`user` steps their text, an `agent` step an assistant message with its
-`tool_calls`, followed by one tool message per `observation.results` entry. A result names its call by
-`source_call_id`; ATIF makes that optional, so a result without it answers the step's call when the step
-made exactly one, and otherwise stays an observation with no call id (Terminus-2 writes such files).
+`reasoning_content` and `tool_calls`, followed by one tool message per `observation.results` entry. A result
+names its call by `source_call_id`; ATIF makes that optional, so a result without it answers the step's call when
+the step made exactly one, and otherwise stays an observation with no call id (Terminus-2 writes such files).
 List-valued messages are joined like chat content. Tools come from `agent.tool_definitions` (null-valued
 schema keywords dropped), else from the calls seen. A `session_id` another file of the batch already used
 is made unique with the file name. There is no grader in the file: no checks; the grade comes from Harbor's
@@ -23,6 +23,7 @@ from cowork_assets.ingest.formats import _common, harbor_result
 
 NAME = "atif"
 PRIORITY = 20
+CODING_CATEGORIES = (NAME,)  # its runs are coding-agent runs
 RECORDS = recount.ONE
 # The calls harness agents end a run with: OpenHands' finish, Terminus-2's task-complete call.
 TERMINAL_TOOLS = frozenset({"finish", "mark_task_complete", "task_complete"})
@@ -67,6 +68,8 @@ def _step_messages(step: dict, i: int) -> list[dict]:
     if not isinstance(step, dict) or step.get("source") not in ROLE:
         raise _common.Malformed(f"step {i} has no source ATIF writes (system, user, agent)")
     message = {"role": ROLE[step["source"]], "content": _common.text(step.get("message"))}
+    if message["role"] == "assistant" and isinstance(step.get("reasoning_content"), str):
+        message["reasoning_content"] = step["reasoning_content"] or None
     calls = step.get("tool_calls") or []
     if calls:
         message["tool_calls"] = [_common.call(c["tool_call_id"], c["function_name"], c.get("arguments")) for c in calls]

@@ -1,8 +1,11 @@
-"""Inspect AI eval logs in JSON (`{version, status, eval, plan, results, stats, samples, reductions}`; a
-binary `.eval` log becomes one with `inspect log convert --to json`).
+"""Inspect AI eval logs, in both of Inspect's log formats: JSON (`{version, status, eval, plan, results, stats,
+samples, reductions}`) and the binary `.eval` log, the default since Inspect 0.3.4x: a zip archive of
+`header.json` (the same header; `_journal/start.json` while a run is unfinished) and one `samples/<id>_epoch_<n>.json`
+per sample.
 
 Each sample (one epoch of one dataset item) is a trajectory: its `messages` as Inspect writes them
-(content strings or lists of parts, joined as chat content, images and reasoning parts left out; an
+(content strings or lists of parts, joined as chat content, images left out, `reasoning` parts the message's
+`reasoning_content`; values Inspect moved to the sample's `attachments` (`attachment://<hash>`) put back; an
 assistant's `tool_calls [{id, function: name, arguments: object}]`; `tool` messages answering by
 `tool_call_id`, an `error` as their text when there is no content). The task is `<eval.task>:<sample id>`,
 the model `eval.model`. The grade comes from `scores`, one entry per scorer, each mapped to a score in
@@ -13,15 +16,25 @@ mean and it passed when that is 1; a value outside these (a number above 1, a te
 
 from __future__ import annotations
 
+import json
+import zipfile
+import zlib
 from functools import partial
 
 from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats import _common
+from cowork_assets.ingest.raw_files import RawLine, too_large
 
 NAME = "inspect_ai"
 PRIORITY = 20
 RECORDS = recount.items("samples")
 LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+ATTACHMENT = "attachment://"
+ARCHIVE_ERRORS = (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error)
+
+
+SAMPLES = "samples/"
+HEADERS = ("header.json", "_journal/start.json")
 
 
 def looks_like(doc) -> bool:
@@ -29,7 +42,28 @@ def looks_like(doc) -> bool:
 
 
 def detect(sample) -> bool:
+    if sample.head[:4] == b"PK\x03\x04":
+        return any(name in HEADERS for name in _members(sample))
     return looks_like(sample.document)
+
+
+def _members(sample) -> list[str]:
+    try:
+        with zipfile.ZipFile(sample.path) as archive:
+            return archive.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return []
+
+
+def _resolved(value, attachments: dict):
+    """`value` with Inspect's `attachment://<hash>` references replaced by what they refer to."""
+    if isinstance(value, str) and value.startswith(ATTACHMENT) and value[len(ATTACHMENT) :] in attachments:
+        return attachments[value[len(ATTACHMENT) :]]
+    if isinstance(value, list):
+        return [_resolved(v, attachments) for v in value]
+    if isinstance(value, dict):
+        return {k: _resolved(v, attachments) for k, v in value.items()}
+    return value
 
 
 def score_of(value) -> float | None:
@@ -60,9 +94,14 @@ def _message(m: dict, i: int) -> dict:
     if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "tool"):
         raise _common.Malformed(f"message {i} has no role Inspect writes (system, user, assistant, tool)")
     parts = m.get("content")
-    if isinstance(parts, list):  # images and reasoning are not text the model is trained to write
+    reasoning = None
+    if isinstance(parts, list):  # images are not text the model is trained to write; reasoning is kept apart
+        found = [p.get("reasoning") for p in parts if isinstance(p, dict) and p.get("type") == "reasoning"]
+        reasoning = "\n\n".join(r for r in found if isinstance(r, str) and r) or None
         parts = [p for p in parts if not isinstance(p, dict) or p.get("type", "text") == "text"]
     out = {"role": m["role"], "content": _common.text(parts)}
+    if m["role"] == "assistant":
+        out["reasoning_content"] = reasoning
     if m.get("tool_calls"):
         out["tool_calls"] = [
             _common.call(str(c.get("id")), str(c.get("function")), c.get("arguments")) for c in m["tool_calls"]
@@ -79,7 +118,8 @@ def _message(m: dict, i: int) -> dict:
 def convert(log: dict, sample: dict, file, batch) -> dict:
     if not isinstance(sample.get("messages"), list):
         raise _common.Malformed(f"sample {sample.get('id')!r} has no messages list")
-    messages = [_message(m, i) for i, m in enumerate(sample["messages"])]
+    attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
+    messages = [_message(_resolved(m, attachments), i) for i, m in enumerate(sample["messages"])]
     info = log["eval"]
     sample_id = str(sample.get("id"))
     run = f"{info.get('run_id') or file.path.stem}:{sample_id}:{sample.get('epoch', 1)}"
@@ -99,7 +139,36 @@ def convert(log: dict, sample: dict, file, batch) -> dict:
 
 
 def records(sample, batch):
+    if sample.head[:4] == b"PK\x03\x04":
+        yield from _eval_records(sample, batch)
+        return
     log = sample.document
     for i, item in enumerate(log.get("samples") or [], 1):
         raw = item if isinstance(item, dict) else {"sample": item}
         yield _common.record_line(i, partial(convert, log, raw, sample, batch), raw, "bad_inspect_sample")
+
+
+def _eval_records(sample, batch):
+    """The samples of a binary `.eval` log, one record each, in the archive's order; a sample (or a header) the
+    archive cannot give back quarantines that sample, never the batch."""
+    with zipfile.ZipFile(sample.path) as archive:
+        names = archive.namelist()
+        members = [n for n in names if n.startswith(SAMPLES) and n.endswith(".json")]
+        try:
+            header = json.loads(archive.read(next(n for n in HEADERS if n in names)))
+            log = {**header, "eval": header.get("eval") or {}} if isinstance(header, dict) else None
+        except (*ARCHIVE_ERRORS, StopIteration):
+            log = None
+        for i, name in enumerate(members, 1):
+            if log is None:
+                yield RawLine(i, name.encode(), "bad_inspect_log: the log's header.json cannot be read")
+            elif archive.getinfo(name).file_size > sample.max_record_bytes:
+                yield RawLine(i, name.encode(), too_large(sample.max_record_bytes))
+            else:
+                try:
+                    item = json.loads(archive.read(name))
+                except ARCHIVE_ERRORS as exc:
+                    yield RawLine(i, name.encode(), f"bad_inspect_sample: {name} cannot be read ({exc})")
+                    continue
+                raw = item if isinstance(item, dict) else {"sample": item}
+                yield _common.record_line(i, partial(convert, log, raw, sample, batch), raw, "bad_inspect_sample")

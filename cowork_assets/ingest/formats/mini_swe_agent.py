@@ -1,16 +1,22 @@
-"""mini-swe-agent trajectories (`*.traj.json`), in both of its forms:
+"""mini-swe-agent trajectories (`<instance>.traj.json`; a batch run writes `<output>/<instance>/<instance>.traj.json`),
+in each form its releases wrote:
 
-* current: `{info: {exit_status, submission, model_stats, config}, messages, trajectory_format:
-  "mini-swe-agent-1.x", instance_id}` with OpenAI tool calls and `tool` messages;
-* older: a bare list of `{role, content}` messages whose assistant turns hold the command in a fenced
-  block (```bash or ```mswea_bash_command) and whose next user turn holds its output. Each fenced
-  command becomes one `bash` call with `{"command": ...}`, and that user turn its tool result.
-The task is `instance_id` (else the file name); the grade comes from a SWE-bench report beside the
-file, else the run is ungraded."""
+* 2.x (`trajectory_format: "mini-swe-agent-1.1"`): `{info: {exit_status, submission, model_stats, config,
+  mini_version}, messages, trajectory_format, instance_id}`. Messages as the model API wrote them: chat completions
+  (`tool_calls`, `tool` messages, `reasoning_content`), or Responses API items (a `{"object": "response", "output":
+  [...]}` turn; `function_call_output` items), or text (see below). The last message, `{"role": "exit"}`, carries
+  the submission: it is the harness's, left out (counted in the batch notes);
+* 1.x (`trajectory_format: "mini-swe-agent-1"`) and the oldest, a bare list of `{role, content}` messages: text
+  protocol, the command in a fenced block (```bash, ```mswea_bash_command) of the assistant's turn and its output
+  the next user turn. Each command (the harness's own `extra.actions` when recorded, else the turn's one shell
+  block) becomes one `bash` call, and that user turn its result; a turn the harness rejected (no block, or several)
+  has no call, and the format error after it stays a user message.
+Reasoning (`reasoning_content`, a Responses turn's reasoning summary) is kept per message. The task is
+`instance_id` (else the file name); the sandbox is the image the run's `config.environment` names; the grade comes
+from a SWE-bench report in the batch (the harness's evaluation tree may sit beside the output tree), else the run
+is ungraded."""
 
 from __future__ import annotations
-
-import re
 
 from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats import _common, swebench_report
@@ -18,9 +24,10 @@ from cowork_assets.ingest.formats import _common, swebench_report
 NAME = "mini_swe_agent"
 PRIORITY = 30
 RECORDS = recount.ONE
+CODING_CATEGORIES = (NAME,)  # its runs are coding-agent runs
 # mini-swe-agent ends a run with a bash command that echoes its sentinel (older releases: another sentinel).
 TERMINAL_COMMANDS = ("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "echo MINI_SWE_AGENT_FINAL_OUTPUT")
-FENCE = re.compile(r"```(?:bash|sh|shell|mswea_bash_command)?[ \t]*\n(.*?)\n?```", re.S)
+ROLES = ("system", "user", "assistant", "tool")
 
 
 def _is_chat(messages) -> bool:
@@ -36,48 +43,100 @@ def detect(sample) -> bool:
     doc = sample.document
     if isinstance(doc, dict):
         return str(doc.get("trajectory_format", "")).startswith("mini-swe-agent") or (
-            _is_chat(doc.get("messages")) and isinstance(doc.get("info"), dict) and "exit_status" in doc["info"]
+            isinstance(doc.get("messages"), list) and isinstance(doc.get("info"), dict) and "exit_status" in doc["info"]
         )
     return _is_chat(doc) and any(
-        m.get("role") == "assistant" and FENCE.search(_common.text(m.get("content")) or "") for m in doc
+        m.get("role") == "assistant" and _common.fenced_command(_common.text(m.get("content"))) for m in doc
     )
 
 
-def fenced_calls(messages: list[dict]) -> list[dict]:
-    """The older form: a fenced command is a bash call, the user turn after it the command's result."""
-    out, pending = [], None
-    for i, m in enumerate(messages):
-        content = _common.text(m.get("content"))
-        if m["role"] == "user" and pending:
-            out.append({"role": "tool", "tool_call_id": pending, "name": "bash", "content": content or ""})
-            pending = None
-            continue
-        message = {"role": m["role"], "content": content}
-        if m["role"] == "assistant" and (found := FENCE.search(content or "")):
-            pending = f"call_{i}"
-            message["tool_calls"] = [_common.call(pending, "bash", {"command": found.group(1)})]
-        out.append(message)
-    return out
+def _response_turn(response: dict) -> dict:
+    """A Responses API turn (`{"object": "response", "output": [items]}`) as one assistant message."""
+    out = {"role": "assistant", "content": None, "reasoning_content": None}
+    texts, reasoning, calls = [], [], []
+    for item in response.get("output") or []:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "message":
+            texts.append(_common.text(item.get("content")) or "")
+        elif kind == "reasoning":
+            parts = [*(item.get("summary") or []), *(item.get("content") or [])]
+            reasoning += [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        elif kind == "function_call":
+            calls.append(_common.call(item.get("call_id") or item["id"], item["name"], item.get("arguments")))
+    out["content"] = "\n\n".join(t for t in texts if t) or None
+    out["reasoning_content"] = "\n\n".join(reasoning) or None
+    return {**out, "tool_calls": calls} if calls else out
+
+
+def _reasoning(m: dict) -> str | None:
+    """The reasoning a chat completion returned: on the message, or on the raw response kept in `extra`."""
+    if isinstance(m.get("reasoning_content"), str):
+        return m["reasoning_content"] or None
+    choices = (((m.get("extra") or {}).get("response") or {}).get("choices") or [{}]) if isinstance(m, dict) else []
+    found = (choices[0].get("message") or {}).get("reasoning_content") if isinstance(choices[0], dict) else None
+    return found if isinstance(found, str) and found else None
+
+
+def conversation(raw: list, notes) -> list[dict]:
+    """The run's messages in the contract's shape, whatever model API wrote them."""
+    out = []
+    for i, m in enumerate(raw):
+        if not isinstance(m, dict):
+            raise _common.Malformed(f"message {i} is not an object")
+        if m.get("object") == "response":
+            out.append(_response_turn(m))
+        elif m.get("type") == "function_call_output":
+            out.append({"role": "tool", "tool_call_id": m.get("call_id"), "content": _common.text(m.get("output"))})
+        elif m.get("role") == "exit":
+            notes["mini_swe_agent_exit_messages_left_out"] += 1
+        elif m.get("role") in ROLES:
+            message = {"role": m["role"], "content": _common.text(m.get("content"))}
+            if m["role"] == "assistant":
+                message["reasoning_content"] = _reasoning(m)
+                calls = [
+                    _common.call(c["id"], c["function"]["name"], c["function"].get("arguments"))
+                    for c in m.get("tool_calls") or []
+                ]
+                message |= {"tool_calls": calls} if calls else {}
+            if m["role"] == "tool":
+                message |= {"tool_call_id": m.get("tool_call_id"), "content": message["content"] or ""}
+            out.append(message | ({"extra": m["extra"]} if isinstance(m.get("extra"), dict) else {}))
+        else:
+            raise _common.Malformed(f"message {i} has no role mini-swe-agent writes (got {m.get('role')!r})")
+    if not any(m.get("tool_calls") for m in out):
+        out = _common.text_protocol(out, _action)
+    return [{k: v for k, v in m.items() if k != "extra"} for m in out]
+
+
+def _action(m: dict) -> tuple[str, dict] | None:
+    """The command the harness ran for a text turn: its recorded action, else the turn's one shell block."""
+    extra = m.get("extra")
+    if isinstance(extra, dict) and "actions" in extra:
+        actions = [a.get("command") for a in extra.get("actions") or [] if isinstance(a, dict)]
+        command = actions[0] if len(actions) == 1 and isinstance(actions[0], str) else None
+    else:
+        command = _common.fenced_command(m.get("content"))
+    return None if command is None else ("bash", {"command": command})
 
 
 def convert(doc, sample, batch) -> dict:
     stem = sample.path.name.removesuffix(".json").removesuffix(".traj")
     if isinstance(doc, list):
-        messages, info, instance = fenced_calls(doc), {}, stem
+        raw, info, instance = doc, {}, stem
     else:
-        info, instance = doc.get("info") or {}, str(doc.get("instance_id") or stem)
-        messages = [{**m, "content": _common.text(m.get("content"))} for m in doc["messages"]]
-        if not any(m.get("tool_calls") for m in messages):
-            messages = fenced_calls(messages)
-    model = ((info.get("config") or {}).get("model") or {}).get("model_name") or "unknown"
+        raw, info, instance = doc["messages"], doc.get("info") or {}, str(doc.get("instance_id") or stem)
+    messages = conversation(raw, batch.notes)
+    config = info.get("config") or {}
+    model = (config.get("model") or {}).get("model_name") or "unknown"
+    environment = config.get("environment") or {}
     return _common.trajectory(
         batch.unique_id(stem, sample),
         {
             "task_id": instance,
-            "category": "mini_swe_agent",
+            "category": NAME,
             "request": _common.first_user_text(messages),
             "tools": _common.called_tools(messages) or [_common.BASH_TOOL],
-            "initial_state": _common.sandbox(instance),
+            "initial_state": _common.sandbox(instance, {"image": environment.get("image")}),
         },
         str(model),
         messages,

@@ -4,14 +4,15 @@ history, test_result, metadata, ...}`), and an event stream saved as a bare JSON
 `history` is a list of events: V0 events (`action` / `observation`, linked by `cause`), V1 typed events of
 the software-agent-sdk (`kind: ActionEvent / ObservationEvent / MessageEvent / SystemPromptEvent /
 AgentErrorEvent`, an observation linked to its call by `tool_call_id`), or, in older releases,
-`[action, observation]` pairs. A V1 action is one call, its `thought` the assistant text (its reasoning
-is left out); actions of one model response are one assistant turn; an observation's text is its
-`content` parts, else its `output` or `message`. When the history holds no user message, `instruction`
-is the first one (V1 outputs keep the task there, not in the events).
+`[action, observation]` pairs. A V1 action is one call, its `thought` the assistant text, its
+`reasoning_content` the turn's reasoning; actions of one model response are one assistant turn; an
+observation's text is its `content` parts, else its `output` or `message`. When the history holds no user
+message, `instruction` is the first one (V1 outputs keep the task there, not in the events).
 The system and user messages become messages; each agent action that is a tool call becomes an
 assistant turn (its text and the call as the model returned it, from `tool_call_metadata`; older
 actions without it become a call named after the action with its `args`), answered by the observation
-caused by it. `finish` becomes the final assistant message; bookkeeping events (recall, state changes)
+caused by it. `finish` is the call the model made (a terminal call, unanswered) when it was a tool call, else the
+final assistant message; bookkeeping events (recall, state changes)
 are left out, and an error observation that answers no call becomes a user message, as the agent saw it.
 The task is `instance_id`; the grade comes from a SWE-bench report beside the file, else from the output's
 own `test_result` (`test_result_grade`), else the run is ungraded."""
@@ -23,6 +24,7 @@ from cowork_assets.ingest.formats import _common, swebench_report
 
 NAME = "openhands"
 PRIORITY = 30
+CODING_CATEGORIES = (NAME,)  # its runs are coding-agent runs
 RECORDS = {"lines": recount.LINES, "document": recount.ONE}
 TERMINAL_TOOLS = frozenset({"finish"})  # AgentFinishAction, when it is written as a tool call
 CALL_NAMES = {"run": "execute_bash", "run_ipython": "execute_ipython_cell"}
@@ -115,8 +117,14 @@ def v1_conversation(history: list) -> list[dict]:
             if response is not None and e.get("llm_response_id") == response and out[-1].get("tool_calls"):
                 out[-1]["tool_calls"].append(made)  # another call of the same model response
             else:
+                reasoning = e.get("reasoning_content") if isinstance(e.get("reasoning_content"), str) else None
                 out.append(
-                    {"role": "assistant", "content": _common.text(e.get("thought")) or None, "tool_calls": [made]}
+                    {
+                        "role": "assistant",
+                        "content": _common.text(e.get("thought")) or None,
+                        "reasoning_content": reasoning or None,
+                        "tool_calls": [made],
+                    }
                 )
             response = e.get("llm_response_id")
             continue
@@ -149,7 +157,7 @@ def conversation(history: list) -> list[dict]:
         elif action == "message":
             role = "user" if source == "user" else "assistant"
             out.append({"role": role, "content": (e.get("args") or {}).get("content") or e.get("message")})
-        elif action == "finish":
+        elif action == "finish" and not (e.get("tool_call_metadata") or {}).get("tool_call_id"):
             out.append({"role": "assistant", "content": (e.get("args") or {}).get("final_thought") or e.get("message")})
         elif action is not None and action not in SKIPPED_ACTIONS:
             content, call = _model_call(e)

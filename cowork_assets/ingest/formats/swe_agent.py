@@ -1,11 +1,15 @@
-"""SWE-agent trajectories (`*.traj`: `{environment, trajectory, history, info, replay_config}`).
+"""SWE-agent trajectories (`*.traj`: `{environment, trajectory, history, info, replay_config}`), from the 0.x
+releases (text actions, no `replay_config`) to 1.x (function calling).
 
 The conversation is `history`, the messages the model saw: system, the issue as the user's message,
 assistant turns with OpenAI tool calls, and tool observations (`tool_call_ids`). An assistant turn
-without tool calls but with an `action` (SWE-agent's text parsers) becomes one `bash` call with
-`{"command": action}`, answered by the observation that follows. The task is the instance
-(`replay_config.problem_statement.id`, else the file name); the grade comes from a SWE-bench report
-beside the file (`resolved_ids`), else the run is ungraded."""
+without tool calls but with an `action` (SWE-agent's text parsers: every 0.x run, its demonstrations) becomes
+one `bash` call with `{"command": action}`, and the observation after it — a `user` entry in those releases —
+its result, so truncation and the evidence audit see it as one. An in-context demonstration the harness put
+before the task (`is_demo`) is left out (counted in the batch notes): it is not the task, and not this run. The
+task is the instance (`replay_config.problem_statement.id`, else the file name); the sandbox is the repository
+and image the replay config names (0.x runs name none: no sandbox can rebuild them); the grade comes from a
+SWE-bench report in the batch (`resolved_ids`), else the run is ungraded."""
 
 from __future__ import annotations
 
@@ -19,8 +23,12 @@ from cowork_assets.ingest.formats import _common, swebench_report
 NAME = "swe_agent"
 PRIORITY = 30
 RECORDS = recount.ONE
-# The call that ends a run (its result is the submitted patch, not something the agent reacts to).
+CODING_CATEGORIES = (NAME,)  # its runs are coding-agent runs
+ROLES = ("system", "user", "assistant", "tool")
+# The call that ends a run (its result is the submitted patch, not something the agent reacts to): the `submit`
+# tool, or the `submit` command of a text action.
 TERMINAL_TOOLS = frozenset({"submit"})
+TERMINAL_COMMANDS = ("submit",)
 
 
 def detect(sample) -> bool:
@@ -38,28 +46,27 @@ def _replay_config(doc: dict) -> dict:
     return config if isinstance(config, dict) else {}
 
 
-def conversation(history: list[dict]) -> list[dict]:
-    out, pending = [], None  # pending: the id of a text action's call, answered by the next observation
+def conversation(history: list[dict], notes) -> list[dict]:
+    out = []
     for i, m in enumerate(history):
+        if not isinstance(m, dict) or m.get("role") not in ROLES:
+            raise _common.Malformed(f"history entry {i} has no role SWE-agent writes (system, user, assistant, tool)")
+        if str(m.get("is_demo")).lower() == "true":  # an in-context demonstration: the harness's, not the task
+            notes["swe_agent_demonstrations_left_out"] += 1
+            continue
         role, content = m["role"], _common.text(m.get("content"))
-        if role == "assistant":
-            message = {"role": "assistant", "content": content}
-            calls = m.get("tool_calls") or []
-            if calls:
-                message["tool_calls"] = [
-                    _common.call(c["id"], c["function"]["name"], c["function"].get("arguments")) for c in calls
-                ]
-            elif m.get("action"):
-                pending = f"action_{i}"
-                message["tool_calls"] = [_common.call(pending, "bash", {"command": m["action"]})]
-            out.append(message)
-        elif role == "tool" or (pending and m.get("message_type") == "observation"):
-            ids = m.get("tool_call_ids") or [pending]
-            out.append({"role": "tool", "tool_call_id": ids[0], "content": content or ""})
-            pending = None
-        else:
-            out.append({"role": role, "content": content})
-    return out
+        message = {"role": role, "content": content if role != "tool" else content or ""}
+        if role == "assistant" and m.get("tool_calls"):
+            message["tool_calls"] = [
+                _common.call(c["id"], c["function"]["name"], c["function"].get("arguments")) for c in m["tool_calls"]
+            ]
+        if role == "tool":
+            message["tool_call_id"] = (m.get("tool_call_ids") or [m.get("tool_call_id")])[0]
+        out.append(message | ({"action": m["action"]} if role == "assistant" and m.get("action") else {}))
+    # Text actions (SWE-agent's own command parsers, every release before function calling): the action the
+    # harness ran is the call, the observation after it its result.
+    out = _common.text_protocol(out, lambda m: ("bash", {"command": m["action"]}) if m.get("action") else None)
+    return [{k: v for k, v in m.items() if k != "action"} for m in out]
 
 
 def _field(value, key: str):
@@ -73,13 +80,14 @@ def _field(value, key: str):
 def convert(doc: dict, sample, batch) -> dict:
     config = _replay_config(doc)
     instance = str((config.get("problem_statement") or {}).get("id") or sample.path.name.removesuffix(".traj"))
-    messages = conversation(doc["history"])
+    messages = conversation(doc["history"], batch.notes)
     tools = _common.called_tools(messages)
     model = ((config.get("agent") or {}).get("model") or {}).get("name") or "unknown"
     env = config.get("env") or {}
     state = _common.sandbox(
         instance,
         {
+            "repo": _field(env.get("repo"), "github_url"),
             "base_commit": _field(env.get("repo"), "base_commit"),
             "image": _field(env.get("deployment"), "image"),
             "problem_statement": (config.get("problem_statement") or {}).get("text"),
