@@ -93,7 +93,10 @@ class Sample:
                 if self._line_source is None:  # (again, after `release`: past the lines already read)
                     lines = (x for x in self.lines() if x.error or x.data.strip())
                     self._line_source = itertools.islice(lines, len(seen), None)
-                line = next(self._line_source, None) if i < LOOK_AT else None
+                try:  # a read error ends what detection sees; reading the file reports it as a record
+                    line = next(self._line_source, None) if i < LOOK_AT else None
+                except OSError:
+                    line = None
                 if line is None:
                     return
                 seen.append(_parsed(line))

@@ -9,18 +9,11 @@ The contract then quarantines each line that is not a valid trajectory, with the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import suppress
-from itertools import islice
-
-import orjson
-
 from cowork_assets.ingest import recount
 
 NAME = "cowork"
 PRIORITY = 90
 RECORDS = recount.LINES
-LOOK_AT = 100  # the first records detection reads
 
 
 def looks_native(obj) -> bool:
@@ -32,22 +25,12 @@ def looks_native(obj) -> bool:
     )
 
 
-def first_objects(sample) -> Iterator:
-    """The JSON values among the file's first LOOK_AT non-blank lines that parse, read as asked (those before
-    a read error: reading the file reports that error as a record of its own)."""
-    with suppress(OSError):
-        for line in islice((x for x in sample.lines() if x.error or x.data.strip()), LOOK_AT):
-            if line.error is None:
-                with suppress(orjson.JSONDecodeError):
-                    yield orjson.loads(line.data.removeprefix(b"\xef\xbb\xbf"))
-
-
 def detect(sample) -> bool:
     """Reads only up to the first trajectory-like record: a native file's first line, as a rule."""
     if not sample.is_lines:
         return False
     keyed = False  # an object with keys seen, none of them a trajectory's
-    for obj in first_objects(sample):
+    for obj in sample.first_values():
         if looks_native(obj):
             return True
         keyed = keyed or (isinstance(obj, dict) and bool(obj))

@@ -32,8 +32,13 @@ TERMINAL_COMMANDS = ("submit",)
 
 
 def detect(sample) -> bool:
+    """A run (`history` and `trajectory`), or a demonstration written as its `history` alone (SWE-agent's own
+    entries: `agent`, `message_type`)."""
     doc = sample.document
-    return isinstance(doc, dict) and isinstance(doc.get("history"), list) and isinstance(doc.get("trajectory"), list)
+    if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
+        return False
+    own = all(isinstance(m, dict) and "role" in m and ("agent" in m or "message_type" in m) for m in doc["history"])
+    return isinstance(doc.get("trajectory"), list) or (bool(doc["history"]) and own)
 
 
 def _replay_config(doc: dict) -> dict:
