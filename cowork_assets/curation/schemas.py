@@ -19,6 +19,7 @@ class CuratedMessages(pa.DataFrameModel):
     message_index: pl.Int32 = pa.Field(ge=0, description="0-based position in the conversation")
     role: str = pa.Field(description="system / user / assistant / tool")
     content: str = pa.Field(nullable=True, description="curated text, with a marker in every cut")
+    reasoning_content: str = pa.Field(nullable=True, description="the assistant's reasoning, as logged (never cut)")
     tool_calls: pl.List(TOOL_CALL) = pa.Field(description="assistant calls, unchanged")
     tool_call_id: str = pa.Field(nullable=True, description="for tool messages: the call answered")
     name: str = pa.Field(nullable=True, description="for tool messages: the tool name")

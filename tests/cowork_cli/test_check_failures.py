@@ -100,7 +100,7 @@ def test_a_record_ingest_loses_and_tables_that_break_their_model_fail_the_ingest
     reader = cowork.records
     monkeypatch.setattr(cowork, "records", lambda s, b: (x for i, x in enumerate(reader(s, b)) if i != 1))
     corrupt = {
-        "trajectories": pl.col("raw_record") * 0,  # ge=1
+        "trajectories": pl.col("n_messages") * 0,  # ge=1
         "messages": pl.col("chars") - 10**9,  # ge=0
         "tool_calls": pl.col("call_index") - 1,  # ge=0
         "task_packages": pl.col("n_tools") - 100,  # ge=0

@@ -10,8 +10,7 @@ import pytest
 
 from cowork_assets.ingest import formats
 from cowork_assets.ingest.batch import ingest_batch
-from cowork_assets.ingest.formats import Sample, discover, registry
-from cowork_assets.ingest.formats import recount_batch
+from cowork_assets.ingest.formats import Sample, discover, recount_batch, registry
 from cowork_assets.store.registry import TABLES
 from tests.conftest import TESTS
 

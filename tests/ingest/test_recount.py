@@ -42,7 +42,7 @@ def test_each_rule_counts_a_documents_records(tmp_path):
         (tmp_path / name).write_text(json.dumps(document))
     (tmp_path / "broken.json").write_text('{"simulations": [')
     counted = {name: recount.count(tmp_path / name, rule) for name, (_, rule) in cases.items()}
-    assert counted == {"tau.json": 3, "tau2.json": 2, "lb.json": 4, "log.json": 0, "chat.traj.json": 1, "report.json": 0}
+    assert counted == dict(zip(cases, [3, 2, 4, 0, 1, 0]))
     assert recount.count(tmp_path / "broken.json", recount.items("simulations")) == 1
     assert recount.count(tmp_path / "tau2.json", recount.items("simulations"), max_bytes=10) == 1  # never read
 

@@ -41,7 +41,6 @@ PRIORITY = 30
 RECORDS = recount.ONE
 CODING_CATEGORIES = (NAME,)  # its runs are coding-agent runs
 ENVELOPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
-ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output", "custom_tool_call", "local_shell_call")
 ROLES = {"user": "user", "assistant": "assistant", "developer": "system", "system": "system"}
 CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 ASSISTANT_SIDE = (*CALLS, "reasoning", "web_search_call")
@@ -59,9 +58,8 @@ def _is_header(obj) -> bool:
 
 
 def _is_item(obj) -> bool:
-    return isinstance(obj, dict) and (
-        obj.get("type") in ENVELOPES or obj.get("type") in ITEM_TYPES or obj.get("record_type") == "state"
-    )
+    """A line after the bare header: a typed response item, or a `record_type` marker."""
+    return isinstance(obj, dict) and (isinstance(obj.get("type"), str) or obj.get("record_type") == "state")
 
 
 def detect(sample) -> bool:
@@ -208,7 +206,7 @@ def _parent(source: Any) -> str | None:
 
 
 def convert(meta: dict, lines: list[tuple[str, dict]], sample, batch) -> list[dict]:
-    instructions = meta.get("base_instructions")
+    instructions = meta.get("base_instructions") or meta.get("instructions")
     system = _text((instructions or {}).get("text") if isinstance(instructions, dict) else instructions) or None
     talk = Conversation(system, batch.notes)
     recorded = Counter(
