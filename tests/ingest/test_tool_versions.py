@@ -276,3 +276,39 @@ def test_the_coding_budget_applies_to_every_category_a_format_declares_coding():
     settings = CurationSettings(category_char_budgets={"coding": 100, "swe_agent": 7})
     budgets = settings.budgets(pl.Series(["chat", "codex", "swe_agent"]), coding_categories())
     assert budgets.select("category", "char_budget").rows() == [("chat", 40_000), ("codex", 100), ("swe_agent", 7)]
+
+
+# --- Harness output trees
+
+
+def test_reports_and_results_are_matched_to_runs_by_their_folders(tmp_path):
+    """SWE-bench's unkeyed per-instance report names its instance by its folder; Harbor's trial result grades the
+    ATIF trajectory under its trial folder, not another trial's."""
+    run = {
+        "trajectory_format": "mini-swe-agent-1.1",
+        "instance_id": "repo__pkg-1",
+        "info": {"exit_status": "Submitted"},
+        "messages": [{"role": "user", "content": "Fix it."}, {"role": "assistant", "content": "Done."}],
+    }
+    step = {"step_id": 1, "source": "user", "message": "make hello.txt"}
+    answer = {"step_id": 2, "source": "agent", "message": "done"}
+    trial = {"schema_version": "ATIF-v1.6", "session_id": "", "agent": {"name": "terminus-2"}, "steps": [step, answer]}
+    files = {
+        "output/run/repo__pkg-1/repo__pkg-1.traj.json": orjson.dumps(run),
+        "logs/run_evaluation/run/model/repo__pkg-1/report.json": orjson.dumps({"resolved": True, "tests_status": {}}),
+        "jobs/j/hello__a/agent/trajectory.json": orjson.dumps({**trial, "session_id": "a"}),
+        "jobs/j/hello__a/result.json": orjson.dumps(
+            {"task_name": "hello", "verifier_result": {"rewards": {"reward": 1}}}
+        ),
+        "jobs/j/hello__b/agent/trajectory.json": orjson.dumps({**trial, "session_id": "b"}),
+        "jobs/j/hello__b/result.json": orjson.dumps(
+            {"task_name": "hello", "verifier_result": {"rewards": {"reward": 0}}}
+        ),
+    }
+    runs, bad, _ = _runs(_batch(tmp_path, files))
+    graded = {r["trajectory_id"]: (r["grade"]["passed"], *r["grade"]["checks"]) for r in runs}
+    assert bad == [] and graded == {
+        "a": (True, "verifier_result.reward"),
+        "b": (False, "verifier_result.reward"),
+        "repo__pkg-1": (True, "b/logs/run_evaluation/run/model/repo__pkg-1/report.json"),
+    }
