@@ -175,6 +175,24 @@ def test_a_sub_agent_inside_a_session_is_a_run_naming_its_parent(tmp_path):
     assert TABLES["trajectories"].rows(str(tmp_path / "out"), "b") == 2
 
 
+def test_sub_agents_that_name_no_agent_id_are_told_apart_by_their_trees(tmp_path):
+    side = {"isSidechain": True}
+    entries = [
+        _entry("u1", None, "user", "review both modules"),
+        _entry("x1", None, "user", "review module a", **side),
+        _entry("x2", "x1", "assistant", [{"type": "text", "text": "a is fine"}], **side),
+        _entry("y1", None, "user", "review module b", **side),
+        _entry("y2", "y1", "assistant", [{"type": "text", "text": "b is fine"}], **side),
+        _entry("a1", "u1", "assistant", [{"type": "text", "text": "Both fine."}]),
+    ]
+    runs, bad, _ = _runs(_batch(tmp_path, {"s1.jsonl": _lines(*entries)}))
+    assert bad == [] and [(r["trajectory_id"], r["task"]["request"]) for r in runs] == [
+        ("s1", "review both modules"),
+        ("s1:agent-x1", "review module a"),
+        ("s1:agent-y1", "review module b"),
+    ]
+
+
 def test_a_record_one_of_whose_runs_is_quarantined_is_counted_once(tmp_path, monkeypatch):
     """A record's trajectory the contract rejects is quarantined; the record, parsed, still counts once."""
     from cowork_assets.ingest.formats import claude_code

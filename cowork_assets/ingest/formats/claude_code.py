@@ -97,7 +97,7 @@ def _is_compaction(entry: dict) -> bool:
 
 @dataclass
 class Run:
-    """One conversation of a transcript: its entries in file order, cut into segments at each compaction."""
+    """One conversation of a transcript: its entries in file order."""
 
     key: str  # "" for the main conversation, else the sub-agent's id
     entries: list[dict] = field(default_factory=list)
@@ -115,16 +115,29 @@ def _chain(leaf: dict, by_uuid: dict[str, dict], before: dict[str, dict]) -> lis
     return chain[::-1]
 
 
-def conversation(entries: list[dict], sidechain: bool, agent: str | None = None) -> list[dict]:
-    """The entries of the conversation ending at the last (main, or one sub-agent's) user or assistant entry, in
-    file order: its chain, the other entries of the model messages on it, and the results of their calls."""
-    mine = [
-        e
-        for e in entries
-        if isinstance(e.get("uuid"), str)
-        and bool(e.get("isSidechain")) == sidechain
-        and (agent is None or e.get("agentId") == agent)
-    ]
+def runs_of(entries: list[dict]) -> list[Run]:
+    """The transcript's conversations: the main one, then each sub-agent's (its `agentId`, or in transcripts that
+    name none, each tree of sidechain entries by its root)."""
+    linked = [e for e in entries if isinstance(e.get("uuid"), str)]
+    side = {e["uuid"]: e for e in linked if e.get("isSidechain")}
+
+    def root(e: dict) -> str:
+        seen = set()
+        while e.get("parentUuid") in side and e["uuid"] not in seen:
+            seen.add(e["uuid"])
+            e = side[e["parentUuid"]]
+        return e["uuid"]
+
+    runs = {"": Run("", [e for e in linked if not e.get("isSidechain")])}
+    for e in side.values():
+        key = str(e.get("agentId") or root(e)[:8])
+        runs.setdefault(key, Run(key)).entries.append(e)
+    return list(runs.values())
+
+
+def conversation(mine: list[dict]) -> list[dict]:
+    """The entries of the conversation ending at the run's last user or assistant entry, in file order: its chain,
+    the other entries of the model messages on it, and the results of their calls."""
     talk = [e for e in mine if e.get("type") in TALK]
     if not talk:
         return []
@@ -219,11 +232,9 @@ def request(messages: list[dict]) -> str:
 def convert(entries: list[dict], sample, batch) -> list[dict]:
     # The last entry's session: a resumed session's file starts with entries copied from the one it continues.
     session = next((e["sessionId"] for e in entries[::-1] if isinstance(e.get("sessionId"), str)), sample.path.stem)
-    runs = [Run("", conversation(entries, sidechain=False))]
-    agents = dict.fromkeys(str(e.get("agentId") or "") for e in entries if e.get("isSidechain") and "uuid" in e)
-    runs += [Run(a or "sidechain", conversation(entries, sidechain=True, agent=a or None)) for a in agents]
     out, task = [], None
-    for run in runs:
+    for run in runs_of(entries):
+        run.entries = conversation(run.entries)
         parts = [s for s in segments(run.entries, batch.notes) if any(m["role"] == "assistant" for m in s)]
         if not parts:
             if run.entries:

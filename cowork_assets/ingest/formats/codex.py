@@ -45,7 +45,11 @@ ROLES = {"user": "user", "assistant": "assistant", "developer": "system", "syste
 CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 ASSISTANT_SIDE = (*CALLS, "reasoning", "web_search_call")
 ENVIRONMENT = "<environment_context>"
-CONTEXT = re.compile(r"\s*(<environment_context>|<user_instructions>|# AGENTS\.md instructions|<INSTRUCTIONS>)")
+# User messages the harness writes: context (instructions, environment), an aborted turn, a `!` shell command.
+CONTEXT = re.compile(
+    r"\s*(<environment_context>|<user_instructions>|# AGENTS\.md instructions|<INSTRUCTIONS>|<turn_aborted>"
+    r"|<user_shell_command>)"
+)
 
 
 def _is_header(obj) -> bool:
@@ -143,6 +147,8 @@ class Conversation:
             self.messages.append(
                 {"role": "tool", "tool_call_id": item["call_id"], "content": _output(item.get("output"))}
             )
+        else:  # snapshots, generated images, encrypted compactions: not conversation
+            self.notes[f"codex_{kind}_items_left_out"] += 1
 
     def _assistant(self, item: dict, kind: str, i: int) -> None:
         if self.turn is None:

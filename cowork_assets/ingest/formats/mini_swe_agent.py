@@ -101,8 +101,8 @@ def conversation(raw: list, notes) -> list[dict]:
             if m["role"] == "tool":
                 message |= {"tool_call_id": m.get("tool_call_id"), "content": message["content"] or ""}
             out.append(message | ({"extra": m["extra"]} if isinstance(m.get("extra"), dict) else {}))
-        else:
-            raise _common.Malformed(f"message {i} has no role mini-swe-agent writes (got {m.get('role')!r})")
+        else:  # a message of a kind this reader does not know: left out, counted
+            notes[f"mini_swe_agent_{m.get('role') or m.get('type')}_messages_left_out"] += 1
     if not any(m.get("tool_calls") for m in out):
         out = _common.text_protocol(out, _action)
     return [{k: v for k, v in m.items() if k != "extra"} for m in out]
