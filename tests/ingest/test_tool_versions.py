@@ -330,3 +330,30 @@ def test_reports_and_results_are_matched_to_runs_by_their_folders(tmp_path):
         "b": (False, "verifier_result.reward"),
         "repo__pkg-1": (True, "b/logs/run_evaluation/run/model/repo__pkg-1/report.json"),
     }
+
+
+def test_an_openhands_resolver_output_is_a_run_of_its_issue_graded_by_its_success(tmp_path):
+    events = [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "Fix issue #7: crash on empty input"}},
+        {"id": 1, "source": "agent", "action": "run", "args": {"command": "pytest"}, "message": "Running pytest"},
+        {"id": 2, "source": "agent", "observation": "run", "cause": 1, "content": "1 failed"},
+        {"id": 3, "source": "agent", "action": "finish", "args": {"final_thought": "Fixed."}},
+    ]
+    run = {
+        "issue": {"owner": "acme", "repo": "tool", "number": 7, "title": "crash", "body": "..."},
+        "issue_type": "issue",
+        "instruction": "Fix issue #7",
+        "base_commit": "abc123",
+        "git_patch": "diff",
+        "history": events,
+        "success": True,
+        "result_explanation": "the test passes",
+    }
+    (found,), bad, _ = _runs(_batch(tmp_path, {"output/output.jsonl": _lines(run)}))
+    assert bad == [] and (found["task"]["task_id"], found["grade"]["passed"]) == ("acme/tool#7", True)
+    assert found["task"]["initial_state"]["sandbox"] == {
+        "repo": "acme/tool",
+        "base_commit": "abc123",
+        "instance_id": "acme/tool#7",
+    }
+    assert [m["role"] for m in found["messages"]] == ["user", "assistant", "tool", "assistant"]

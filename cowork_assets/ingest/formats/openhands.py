@@ -1,5 +1,7 @@
 """OpenHands evaluation output (`output.jsonl`: one run a line, `{instance_id | question_id, instruction,
-history, test_result, metadata, ...}`), and an event stream saved as a bare JSON list of events.
+history, test_result, metadata, ...}`), the resolver's output (`{issue: {owner, repo, number}, base_commit,
+instruction, history, success, ...}`: task `owner/repo#number`, graded by its `success`), and an event stream
+saved as a bare JSON list of events.
 
 `history` is a list of events: V0 events (`action` / `observation`, linked by `cause`), V1 typed events of
 the software-agent-sdk (`kind: ActionEvent / ObservationEvent / MessageEvent / SystemPromptEvent /
@@ -33,11 +35,22 @@ SKIPPED_ACTIONS = ("recall", "change_agent_state", "null", "condensation")
 
 
 def looks_like(obj) -> bool:
+    """An evaluation output line (keyed by `instance_id` or `question_id`), or the resolver's (`issue`)."""
     return (
         isinstance(obj, dict)
         and isinstance(obj.get("history"), list)
-        and ("instance_id" in obj or "question_id" in obj)
+        and ("instance_id" in obj or "question_id" in obj or isinstance(obj.get("issue") or obj.get("pr_review"), dict))
     )
+
+
+def _instance(run: dict) -> tuple[str, dict]:
+    """(the run's task id, what its log says of the repository): an evaluation's instance, or the resolver's issue
+    (`owner/repo#number`, its repository and base commit)."""
+    if "instance_id" in run or "question_id" in run:
+        return str(run["instance_id"] if "instance_id" in run else run["question_id"]), run.get("instance") or {}
+    issue = run.get("issue") or run.get("pr_review") or {}
+    repo = f"{issue.get('owner')}/{issue.get('repo')}" if issue.get("owner") and issue.get("repo") else None
+    return f"{repo or 'issue'}#{issue.get('number')}", {"repo": repo, "base_commit": run.get("base_commit")}
 
 
 def is_event_list(doc) -> bool:
@@ -194,7 +207,7 @@ def test_result_grade(result) -> dict | None:
 
 
 def convert(run: dict, stem: str, sample, batch) -> dict:
-    instance = str(run["instance_id"] if "instance_id" in run else run["question_id"])
+    instance, repository = _instance(run)
     messages = conversation(run["history"])
     instruction = _common.text(run.get("instruction"))
     if instruction and not any(m["role"] == "user" for m in messages):
@@ -203,8 +216,9 @@ def convert(run: dict, stem: str, sample, batch) -> dict:
     metadata = run.get("metadata") or {}
     model = (metadata.get("llm_config") or metadata.get("llm") or {}).get("model") or "unknown"
     grade = swebench_report.grade(batch, instance) or test_result_grade(run.get("test_result"))
-    if grade is None and isinstance(run.get("correct"), bool):  # a benchmark keyed by question_id
-        grade = {"score": float(run["correct"]), "passed": run["correct"], "checks": {"correct": run["correct"]}}
+    for key in ("correct", "success"):  # a benchmark keyed by question_id; the resolver's own verdict
+        if grade is None and isinstance(run.get(key), bool):
+            grade = {"score": float(run[key]), "passed": run[key], "checks": {key: run[key]}}
     return _common.trajectory(
         batch.unique_id(f"{stem}:{instance}", sample),
         {
@@ -212,7 +226,7 @@ def convert(run: dict, stem: str, sample, batch) -> dict:
             "category": "openhands",
             "request": instruction or _common.first_user_text(messages),
             "tools": _common.called_tools(messages),
-            "initial_state": _common.sandbox(instance, run.get("instance")),
+            "initial_state": _common.sandbox(instance, repository),
         },
         str(model),
         messages,
@@ -232,5 +246,5 @@ def records(sample, batch):
         looks_like,
         lambda run, record: convert(run, stem, sample, batch),
         "bad_openhands_record",
-        "an object with instance_id (or question_id) and history",
+        "an object with instance_id (or question_id, or issue) and history",
     )
