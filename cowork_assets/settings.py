@@ -253,6 +253,27 @@ class SelectionSettings(dg.Config):
         default="drop",
         description="A passing sample that lost evidence to truncation: `drop` it from SFT, or `flag` it and keep it.",
     )
+    holdout: list[str] = Field(
+        default=["tau2"],
+        description="Benchmark task lists whose test tasks never reach a dataset (nor do near duplicates of them), "
+        "and whose train tasks always land in `train`: shipped lists by name (`tau2`: tau2-bench's official "
+        "airline and retail splits) and paths of list files or folders (docs/datasets.md, Holdouts); `[]` for none.",
+    )
+    holdout_overlap: float = Field(
+        default=0.5,
+        gt=0.0,
+        le=1.0,
+        description="Share of a task request's word 13-grams found in a held-out task's text at which the task is "
+        "held out too (a test task under another id).",
+    )
+
+    @field_validator("holdout")
+    @classmethod
+    def _holdout(cls, value: list[str]) -> list[str]:
+        from cowork_assets.selection.holdout import load
+
+        load(value)  # a HoldoutError (a ValueError) naming the list that cannot be read
+        return value
 
 
 class GradeSettings(dg.Config):

@@ -28,6 +28,7 @@ from cowork_assets.orchestration.partitions import CROSS_BATCH_POOL
 from cowork_assets.orchestration.run_health import publication_blocked
 from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.selection.exclusions import first_batch_rows
+from cowork_assets.selection.holdout import corpus_held_out, load, training_side
 from cowork_assets.settings import CurateSettings
 from cowork_assets.store import versions
 from cowork_assets.store.models import arrow_schema
@@ -49,6 +50,18 @@ GATE_PART_ROWS = 5_000  # rows of a candidate its gate holds at once (an RL task
 
 def _excluded(settings: CurateSettings, dataset: str) -> pl.DataFrame:
     return TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == dataset)
+
+
+def _held_out(settings: CurateSettings) -> list[str]:
+    """Every task no dataset may hold: the lists' test tasks, and the corpus's tasks held out as near duplicates."""
+    listed = load(settings.holdout).filter(pl.col("side") == "test")["task_id"]
+    found = corpus_held_out(settings.root, settings.holdout, settings.holdout_overlap)["task_id"]
+    return sorted(set(listed) | set(found))
+
+
+def _training_side(settings: CurateSettings) -> pl.Series:
+    """Task ids a benchmark's own split puts in training: they always land in `train`."""
+    return training_side(load(settings.holdout))
 
 
 def _stage(
@@ -132,6 +145,7 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
                 _rows_of(settings, "sample_stats", batch, runs).collect(),
                 packages.filter(pl.col("task_hash").is_in(runs["task_hash"].implode())),
                 settings.validation_fraction,
+                _training_side(settings),
                 settings.truncation_strategy,
                 settings.max_observation_chars,
             )
@@ -181,7 +195,7 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
         # a batch's chosen packages at a time: a state slice per tool makes the rows larger than the packages
         packages = TABLES["task_packages"].read_keyed(settings.root, keys, "task_hash")
         packages = packages.join(keys.select("task_hash", "index"), on="task_hash")
-        rows = build_rl_tasks(packages, systems, rates, settings.validation_fraction)
+        rows = build_rl_tasks(packages, systems, rates, settings.validation_fraction, _training_side(settings))
         for split, spill in spills.items():
             spill.write(rows.filter(pl.col("extra_info").struct.field("split") == split))
     return _stage(context, settings, "rl_tasks", {s: spill.sorted() for s, spill in spills.items()})
@@ -192,7 +206,9 @@ def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSet
     runs = TABLES["trajectories"].scan(settings.root)
     if settings.rl_rollout_role != "all":
         runs = runs.filter(pl.col("teacher_role") == settings.rl_rollout_role)
-    runs = first_batch_rows(runs.collect())
+    # Runs of held-out tasks are left out; found here, not read from exclusions, which rollouts do not wait for.
+    held = corpus_held_out(settings.root, settings.holdout, settings.holdout_overlap).select("task_id")
+    runs = first_batch_rows(runs.collect()).join(held, on="task_id", how="anti")
     # regrade has replayed every run's checks on its transcript: the rewards and first turns come from there
     replayed = (
         TABLES["regrade"]
@@ -240,11 +256,12 @@ def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
         folder = versions.candidate(settings.root, dataset)
         files = versions.parquet_files(folder)
         parts = (part for f in files for part in iter_chunks(f, rows=GATE_PART_ROWS))
-        budgets = {
+        rules = {
             "char_budget": settings.char_budget,
             "category_char_budgets": settings.char_budgets(coding_categories()),
+            "held_out": _held_out(settings),
         }
-        passed, failures = run_gate(dataset, parts, budgets, suites.process)
+        passed, failures = run_gate(dataset, parts, rules, suites.process)
         if passed:
             pub.mark_gated(folder)
         return dg.AssetCheckResult(

@@ -33,12 +33,13 @@ def _is_tool_list(text: str | None) -> bool:
     return isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
 
 
-def _view_part(dataset: str, frame: pl.DataFrame, budgets: dict) -> pl.DataFrame:
-    """The flat columns the dataset's suite checks, of one part of the dataset. `budgets`: char_budget and
-    category_char_budgets (each sample's budget is its category's)."""
+def _view_part(dataset: str, frame: pl.DataFrame, rules: dict) -> pl.DataFrame:
+    """The flat columns the dataset's suite checks, of one part of the dataset. `rules`: char_budget and
+    category_char_budgets (each sample's budget is its category's), held_out (task ids no dataset may hold)."""
+    held = pl.Series(list(rules.get("held_out") or []), dtype=pl.String)
     if dataset == "sft_dataset":
         budget = pl.col("category").replace_strict(
-            budgets.get("category_char_budgets") or {}, default=budgets["char_budget"], return_dtype=pl.Int64
+            rules.get("category_char_budgets") or {}, default=rules["char_budget"], return_dtype=pl.Int64
         )
         roles = pl.col("messages").list.eval(pl.element().struct.field("role"))
         is_json = pl.col("tools").map_elements(_is_tool_list, return_dtype=pl.Boolean)
@@ -56,6 +57,7 @@ def _view_part(dataset: str, frame: pl.DataFrame, budgets: dict) -> pl.DataFrame
             n_messages=pl.col("messages").list.len(),
             n_bad_roles=roles.list.eval(~pl.element().is_in(ROLES)).list.sum(),
             last_role=roles.list.last(),
+            held_out=pl.col("task_id").is_in(held.implode()),
         )
     if dataset == "rl_tasks":
         info = pl.col("extra_info")
@@ -69,6 +71,7 @@ def _view_part(dataset: str, frame: pl.DataFrame, budgets: dict) -> pl.DataFrame
             ground_truth_chars=pl.col("reward_model").struct.field("ground_truth").str.len_chars(),
             pass_rate=info.struct.field("teacher_pass_rate"),
             n_prompt=pl.col("prompt").list.len(),
+            held_out=info.struct.field("task_id").is_in(held.implode()),
         )
     return frame.select(
         "trajectory_id",
@@ -79,22 +82,22 @@ def _view_part(dataset: str, frame: pl.DataFrame, budgets: dict) -> pl.DataFrame
         "grpo_advantage",
         "gdpo_advantage",
         n_checks=pl.col("checks").list.len(),
+        held_out=pl.col("task_id").is_in(held.implode()),
     )
 
 
-def validation_view(dataset: str, parts: Iterable[pl.DataFrame], budgets: dict) -> pl.DataFrame:
+def validation_view(dataset: str, parts: Iterable[pl.DataFrame], rules: dict) -> pl.DataFrame:
     """The flat columns the dataset's suite checks, of all its parts."""
-    view = pl.concat([_view_part(dataset, part, budgets) for part in parts])
+    view = pl.concat([_view_part(dataset, part, rules) for part in parts])
     if dataset == "sft_dataset":
         view = view.with_columns(task_splits=pl.col("split").n_unique().over("task_id"))
     return view
 
 
-def run_gate(
-    dataset: str, parts: Iterable[pl.DataFrame], budgets: dict, suites: SuiteProcess
-) -> tuple[bool, list[dict]]:
+def run_gate(dataset: str, parts: Iterable[pl.DataFrame], rules: dict, suites: SuiteProcess) -> tuple[bool, list[dict]]:
     """(passed, failures) for the pandera model and the GX suite (run by `suites`) of a dataset given as parts.
-    `budgets`: char_budget and category_char_budgets, the sample budgets the SFT lengths must keep."""
+    `rules`: char_budget and category_char_budgets, the sample budgets the SFT lengths must keep; held_out, the
+    benchmark tasks no dataset may hold."""
     model = published()[dataset].model
     failures: list[dict] = []
 
@@ -111,6 +114,6 @@ def run_gate(
 
     # a candidate with no rows still has its view checked: the suite says what an empty dataset breaks
     empty = pl.DataFrame(schema=polars_schema(model))
-    view = validation_view(dataset, itertools.chain((checked(p) for p in parts), [empty]), budgets)
+    view = validation_view(dataset, itertools.chain((checked(p) for p in parts), [empty]), rules)
     failures += suites.failures(dataset, view, {})
     return not failures, failures

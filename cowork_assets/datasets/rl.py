@@ -93,10 +93,11 @@ def build_rl_tasks(
     systems: pl.DataFrame,
     pass_rates: pl.DataFrame,
     validation_fraction: float,
+    training_side: pl.Series | None = None,
     data_source: str = "cowork",
 ) -> pl.DataFrame:
     """`packages`: task packages to publish (one per task), each with its `index` in the published order;
-    `systems`: task_id -> system prompt."""
+    `systems`: task_id -> system prompt; `training_side`: tasks that always land in `train`."""
     p = packages.join(systems, on="task_id", how="left", maintain_order="left").join(
         pass_rates, on="task_id", how="left", maintain_order="left"
     )
@@ -136,7 +137,7 @@ def build_rl_tasks(
             ground_truth=pl.coalesce(sandbox, pl.col("checks")),
         ),
         extra_info=pl.struct(
-            split=split_expr(pl.col("task_id"), validation_fraction),
+            split=split_expr(pl.col("task_id"), validation_fraction, training_side),
             index=pl.col("index").cast(pl.Int64),
             task_id="task_id",
             need_tools_kwargs=pl.lit(True),

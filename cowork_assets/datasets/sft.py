@@ -89,10 +89,12 @@ def build_sft(
     stats: pl.DataFrame,
     packages: pl.DataFrame,
     validation_fraction: float,
+    training_side: pl.Series | None,
     strategy: str,
     allowance: int,
 ) -> pl.DataFrame:
-    """`selected`: the trajectories rows of the runs that passed selection; `chat`: their `chat_messages`."""
+    """`selected`: the trajectories rows of the runs that passed selection; `chat`: their `chat_messages`;
+    `training_side`: tasks that always land in `train` (`split.split_expr`)."""
     run = ["batch", "trajectory_id"]
     distinct = packages["tools"].unique()  # thousands of packages share a few dozen tool lists
     converted = pl.DataFrame({"tools": distinct, "openai": [openai_tools(t) for t in distinct]})
@@ -137,7 +139,7 @@ def build_sft(
                 "trimmed_messages",
                 "overflow_chars",
             ),
-            split=split_expr(pl.col("task_id"), validation_fraction),
+            split=split_expr(pl.col("task_id"), validation_fraction, training_side),
             batch="batch",
             raw_file="raw_file",
             raw_record="raw_record",

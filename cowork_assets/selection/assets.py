@@ -9,6 +9,7 @@ from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.selection.dedup import clusters
 from cowork_assets.selection.exclusions import exclusions as find_exclusions
 from cowork_assets.selection.exclusions import first_batch_rows
+from cowork_assets.selection.holdout import corpus_held_out
 from cowork_assets.selection.signatures import signatures
 from cowork_assets.settings import CurateSettings
 from cowork_assets.store.registry import TABLES
@@ -100,6 +101,7 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
     trajectories = read(
         "trajectories", ["batch", "trajectory_id", "task_id", "teacher_role", "grade_passed", "grade_score"]
     )
+    held = corpus_held_out(root, settings.holdout, settings.holdout_overlap)
     found = find_exclusions(
         trajectories,
         read("structure_findings"),
@@ -110,6 +112,7 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
         settings.max_per_task,
         settings.lost_evidence_policy,
         settings.accept_ungraded,
+        held,
     )
     path = TABLES["exclusions"].write(found, root)
     sft = found.filter(pl.col("dataset") == "sft")
@@ -125,6 +128,9 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
                 "trajectories": trajectories.height,
                 "selected_for_sft": selected,
                 "tasks_excluded_from_rl": found.filter(pl.col("dataset") == "rl_tasks")["task_id"].n_unique(),
+                "held_out_tasks": table(
+                    ["reason", "tasks"], held.group_by("reason").len().sort("reason").rows(), held.height
+                ),
                 "excluded_by_first_criterion": table(
                     ["criterion", "trajectories"], first.group_by("criterion").len().sort("criterion").rows()
                 ),

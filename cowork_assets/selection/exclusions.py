@@ -1,15 +1,18 @@
 """Why a trajectory is not in the SFT set (one row per trajectory, criterion and reason), and why a task is
 not in the RL dataset (`dataset` = rl_tasks, one row per task and kind of consistency error).
 
-Criteria, in the order they apply: role, grade, structure, task_consistency, evidence, budget, dedup, cap.
-A trajectory gets a row for every criterion that excludes it, so "why is X not in the dataset?" has the
-whole answer. The per-task cap applies last, to the trajectories no other criterion excluded.
+Criteria, in the order they apply: holdout, role, grade, structure, task_consistency, evidence, budget, dedup,
+cap. A trajectory gets a row for every criterion that excludes it, so "why is X not in the dataset?" has the
+whole answer. The per-task cap applies last, to the trajectories no other criterion excluded. A held-out
+benchmark task (`selection/holdout.py`) is kept out of every dataset: its runs out of SFT and of the RL rollouts
+(`dataset` = rl_rollouts), the task out of the RL tasks.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
+from cowork_assets.selection.holdout import HELD_OUT_SCHEMA
 from cowork_assets.selection.schemas import CRITERIA, Exclusions
 from cowork_assets.store.models import polars_schema
 
@@ -28,15 +31,28 @@ def first_batch_rows(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.La
     return frame.filter(pl.col("batch") == FIRST_BATCH)
 
 
-def _rows(frame: pl.DataFrame, criterion: str, reason: pl.Expr, detail: pl.Expr) -> pl.DataFrame:
+def _rows(frame: pl.DataFrame, criterion: str, reason: pl.Expr, detail: pl.Expr, dataset: str = "sft") -> pl.DataFrame:
     return frame.select(
-        dataset=pl.lit("sft"),
+        dataset=pl.lit(dataset),
         batch="batch",
         trajectory_id="trajectory_id",
         task_id="task_id",
         criterion=pl.lit(criterion),
         reason=reason,
         detail=detail,
+    ).cast(SCHEMA)
+
+
+def held_out_rows(held: pl.DataFrame) -> pl.DataFrame:
+    """The held-out tasks' rows of the RL task dataset."""
+    return held.select(
+        dataset=pl.lit("rl_tasks"),
+        batch=pl.lit(None, pl.String),
+        trajectory_id=pl.lit(None, pl.String),
+        task_id="task_id",
+        criterion=pl.lit("holdout"),
+        reason="reason",
+        detail="detail",
     ).cast(SCHEMA)
 
 
@@ -71,9 +87,14 @@ def exclusions(
     max_per_task: int,
     lost_evidence_policy: str,
     accept_ungraded: bool = False,
+    held: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """`trajectories`: batch, trajectory_id, task_id, teacher_role, grade_passed, grade_score."""
+    """`trajectories`: batch, trajectory_id, task_id, teacher_role, grade_passed, grade_score; `held`: the held-out
+    tasks (task_id, benchmark, reason, detail; `selection/holdout.py`)."""
     t = trajectories
+    held = held if held is not None else pl.DataFrame(schema=HELD_OUT_SCHEMA)
+    holdout = t.join(held.select("task_id", held_reason="reason", held_detail="detail"), on="task_id")
+    reason = pl.format("held-out benchmark task ({})", "held_reason")
     run = ["batch", "trajectory_id"]  # a trajectory id may (wrongly) recur in another batch
     errors = task_findings.filter(pl.col("severity") == "error")
     task_level = t.join(
@@ -91,6 +112,7 @@ def exclusions(
     duplicates = t.join(clusters.filter(~pl.col("kept")).select(*run, "kind", "representative", "similarity"), on=run)
     repeated = t.with_columns(kept_in=FIRST_BATCH).filter(pl.col("batch") != pl.col("kept_in"))
     frames = [
+        _rows(holdout, "holdout", reason, pl.col("held_detail")),
         _rows(
             t.filter(pl.col("teacher_role") != "teacher"),
             "role",
@@ -151,4 +173,5 @@ def exclusions(
         .unique(maintain_order=True)
         .sort("trajectory_id", "batch", pl.col("criterion").replace_strict(order, return_dtype=pl.Int32), "reason")
     )
-    return pl.concat([sft, rl_task_exclusions(task_findings)])
+    rollouts = _rows(holdout, "holdout", reason, pl.col("held_detail"), "rl_rollouts")
+    return pl.concat([sft, rl_task_exclusions(task_findings), held_out_rows(held), rollouts])

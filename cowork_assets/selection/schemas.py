@@ -4,7 +4,8 @@ import pandera.polars as pa
 import polars as pl
 
 # The criteria that keep a trajectory out of SFT, in the order they apply (exclusions.py applies them).
-CRITERIA = ("role", "grade", "structure", "task_consistency", "evidence", "budget", "dedup", "cap")
+CRITERIA = ("holdout", "role", "grade", "structure", "task_consistency", "evidence", "budget", "dedup", "cap")
+DATASETS = ("sft", "rl_tasks", "rl_rollouts")  # the datasets of exclusions rows
 
 
 class DedupSignatures(pa.DataFrameModel):
@@ -36,12 +37,13 @@ class DedupClusters(pa.DataFrameModel):
 class Exclusions(pa.DataFrameModel):
     """One row per (trajectory, criterion, reason) that keeps a trajectory out of SFT, or a task out of RL."""
 
-    dataset: str = pa.Field(isin=["sft", "rl_tasks"], description="the dataset the row keeps it out of")
+    dataset: str = pa.Field(isin=list(DATASETS), description="the dataset the row keeps it out of")
     batch: str = pa.Field(nullable=True, description="the trajectory's batch (null for RL task rows)")
     trajectory_id: str = pa.Field(nullable=True, description="the trajectory (null for RL task rows)")
     task_id: str = pa.Field(description="its task")
     criterion: str = pa.Field(
-        isin=list(CRITERIA), description="role, grade, structure, task_consistency, evidence, budget, dedup, cap"
+        isin=list(CRITERIA),
+        description="holdout, role, grade, structure, task_consistency, evidence, budget, dedup, cap",
     )
     reason: str = pa.Field(description="short reason")
     detail: str = pa.Field(nullable=True, description="the specifics")

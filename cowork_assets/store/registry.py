@@ -277,9 +277,18 @@ REGISTRY: tuple[Table, ...] = (
         "selection",
         False,
         "Why each trajectory is not in the SFT set: one row per "
-        "(trajectory, stage, reason) — role, grade, structure, task_consistency, evidence, budget, dedup, then "
-        "the per-task cap. Query it with `cowork-curate sql --query why_excluded --param trajectory_id=...`.",
-        ("trajectories", "structure_findings", "task_findings", "evidence_rollup", "sample_stats", "dedup_clusters"),
+        "(trajectory, stage, reason) — holdout, role, grade, structure, task_consistency, evidence, budget, dedup, "
+        "then the per-task cap; why a task is not in the RL tasks, and which rollouts are held out. Query it with "
+        "`cowork-curate sql --query why_excluded --param trajectory_id=...`.",
+        (
+            "trajectories",
+            "structure_findings",
+            "task_findings",
+            "evidence_rollup",
+            "sample_stats",
+            "dedup_clusters",
+            "task_packages",
+        ),
     ),
     Table(
         "sft_candidate",
@@ -309,8 +318,9 @@ REGISTRY: tuple[Table, ...] = (
         False,
         "Candidate processed rollout rewards (staged): per "
         "rollout the raw score, per-check rewards, GRPO and GDPO group-normalised advantages, zero-variance "
-        "groups, and the turn each check was met (from regrade's replay).",
-        ("trajectories", "regrade"),
+        "groups, and the turn each check was met (from regrade's replay); runs of held-out benchmark tasks are "
+        "left out (exclusions).",
+        ("trajectories", "regrade", "task_packages"),
         "staged",
     ),
     Table(

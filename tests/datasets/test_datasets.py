@@ -485,6 +485,7 @@ def _rollouts_view(**changes) -> pl.DataFrame:
             "grpo_advantage": [0.7, -0.7, 0.0],
             "gdpo_advantage": [0.5, -0.5, 0.0],
             "n_checks": [2, 2, 1],
+            "held_out": [False, False, False],
         }
     )
     return view.with_columns(**{k: pl.Series(v) for k, v in changes.items()})

@@ -18,7 +18,12 @@ from tests.conftest import ROOT
 
 EXPECTATIONS = ROOT / "expectations"
 FIRST = pl.int_range(pl.len()) == 0
-BUDGETS = {"char_budget": 40_000, "category_char_budgets": {"tiny_tasks": 10, "swe_agent": 262_144}}
+HELD_OUT = "tau2-airline-2"  # a test task of tau2-bench's airline split
+BUDGETS = {
+    "char_budget": 40_000,
+    "category_char_budgets": {"tiny_tasks": 10, "swe_agent": 262_144},
+    "held_out": [HELD_OUT],
+}
 
 
 def _first(column: str, value: pl.Expr) -> pl.Expr:
@@ -82,6 +87,7 @@ BREAKS = {
         ("score above 1", {"score": pl.lit(1.5)}, {"expect_column_values_to_be_between score"}),
         ("tools not JSON", {"tools": pl.lit("[not json")}, {"expect_column_values_to_be_in_set tools_is_json"}),
         ("line 0", {"raw_record": pl.lit(0, pl.Int64)}, {"pandera: greater_than_or_equal_to(1) raw_record"}),
+        ("a held-out task", {"task_id": pl.lit(HELD_OUT)}, {"expect_column_values_to_be_in_set held_out"}),
     ],
     "rl_tasks": [
         ("duplicate task", {"extra_info": "copy task_id of row 2"}, {"expect_column_values_to_be_unique task_id"}),
@@ -101,6 +107,7 @@ BREAKS = {
         ("empty ground truth", "empty_ground_truth", {"expect_column_values_to_be_between ground_truth_chars"}),
         ("prompt without system", "user_only_prompt", {"expect_column_values_to_be_in_set n_prompt"}),
         ("pass rate above 1", "pass_rate_above_1", {"expect_column_values_to_be_between pass_rate"}),
+        ("a held-out task", "held_out_task", {"expect_column_values_to_be_in_set held_out"}),
     ],
     "rl_rollouts": [
         (
@@ -139,6 +146,7 @@ BREAKS = {
             {"gdpo_advantage": pl.lit(None, pl.Float64)},
             {"expect_column_values_to_not_be_null gdpo_advantage", "pandera: not_nullable gdpo_advantage"},
         ),
+        ("a held-out task", {"task_id": pl.lit(HELD_OUT)}, {"expect_column_values_to_be_in_set held_out"}),
     ],
 }
 
@@ -182,6 +190,7 @@ def _break(dataset: str, frame: pl.DataFrame, change) -> pl.DataFrame:
         "empty_ground_truth": lambda f: f.with_columns(_field("reward_model", ground_truth=pl.lit("[]"))),
         "user_only_prompt": lambda f: f.with_columns(_first("prompt", pl.col("prompt").list.tail(1))),
         "pass_rate_above_1": lambda f: f.with_columns(_field("extra_info", teacher_pass_rate=pl.lit(1.5))),
+        "held_out_task": lambda f: f.with_columns(_field("extra_info", task_id=pl.lit(HELD_OUT))),
     }
     return named[change](frame)
 
