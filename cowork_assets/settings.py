@@ -160,6 +160,16 @@ class CurationSettings(dg.Config):
         description="token_budget per task category, for the categories named (the others keep token_budget), `coding` "
         "for every coding-agent category: tokens are counted during curation only for samples with a token budget.",
     )
+    redact_secrets: bool = Field(
+        default=True,
+        description="Replace credentials (API keys, tokens, private keys, passwords in URLs, ...) in every published "
+        "text by a typed placeholder, <REDACTED:kind> (docs/datasets.md, Secrets).",
+    )
+    secret_allowlist: list[str] = Field(
+        default=[],
+        description="Regular expressions of values that are not secrets (a documented example key): a found value "
+        "they match in whole is kept.",
+    )
     budget_policy: Literal["drop", "trim"] = Field(
         default="trim",
         description="Over budget: `drop` the sample, or `trim` the oldest observations down to their evidence "
@@ -192,6 +202,16 @@ class CurationSettings(dg.Config):
             },
             schema={"category": pl.String, "char_budget": pl.Int64, "token_budget": pl.Int64},
         )
+
+    @field_validator("secret_allowlist")
+    @classmethod
+    def _allowlist(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"secret_allowlist: {pattern!r} is not a regular expression ({exc})") from None
+        return value
 
     @field_validator("truncation_strategy")
     @classmethod

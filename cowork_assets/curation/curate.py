@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import polars as pl
 
+from cowork_assets.curation import redact
 from cowork_assets.curation.budget import trim
 from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats
+from cowork_assets.curation.secrets import Detector
 from cowork_assets.curation.strategies import names
 from cowork_assets.curation.terminal import normalised
 from cowork_assets.curation.truncate import Shown, cores, cut, long_observations
@@ -81,6 +83,14 @@ def curate_chunk(
     budgets = trajectories.select("trajectory_id", "category").join(
         settings.budgets(trajectories["category"], coding_categories()), on="category", how="left"
     )
+    # Secrets are found before any cut; the budget reserves what their placeholders may add.
+    found = redact.find(messages, Detector(tuple(settings.secret_allowlist))) if settings.redact_secrets else None
+    found = found if found is not None else pl.DataFrame(schema=redact.FOUND)
+    budgets = (
+        budgets.join(redact.reserve(messages, found), on="trajectory_id", how="left", maintain_order="left")
+        .with_columns(char_budget=pl.col("char_budget") - pl.col("reserve").fill_null(0))
+        .drop("reserve")
+    )
     counted = budgets.filter(pl.col("token_budget").is_not_null())["trajectory_id"]
     curated = apply_cuts(messages, cuts[settings.truncation_strategy], settings, counted)
 
@@ -118,12 +128,29 @@ def curate_chunk(
     survives["final"] = before_use.survival(final_cuts)
     audit = _audit(batch, evidence, survives, stats, settings.truncation_strategy)
     curated = normalised(curated, KEY)  # last: the cuts and the trim render from the original text
+    curated, redactions = redact.apply(curated, found, batch)
+    stats = _recounted(stats, curated, redactions)
     return {
         "curated_messages": curated.with_columns(batch=pl.lit(batch)).select(polars_schema(CuratedMessages).names()),
         "sample_stats": stats,
         "evidence_audit": audit,
-        "evidence_rollup": _rollup(batch, audit, stats),
+        "evidence_rollup": _rollup(batch, audit, stats, redact.evidence(evidence, found)),
+        "redactions": redactions,
     }
+
+
+def _recounted(stats: pl.DataFrame, curated: pl.DataFrame, redactions: pl.DataFrame) -> pl.DataFrame:
+    """The samples' characters after their secrets were replaced (the placeholders' length, not the secrets')."""
+    changed = redactions["trajectory_id"].unique()
+    if changed.is_empty():
+        return stats
+    after = (
+        curated.filter(pl.col("trajectory_id").is_in(changed.implode()))
+        .group_by("trajectory_id")
+        .agg(chars_after=pl.col("chars").sum())
+    )
+    kept = stats.filter(pl.col("verdict") != "dropped").select("trajectory_id")
+    return stats.update(after.join(kept, on="trajectory_id"), on="trajectory_id")
 
 
 def _sample_stats(batch, trajectories, cuts, totals, verdict) -> pl.DataFrame:
@@ -187,7 +214,8 @@ def _audit(batch, evidence, survives, stats, strategy) -> pl.DataFrame:
     )
 
 
-def _rollup(batch, audit, stats) -> pl.DataFrame:
+def _rollup(batch, audit, stats, redacted: pl.DataFrame) -> pl.DataFrame:
+    secret = redacted.group_by("trajectory_id").agg(redacted_evidence=pl.len().cast(pl.Int32))
     counts = audit.group_by("trajectory_id").agg(
         items=pl.len().cast(pl.Int32),
         at_risk=(pl.col("status") == "at_risk").sum().cast(pl.Int32),
@@ -202,7 +230,11 @@ def _rollup(batch, audit, stats) -> pl.DataFrame:
             passing_teacher=(pl.col("teacher_role") == "teacher") & pl.col("grade_passed").fill_null(False),
         )
         .join(counts, on="trajectory_id", how="left", maintain_order="left")
-        .with_columns(pl.col(c).fill_null(0) for c in ("items", "at_risk", "lost_to_truncation", "lost_to_budget"))
+        .join(secret, on="trajectory_id", how="left", maintain_order="left")
+        .with_columns(
+            pl.col(c).fill_null(0)
+            for c in ("items", "at_risk", "lost_to_truncation", "lost_to_budget", "redacted_evidence")
+        )
         .with_columns(batch=pl.lit(batch))
         .select(polars_schema(EvidenceRollup).names())
     )

@@ -96,7 +96,20 @@ class EvidenceRollup(pa.DataFrameModel):
     at_risk: pl.Int32 = pa.Field(ge=0, description="items first seen in a tool observation")
     lost_to_truncation: pl.Int32 = pa.Field(ge=0, description="items lost under the configured strategy")
     lost_to_budget: pl.Int32 = pa.Field(ge=0, description="items lost to the budget")
+    redacted_evidence: pl.Int32 = pa.Field(ge=0, description="items a redacted secret was part of")
     verdict: str = pa.Field(description="the budget's verdict for the sample")
+
+
+class Redactions(pa.DataFrameModel):
+    """One row per curated message, field and kind of secret replaced by a placeholder: where, never what."""
+
+    batch: str = pa.Field(description="raw batch folder (the partition)")
+    trajectory_id: str = pa.Field(description="the sample")
+    message_index: pl.Int32 = pa.Field(ge=0, description="the message")
+    field: str = pa.Field(isin=["content", "reasoning_content", "arguments"], description="the text it was in")
+    kind: str = pa.Field(description="the kind of secret, as its placeholder names it: <REDACTED:kind>")
+    secret_hash: str = pa.Field(str_length=16, description="sha256 prefix of the secret (the secret is not kept)")
+    occurrences: pl.Int32 = pa.Field(ge=1, description="occurrences replaced in that text")
 
 
 class TruncationSweep(pa.DataFrameModel):

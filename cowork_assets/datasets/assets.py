@@ -12,6 +12,8 @@ import orjson
 import polars as pl
 from pydantic import PrivateAttr
 
+from cowork_assets.curation import redact
+from cowork_assets.curation.secrets import Detector
 from cowork_assets.datasets import publish as pub
 from cowork_assets.datasets.card import CHARTS, build_card, inline_charts, render_markdown, svg, sweep_svg
 from cowork_assets.datasets.funnel import card_inputs
@@ -57,6 +59,13 @@ def _held_out(settings: CurateSettings) -> list[str]:
     listed = load(settings.holdout).filter(pl.col("side") == "test")["task_id"]
     found = corpus_held_out(settings.root, settings.holdout, settings.holdout_overlap)["task_id"]
     return sorted(set(listed) | set(found))
+
+
+def _redacted(settings: CurateSettings, frame: pl.DataFrame, texts: list[str], json_texts: list[str]) -> pl.DataFrame:
+    """The rows with their secrets replaced by placeholders (settings `redact_secrets`, `secret_allowlist`)."""
+    if not settings.redact_secrets:
+        return frame
+    return redact.rows(frame, texts, json_texts, Detector(tuple(settings.secret_allowlist)))
 
 
 def _training_side(settings: CurateSettings) -> pl.Series:
@@ -121,12 +130,15 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
             .collect()
             .join(excluded, on=run, how="anti")
         )
-        packages = (
+        packages = _redacted(
+            settings,
             TABLES["task_packages"]
             .scan(settings.root)
             .select("task_hash", "tools")
             .unique("task_hash", keep="first", maintain_order=True)
-            .collect()
+            .collect(),
+            [],
+            ["tools"],
         )
         spills, tasks = _split_spills(settings, "sft_dataset", pl.col("task_id"), selected["task_id"]), set()
 
@@ -194,8 +206,19 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
     for keys in chosen.partition_by("batch", maintain_order=True):
         # a batch's chosen packages at a time: a state slice per tool makes the rows larger than the packages
         packages = TABLES["task_packages"].read_keyed(settings.root, keys, "task_hash")
-        packages = packages.join(keys.select("task_hash", "index"), on="task_hash")
-        rows = build_rl_tasks(packages, systems, rates, settings.validation_fraction, _training_side(settings))
+        packages = _redacted(
+            settings,
+            packages.join(keys.select("task_hash", "index"), on="task_hash").join(systems, on="task_id", how="left"),
+            ["request", "system"],
+            ["tools", "checks", "initial_state"],
+        )
+        rows = build_rl_tasks(
+            packages.drop("system"),
+            packages.select("task_id", "system"),
+            rates,
+            settings.validation_fraction,
+            _training_side(settings),
+        )
         for split, spill in spills.items():
             spill.write(rows.filter(pl.col("extra_info").struct.field("split") == split))
     return _stage(context, settings, "rl_tasks", {s: spill.sorted() for s, spill in spills.items()})
@@ -260,6 +283,8 @@ def _gate(dataset: str, asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
             "char_budget": settings.char_budget,
             "category_char_budgets": settings.char_budgets(coding_categories()),
             "held_out": _held_out(settings),
+            "redact_secrets": settings.redact_secrets,
+            "secret_allowlist": settings.secret_allowlist,
         }
         passed, failures = run_gate(dataset, parts, rules, suites.process)
         if passed:

@@ -137,6 +137,7 @@ def build_card(
     token_lengths: list[dict] | None = None,
     terminal_text: dict | None = None,
     budgets: list[dict] | None = None,
+    redactions: list[dict] | None = None,
 ) -> dict:
     bars = histogram(lengths)
     sweep = sweep or []
@@ -154,6 +155,7 @@ def build_card(
         "token_lengths": token_lengths or [],
         "terminal_text": terminal_text,
         "budgets": budgets or [],
+        "redactions": redactions or [],
         "length_chart": vega_lite(bars, f"{dataset}: characters per sample"),
         "settings": settings,
         "settings_hash": settings_hash(settings),
@@ -248,6 +250,13 @@ def render_markdown(card: dict) -> str:
                 ["category", "characters", "tokens"],
                 [(b["category"], b["char_budget"], b["token_budget"] or "none") for b in card["budgets"]],
             ),
+        ]
+    if card.get("redactions"):
+        lines += [
+            "",
+            "## Secrets redacted",
+            "",
+            table(["kind", "placeholders"], [(r["kind"], r["count"]) for r in card["redactions"]]),
         ]
     if card.get("terminal_text"):
         t = card["terminal_text"]

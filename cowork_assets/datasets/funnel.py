@@ -110,6 +110,24 @@ def terminal_text(settings: CurateSettings, files: list[str]) -> dict:
     return {"messages": int(totals["messages"][0]), "chars": int(totals["chars"][0] or 0)}
 
 
+def redactions(files: list[str]) -> list[dict]:
+    """Secrets replaced in a dataset's files, per kind: the placeholders its rows hold."""
+    if not files:
+        return []
+    rows = pl.scan_parquet(files).select(text=pl.struct(pl.all()).struct.json_encode())
+    found = (
+        rows.select(kind=pl.col("text").str.extract_all(r"<REDACTED:([a-z0-9_]+)>"))
+        .explode("kind")
+        .drop_nulls()
+        .select(pl.col("kind").str.slice(10).str.strip_suffix(">"))
+        .group_by("kind")
+        .agg(count=pl.len())
+        .sort("kind")
+        .collect()
+    )
+    return found.to_dicts()
+
+
 def card_inputs(settings: CurateSettings, dataset: str, files: list[str], rows: int) -> dict:
     """What the card of a candidate (its Parquet `files`, `rows` in all) reports beside its row counts."""
     lengths = (
@@ -125,6 +143,7 @@ def card_inputs(settings: CurateSettings, dataset: str, files: list[str], rows: 
         "lengths": lengths,
         "token_lengths": over_lengths(files) if dataset == "sft_dataset" else [],
         "terminal_text": terminal_text(settings, files) if dataset == "sft_dataset" else None,
+        "redactions": redactions(files),
         "budgets": settings.budgets(
             pl.scan_parquet(files).select("category").collect()["category"], coding_categories()
         ).to_dicts()

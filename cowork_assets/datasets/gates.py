@@ -16,6 +16,7 @@ import orjson
 import pandera.errors
 import polars as pl
 
+from cowork_assets.curation.secrets import Detector
 from cowork_assets.datasets.suites import SuiteProcess
 from cowork_assets.ingest.roles import ROLES
 from cowork_assets.store.models import polars_schema
@@ -33,9 +34,20 @@ def _is_tool_list(text: str | None) -> bool:
     return isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
 
 
+def secrets_found(frame: pl.DataFrame, columns: list[str], rules: dict) -> pl.Series:
+    """Per row, the secrets a scan of its published text finds (none when redaction is off: `redact_secrets`)."""
+    if not rules.get("redact_secrets") or frame.is_empty():
+        return pl.Series("secrets", [0] * frame.height, dtype=pl.Int32)
+    detector = Detector(tuple(rules.get("secret_allowlist") or ()))
+    text = frame.select(pl.struct(columns).struct.json_encode()).to_series()
+    hit = detector.candidates(text)
+    return pl.Series("secrets", [len(detector.find(t)) if h else 0 for t, h in zip(text, hit)], dtype=pl.Int32)
+
+
 def _view_part(dataset: str, frame: pl.DataFrame, rules: dict) -> pl.DataFrame:
     """The flat columns the dataset's suite checks, of one part of the dataset. `rules`: char_budget and
-    category_char_budgets (each sample's budget is its category's), held_out (task ids no dataset may hold)."""
+    category_char_budgets (each sample's budget is its category's), held_out (task ids no dataset may hold),
+    redact_secrets and secret_allowlist (whether a secret found in a row's text fails it)."""
     held = pl.Series(list(rules.get("held_out") or []), dtype=pl.String)
     if dataset == "sft_dataset":
         budget = pl.col("category").replace_strict(
@@ -58,6 +70,7 @@ def _view_part(dataset: str, frame: pl.DataFrame, rules: dict) -> pl.DataFrame:
             n_bad_roles=roles.list.eval(~pl.element().is_in(ROLES)).list.sum(),
             last_role=roles.list.last(),
             held_out=pl.col("task_id").is_in(held.implode()),
+            secrets=secrets_found(frame, ["messages", "tools"], rules),
         )
     if dataset == "rl_tasks":
         info = pl.col("extra_info")
@@ -72,6 +85,7 @@ def _view_part(dataset: str, frame: pl.DataFrame, rules: dict) -> pl.DataFrame:
             pass_rate=info.struct.field("teacher_pass_rate"),
             n_prompt=pl.col("prompt").list.len(),
             held_out=info.struct.field("task_id").is_in(held.implode()),
+            secrets=secrets_found(frame, ["prompt", "reward_model", "extra_info"], rules),
         )
     return frame.select(
         "trajectory_id",

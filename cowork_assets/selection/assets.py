@@ -3,6 +3,8 @@
 import dagster as dg
 import polars as pl
 
+from cowork_assets.curation.redact import checked_secrets
+from cowork_assets.curation.secrets import Detector
 from cowork_assets.markdown import EXAMPLES, table
 from cowork_assets.orchestration.metadata import as_metadata, written
 from cowork_assets.orchestration.specs import asset_args
@@ -102,17 +104,22 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
         "trajectories", ["batch", "trajectory_id", "task_id", "teacher_role", "grade_passed", "grade_score"]
     )
     held = corpus_held_out(root, settings.holdout, settings.holdout_overlap)
+    secret_checks = None
+    if settings.redact_secrets:
+        packages = read("task_packages", ["task_id", "request", "initial_state", "checks"]).unique("task_id")
+        secret_checks = checked_secrets(packages, Detector(tuple(settings.secret_allowlist)))
     found = find_exclusions(
         trajectories,
         read("structure_findings"),
         TABLES["task_findings"].read(root),
-        read("evidence_rollup", ["batch", "trajectory_id", "lost_to_truncation"]),
+        read("evidence_rollup", ["batch", "trajectory_id", "lost_to_truncation", "redacted_evidence"]),
         read("sample_stats", ["batch", "trajectory_id", "verdict", "reason", "chars_after"]),
         TABLES["dedup_clusters"].read(root),
         settings.max_per_task,
         settings.lost_evidence_policy,
         settings.accept_ungraded,
         held,
+        secret_checks,
     )
     path = TABLES["exclusions"].write(found, root)
     sft = found.filter(pl.col("dataset") == "sft")

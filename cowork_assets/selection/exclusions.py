@@ -56,6 +56,19 @@ def held_out_rows(held: pl.DataFrame) -> pl.DataFrame:
     ).cast(SCHEMA)
 
 
+def secret_check_rows(tasks: pl.DataFrame) -> pl.DataFrame:
+    """The RL task rows of tasks whose checks hold a redacted secret (task_id, kinds)."""
+    return tasks.select(
+        dataset=pl.lit("rl_tasks"),
+        batch=pl.lit(None, pl.String),
+        trajectory_id=pl.lit(None, pl.String),
+        task_id="task_id",
+        criterion=pl.lit("evidence"),
+        reason=pl.lit("check depends on a redacted secret"),
+        detail=pl.format("its checks compare a value redacted as {}", "kinds"),
+    ).cast(SCHEMA)
+
+
 def rl_task_exclusions(task_findings: pl.DataFrame) -> pl.DataFrame:
     """Tasks left out of the RL dataset: every task with an error finding (or nothing to reward it by, or no sandbox
     to rebuild it in), once per kind."""
@@ -88,9 +101,11 @@ def exclusions(
     lost_evidence_policy: str,
     accept_ungraded: bool = False,
     held: pl.DataFrame | None = None,
+    secret_checks: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """`trajectories`: batch, trajectory_id, task_id, teacher_role, grade_passed, grade_score; `held`: the held-out
-    tasks (task_id, benchmark, reason, detail; `selection/holdout.py`)."""
+    tasks (task_id, benchmark, reason, detail; `selection/holdout.py`); `secret_checks`: tasks whose checks hold a
+    redacted secret (task_id, kinds; `curation/redact.py`)."""
     t = trajectories
     held = held if held is not None else pl.DataFrame(schema=HELD_OUT_SCHEMA)
     holdout = t.join(held.select("task_id", held_reason="reason", held_detail="detail"), on="task_id")
@@ -108,6 +123,7 @@ def exclusions(
         on=run,
     )
     evidence = t.join(rollup.filter(pl.col("lost_to_truncation") > 0).select(*run, "lost_to_truncation"), on=run)
+    secret = t.join(rollup.filter(pl.col("redacted_evidence") > 0).select(*run, "redacted_evidence"), on=run)
     dropped = t.join(stats.filter(pl.col("verdict") == "dropped").select(*run, "reason"), on=run)
     duplicates = t.join(clusters.filter(~pl.col("kept")).select(*run, "kind", "representative", "similarity"), on=run)
     repeated = t.with_columns(kept_in=FIRST_BATCH).filter(pl.col("batch") != pl.col("kept_in"))
@@ -135,6 +151,16 @@ def exclusions(
             "evidence",
             pl.lit("lost evidence to truncation"),
             pl.format("{} at-risk value(s) no longer shown before use", "lost_to_truncation"),
+        )
+        if lost_evidence_policy == "drop"
+        else pl.DataFrame(schema=SCHEMA),
+        _rows(
+            secret,
+            "evidence",
+            pl.lit("evidence redacted as a secret"),
+            pl.format(
+                "{} value(s) a check depends on are part of a secret the dataset cannot show", "redacted_evidence"
+            ),
         )
         if lost_evidence_policy == "drop"
         else pl.DataFrame(schema=SCHEMA),
@@ -174,4 +200,9 @@ def exclusions(
         .sort("trajectory_id", "batch", pl.col("criterion").replace_strict(order, return_dtype=pl.Int32), "reason")
     )
     rollouts = _rows(holdout, "holdout", reason, pl.col("held_detail"), "rl_rollouts")
-    return pl.concat([sft, rl_task_exclusions(task_findings), held_out_rows(held), rollouts])
+    secret_checks = (
+        secret_checks if secret_checks is not None else pl.DataFrame(schema={"task_id": pl.String, "kinds": pl.String})
+    )
+    return pl.concat(
+        [sft, rl_task_exclusions(task_findings), held_out_rows(held), secret_check_rows(secret_checks), rollouts]
+    )

@@ -18,7 +18,14 @@ from typing import Literal
 import pandera.polars as pa
 import polars as pl
 
-from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats, TruncationSweep
+from cowork_assets.curation.schemas import (
+    CuratedMessages,
+    EvidenceAudit,
+    EvidenceRollup,
+    Redactions,
+    SampleStats,
+    TruncationSweep,
+)
 from cowork_assets.datasets.schemas import RlRollouts, RlTasks, SftDataset
 from cowork_assets.evidence.schemas import Evidence
 from cowork_assets.ingest.schemas import Messages, Quarantine, SkippedInputs, TaskPackages, ToolCalls, Trajectories
@@ -207,7 +214,17 @@ REGISTRY: tuple[Table, ...] = (
         EvidenceRollup,
         "curation",
         True,
-        "Per trajectory: evidence items, at-risk items, and how many were lost to truncation and to the budget.",
+        "Per trajectory: evidence items, at-risk items, and how many were lost to truncation and to the budget, "
+        "or were part of a redacted secret.",
+        _RUN_TABLES,
+    ),
+    Table(
+        "redactions",
+        Redactions,
+        "curation",
+        True,
+        "Secrets replaced by typed placeholders (<REDACTED:kind>) in the curated messages: one row per message, "
+        "field and kind, with a hash of the secret, never its text.",
         _RUN_TABLES,
     ),
     Table(

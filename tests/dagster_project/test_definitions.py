@@ -25,6 +25,7 @@ def test_definitions_load_with_groups_checks_and_jobs():
         "sample_stats": "curation",
         "evidence_audit": "curation",
         "evidence_rollup": "curation",
+        "redactions": "curation",
         "truncation_sweep": "curation",
         "regrade": "validation",
         "structure_findings": "validation",
@@ -139,7 +140,7 @@ def test_sensor_skips_cleanly_without_a_raw_root(tmp_path):
 def test_every_column_of_every_table_is_described_for_the_ui():
     from cowork_assets.store.registry import REGISTRY
 
-    assert len(REGISTRY) == 24
+    assert len(REGISTRY) == 25
     for table in REGISTRY:
         assert all(col.description for col in table.model.to_schema().columns.values()), table.name
 

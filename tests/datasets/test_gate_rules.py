@@ -23,7 +23,9 @@ BUDGETS = {
     "char_budget": 40_000,
     "category_char_budgets": {"tiny_tasks": 10, "swe_agent": 262_144},
     "held_out": [HELD_OUT],
+    "redact_secrets": True,
 }
+SECRET = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"  # the shape of a GitHub token
 
 
 def _first(column: str, value: pl.Expr) -> pl.Expr:
@@ -88,6 +90,11 @@ BREAKS = {
         ("tools not JSON", {"tools": pl.lit("[not json")}, {"expect_column_values_to_be_in_set tools_is_json"}),
         ("line 0", {"raw_record": pl.lit(0, pl.Int64)}, {"pandera: greater_than_or_equal_to(1) raw_record"}),
         ("a held-out task", {"task_id": pl.lit(HELD_OUT)}, {"expect_column_values_to_be_in_set held_out"}),
+        (
+            "a secret in its text",
+            {"tools": pl.lit(f'[{{"name": "x", "description": "use {SECRET}"}}]')},
+            {"expect_column_values_to_be_in_set secrets"},
+        ),
     ],
     "rl_tasks": [
         ("duplicate task", {"extra_info": "copy task_id of row 2"}, {"expect_column_values_to_be_unique task_id"}),
@@ -108,6 +115,7 @@ BREAKS = {
         ("prompt without system", "user_only_prompt", {"expect_column_values_to_be_in_set n_prompt"}),
         ("pass rate above 1", "pass_rate_above_1", {"expect_column_values_to_be_between pass_rate"}),
         ("a held-out task", "held_out_task", {"expect_column_values_to_be_in_set held_out"}),
+        ("a secret in its ground truth", "secret_ground_truth", {"expect_column_values_to_be_in_set secrets"}),
     ],
     "rl_rollouts": [
         (
@@ -191,6 +199,12 @@ def _break(dataset: str, frame: pl.DataFrame, change) -> pl.DataFrame:
         "user_only_prompt": lambda f: f.with_columns(_first("prompt", pl.col("prompt").list.tail(1))),
         "pass_rate_above_1": lambda f: f.with_columns(_field("extra_info", teacher_pass_rate=pl.lit(1.5))),
         "held_out_task": lambda f: f.with_columns(_field("extra_info", task_id=pl.lit(HELD_OUT))),
+        "secret_ground_truth": lambda f: f.with_columns(
+            _field(
+                "reward_model",
+                ground_truth=pl.lit(f'[{{"id": "k", "type": "keywords_present", "keywords": ["{SECRET}"]}}]'),
+            )
+        ),
     }
     return named[change](frame)
 

@@ -135,7 +135,14 @@ def _frames(n_runs=4):
                 "detail": pl.String,
             }
         ),
-        rollup=pl.DataFrame({"batch": "b", "trajectory_id": t["trajectory_id"], "lost_to_truncation": [0] * n_runs}),
+        rollup=pl.DataFrame(
+            {
+                "batch": "b",
+                "trajectory_id": t["trajectory_id"],
+                "lost_to_truncation": [0] * n_runs,
+                "redacted_evidence": [0] * n_runs,
+            }
+        ),
         stats=pl.DataFrame(
             {
                 "batch": "b",
@@ -166,7 +173,9 @@ def test_the_per_task_cap_keeps_the_best():
 
 def test_every_reason_is_recorded_and_lost_evidence_can_be_kept_and_flagged():
     f = _frames()
-    f["rollup"] = f["rollup"].with_columns(lost_to_truncation=pl.Series([1, 0, 0, 0]))
+    f["rollup"] = f["rollup"].with_columns(
+        lost_to_truncation=pl.Series([1, 0, 0, 0]), redacted_evidence=pl.Series([0, 0, 0, 1])
+    )
     f["stats"] = f["stats"].with_columns(
         verdict=pl.Series(["kept", "dropped", "kept", "kept"]),
         reason=pl.Series([None, "over budget: 50000 chars", None, None]),
@@ -186,10 +195,11 @@ def test_every_reason_is_recorded_and_lost_evidence_can_be_kept_and_flagged():
         ("sft", "r0", "evidence", "lost evidence to truncation"),
         ("sft", "r1", "budget", "over budget"),
         ("sft", "r2", "task_consistency", "call_counting_grader"),
+        ("sft", "r3", "evidence", "evidence redacted as a secret"),
         ("rl_tasks", None, "task_consistency", "call_counting_grader"),
     ]
     flagged = exclusions(**f, max_per_task=4, lost_evidence_policy="flag")
-    assert "r0" not in flagged["trajectory_id"].to_list()
+    assert {"r0", "r3"}.isdisjoint(flagged["trajectory_id"].to_list())
 
 
 def test_a_trajectory_id_repeated_in_another_batch_is_kept_once():

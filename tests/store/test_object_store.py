@@ -170,4 +170,4 @@ def test_every_table_and_dataset_in_the_bucket_has_the_content_of_the_local_run(
     settings, _, _ = remote_run
     local, _, _ = pipeline
     remote, here = content_digests(settings.root), content_digests(local.root)
-    assert len(here) == 21 and remote == here
+    assert len(here) == 22 and remote == here

@@ -1,0 +1,166 @@
+"""Credentials in what a dataset publishes: found, and replaced by a typed placeholder (`<REDACTED:aws_access_key>`).
+
+The detector is `detect-secrets` (Yelp's maintained plugin set, pure Python, offline): its provider-token plugins
+(AWS, GitHub, GitLab, Slack, Stripe, Twilio, SendGrid, npm, PyPI, Azure, Discord, Telegram, Square, Mailchimp,
+Artifactory, OpenAI's classic keys, passwords in URLs). Its keyword, high-entropy and IP plugins are left out: in
+agent logs they fire on commit hashes, ids and addresses, which are what graders check. In their place, rules
+written for these logs: whole private-key blocks, whole JWTs, newer key formats the plugins lack (OpenAI project
+and Anthropic keys, Google API keys, GitHub fine-grained tokens, Hugging Face tokens), and high-entropy values
+where the text says they are secret (`Bearer <token>`, `password=...`, `api_key: ...`).
+
+A secret found in any text of a trajectory is replaced wherever it occurs in that trajectory. Texts are first
+screened together (polars, one regular expression); only the few that may hold a secret are searched one by one.
+An allow-list of regular expressions (setting `secret_allowlist`) exempts values a user knows are not secrets (a
+documented example key)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+
+import polars as pl
+
+PLACEHOLDER = "<REDACTED:{}>"
+# detect-secrets plugins not used (see above): keyword, entropy and IP plugins, and those redone here.
+LEFT_OUT = (
+    "KeywordDetector",
+    "Base64HighEntropyString",
+    "HexHighEntropyString",
+    "IPPublicDetector",
+    "JwtTokenDetector",
+    "PrivateKeyDetector",
+    "CloudantDetector",
+    "IbmCloudIamDetector",
+    "IbmCosHmacDetector",
+    "SoftlayerDetector",
+)
+OWN = {
+    "private_key": (
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)"
+    ),
+    "jwt": r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    "openai_api_key": r"\bsk-(?:proj-|svcacct-|admin-)[A-Za-z0-9_-]{20,}|\bsk-[A-Za-z0-9]{48}\b",
+    "anthropic_api_key": r"\bsk-ant-[A-Za-z0-9_-]{20,}",
+    "google_api_key": r"\bAIza[0-9A-Za-z_-]{35}",
+    "github_token": r"\bgithub_pat_[A-Za-z0-9_]{40,}",
+    "huggingface_token": r"\bhf_[A-Za-z0-9]{30,}",
+}
+# A value the text calls secret: it is one when it looks random (long, mixed, high entropy).
+CONTEXT = {
+    "bearer_token": r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{16,})",
+    "credential_assignment": (
+        r"(?i)(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?key|auth[_-]?token|access[_-]?token"
+        r"|client[_-]?secret|private[_-]?key)[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+_.!@#$%^&*=-]{12,})"
+    ),
+}
+BOUNDARY = " \t\r\n=:\"'"
+MIN_ENTROPY = 3.2  # bits per character of a value called secret (a random 16-character key has ~3.5-4)
+
+
+def _kind(secret_type: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", secret_type.lower()).strip("_")
+
+
+@cache
+def _plugin_patterns() -> tuple[tuple[str, re.Pattern], ...]:
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+
+    return tuple(
+        (_kind(secret_type), pattern)
+        for secret_type, plugin in sorted(get_mapping_from_secret_type_to_class().items())
+        if issubclass(plugin, RegexBasedDetector) and plugin.__name__ not in LEFT_OUT
+        for pattern in plugin.denylist
+    )
+
+
+def _secret(match: re.Match) -> str:
+    """The secret a plugin's match holds: its value group when the match begins before it (`://user:<pw>@`), else
+    the whole match (a group that starts it is the token's prefix: `(ghp|gho)_...`)."""
+    group = next((i for i in range(1, (match.re.groups or 0) + 1) if match.group(i)), None)
+    return match.group(group) if group and match.start(group) > match.start(0) else match.group(0)
+
+
+def _entropy(value: str) -> float:
+    counts = Counter(value)
+    return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+
+
+def _random(value: str) -> bool:
+    return (
+        len(value) >= 12
+        and _entropy(value) >= MIN_ENTROPY
+        and any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+    )
+
+
+@dataclass
+class Detector:
+    """Finds secrets in texts; `allow`: regular expressions of values that are not secrets."""
+
+    allow: tuple[str, ...] = ()
+    _allow: list[re.Pattern] = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self._allow = [re.compile(p) for p in self.allow]
+        self._own = [(k, re.compile(p)) for k, p in OWN.items()]
+        self._context = [(k, re.compile(p)) for k, p in CONTEXT.items()]
+
+    @property
+    def screen(self) -> str:
+        """One Rust-syntax regular expression every text holding a secret matches (and a few others do)."""
+        plugin = [re.sub(r"\(\?!\\w\)", "", p.pattern) for _, p in _plugin_patterns()]  # lookaheads: not in Rust
+        return "|".join(f"(?:{p})" for p in [*plugin, *OWN.values(), *CONTEXT.values()])
+
+    def find(self, text: str) -> dict[str, str]:
+        """secret -> its kind, for every secret in `text`."""
+        found: dict[str, str] = {}
+        for kind, pattern in (*_plugin_patterns(), *self._own):
+            for match in pattern.finditer(text):
+                secret = _secret(match).strip(BOUNDARY)  # some plugins match the space or quote around a key
+                if secret:
+                    found.setdefault(secret, kind)
+        for kind, pattern in self._context:
+            for match in pattern.finditer(text):
+                if _random(match.group(1)) and not any(match.group(1) in s for s in found):
+                    found.setdefault(match.group(1), kind)
+        return {s: k for s, k in found.items() if not any(a.fullmatch(s) for a in self._allow)}
+
+    def candidates(self, texts: pl.Series) -> pl.Series:
+        """Which of `texts` may hold a secret (the screen), as one vectorised pass."""
+        return texts.fill_null("").str.contains(self.screen)
+
+    def find_all(self, texts: Iterable[str | None]) -> dict[str, str]:
+        """secret -> kind over many texts (those the screen passes are searched)."""
+        series = pl.Series(list(texts), dtype=pl.String)
+        found: dict[str, str] = {}
+        for text in series.filter(self.candidates(series)).to_list():
+            for secret, kind in self.find(text).items():
+                found.setdefault(secret, kind)
+        return found
+
+
+def redact(text: str | None, secrets: dict[str, str]) -> str | None:
+    """`text` with every occurrence of each secret replaced by its placeholder (longest first)."""
+    if not text or not secrets:
+        return text
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, PLACEHOLDER.format(secrets[secret]))
+    return text
+
+
+def growth(secrets: dict[str, str]) -> int:
+    """The most a text can grow per occurrence of its secrets when they are replaced."""
+    return max((len(PLACEHOLDER.format(k)) - len(s) for s, k in secrets.items()), default=0)
+
+
+def digest(secret: str) -> str:
+    """What the redactions table keeps of a secret: a hash, never the text."""
+    return hashlib.sha256(secret.encode()).hexdigest()[:16]

@@ -1,0 +1,181 @@
+"""Credentials never reach a published file: each kind found and replaced by its placeholder, the values graders
+check (ids, hashes, codes) left alone, an evidence item that is a secret flagged, and a synthetic corpus with
+planted credentials published and exported without one of them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import polars as pl
+import pytest
+
+from cowork_assets.curation.secrets import Detector, redact
+
+# One planted credential of each kind (shapes of real ones, made up here), and the kind its placeholder names.
+PLANTED = {
+    "AKIAQYLPMN5HHHFPZAM2": "aws_access_key",
+    "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789": "github_token",
+    "sk-proj-Abc123Def456Ghi789Jkl012Mno345Pqr678Stu901": "openai_api_key",
+    "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx": "slack_token",
+    "AIzaSyD-1234567890abcdefghijklmnopqrstu": "google_api_key",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U": "jwt",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx7vN2kq8\nq9Zr4L==\n-----END RSA PRIVATE KEY-----": "private_key",
+    "S3cr3tPassw0rdQ7": "basic_auth_credentials",  # in a connection string
+}
+CONTEXT = {"S3cr3tPassw0rdQ7": "postgres://admin:{}@db.internal:5432/app"}
+# Values graders check, which look random too: never touched.
+BENIGN = [
+    "commit 3f2a9c1b7e4d5a6b8c9d0e1f2a3b4c5d6e7f8091",
+    "order #W2378156 for user_id=james_lee_6136, reservation XEWRD9",
+    "request 550e8400-e29b-41d4-a716-446655440000 took 35 ms",
+    "the password field is required; see docs/api_key.md",
+    "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+]
+
+
+def _in_text(secret: str, shown: str | None = None) -> str:
+    """The secret as a log shows it (in its connection string, ...), or `shown` in its place."""
+    return CONTEXT.get(secret, "{}").format(shown or secret)
+
+
+@pytest.mark.parametrize("secret, kind", PLANTED.items(), ids=list(PLANTED.values()))
+def test_each_kind_is_found_and_replaced_by_its_placeholder(secret, kind):
+    text = f"deploy log:\n{_in_text(secret)}\nend"
+    found = Detector().find(text)
+    assert found == {secret: kind}
+    assert redact(text, found) == f"deploy log:\n{_in_text(secret, f'<REDACTED:{kind}>')}\nend"
+    assert Detector().candidates(pl.Series([text])).to_list() == [True]  # the screen lets it through
+
+
+def test_values_graders_check_are_not_secrets_and_an_allow_list_exempts_a_known_example():
+    assert Detector().find("\n".join(BENIGN)) == {}
+    example = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example key
+    assert Detector().find(f"key {example}") == {example: "aws_access_key"}
+    assert Detector(("AKIA[A-Z0-9]+EXAMPLE",)).find(f"key {example}") == {}
+
+
+def _plant(raw: Path) -> dict[str, str]:
+    """Every credential planted in a passing teacher run's user turn or tool observation (raw JSON Lines edited
+    in place); one more made a keyword a check depends on. Returns trajectory id -> what was planted there."""
+    planted, secrets = {}, list(PLANTED)
+    for path in sorted(raw.glob("*/*.jsonl")):
+        lines = path.read_bytes().splitlines()
+        for i, line in enumerate(lines):
+            try:
+                run = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(run, dict) or not (run.get("grade") or {}).get("passed") or not secrets:
+                continue
+            if run["teacher"]["role"] != "teacher":
+                continue
+            secret = secrets.pop()
+            where = "tool" if len(secrets) % 2 else "user"
+            message = next((m for m in run["messages"] if m["role"] == where), None)
+            if message is None:
+                secrets.append(secret)
+                continue
+            message["content"] = f"{message['content']}\nconfig: {_in_text(secret)}"
+            planted[run["trajectory_id"]] = secret
+            lines[i] = orjson.dumps(run)
+        path.write_bytes(b"\n".join(lines) + b"\n")
+    assert not secrets
+    return planted
+
+
+def test_planted_credentials_reach_no_published_file_or_export(tmp_path, capsys):
+    from cowork_assets.settings import CurateSettings
+    from cowork_assets.synthetic.generate import generate
+    from cowork_cli.cli import main
+    from cowork_cli.runner import ensure_instance, materialize_all
+
+    raw = tmp_path / "raw"
+    generate(raw, trajectories=60, batches=1, seed=3)
+    planted = _plant(raw)
+    settings = CurateSettings(raw_root=str(raw), data_root=str(tmp_path / "curated"))
+    assert materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lambda _: None).failed == {}
+    published = tmp_path / "curated" / "published"
+    files = [p for p in published.rglob("*") if p.is_file()]
+    for out, fmt in (("sft.jsonl", "jsonl"), ("openai.jsonl", "openai"), ("lf", "llamafactory")):
+        assert (
+            main(["export", "--data-root", str(tmp_path / "curated"), "--format", fmt, "--out", str(tmp_path / out)])
+            == 0
+        )
+    files += [p for p in tmp_path.glob("*.jsonl")] + list((tmp_path / "lf").rglob("*.json*"))
+    for path in files:
+        data = path.read_bytes()
+        leaked = [s for s in planted.values() if s.encode() in data or json.dumps(s)[1:-1].encode() in data]
+        assert not leaked, (path, leaked)
+    sft = pl.read_parquet(published / "sft_dataset" / "current" / "*.parquet")
+    shown = {t for t in planted if t in set(sft["sample_id"])}
+    assert shown  # the redacted runs are still published, with placeholders
+    tables = tmp_path / "curated" / "tables"
+    redactions = pl.read_parquet(tables / "redactions" / "batch=*" / "data.parquet")
+    curated = pl.read_parquet(tables / "curated_messages" / "batch=*" / "data.parquet")
+    text = "\n".join(curated.select(pl.struct("content", "tool_calls").struct.json_encode()).to_series())
+    assert not [s for s in planted.values() if s in text or json.dumps(s)[1:-1] in text]
+    # a row wherever a secret was replaced (a planted one a truncation cut away was never shown)
+    assert set(redactions["trajectory_id"]) <= set(planted) and set(redactions["secret_hash"]).isdisjoint(planted)
+    card = json.loads((published / "sft_dataset" / "current" / "card.json").read_text())
+    replaced = set(redactions.filter(pl.col("trajectory_id").is_in(list(shown)))["kind"])
+    counted = {r["kind"]: r["count"] for r in card["redactions"]}
+    assert counted and set(counted) <= replaced  # the placeholders the published rows hold, per kind
+    placeholders = "\n".join(sft.select(pl.struct("messages").struct.json_encode()).to_series())
+    assert counted == {k: placeholders.count(f"<REDACTED:{k}>") for k in counted}
+    assert "## Secrets redacted" in (published / "sft_dataset" / "current" / "card.md").read_text()
+
+
+def test_a_secret_a_check_depends_on_is_flagged_like_lost_evidence():
+    from cowork_assets.curation.curate import curate_chunk
+    from cowork_assets.evidence.build import build_evidence
+    from cowork_assets.ingest.flatten import flatten_chunk, read_lines
+    from cowork_assets.settings import CurationSettings
+
+    token = next(s for s, k in PLANTED.items() if k == "github_token")
+    run = {
+        "schema": "cowork.trajectory/v1",
+        "trajectory_id": "t1",
+        "task": {
+            "task_id": "deploy-1",
+            "category": "multi_turn",
+            "request": "Rotate the CI token and tell me the new one.",
+            "checks": [{"id": "told", "type": "keywords_present", "keywords": [token]}],
+        },
+        "teacher": {"model": "m", "role": "teacher"},
+        "messages": [
+            {"role": "user", "content": "Rotate the CI token and tell me the new one."},
+            {"role": "assistant", "content": f"The new token is {token}."},
+        ],
+        "grade": {"score": 1.0, "passed": True, "checks": {"told": True}},
+    }
+    frames = flatten_chunk(read_lines([orjson.dumps(run)]), ["b/a.jsonl"], [1], "b")
+    evidence, _ = build_evidence(
+        "b", frames["trajectories"], frames["task_packages"], frames["tool_calls"], frames["messages"]
+    )
+    out = curate_chunk("b", frames["trajectories"], frames["messages"], evidence, CurationSettings())
+    assert out["evidence_rollup"]["redacted_evidence"].to_list() == [1]
+    assert out["curated_messages"]["content"].to_list()[-1] == "The new token is <REDACTED:github_token>."
+
+
+def test_a_task_whose_checks_compare_a_secret_is_kept_out_of_rl():
+    from cowork_assets.curation.redact import checked_secrets
+    from cowork_assets.selection.exclusions import secret_check_rows
+
+    token = next(s for s, k in PLANTED.items() if k == "github_token")
+    packages = pl.DataFrame(
+        {
+            "task_id": ["ci-1", "ci-2"],
+            "request": [f"Store the token {token} in the vault.", "List the vaults."],
+            "initial_state": ["{}", "{}"],
+            "checks": [
+                json.dumps([{"id": "stored", "type": "tool_called", "tool": "vault_put", "args": {"value": token}}]),
+                json.dumps([{"id": "listed", "type": "tool_called", "tool": "vault_list"}]),
+            ],
+        }
+    )
+    found = checked_secrets(packages, Detector())
+    assert found.rows() == [("ci-1", "github_token")]
+    row = secret_check_rows(found).row(0, named=True)
+    assert (row["dataset"], row["task_id"], row["criterion"]) == ("rl_tasks", "ci-1", "evidence")
