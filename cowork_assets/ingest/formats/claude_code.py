@@ -52,6 +52,8 @@ NOT_A_REQUEST = re.compile(
     r"|<system-reminder>|<user-prompt-submit-hook>|Caveat: The messages below|\[Request interrupted by user"
     rf"|{COMPACT_SUMMARY})"
 )
+# Context the harness adds to a user's message: shown to the model, not what the user asked.
+CONTEXT_BLOCK = re.compile(r"<(ide_opened_file|ide_selection|system-reminder)>.*?</\1>", re.S)
 # A local command's traces: the terminal's bookkeeping, left out of the conversation.
 LOCAL_COMMAND = re.compile(r"\s*(<command-(name|message|args)>|<local-command-(stdout|stderr|caveat)>)")
 
@@ -218,15 +220,10 @@ def _fold_thinking(messages: list[dict]) -> list[dict]:
 
 
 def request(messages: list[dict]) -> str:
-    """The first user message that is the user's own (not a command's trace, an interrupt or a summary)."""
-    return next(
-        (
-            m["content"]
-            for m in messages
-            if m["role"] == "user" and m["content"] and not NOT_A_REQUEST.match(m["content"])
-        ),
-        "",
-    )
+    """The first user message that is the user's own (not a command's trace, an interrupt or a summary), without
+    the context blocks the harness puts around it (the file open in the IDE, system reminders)."""
+    own = (CONTEXT_BLOCK.sub("", m["content"]).strip() for m in messages if m["role"] == "user" and m["content"])
+    return next((text for text in own if text and not NOT_A_REQUEST.match(text)), "")
 
 
 def convert(entries: list[dict], sample, batch) -> list[dict]:
