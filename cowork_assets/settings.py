@@ -51,7 +51,8 @@ class StorageSettings(dg.Config):
 
     raw_root: str = Field(
         default=DEFAULT_RAW_ROOT,
-        description="Folder holding one sub-folder per raw batch of *.jsonl / *.jsonl.gz files.",
+        description="Folder holding one sub-folder per raw batch: the files of the agents' logs, as their tools laid "
+        "them out (docs/ingest.md).",
     )
     data_root: str = Field(
         default=DEFAULT_DATA_ROOT,

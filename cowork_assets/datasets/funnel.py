@@ -8,6 +8,7 @@ import polars as pl
 from cowork_assets.curation.strategies import names
 from cowork_assets.curation.sweep import totals
 from cowork_assets.ingest.formats import coding_categories
+from cowork_assets.selection.holdout import corpus_held_out
 from cowork_assets.selection.schemas import CRITERIA
 from cowork_assets.settings import CurateSettings
 from cowork_assets.store.registry import TABLES
@@ -23,7 +24,10 @@ EXCLUSION_SET = {"sft_dataset": "sft", "rl_tasks": "rl_tasks"}
 def funnel(settings: CurateSettings, dataset: str, published: int) -> list[tuple[str, int]]:
     parsed = _count(TABLES["trajectories"].scan(settings.root))
     if dataset == "rl_rollouts":  # rollouts are not selected: exclusions may not even exist yet when they publish
-        return [("parsed trajectories", parsed), ("published rollouts", published)]
+        held = corpus_held_out(settings.root, settings.holdout, settings.holdout_overlap).select("task_id")
+        runs = TABLES["trajectories"].scan(settings.root).select("task_id")
+        kept = _count(runs.join(held.lazy(), on="task_id", how="anti"))
+        return [("parsed trajectories", parsed), ("after holdout", kept), ("published rollouts", published)]
     exclusions = TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == EXCLUSION_SET[dataset])
     if dataset == "rl_tasks":
         tasks = TABLES["task_packages"].scan(settings.root).select("task_id").unique().collect().height

@@ -19,8 +19,9 @@ raw_batches = dg.AssetSpec(
     "raw_batches",
     group_name="raw",
     partitions_def=batches,
-    description="Raw trajectories: one folder per batch under raw_root, each file in one of the input formats "
-    "(cowork JSON Lines, OpenAI chat, ATIF, tau-bench, tau2-bench, SWE-agent, mini-swe-agent, OpenHands). "
+    description="Raw trajectories: one folder per batch under raw_root, laid out as the tools wrote them (sub-folders "
+    "read), each file in one of the input formats (cowork JSON Lines, OpenAI chat, ATIF, tau-bench, tau2-bench, "
+    "SWE-agent, mini-swe-agent, OpenHands, Inspect AI, Claude Code, Codex; docs/ingest.md). "
     "Registered as partitions by the `new_batch_sensor`.",
     kinds={"file"},
 )
