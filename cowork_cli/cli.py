@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 from cowork_assets.settings import DEFAULT_DATA_ROOT, DEFAULT_RAW_ROOT
-from cowork_assets.store.storage import check_root, normalize_root
+from cowork_assets.store.storage import check_root, is_remote, normalize_root
+from cowork_assets.store.versions import DamagedState
 
 
 class UsageError(Exception):
@@ -160,6 +161,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
     split = None if args.split == "all" else args.split
     write = {"jsonl": jsonl, "openai": openai_jsonl, "llamafactory": llamafactory}[args.format]
     out = Path(args.out)
+    root = normalize_root(args.data_root)
+    if not is_remote(root) and out.resolve().is_relative_to(Path(root).resolve()):
+        raise UsageError(f"refused: {out} is inside the data root {root}: an export never writes there")
     if args.format == "llamafactory" and (out.is_symlink() or out.exists() and not out.is_dir()):
         raise UsageError(f"{out} is not a folder: the llamafactory export writes a folder")
     if args.format == "llamafactory" and not out.exists():
@@ -289,6 +293,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"cowork-curate {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except DamagedState as exc:  # a pointer of the data root that names nothing: one line, and the repair
+        print(f"cowork-curate {args.command}: error: {exc}", file=sys.stderr)
+        return 1
     except (OSError, MemoryError) as exc:  # a full disk, a lost mount: one line, the traceback with --debug
         if args.debug:
             raise

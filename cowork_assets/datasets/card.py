@@ -176,7 +176,20 @@ def inline_charts(markdown: str, charts: dict[str, str], as_link: bool = False) 
     return markdown
 
 
+def upgraded(card: dict) -> dict:
+    """A card as this version writes it, from one an earlier release wrote: the funnel's `stage` is now `step`,
+    a drop reason's `stage` now `criterion`, and sections added since are empty."""
+    earlier = {"evidence_retention": {}, "length_histogram": [], "rows": {}, "previous_version": None}
+    card = {**earlier, "settings_hash": "unknown", "code_version": "unknown", **card}
+    card["funnel"] = [{"step": f.get("step", f.get("stage")), **f} for f in card.get("funnel") or []]
+    card["drop_reasons"] = [
+        {"criterion": d.get("criterion", d.get("stage")), **d} for d in card.get("drop_reasons") or []
+    ]
+    return card
+
+
 def render_markdown(card: dict) -> str:
+    card = upgraded(card)
     lines = [
         f"# {card['dataset']} {card['version']}",
         "",

@@ -116,7 +116,7 @@ def publish(
     if not exists(join(staged, GATE_PASSED)):
         raise RuntimeError(f"{dataset} candidate {digest} has not passed its quality gate; not publishing it")
     root = published_folder(data_root, dataset)
-    previous = current(data_root, dataset)
+    previous = current(data_root, dataset, strict=False)  # a damaged pointer is replaced, not followed
     existing = [v for v in list_names(root, directories=True) if v.startswith("v")]
     version = next((v for v in existing if v.endswith(digest)), None)
     new = version is None

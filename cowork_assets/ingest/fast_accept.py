@@ -77,7 +77,7 @@ class Teacher(_Known):
 
 
 class Grade(_Known):
-    score: float
+    score: Annotated[float, Meta(ge=0.0, le=1.0)]
     passed: bool
     checks: dict[str, bool] = {}
 

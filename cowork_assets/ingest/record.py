@@ -67,7 +67,7 @@ class Teacher(_Strict):
 
 
 class Grade(_Strict):
-    score: float
+    score: float = Field(ge=0.0, le=1.0)  # a grader's score is a share: 5.0 is damage, not a grade
     passed: bool
     checks: dict[str, bool] = {}
 
