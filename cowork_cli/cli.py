@@ -88,6 +88,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     home = Path(args.dagster_home or os.environ.get("DAGSTER_HOME") or ".dagster_home").resolve()
     if home.exists() and not home.is_dir():
         raise UsageError(f"--dagster-home {home} exists and is not a folder")
+    if home.is_relative_to(raw.resolve()):  # its folder would be read as a batch of raw data
+        raise UsageError(f"--dagster-home {home} is inside the raw root {raw}: keep the instance out of it")
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     try:

@@ -96,3 +96,10 @@ def test_a_grade_out_of_range_is_quarantined_not_a_blocked_publication(tmp_path)
     (tmp_path / "raw" / "b" / "a.jsonl").write_bytes(orjson.dumps(run) + b"\n")
     report = ingest_batch(tmp_path / "raw", "b", str(tmp_path / "out"))
     assert (report.parsed, report.quarantined, dict(report.reasons)) == (0, 1, {"invalid_value": 1})
+
+
+def test_a_dagster_home_inside_the_raw_root_is_refused(published, tmp_path, capsys):
+    capsys.readouterr()
+    args = ["run", "--raw-root", str(published / "raw"), "--data-root", str(tmp_path / "d")]
+    assert main([*args, "--dagster-home", str(published / "raw" / "home")]) == 2
+    assert "is inside the raw root" in capsys.readouterr().err and not (published / "raw" / "home").exists()
