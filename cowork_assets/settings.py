@@ -333,6 +333,13 @@ class DatasetSettings(dg.Config):
         "publication fails saying why; true publishes the other batches.",
     )
 
+    max_shrink: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="A new version that has lost more than this share of the current version's rows (or all of them) "
+        "is not published: the run fails saying so. 1 publishes any shrink, even to no rows.",
+    )
     validation_fraction: float = Field(
         default=0.1,
         ge=0.0,

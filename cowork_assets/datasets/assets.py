@@ -344,7 +344,10 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
         staged = versions.parquet_files(versions.candidate(settings.root, dataset))
         counts = {p.rsplit("/", 1)[-1].removesuffix(".parquet"): parquet_rows(p) for p in staged}
         rows = sum(counts.values())
-        inputs = card_inputs(settings, dataset, staged, rows)
+        if refused := pub.shrink_refused(settings.root, dataset, rows, settings.max_shrink):
+            raise dg.Failure(f"{dataset} not published: {refused}")
+        now = pub.current_rows(settings.root, dataset)
+        inputs = {**card_inputs(settings, dataset, staged, rows), "previous_rows": now[1] if now else None}
         examples = trace_examples(staged) if dataset == "sft_dataset" else {}  # before publishing moves the files
         cards = {}
 

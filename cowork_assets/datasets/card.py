@@ -138,6 +138,7 @@ def build_card(
     terminal_text: dict | None = None,
     budgets: list[dict] | None = None,
     redactions: list[dict] | None = None,
+    previous_rows: int | None = None,
 ) -> dict:
     bars = histogram(lengths)
     sweep = sweep or []
@@ -146,6 +147,7 @@ def build_card(
         "version": version,
         "previous_version": previous,
         "rows": rows,
+        "previous_rows": previous_rows,
         "funnel": [{"step": s, "remaining": n} for s, n in funnel],
         "drop_reasons": [{"criterion": s, "reason": r, "count": n} for s, r, n in reasons],
         "evidence_retention": retention,
@@ -199,6 +201,11 @@ def render_markdown(card: dict) -> str:
         "## Rows",
         "",
         table(["part", "rows"], card["rows"].items()),
+        *(
+            ["", f"The previous version had {card['previous_rows']} rows; this one has {sum(card['rows'].values())}."]
+            if card.get("previous_rows") is not None
+            else []
+        ),
         "",
         "## From raw to published",
         "",

@@ -29,12 +29,14 @@ from cowork_assets.store.storage import (
     join,
     list_names,
     move_folder,
+    parquet_rows,
     write_text_atomic,
 )
 from cowork_assets.store.versions import (
     candidate,
     candidates_folder,
     current,
+    parquet_files,
     published_folder,
 )
 
@@ -104,6 +106,28 @@ GATE_PASSED = "GATE_PASSED"
 def mark_gated(folder: str) -> None:
     """Record that this candidate passed its quality gate; only such candidates can be published."""
     write_text_atomic(join(folder, GATE_PASSED), "passed\n")
+
+
+def current_rows(data_root: str, dataset: str) -> tuple[str, int] | None:
+    """(the current version, its rows), or None when the dataset has no (readable) current version."""
+    version = current(data_root, dataset, strict=False)
+    if version is None:
+        return None
+    return version, sum(parquet_rows(f) for f in parquet_files(join(published_folder(data_root, dataset), version)))
+
+
+def shrink_refused(data_root: str, dataset: str, rows: int, max_shrink: float) -> str | None:
+    """Why a candidate of `rows` rows may not replace the current version (it lost more than `max_shrink` of its
+    rows, or all of them), or None."""
+    now = current_rows(data_root, dataset)
+    if now is None or now[1] == 0 or max_shrink >= 1.0 or rows >= now[1] * (1 - max_shrink):
+        return None
+    lost = 1 - rows / now[1]
+    return (
+        f"the candidate has {rows} rows against {now[1]} in the current version {now[0]} ({lost:.0%} fewer), more "
+        f"than max_shrink={max_shrink:g} allows: if that is right (a narrower selection, a holdout), set "
+        "max_shrink=1 for this run"
+    )
 
 
 def publish(

@@ -103,3 +103,19 @@ def test_a_dagster_home_inside_the_raw_root_is_refused(published, tmp_path, caps
     args = ["run", "--raw-root", str(published / "raw"), "--data-root", str(tmp_path / "d")]
     assert main([*args, "--dagster-home", str(published / "raw" / "home")]) == 2
     assert "is inside the raw root" in capsys.readouterr().err and not (published / "raw" / "home").exists()
+
+
+def test_a_version_that_lost_more_than_half_the_rows_is_refused_unless_asked(published, tmp_path, capsys):
+    root = _copy(published, tmp_path)
+    pointer = root / "published" / "sft_dataset" / "CURRENT"
+    before = pointer.read_text()
+    tight = ["--force", "--set", "char_budget=1000", "--set", "budget_policy=drop"]  # most samples over budget
+    capsys.readouterr()
+    assert _run(published, root, tmp_path, *tight) == 1
+    out = capsys.readouterr().out
+    assert "sft_dataset not published: the candidate has" in out and "more than max_shrink=0.5 allows" in out
+    assert pointer.read_text() == before
+    _run(published, root, tmp_path, *tight, "--set", "max_shrink=1")  # (exit 1: the budget lost evidence)
+    assert pointer.read_text() != before
+    card = json.loads((root / "published" / "sft_dataset" / pointer.read_text() / "card.json").read_text())
+    assert card["previous_rows"] > 2 * sum(card["rows"].values())
