@@ -43,50 +43,35 @@ def _rows(frame: pl.DataFrame, criterion: str, reason: pl.Expr, detail: pl.Expr,
     ).cast(SCHEMA)
 
 
+def _task_rows(frame: pl.DataFrame, criterion: str, reason: pl.Expr, detail: pl.Expr) -> pl.DataFrame:
+    """Rows of the RL task dataset: one per task of `frame`, no trajectory."""
+    return frame.with_columns(batch=pl.lit(None, pl.String), trajectory_id=pl.lit(None, pl.String)).pipe(
+        _rows, criterion, reason, detail, "rl_tasks"
+    )
+
+
 def held_out_rows(held: pl.DataFrame) -> pl.DataFrame:
     """The held-out tasks' rows of the RL task dataset."""
-    return held.select(
-        dataset=pl.lit("rl_tasks"),
-        batch=pl.lit(None, pl.String),
-        trajectory_id=pl.lit(None, pl.String),
-        task_id="task_id",
-        criterion=pl.lit("holdout"),
-        reason="reason",
-        detail="detail",
-    ).cast(SCHEMA)
+    return _task_rows(held, "holdout", pl.col("reason"), pl.col("detail"))
 
 
 def secret_check_rows(tasks: pl.DataFrame) -> pl.DataFrame:
     """The RL task rows of tasks whose checks hold a redacted secret (task_id, kinds)."""
-    return tasks.select(
-        dataset=pl.lit("rl_tasks"),
-        batch=pl.lit(None, pl.String),
-        trajectory_id=pl.lit(None, pl.String),
-        task_id="task_id",
-        criterion=pl.lit("evidence"),
-        reason=pl.lit("check depends on a redacted secret"),
-        detail=pl.format("its checks compare a value redacted as {}", "kinds"),
-    ).cast(SCHEMA)
+    return _task_rows(
+        tasks,
+        "evidence",
+        pl.lit("check depends on a redacted secret"),
+        pl.format("its checks compare a value redacted as {}", "kinds"),
+    )
 
 
 def rl_task_exclusions(task_findings: pl.DataFrame) -> pl.DataFrame:
     """Tasks left out of the RL dataset: every task with an error finding (or nothing to reward it by, or no sandbox
     to rebuild it in), once per kind."""
     errors = task_findings.filter((pl.col("severity") == "error") | pl.col("kind").is_in(NOT_RL_TASKS))
-    return (
-        errors.group_by("task_id", "kind", maintain_order=True)
-        .agg(pl.col("detail").first(), n=pl.len())
-        .select(
-            dataset=pl.lit("rl_tasks"),
-            batch=pl.lit(None, pl.String),
-            trajectory_id=pl.lit(None, pl.String),
-            task_id="task_id",
-            criterion=pl.lit("task_consistency"),
-            reason="kind",
-            detail=pl.format("{} (x{})", "detail", "n"),
-        )
-        .cast(SCHEMA)
-        .sort("task_id", "reason")
+    counted = errors.group_by("task_id", "kind", maintain_order=True).agg(pl.col("detail").first(), n=pl.len())
+    return _task_rows(counted, "task_consistency", pl.col("kind"), pl.format("{} (x{})", "detail", "n")).sort(
+        "task_id", "reason"
     )
 
 
