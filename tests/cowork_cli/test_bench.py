@@ -212,11 +212,15 @@ def test_a_busy_child_process_is_seen_using_cpu():
         [
             sys.executable,
             "-c",
-            "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass\ntime.sleep(5)",
-        ]
+            "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass\n"
+            "print('busy', flush=True)\ntime.sleep(5)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
-        time.sleep(1.5)
+        # Wait for the child to say it has burnt its CPU: on a loaded machine 0.5 s of CPU takes longer than 0.5 s.
+        assert child.stdout.readline() == "busy\n"
         tree = _tree_cpu_seconds(os.getpid())
         ((parent, seconds),) = [v for (pid, _), v in tree.items() if pid == child.pid]
         assert parent == os.getpid() and seconds >= 0.5
