@@ -20,6 +20,7 @@ from pydantic import Field, TypeAdapter, ValidationError, field_validator
 from cowork_assets.check_types.db_match import FREE_TEXT_ARGUMENTS, READ_ONLY_TOOLS, StateRules
 from cowork_assets.orchestration.run_health import record_process
 from cowork_assets.runtime import scratch
+from cowork_assets.store.root_format import ensure_format
 from cowork_assets.store.storage import is_remote, normalize_root
 
 DEFAULT_RAW_ROOT = "data/raw"
@@ -31,6 +32,7 @@ CODING = "coding"
 # Upper bounds of the sizes (a typo of a few zeros is refused, not run): characters and tokens of a sample.
 MAX_CHARS = 100_000_000
 MAX_TOKENS = 10_000_000
+SETTLE_SECONDS = 5.0  # the documented default of settle_seconds; COWORK_SETTLE_SECONDS replaces it (0 in tests)
 WAREHOUSE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}\.duckdb")
 
 
@@ -97,6 +99,21 @@ class RunSettings(dg.Config):
         ge=1,
         le=64,
         description="Batches processed at once by `cowork-curate run` (one process each).",
+    )
+    settle_seconds: float = Field(
+        default=float(os.environ.get("COWORK_SETTLE_SECONDS") or SETTLE_SECONDS),
+        json_schema_extra={"documented_default": SETTLE_SECONDS},
+        ge=0,
+        le=86_400,
+        description="A batch folder is read only once nothing in it has changed for this long (a copy in progress "
+        "is not processed half-way): `cowork-curate run` waits for it, the new-batch sensor comes back for it. "
+        "COWORK_SETTLE_SECONDS sets the default.",
+    )
+    batch_ready_marker: str = Field(
+        default="",
+        pattern=r"^[^/\\]*$",
+        description="A file name (e.g. `_SUCCESS`): a batch folder is read only once this file is in it, as the "
+        "tool that copies batches in writes it last. Empty: no marker needed.",
     )
     read_chunk_records: int = Field(
         default=2000,
@@ -333,6 +350,12 @@ class DatasetSettings(dg.Config):
         "publication fails saying why; true publishes the other batches.",
     )
 
+    publish_despite_failed_checks: bool = Field(
+        default=False,
+        description="While a processed batch's run failed an ERROR-severity check (records not accounted for, "
+        "evidence lost to truncation, ...), nothing is published: true publishes it as it is, and the card names "
+        "each such batch and check.",
+    )
     max_shrink: float = Field(
         default=0.5,
         ge=0.0,
@@ -379,6 +402,7 @@ class CurateSettings(
         what killed runs left, and keeps its scratch files under the data root."""
         if context.run is None:  # a sensor's evaluation
             return
+        ensure_format(self.root)  # a root this code cannot read fails the run in one line, before any step
         if context.instance is not None:
             record_process(context.instance, context.run.run_id)
         if swept := scratch.sweep(self.local_root):
@@ -392,6 +416,11 @@ class CurateSettings(
     def content(self) -> dict:
         """The settings that shape outputs (where files live is not one of them)."""
         return {k: v for k, v in self.model_dump().items() if k not in ("raw_root", "data_root", "warehouse_file")}
+
+    def batch_content(self) -> dict:
+        """The settings that shape a batch's tables or its checks' verdicts: a batch processed with others is redone
+        (settings read only across batches, such as the split, the holdout or max_shrink, are not among them)."""
+        return {k: v for k, v in self.content().items() if k not in CROSS_BATCH_ONLY}
 
     @property
     def raw_path(self) -> Path:
@@ -438,6 +467,12 @@ def settings_from_env() -> tuple[CurateSettings, dict[str, str]]:
         data_root=normalize_root(given.get("data_root", DEFAULT_DATA_ROOT)),
         **({"refresh_cron": given["refresh_cron"]} if "refresh_cron" in given else {}),
     ), problems
+
+
+CROSS_BATCH_ONLY = frozenset(
+    {*DatasetSettings.model_fields, *RunSettings.model_fields, *SelectionSettings.model_fields}
+    - {"max_record_bytes", "accept_ungraded"}
+)
 
 
 class SettingsError(ValueError):

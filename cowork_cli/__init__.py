@@ -1,2 +1,2 @@
-"""The `cowork-curate` command line: the runner that drives Dagster headless, the summary it prints, resume
-markers, the benchmark. It sits beside `dagster_project`; the library (`cowork_assets`) imports neither."""
+"""The `cowork-curate` command line: the runner that drives Dagster headless, the summary it prints,
+the benchmark. It sits beside `dagster_project`; the library (`cowork_assets`) imports neither."""

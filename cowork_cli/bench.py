@@ -22,7 +22,7 @@ from typing import NamedTuple
 import orjson
 import polars as pl
 
-from cowork_assets.orchestration.run_health import PROCESS_TAG
+from cowork_assets.orchestration.run_health import recorded_process
 from cowork_assets.runtime.procfs import read, stat_fields
 from cowork_assets.store.registry import TABLES
 from cowork_cli.digest import content_digests
@@ -303,7 +303,7 @@ def per_asset_cpu_seconds(instance, since: float, memory: PeakMemory) -> dict[st
     while the step ran. Steps of one process run one after another, so the process's CPU is the step's."""
     runs = {}
     for record in _runs_since(instance, since):
-        if identity := record.dagster_run.tags.get(PROCESS_TAG):
+        if identity := recorded_process(record.dagster_run):
             runs[record.dagster_run.run_id] = int(identity.rsplit(":", 2)[1])
 
     def owner(pid: int) -> int | None:  # the nearest process, itself or an ancestor, that executes runs
@@ -365,7 +365,7 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
         if folder.exists():
             shutil.rmtree(folder)
     os.sync()  # the write-back of a fresh corpus or of the removed outputs is not the measured run's work
-    settings = CurateSettings(raw_root=str(raw), data_root=str(data))
+    settings = CurateSettings(raw_root=str(raw), data_root=str(data), settle_seconds=0)  # it wrote the corpus itself
     raw_mb = sum(p.stat().st_size for p in raw.rglob("*.jsonl*")) / 1e6
     instance = ensure_instance(home)
     since = time.time()

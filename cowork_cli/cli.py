@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from cowork_assets.settings import DEFAULT_DATA_ROOT, DEFAULT_RAW_ROOT
+from cowork_assets.store.root_format import ensure_format
 from cowork_assets.store.storage import check_root, is_remote, normalize_root
 from cowork_assets.store.versions import DamagedState
 
@@ -82,6 +83,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         check_root(settings.root)
     except (ConnectionError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from None
+    from sqlalchemy.exc import DatabaseError
+
     from cowork_cli.runner import ensure_instance, materialize_all
     from cowork_cli.summary import print_summary
 
@@ -96,6 +99,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         instance = ensure_instance(home)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    except DatabaseError as exc:  # a damaged SQLite file of the instance (runs.db, ...)
+        cause = str(exc.orig or exc).splitlines()[0]
+        raise DamagedState(
+            f"the Dagster instance at {home} cannot be read ({cause}): move that folder aside to start a new run "
+            "history (the data root keeps every output)"
+        ) from None
+    if ensure_format(settings.root) == 1:
+        print(f"the data root {settings.root} was written by an earlier release: its batches are redone once")
     print(f"materializing {raw} -> {settings.root} (Dagster instance: {home})")
     try:
         outcome = materialize_all(settings, instance, only=args.batch, force=args.force, debug=args.debug)
@@ -191,6 +202,23 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_drop(args: argparse.Namespace) -> int:
+    from cowork_assets.ingest.raw_files import batch_name_problem
+    from cowork_assets.store import batch_state
+
+    root = normalize_root(args.data_root)
+    if problem := batch_name_problem(args.batch):
+        raise UsageError(f"{args.batch!r} is not a batch name: {problem}")
+    if args.batch not in batch_state.processed_batches(root):
+        raise UsageError(f"no batch {args.batch!r} in {root}")
+    batch_state.drop(root, args.batch)
+    print(
+        f"dropped batch {args.batch} from {root}: its tables and manifest are gone, and the next run publishes "
+        "without it (move its raw folder out of the raw root, or that run processes it again)"
+    )
+    return 0
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from cowork_cli.bench import bench, default_batches, report
 
@@ -253,6 +281,11 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"where the DuckDB file is [{DEFAULT_DATA_ROOT}]")
     t.add_argument("--db", help="path of the DuckDB file [<data-root>/cowork.duckdb]")
     t.set_defaults(func=_cmd_trace)
+
+    d = sub.add_parser("drop", help="remove a processed batch's tables from the data root, so runs publish without it")
+    d.add_argument("batch", help="the batch (its folder's name)")
+    d.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"the data root [{DEFAULT_DATA_ROOT}]")
+    d.set_defaults(func=_cmd_drop)
 
     b = sub.add_parser("bench", help="generate a corpus, run the whole pipeline on it, print throughput and memory")
     b.add_argument("--size", type=int, default=20000, help="trajectories [20000]")

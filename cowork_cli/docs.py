@@ -75,7 +75,9 @@ def settings_md() -> str:
         lines += ["| setting | default | meaning |", "|---|---|---|"]
         for name in fields:
             field = CurateSettings.model_fields[name]
-            default = "none" if field.default is None else f"`{field.default}`"
+            # A default the environment can replace (settle_seconds) is documented as it is without it.
+            value = (field.json_schema_extra or {}).get("documented_default", field.default)
+            default = "none" if value is None else f"`{value}`"
             lines.append(f"| `{name}` | {cell(default)} | {cell(field.description)} |")
     return "\n".join(lines) + "\n"
 

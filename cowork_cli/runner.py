@@ -29,9 +29,9 @@ from cowork_assets.orchestration.run_health import in_flight, publication_blocke
 from cowork_assets.runtime import scratch
 from cowork_assets.runtime.procfs import die_with_parent
 from cowork_assets.settings import CurateSettings
+from cowork_assets.store import batch_state
 from cowork_assets.tokens import TokenizerUnavailable, get_encoding
 from cowork_cli.locks import file_lock
-from cowork_cli.resume import is_done, mark_done
 
 INSTANCE_HEADER = "# Written by cowork-curate: a local SQLite-backed instance."
 INSTANCE_YAML = (
@@ -143,8 +143,9 @@ def materialize_all(
         echo(f"removed {swept} scratch or temporary file(s) left by killed runs")
     config = _run_config(settings, debug)
     todo = []
-    for batch in found:
-        if not force and is_done(settings, batch):
+    fingerprint = batch_state.settings_fingerprint(settings.batch_content())
+    for batch in ready_batches(settings, found, echo):
+        if not force and batch_state.check(settings.root, settings.raw_path, batch, fingerprint).problem is None:
             echo(f"batch {batch}: up to date (use --force to redo)")
             outcome.skipped.append(batch)
         else:
@@ -169,9 +170,7 @@ def materialize_all(
     threading.Thread(target=_warm_up, args=(settings.token_encoding,), daemon=True).start()
     try:
         for i, (batch, ok, error, failed_checks, details, seconds) in enumerate(results, 1):
-            if ok:
-                mark_done(settings, batch)  # durable before it is reported
-            else:
+            if not ok:
                 outcome.failed[batch] = error
             outcome.failed_checks += failed_checks
             outcome.check_details |= details
@@ -201,6 +200,34 @@ def materialize_all(
             _collect_failed_checks(outcome, result, None)
     outcome.seconds = time.monotonic() - started
     return outcome
+
+
+def ready_batches(settings: CurateSettings, found: list[str], echo: Callable[[str], None]) -> list[str]:
+    """The batches to read now: those without their completion marker are left for a later run, and those still
+    being written are waited for until quiet for settle_seconds (left for later if they never are)."""
+    ready, waiting, told = [], list(found), set()
+    give_up = time.monotonic() + max(60.0, 10 * settings.settle_seconds)
+    while waiting:
+        still = []
+        for batch in waiting:
+            found = batch_state.not_ready(
+                settings.raw_path, batch, settings.settle_seconds, settings.batch_ready_marker
+            )
+            if found is None:
+                ready.append(batch)
+                continue
+            why, settling = found
+            if not settling or time.monotonic() > give_up:
+                echo(f"batch {batch}: not read now: {why}")
+            else:
+                still.append(batch)
+                if batch not in told:
+                    echo(f"batch {batch}: waiting: {why}")
+                    told.add(batch)
+        waiting = still
+        if waiting:
+            time.sleep(min(1.0, settings.settle_seconds))
+    return sorted(ready)
 
 
 def _wait_for_runs_elsewhere(instance: dg.DagsterInstance, echo: Callable[[str], None]) -> None:

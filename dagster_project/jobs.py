@@ -6,11 +6,21 @@ from cowork_assets.curation.assets import curation, truncation_sweep
 from cowork_assets.datasets.assets import dataset_assets
 from cowork_assets.evidence.assets import evidence
 from cowork_assets.ingest.assets import staging_tables
+from cowork_assets.orchestration.assets import batch_manifest
 from cowork_assets.selection.assets import dedup_clusters, dedup_signatures, exclusions
 from cowork_assets.validation.assets import regrade, structure_findings, task_findings
 from cowork_assets.warehouse.assets import trace_sample_op, warehouse
 
-PER_BATCH = [staging_tables, evidence, curation, truncation_sweep, structure_findings, regrade, dedup_signatures]
+PER_BATCH = [
+    staging_tables,
+    evidence,
+    curation,
+    truncation_sweep,
+    structure_findings,
+    regrade,
+    dedup_signatures,
+    batch_manifest,
+]
 CROSS_BATCH = [task_findings, dedup_clusters, exclusions, *dataset_assets]
 WAREHOUSE = [warehouse]
 # Cross-batch runs rewrite shared tables and publications: the run queue lets one run at a time.
@@ -20,7 +30,7 @@ process_batch = dg.define_asset_job(
     "process_batch",
     selection=dg.AssetSelection.assets(*PER_BATCH),
     description="Everything per batch, for one batch partition: ingest -> evidence -> curation -> validation "
-    "-> dedup signatures.",
+    "-> dedup signatures -> the batch's manifest.",
 )
 
 refresh_corpus = dg.define_asset_job(

@@ -22,7 +22,7 @@ from cowork_assets.orchestration.lineage import COLUMN_LINEAGE
 from cowork_assets.store.registry import published
 
 # Pipeline order; the UI sorts groups by name, so each gets its position as a prefix.
-GROUPS = ("raw", "staging", "evidence", "curation", "validation", "selection", "datasets", "warehouse")
+GROUPS = ("raw", "staging", "evidence", "curation", "validation", "selection", "batches", "datasets", "warehouse")
 PUBLISHED = (*published(), "dataset_card")
 OWNERS = ["team:cowork-curate"]
 

@@ -11,6 +11,7 @@ from cowork_assets.ingest.raw_files import discover_batches
 from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.run_health import in_flight, publication_blocked, reap_dead_runs
 from cowork_assets.settings import CurateSettings
+from cowork_assets.store import batch_state
 from dagster_project.jobs import CORPUS_JOBS, process_batch, refresh_corpus, refresh_warehouse
 
 INTERVAL = 1
@@ -23,8 +24,11 @@ def _latest(instance: dg.DagsterInstance, job: str, statuses=None) -> dg.RunReco
 
 NEW_BATCH = dict(
     job=process_batch,
-    description="Registers each new batch folder under raw_root as a partition and requests its process_batch run "
-    "(not while a cross-batch run is reading every batch's tables).",
+    description="Registers each batch folder under raw_root as a partition and requests a process_batch run for each "
+    "batch that is not processed as it is now: new, its files changed (a file added, appended to, made readable), "
+    "processed with other settings, or its tables damaged. A folder is read once quiet for settle_seconds (and once "
+    "it holds batch_ready_marker, if set); not while a cross-batch run is reading every batch's tables. The run key "
+    "carries the fingerprint of the files and settings, so a batch whose run failed is not retried until it changes.",
 )
 
 
@@ -33,15 +37,30 @@ def new_batch_sensor(context: dg.SensorEvaluationContext, settings: CurateSettin
         found = discover_batches(settings.raw_path)
     except FileNotFoundError as exc:
         return dg.SkipReason(str(exc))
-    known = set(context.instance.get_dynamic_partitions(batches.name))
+    instance = context.instance
+    known = set(instance.get_dynamic_partitions(batches.name))
     new = [b for b in found if b not in known]
-    if not new:
-        return dg.SkipReason(f"no new batch folders under {settings.raw_path}")
-    if busy := in_flight(context.instance, CORPUS_JOBS):
-        return dg.SkipReason(f"{len(new)} new batch folder(s) wait for {busy} cross-batch run(s) to finish")
+    if busy := in_flight(instance, CORPUS_JOBS):
+        return dg.SkipReason(f"batch folders wait for {busy} cross-batch run(s) to finish")
+    fingerprint = batch_state.settings_fingerprint(settings.batch_content())
+    requests, waiting = [], []
+    for batch in found:
+        if why := batch_state.not_ready(settings.raw_path, batch, settings.settle_seconds, settings.batch_ready_marker):
+            waiting.append(f"{batch}: {why[0]}")
+            continue
+        raw = batch_state.raw_fingerprint(settings.raw_path, batch)
+        state = batch_state.check(settings.root, settings.raw_path, batch, fingerprint, deep=False, raw=raw)
+        if state.problem and not in_flight(instance, (process_batch.name,), batch):
+            key = f"process:{batch}:{raw[:12]}:{fingerprint[:12]}"
+            requests.append(dg.RunRequest(partition_key=batch, run_key=key, tags={"cowork/why": state.problem}))
+    if not requests and not new:
+        return dg.SkipReason(
+            "; ".join(waiting) if waiting else f"every batch folder under {settings.raw_path} is processed as it is"
+        )
     return dg.SensorResult(
-        run_requests=[dg.RunRequest(partition_key=b, run_key=f"process:{b}") for b in new],
-        dynamic_partitions_requests=[batches.build_add_request(new)],
+        run_requests=requests,
+        dynamic_partitions_requests=[batches.build_add_request(new)] if new else [],
+        skip_reason="; ".join(waiting) if waiting and not requests else None,
     )
 
 
@@ -61,11 +80,11 @@ def corpus_refresh_sensor(context: dg.SensorEvaluationContext, settings: CurateS
         return dg.SkipReason(f"waiting for {batch_runs} batch run(s) in flight")
     if in_flight(instance, CORPUS_JOBS):
         return dg.SkipReason("a cross-batch run is in flight")
-    if blocked := publication_blocked(instance, settings):
-        return dg.SkipReason(f"not refreshing the corpus: {blocked}")
     batch = _latest(instance, process_batch.name, [dg.DagsterRunStatus.SUCCESS])
     corpus = _latest(instance, refresh_corpus.name)
     if batch is not None and (corpus is None or batch.end_time > corpus.create_timestamp.timestamp()):
+        if blocked := publication_blocked(instance, settings, deep=False):  # the publish steps check by digest
+            return dg.SkipReason(f"not refreshing the corpus: {blocked}")
         after = batch.dagster_run.run_id  # one request for both: the queue runs one cross-batch run at a time
         return [
             dg.RunRequest(job_name=refresh_corpus.name, run_key=f"corpus-after:{after}"),

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+
+# Tests write a batch and run it at once: no settle time, unless a test sets one (settings read this on import).
+os.environ["COWORK_SETTLE_SECONDS"] = "0"
 
 from cowork_assets.synthetic.generate import generate
 

@@ -27,7 +27,7 @@ from cowork_assets.markdown import table
 from cowork_assets.orchestration.lineage import column_lineage
 from cowork_assets.orchestration.metadata import as_metadata
 from cowork_assets.orchestration.partitions import CROSS_BATCH_POOL
-from cowork_assets.orchestration.run_health import publication_blocked
+from cowork_assets.orchestration.run_health import batch_card, corpus_batches, publication_blocked
 from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.selection.exclusions import first_batch_rows
 from cowork_assets.selection.holdout import corpus_held_out, load, training_side
@@ -339,7 +339,8 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
         ],
     )
     def _asset(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-        if blocked := publication_blocked(context.instance, settings):  # a schedule or a launch from the UI
+        batches = corpus_batches(context.instance, settings)
+        if blocked := publication_blocked(context.instance, settings, batches=batches):  # every path, the UI's too
             raise dg.Failure(f"{dataset} not published: {blocked}")
         staged = versions.parquet_files(versions.candidate(settings.root, dataset))
         counts = {p.rsplit("/", 1)[-1].removesuffix(".parquet"): parquet_rows(p) for p in staged}
@@ -348,6 +349,7 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
             raise dg.Failure(f"{dataset} not published: {refused}")
         now = pub.current_rows(settings.root, dataset)
         inputs = {**card_inputs(settings, dataset, staged, rows), "previous_rows": now[1] if now else None}
+        inputs["batches"] = batch_card(batches)
         examples = trace_examples(staged) if dataset == "sft_dataset" else {}  # before publishing moves the files
         cards = {}
 

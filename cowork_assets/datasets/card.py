@@ -139,6 +139,7 @@ def build_card(
     budgets: list[dict] | None = None,
     redactions: list[dict] | None = None,
     previous_rows: int | None = None,
+    batches: list[dict] | None = None,
 ) -> dict:
     bars = histogram(lengths)
     sweep = sweep or []
@@ -148,6 +149,7 @@ def build_card(
         "previous_version": previous,
         "rows": rows,
         "previous_rows": previous_rows,
+        "batches": batches or [],
         "funnel": [{"step": s, "remaining": n} for s, n in funnel],
         "drop_reasons": [{"criterion": s, "reason": r, "count": n} for s, r, n in reasons],
         "evidence_retention": retention,
@@ -299,6 +301,24 @@ def render_markdown(card: dict) -> str:
                 [
                     (r["split"], r["category"], r["rows"], r["max_tokens"], *(r[k] for k in over))
                     for r in card["token_lengths"]
+                ],
+            ),
+        ]
+    if batches := card.get("batches"):
+        overridden = [b for b in batches if b["failed_error_checks"]]
+        lines += [
+            "",
+            "## Batches",
+            "",
+            f"Built from {len(batches)} batch(es), each processed with the settings below (settings fingerprint "
+            f"`{batches[0]['settings']}`)"
+            + (", published although ERROR checks failed (publish_despite_failed_checks):" if overridden else "."),
+            "",
+            table(
+                ["batch", "run", "ERROR checks failed"],
+                [
+                    (b["batch"], b["run_id"] or "unknown", ", ".join(b["failed_error_checks"]) or "none")
+                    for b in batches
                 ],
             ),
         ]

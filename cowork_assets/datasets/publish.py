@@ -29,6 +29,7 @@ from cowork_assets.store.storage import (
     join,
     list_names,
     move_folder,
+    open_input,
     parquet_rows,
     write_text_atomic,
 )
@@ -78,17 +79,13 @@ def write_candidate(
     is written a part at a time) with its `file_schema`; returns its folder, named by the content digest of
     the files."""
     root = candidates_folder(data_root, dataset)
-    sinks, digest = {}, hashlib.sha256()
+    sinks = {}
     try:
         for name in sorted(files):
             sinks[name] = sink = ParquetSink(join(root, f"{name}.parquet"), schemas[name], compression="zstd")
             for part in [files[name]] if isinstance(files[name], pl.DataFrame) else files[name]:
                 sink.write(part.rechunk())  # pages follow a column's chunks: the digest must follow only content
-            digest.update(name.encode())
-            with open(sink.written(), "rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    digest.update(chunk)
-        final = join(root, digest.hexdigest()[:12])
+        final = join(root, content_digest({name: str(sink.written()) for name, sink in sinks.items()}))
         # Files are placed one by one; the folder counts as staged only once CANDIDATE names it.
         for name, sink in sinks.items():
             if not exists(join(final, f"{name}.parquet")):
@@ -98,6 +95,23 @@ def write_candidate(
             sink.abort()
     write_text_atomic(join(root, "CANDIDATE"), final.rsplit("/", 1)[-1])
     return final
+
+
+def content_digest(files: dict[str, str]) -> str:
+    """What names a version: the sha256 of its Parquet files (name, then bytes, in name order), 12 hex digits."""
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode())
+        with open_input(files[name]) as fh:
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()[:12]
+
+
+def intact(folder: str) -> bool:
+    """Whether a version's Parquet files are those it was published with (their digest is in its name)."""
+    files = {f.rsplit("/", 1)[-1].removesuffix(".parquet"): f for f in parquet_files(folder)}
+    return bool(files) and folder.endswith(content_digest(files))
 
 
 GATE_PASSED = "GATE_PASSED"
@@ -142,7 +156,8 @@ def publish(
     root = published_folder(data_root, dataset)
     previous = current(data_root, dataset, strict=False)  # a damaged pointer is replaced, not followed
     existing = [v for v in list_names(root, directories=True) if v.startswith("v")]
-    version = next((v for v in existing if v.endswith(digest)), None)
+    # The same content published before is re-pointed to, unless that version was damaged since.
+    version = next((v for v in existing if v.endswith(digest) and intact(join(root, v))), None)
     new = version is None
     if new:
         version = f"v{len(existing) + 1:04d}-{digest}"

@@ -12,6 +12,7 @@ from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.specs import spec
 from cowork_assets.runtime.progress import throttled
 from cowork_assets.settings import CurateSettings
+from cowork_assets.store import batch_state
 from cowork_assets.store.models import validate_table
 from cowork_assets.store.registry import TABLES, group
 
@@ -36,6 +37,11 @@ def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
             f"no batch folder {batch!r} under {settings.raw_path}: add the folder, or delete the partition "
             "(any per-batch asset's page: the menu beside Materialize, Delete partitions)"
         )
+    # What this run reads, fingerprinted before it reads: a file changed during the run makes the batch stale.
+    raw = batch_state.raw_fingerprint(settings.raw_path, batch)
+    batch_state.start(
+        settings.root, batch, raw, batch_state.settings_fingerprint(settings.batch_content()), context.run.run_id
+    )
     started = time.monotonic()
     report = ingest_batch(
         settings.raw_path,

@@ -22,12 +22,17 @@ if TYPE_CHECKING:  # settings reads the machine's limits from here
 
 PROCESS_TAG = "cowork/process"
 IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+CHECK_EVALUATION = dg.DagsterEventType.ASSET_CHECK_EVALUATION
 WAITING = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, *IN_PROGRESS]
 
 
-def in_flight(instance: dg.DagsterInstance, jobs: tuple[str, ...]) -> int:
-    """Runs of these jobs queued or in progress."""
-    return sum(len(instance.get_run_records(dg.RunsFilter(job_name=job, statuses=WAITING), limit=10)) for job in jobs)
+def in_flight(instance: dg.DagsterInstance, jobs: tuple[str, ...], partition: str | None = None) -> int:
+    """Runs of these jobs (of this partition) queued or in progress."""
+    tags = {"dagster/partition": partition} if partition else {}
+    return sum(
+        len(instance.get_run_records(dg.RunsFilter(job_name=job, statuses=WAITING, tags=tags), limit=10))
+        for job in jobs
+    )
 
 
 def failed_batches(instance: dg.DagsterInstance, batches: list[str], job: str = "process_batch") -> list[str]:
@@ -40,16 +45,73 @@ def failed_batches(instance: dg.DagsterInstance, batches: list[str], job: str = 
     return failed
 
 
-def publication_blocked(instance: dg.DagsterInstance, settings: CurateSettings) -> str | None:
-    """Why no dataset may be published now (a batch under the raw root whose last run failed), or None."""
-    if settings.publish_without_failed_batches or not settings.raw_path.is_dir():
-        return None
-    if failed := failed_batches(instance, discover_batches(settings.raw_path)):
-        return (
-            f"batch(es) {', '.join(failed)} failed, and no dataset is published without them (run them again, or "
-            "set publish_without_failed_batches=true to publish the others)"
-        )
-    return None
+def failed_error_checks(instance: dg.DagsterInstance, run_id: str | None) -> list[str]:
+    """The ERROR-severity checks that failed in a run, as `asset:check`."""
+    if not run_id or instance.get_run_record_by_id(run_id) is None:
+        return []  # a run of another instance (or history deleted): no result to go by
+    evaluations = (e.asset_check_evaluation for e in instance.all_logs(run_id, of_type=CHECK_EVALUATION))
+    return sorted(
+        f"{e.asset_key.to_user_string()}:{e.check_name}"
+        for e in evaluations
+        if e is not None and not e.passed and e.severity == dg.AssetCheckSeverity.ERROR
+    )
+
+
+def corpus_batches(instance: dg.DagsterInstance, settings: CurateSettings, deep: bool = True) -> list[dict]:
+    """Each batch the corpus reads: its state (store/batch_state.py) and the ERROR checks its run failed."""
+    from cowork_assets.store import batch_state
+
+    fingerprint = batch_state.settings_fingerprint(settings.batch_content())
+    out = []
+    for batch in batch_state.processed_batches(settings.root):
+        state = batch_state.check(settings.root, settings.raw_path, batch, fingerprint, deep)
+        checks = failed_error_checks(instance, state.run_id) if not state.problem else []
+        out.append({"state": state, "failed_error_checks": checks})
+    return out
+
+
+def batch_card(batches: list[dict]) -> list[dict]:
+    """What a dataset card says of the batches it was built from: the run and the settings each was processed with
+    (one fingerprint for all: publication refuses a mix), and the ERROR checks it failed if published anyway."""
+    return [
+        {
+            "batch": b["state"].batch,
+            "run_id": b["state"].run_id,
+            "settings": (b["state"].settings or "")[:16],
+            "failed_error_checks": b["failed_error_checks"],
+        }
+        for b in batches
+    ]
+
+
+def publication_blocked(
+    instance: dg.DagsterInstance, settings: CurateSettings, deep: bool = True, batches: list[dict] | None = None
+) -> str | None:
+    """Why no dataset may be published now, or None: a batch whose last run failed, a processed batch whose tables
+    are damaged (by digest when `deep`, else by size), processed from other raw files or with other settings, or
+    whose run failed an ERROR-severity check. Each reason names the batches."""
+    reasons = []
+    if settings.raw_path.is_dir() and not settings.publish_without_failed_batches:
+        if failed := failed_batches(instance, discover_batches(settings.raw_path)):
+            reasons.append(
+                f"batch(es) {', '.join(failed)} failed, and no dataset is published without them (run them again, or "
+                "set publish_without_failed_batches=true to publish the others)"
+            )
+    batches = corpus_batches(instance, settings, deep) if batches is None else batches
+    states = [b["state"] for b in batches]
+    if damaged := [f"{s.batch} ({s.damage})" for s in states if s.damage]:
+        reasons.append(f"batch(es) {'; '.join(damaged)}: run them again, or `cowork-curate drop` them")
+    if stale := [f"{s.batch} ({s.stale})" for s in states if s.stale and not s.damage]:
+        reasons.append(f"batch(es) {'; '.join(stale)}: they are redone before a dataset is built from them")
+    if not settings.publish_despite_failed_checks:
+        if named := [
+            f"{b['state'].batch} ({', '.join(b['failed_error_checks'])})" for b in batches if b["failed_error_checks"]
+        ]:
+            reasons.append(
+                f"ERROR check(s) failed on batch(es) {'; '.join(named)} (fix the cause and run them again, or set "
+                "publish_despite_failed_checks=true to publish them as they are)"
+            )
+    return "; ".join(reasons) or None
 
 
 def process_identity(pid: int) -> str | None:
@@ -59,9 +121,16 @@ def process_identity(pid: int) -> str | None:
 
 
 def record_process(instance: dg.DagsterInstance, run_id: str) -> None:
-    """Tag the run with the process executing it (this one)."""
+    """Tag the run with the process executing it (this one), under the run's own id: a re-execution copies its
+    parent's tags, and the parent's process must not be taken for its own."""
     if identity := process_identity(os.getpid()):
-        instance.add_run_tags(run_id, {PROCESS_TAG: identity})
+        instance.add_run_tags(run_id, {PROCESS_TAG: f"{run_id}@{identity}"})
+
+
+def recorded_process(run: dg.DagsterRun) -> str | None:
+    """The process recorded for this run by itself (not one copied from the run it re-executes)."""
+    run_id, _, identity = run.tags.get(PROCESS_TAG, "").partition("@")
+    return identity if run_id == run.run_id and identity else None
 
 
 def is_dead(identity: str) -> bool:
@@ -75,7 +144,7 @@ def reap_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     reaped = []
     for record in instance.get_run_records(dg.RunsFilter(statuses=IN_PROGRESS)):
         run = record.dagster_run
-        identity = run.tags.get(PROCESS_TAG)
+        identity = recorded_process(run)
         if identity and is_dead(identity):
             instance.report_run_failed(run, f"the run's process ({identity}) is gone: it was killed or crashed")
             reaped.append(run.run_id)

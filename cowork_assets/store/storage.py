@@ -77,9 +77,14 @@ def exists(location: str | Path) -> bool:
 
 
 def read_bytes(location: str | Path) -> bytes:
-    fs, path = filesystem(location)
-    with fs.open_input_stream(path) as fh:
+    with open_input(location) as fh:
         return fh.read()
+
+
+def open_input(location: str | Path):
+    """A file opened for streamed reading (a context manager), locally or in an object store."""
+    fs, path = filesystem(location)
+    return fs.open_input_stream(path)
 
 
 def read_text(location: str | Path) -> str:

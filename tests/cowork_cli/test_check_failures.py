@@ -44,6 +44,19 @@ def _run(raw: Path, tmp: Path, capsys, *settings: str) -> tuple[int, str, str]:
     return status, capsys.readouterr().out, batch
 
 
+def _launch_refresh(tmp: Path, **settings) -> list[str]:
+    """refresh_corpus as the UI or the schedule launches it, on `_run`'s folders: its failed steps' errors."""
+    from cowork_assets.settings import CurateSettings
+    from cowork_cli.runner import _run_config, ensure_instance
+    from dagster_project.definitions import defs
+
+    config = CurateSettings(raw_root=str(tmp / "raw"), data_root=str(tmp / "curated"), max_duplicate_rate=0, **settings)
+    result = defs.resolve_job_def("refresh_corpus").execute_in_process(
+        run_config=_run_config(config), instance=ensure_instance(tmp / "home"), raise_on_error=False
+    )
+    return [str(e.event_specific_data.error) for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+
+
 def _failed(summary: str) -> dict[str, list[str]]:
     """FAILED CHECK headings of the summary -> the detail lines printed under each."""
     out, current = {}, None
@@ -81,9 +94,22 @@ def test_settings_that_lose_evidence_fail_the_error_checks_and_the_run(small_raw
     assert any(line.startswith("removed: ") and int(line.split(": ")[1]) > 0 for line in budget), budget
     assert f"structure_findings:samples_structurally_valid [{b}] (WARN)" in failed
     assert "invalid_samples: 1" in failed[f"structure_findings:samples_structurally_valid [{b}] (WARN)"]
+    assert not any("strategy_comparison" in name for name in failed)  # informational: never fails
+    # A failed ERROR check blocks publication, naming the batch and the checks; the cross-batch steps do not run.
+    blocked = next(line for line in summary.splitlines() if line.startswith("not refreshing the corpus:"))
+    assert f"ERROR check(s) failed on batch(es) {b} (evidence_audit:evidence_lost_to_truncation, " in blocked
+    assert not (tmp_path / "curated" / "published").exists() and "dedup_clusters:duplicate_rate (WARN)" not in failed
+    # The same on the UI's path: a refresh launched by hand or by the schedule fails at its publish steps.
+    launched = _launch_refresh(tmp_path, truncation_strategy="head", char_budget=2500, budget_policy="drop")
+    assert len(launched) == 3 and all(f"ERROR check(s) failed on batch(es) {b} (" in e for e in launched)
+    assert not (tmp_path / "curated" / "published").exists()
+    # Published as they are when asked: the batch is up to date, the cross-batch checks run.
+    settings = ("truncation_strategy=head", "char_budget=2500", "budget_policy=drop", "max_duplicate_rate=0")
+    status, summary, b = _run(small_raw, tmp_path, capsys, *settings, "publish_despite_failed_checks=true")
+    failed = _failed(summary)
+    assert f"batch {b}: up to date" in summary and (tmp_path / "curated" / "published" / "sft_dataset").is_dir()
     assert "dedup_clusters:duplicate_rate (WARN)" in failed
     assert "task_findings:tasks_consistent (WARN)" in failed  # the generator's injected inconsistencies
-    assert not any("strategy_comparison" in name for name in failed)  # informational: never fails
 
 
 def test_warnings_alone_do_not_fail_the_run(small_raw, tmp_path, capsys):

@@ -33,6 +33,7 @@ def test_definitions_load_with_groups_checks_and_jobs():
         "dedup_signatures": "selection",
         "dedup_clusters": "selection",
         "exclusions": "selection",
+        "batch_manifest": "batches",
         **{
             name: "datasets"
             for name in (
@@ -80,8 +81,9 @@ def test_definitions_load_with_groups_checks_and_jobs():
         "4_curation",
         "5_validation",
         "6_selection",
-        "7_datasets",
-        "8_warehouse",
+        "7_batches",
+        "8_datasets",
+        "9_warehouse",
     ]
     published = graph.get(dg.AssetKey("sft_dataset"))
     assert published.freshness_policy is not None and published.owners == ["team:cowork-curate"]
@@ -114,7 +116,9 @@ def _evaluate(sensor, instance, settings):
         return sensor(context)
 
 
-def test_sensor_registers_new_batches_once(tmp_path):
+def test_sensor_registers_new_batches_once_and_asks_each_state_of_a_batch_once(tmp_path):
+    """Partitions are added once; a batch not processed as it is gets a run whose key is its files' and settings'
+    fingerprint, so Dagster starts it once per state (a new file is a new state)."""
     for name in ("b1", "b2", ".tmp"):
         (tmp_path / name).mkdir()
     settings = CurateSettings(raw_root=str(tmp_path), data_root=str(tmp_path / "out"))
@@ -124,10 +128,14 @@ def test_sensor_registers_new_batches_once(tmp_path):
         assert result.dynamic_partitions_requests[0].partition_keys == ["b1", "b2"]
         instance.add_dynamic_partitions("batches", ["b1", "b2"])
         again = _evaluate(defs.get_sensor_def("new_batch_sensor"), instance, settings)
-        assert isinstance(again, dg.SkipReason)
+        assert not again.dynamic_partitions_requests
+        assert [r.run_key for r in again.run_requests] == [r.run_key for r in result.run_requests]
         (tmp_path / "b3").mkdir()
+        (tmp_path / "b1" / "a.jsonl").write_text("{}\n")
         third = _evaluate(defs.get_sensor_def("new_batch_sensor"), instance, settings)
-        assert [r.partition_key for r in third.run_requests] == ["b3"]
+        assert [r.partition_key for r in third.run_requests] == ["b1", "b2", "b3"]
+        assert third.run_requests[0].run_key != result.run_requests[0].run_key  # b1 changed: a new state
+        assert third.run_requests[1].run_key == result.run_requests[1].run_key
 
 
 def test_sensor_skips_cleanly_without_a_raw_root(tmp_path):
@@ -158,7 +166,7 @@ def test_the_registry_is_what_dagster_and_the_warehouse_see(tmp_path):
         assert spec.group_name.endswith("_" + table.group) and spec.description == table.description, table.name
         assert {d.asset_key.to_user_string() for d in spec.deps} == set(table.inputs), table.name
         assert (spec.partitions_def is not None) == table.per_batch, table.name
-    assert set(specs) - {t.name for t in REGISTRY} == {"raw_batches", "dataset_card", "warehouse"}
+    assert set(specs) - {t.name for t in REGISTRY} == {"raw_batches", "batch_manifest", "dataset_card", "warehouse"}
     views = {name for name, _ in view_statements(str(tmp_path))}
     assert views == {t.name for t in REGISTRY if t.location != "staged"} | {
         "cowork_data_root",

@@ -10,7 +10,7 @@ import time
 import dagster as dg
 import pytest
 
-from cowork_assets.orchestration.run_health import PROCESS_TAG, in_flight
+from cowork_assets.orchestration.run_health import PROCESS_TAG, in_flight, reap_dead_runs, recorded_process
 from cowork_assets.runtime.procfs import stat_fields
 from cowork_assets.synthetic.generate import generate
 from tests.conftest import ROOT
@@ -79,7 +79,7 @@ def test_a_killed_runs_process_is_found_and_its_slot_freed(corpus, tmp_path):
         120,
         "the run to start",
     )
-    assert run.tags[PROCESS_TAG].split(":")[1] == str(worker.pid)
+    assert recorded_process(run).split(":")[1] == str(worker.pid)
     worker.kill()
     worker.wait()
     assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.STARTED  # nothing else notices
@@ -114,3 +114,23 @@ def test_a_killed_cli_run_leaves_no_process_behind(corpus, tmp_path, how):
     cli.send_signal(how)
     cli.wait(timeout=60)
     _wait(lambda: not any(_alive(p) for p in workers), 30, f"{sorted(workers)} to exit after {how.name}")
+
+
+def test_a_re_executed_run_is_not_taken_for_its_parent_whose_process_is_gone(tmp_path):
+    """A re-execution copies its parent's tags: the parent's (dead) process must not mark it failed."""
+    from cowork_cli.runner import ensure_instance
+
+    instance = ensure_instance(tmp_path / "home")
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    host = __import__("socket").gethostname()
+    dead = f"{host}:{gone.pid}:1"
+    started = dg.DagsterRunStatus.STARTED
+    instance.add_run(
+        dg.DagsterRun("process_batch", run_id="parent", status=started, tags={PROCESS_TAG: f"parent@{dead}"})
+    )
+    instance.add_run(
+        dg.DagsterRun("process_batch", run_id="child", status=started, tags={PROCESS_TAG: f"parent@{dead}"})
+    )
+    assert reap_dead_runs(instance) == ["parent"]
+    assert instance.get_run_by_id("child").status == started

@@ -1,0 +1,26 @@
+"""The last step of a batch run: the batch's manifest (store/batch_state.py), written once every per-batch table is."""
+
+import dagster as dg
+
+from cowork_assets.orchestration.partitions import batches
+from cowork_assets.settings import CurateSettings
+from cowork_assets.store import batch_state
+from cowork_assets.store.registry import REGISTRY
+
+PER_BATCH_TABLES = [t.name for t in REGISTRY if t.per_batch and t.location == "tables"]
+
+
+@dg.asset(
+    group_name="batches",
+    partitions_def=batches,
+    deps=PER_BATCH_TABLES,
+    kinds={"json"},
+    description="The batch as processed: its raw files' fingerprint when ingest read them, the settings and code it "
+    "ran with, and each per-batch table's file with its size and sha256 (<data_root>/state/manifests/<batch>.json). "
+    "A batch counts as processed only while its manifest verifies; publication checks every batch's.",
+)
+def batch_manifest(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    written = batch_state.finish(settings.root, context.partition_key, context.run.run_id)
+    return dg.MaterializeResult(
+        metadata={"tables": len(written["tables"]), "bytes": sum(t["bytes"] for t in written["tables"].values())}
+    )

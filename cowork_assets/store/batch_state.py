@@ -1,0 +1,214 @@
+"""What a processed batch is: the raw files it was read from, the settings and code it ran with, and the table
+files it wrote, with their digests (its manifest, `<data_root>/state/manifests/<batch>.json`).
+
+A batch run records its raw files' fingerprint when ingest starts (`start`), and its last step writes the
+manifest (`finish`) once every per-batch table is written. A batch counts as processed only while its manifest
+verifies: every file it lists is there with its size and digest, the raw files are those it was read from and
+the settings are the current ones. A table file missing or rewritten since (a step re-run alone, a run that failed
+half-way, a deleted file) is damage, never "no rows".
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from cowork_assets.ingest.raw_files import batch_entries
+from cowork_assets.store import storage
+from cowork_assets.store.registry import REGISTRY, TABLES
+
+STATE = "state"
+
+
+def raw_fingerprint(raw_root: Path, batch: str) -> str:
+    """sha256 of every file the batch walk finds (path, size, modification time, inode, permissions) and every entry
+    it skips (path, reason): appended lines, a new file, a file made readable or replaced all change it."""
+    files, skipped = batch_entries(raw_root, batch)
+    stats = [(f.relative_to(raw_root).as_posix(), *_stat(f)) for f in files]
+    return hashlib.sha256(orjson.dumps({"files": stats, "skipped": skipped})).hexdigest()
+
+
+def _stat(path: Path) -> tuple[int, int, int, int]:
+    try:
+        s = path.stat()
+    except OSError:
+        return (-1, -1, -1, -1)
+    return (s.st_size, s.st_mtime_ns, s.st_ino, s.st_mode)
+
+
+def settings_fingerprint(content: dict) -> str:
+    """sha256 of the settings that shape outputs and of the code version."""
+    from cowork_assets.datasets.card import code_version
+
+    return hashlib.sha256(
+        orjson.dumps({"settings": content, "code": code_version()}, option=orjson.OPT_SORT_KEYS)
+    ).hexdigest()
+
+
+def seconds_quiet(raw_root: Path, batch: str) -> float:
+    """Seconds since anything in the batch folder last changed (a file written, added, removed or renamed)."""
+    folder = raw_root / batch
+    times = [folder.stat().st_mtime]
+    for here, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            try:
+                times.append((Path(here) / name).lstat().st_mtime)
+            except OSError:
+                continue
+    return time.time() - max(times)
+
+
+def not_ready(raw_root: Path, batch: str, settle_seconds: float, marker: str) -> tuple[str, bool] | None:
+    """Why the batch folder is not to be read yet, and whether waiting will do (it is still being written) rather
+    than its completion marker being missing; None when it is ready."""
+    if marker and not (raw_root / batch / marker).exists():
+        return f"no {marker} file in the folder yet (batch_ready_marker)", False
+    if settle_seconds > 0 and (quiet := seconds_quiet(raw_root, batch)) < settle_seconds:
+        return (
+            f"its files changed {quiet:.0f}s ago: it is read once quiet for {settle_seconds:g}s (settle_seconds)",
+            True,
+        )
+    return None
+
+
+# Where the state lives
+def _path(root: str, batch: str, suffix: str = "json") -> str:
+    return storage.join(root, STATE, "manifests", f"{batch}.{suffix}")
+
+
+def per_batch_files(root: str, batch: str) -> dict[str, str]:
+    """Every per-batch table's file of the batch: table name -> location."""
+    return {t.name: t.file(root, batch) for t in REGISTRY if t.per_batch and t.location == "tables"}
+
+
+def processed_batches(root: str) -> list[str]:
+    """The batches the corpus reads: those with ingest tables or a manifest."""
+    tables = storage.list_names(TABLES["trajectories"].folder(root), directories=True)
+    manifests = storage.list_names(storage.join(root, STATE, "manifests"))
+    return sorted(
+        {n.removeprefix("batch=") for n in tables if n.startswith("batch=")}
+        | {n.removesuffix(".json") for n in manifests if n.endswith(".json") and not n.endswith(".started.json")}
+    )
+
+
+# A batch run
+def start(root: str, batch: str, raw: str, settings: str, run_id: str) -> None:
+    """Ingest begins: what the run reads (the raw files' fingerprint now) and with what settings."""
+    payload = {"batch": batch, "raw": raw, "settings": settings, "run_id": run_id}
+    storage.write_text_atomic(_path(root, batch, "started.json"), orjson.dumps(payload).decode())
+
+
+def finish(root: str, batch: str, run_id: str) -> dict:
+    """Every per-batch table is written: the manifest replaces the last one. Returns it."""
+    started = _path(root, batch, "started.json")
+    if not storage.exists(started) or (begun := orjson.loads(storage.read_bytes(started)))["run_id"] != run_id:
+        raise RuntimeError(
+            f"batch {batch}: its ingest did not run in this run; run process_batch for the batch (every step)"
+        )
+    tables = {name: _digest(f) for name, f in per_batch_files(root, batch).items() if storage.exists(f)}
+    manifest = {**begun, "tables": tables}
+    storage.write_text_atomic(_path(root, batch), orjson.dumps(manifest, option=orjson.OPT_INDENT_2).decode())
+    storage.delete(started)
+    return manifest
+
+
+def manifest(root: str, batch: str) -> dict | None:
+    path = _path(root, batch)
+    if not storage.exists(path):
+        return None
+    try:
+        found = orjson.loads(storage.read_bytes(path))
+    except orjson.JSONDecodeError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def drop(root: str, batch: str) -> None:
+    """Remove a batch from the corpus: its tables and its manifest."""
+    for f in per_batch_files(root, batch).values():
+        storage.delete(f.rsplit("/", 1)[0])
+    storage.delete(_path(root, batch))
+    storage.delete(_path(root, batch, "started.json"))
+
+
+# Checking a batch
+@dataclass(frozen=True)
+class BatchState:
+    batch: str
+    damage: str | None  # its tables are not what its manifest says (or there is none)
+    stale: str | None  # its raw files or the settings changed since it was processed
+    run_id: str | None
+    settings: str | None
+
+    @property
+    def problem(self) -> str | None:
+        return self.damage or self.stale
+
+
+def check(
+    root: str, raw_root: Path, batch: str, settings: str, deep: bool = True, raw: str | None = None
+) -> BatchState:
+    """The batch's state: its manifest against its table files (`deep`: by digest, else by size) and against the
+    raw files (their fingerprint `raw`, computed if not given) and settings now. Raw files are compared only while
+    the batch folder exists."""
+    found = manifest(root, batch)
+    if found is None:
+        return BatchState(batch, "no manifest: no run of it finished", None, None, None)
+    if not found or not isinstance(found.get("tables"), dict):
+        return BatchState(batch, "its manifest is not readable", None, None, None)
+    damage = _damage(root, batch, found["tables"], deep)
+    stale = None
+    if found.get("settings") != settings:
+        stale = "it was processed with other settings or code"
+    elif (raw_root / batch).is_dir() and found.get("raw") != (raw or raw_fingerprint(raw_root, batch)):
+        stale = "its raw files changed since it was processed"
+    return BatchState(batch, damage, stale, found.get("run_id"), found.get("settings"))
+
+
+def _damage(root: str, batch: str, recorded: dict, deep: bool) -> str | None:
+    files = per_batch_files(root, batch)
+    for name in sorted(set(files) | set(recorded)):
+        present = storage.exists(files[name]) if name in files else False
+        if name not in recorded:
+            if present:
+                return f"its table {name} was written after its manifest"
+            continue
+        if not present:
+            return f"its table {name} is missing"
+        altered = _digest(files[name]) != recorded[name] if deep else _size(files[name]) != recorded[name]["bytes"]
+        if altered:
+            return f"its table {name} was altered since its run"
+    return None
+
+
+def _size(location: str) -> int:
+    fs, path = storage.filesystem(location)
+    return fs.get_file_info(path).size
+
+
+def _digest(location: str) -> dict:
+    fs, path = storage.filesystem(location)
+    info = fs.get_file_info(path)
+    size, sha256 = _file_digest(location, info.size, info.mtime_ns, _inode(location))
+    return {"bytes": size, "sha256": sha256}
+
+
+def _inode(location: str) -> int:
+    return 0 if storage.is_remote(location) else os.stat(location).st_ino
+
+
+@functools.lru_cache(maxsize=4096)
+def _file_digest(location: str, size: int, mtime_ns: int | None, inode: int) -> tuple[int, str]:
+    """(bytes, sha256) of a file; cached by its size, modification time and inode (files are replaced by rename,
+    never edited in place), so the steps of one run that verify the same batches read each file once."""
+    digest = hashlib.sha256()
+    with storage.open_input(location) as fh:
+        while chunk := fh.read(1 << 22):
+            digest.update(chunk)
+    return size, digest.hexdigest()
