@@ -20,6 +20,7 @@ from pydantic import Field, TypeAdapter, ValidationError, field_validator
 from cowork_assets.check_types.db_match import FREE_TEXT_ARGUMENTS, READ_ONLY_TOOLS, StateRules
 from cowork_assets.orchestration.run_health import record_process
 from cowork_assets.runtime import scratch
+from cowork_assets.store import staging
 from cowork_assets.store.root_format import ensure_format
 from cowork_assets.store.storage import is_remote, normalize_root
 
@@ -412,6 +413,7 @@ class CurateSettings(
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         if context.run is not None:
             scratch.release()
+            staging.end_all()
 
     def content(self) -> dict:
         """The settings that shape outputs (where files live is not one of them)."""

@@ -16,8 +16,8 @@ def written(root: str, table: str, batch: str, rows: int) -> dict:
     (the asset page's row count is the latest partition's; `rows_all_batches` is the table's)."""
     return {
         "dagster/row_count": rows,
-        "rows_all_batches": TABLES[table].rows(root),
-        "path": dg.MetadataValue.path(TABLES[table].file(root, batch)),
+        "rows_all_batches": rows + TABLES[table].rows_of_other_batches(root, batch),
+        "path": dg.MetadataValue.path(TABLES[table].committed_file(root, batch)),
     }
 
 

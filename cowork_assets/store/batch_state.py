@@ -20,7 +20,7 @@ from pathlib import Path
 import orjson
 
 from cowork_assets.ingest.raw_files import batch_entries
-from cowork_assets.store import storage
+from cowork_assets.store import staging, storage
 from cowork_assets.store.registry import REGISTRY, TABLES
 
 STATE = "state"
@@ -83,8 +83,8 @@ def _path(root: str, batch: str, suffix: str = "json") -> str:
 
 
 def per_batch_files(root: str, batch: str) -> dict[str, str]:
-    """Every per-batch table's file of the batch: table name -> location."""
-    return {t.name: t.file(root, batch) for t in REGISTRY if t.per_batch and t.location == "tables"}
+    """Every per-batch table's file of the batch, once its run finished: table name -> location."""
+    return {t.name: t.committed_file(root, batch) for t in REGISTRY if t.per_batch and t.location == "tables"}
 
 
 def processed_batches(root: str) -> list[str]:
@@ -99,18 +99,30 @@ def processed_batches(root: str) -> list[str]:
 
 # A batch run
 def start(root: str, batch: str, raw: str, settings: str, run_id: str) -> None:
-    """Ingest begins: what the run reads (the raw files' fingerprint now) and with what settings."""
+    """Ingest begins: what the run reads (the raw files' fingerprint now) and with what settings; its tables are
+    written aside until `finish`."""
     payload = {"batch": batch, "raw": raw, "settings": settings, "run_id": run_id}
     storage.write_text_atomic(_path(root, batch, "started.json"), orjson.dumps(payload).decode())
+    staging.begin(root, batch, run_id)
 
 
 def finish(root: str, batch: str, run_id: str) -> dict:
-    """Every per-batch table is written: the manifest replaces the last one. Returns it."""
+    """Every per-batch table is written: they replace the batch's tables, and the manifest the last one. Returns
+    it. (A crash between the two leaves tables that do not match the manifest: damage, and the batch is redone.)"""
     started = _path(root, batch, "started.json")
-    if not storage.exists(started) or (begun := orjson.loads(storage.read_bytes(started)))["run_id"] != run_id:
+    aside = staging.folder(root, batch)
+    if aside is None or not storage.exists(started) or orjson.loads(storage.read_bytes(started))["run_id"] != run_id:
         raise RuntimeError(
             f"batch {batch}: its ingest did not run in this run; run process_batch for the batch (every step)"
         )
+    begun = orjson.loads(storage.read_bytes(started))
+    staged = {t.name: t.file(root, batch) for t in REGISTRY if t.per_batch and t.location == "tables"}
+    for name, final in per_batch_files(root, batch).items():
+        if storage.exists(staged[name]):
+            storage.move_file(staged[name], final)
+        else:  # not written by this run: not the batch's as it is now
+            storage.delete(final)
+    staging.end(root, batch)
     tables = {name: _digest(f) for name, f in per_batch_files(root, batch).items() if storage.exists(f)}
     manifest = {**begun, "tables": tables}
     storage.write_text_atomic(_path(root, batch), orjson.dumps(manifest, option=orjson.OPT_INDENT_2).decode())

@@ -30,7 +30,7 @@ from cowork_assets.datasets.schemas import RlRollouts, RlTasks, SftDataset
 from cowork_assets.evidence.schemas import Evidence
 from cowork_assets.ingest.schemas import Messages, Quarantine, SkippedInputs, TaskPackages, ToolCalls, Trajectories
 from cowork_assets.selection.schemas import DedupClusters, DedupSignatures, Exclusions
-from cowork_assets.store import storage, versions
+from cowork_assets.store import staging, storage, versions
 from cowork_assets.store.models import arrow_schema
 from cowork_assets.validation.schemas import Regrade, StructureFindings, TaskFindings
 
@@ -56,7 +56,14 @@ class Table:
         return storage.join(root, "tables", self.name)
 
     def file(self, root: str, batch: str | None = None) -> str:
-        """The file of a batch (a per-batch table), or the table's one file."""
+        """The file of a batch (a per-batch table; while this process runs the batch, its staged file), or the
+        table's one file."""
+        if self.per_batch and (aside := staging.folder(root, batch)):
+            return storage.join(aside, self.name, FILE_NAME)
+        return self.committed_file(root, batch)
+
+    def committed_file(self, root: str, batch: str | None = None) -> str:
+        """Where a batch's file is once its run finished (`tables/<name>/batch=<batch>/`), or the table's one file."""
         if self.per_batch and batch is None:
             raise ValueError(f"{self.name} is written per batch: name the batch")
         if self.location != "tables":
@@ -66,7 +73,7 @@ class Table:
 
     def glob(self, root: str) -> str:
         """Every batch's file of a per-batch table, as one pattern (the table's one file otherwise)."""
-        return storage.join(self.folder(root), "batch=*", FILE_NAME) if self.per_batch else self.file(root)
+        return storage.join(self.folder(root), "batch=*", FILE_NAME) if self.per_batch else self.committed_file(root)
 
     def sources(self, root: str) -> list[str]:
         """What holds every row: the batches' files and the extra files beside them that exist, the table's file,
@@ -94,6 +101,12 @@ class Table:
     def rows(self, root: str, batch: str | None = None) -> int:
         """Rows of a batch, or of every batch, from the files' footers."""
         return storage.parquet_rows(self.file(root, batch) if batch is not None else self.sources(root))
+
+    def rows_of_other_batches(self, root: str, batch: str) -> int:
+        """Rows of every other batch's file (while a batch is processed, its own are aside)."""
+        names = storage.list_names(self.folder(root), directories=True)
+        files = [self.committed_file(root, n.removeprefix("batch=")) for n in names if n != f"batch={batch}"]
+        return storage.parquet_rows([f for f in files if storage.exists(f)] or [])
 
     def chunks(self, root: str, batch: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
         """A per-trajectory table of a batch, whole trajectories a chunk at a time (`storage.trajectory_chunks`)."""

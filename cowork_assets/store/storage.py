@@ -109,6 +109,16 @@ def delete(location: str | Path) -> None:
         fs.delete_file(path)
 
 
+def move_file(source: str, target: str) -> None:
+    """Rename a file over `target` (atomic on local disk; copy then delete in an object store)."""
+    if not is_remote(source):
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(source, target)
+        return
+    fs, src = filesystem(source)
+    fs.move(src, filesystem(target)[1])
+
+
 def move_folder(source: str, target: str) -> None:
     """Rename a folder (atomic on local disk); copy then delete in an object store, which has no folders."""
     if not is_remote(source):
@@ -327,7 +337,7 @@ def plain(frame: pl.DataFrame) -> pl.DataFrame:
 
 def parquet_rows(location: str | list[str]) -> int:
     """Rows of Parquet files (a file, a glob or a list of them), from their footers."""
-    return pl.scan_parquet(location).select(pl.len()).collect().item()
+    return pl.scan_parquet(location).select(pl.len()).collect().item() if location else 0
 
 
 def iter_chunks(location: str, columns: list[str] | None = None, rows: int = 25_000) -> Iterator[pl.DataFrame]:

@@ -195,3 +195,30 @@ def test_data_roots_and_instances_this_code_cannot_read_are_refused_in_one_line(
     status, out = _run(raw, tmp_path, capsys)
     assert status == 1 and len(out.strip().splitlines()) == 1
     assert "cannot be read (file is not a database): move that folder aside" in out
+
+
+def test_a_batch_run_that_fails_half_way_leaves_the_last_good_tables(raw, tmp_path, capsys, monkeypatch):
+    from cowork_assets.curation import assets as curation_assets
+
+    a, _ = _batches(raw)
+    assert _run(raw, tmp_path, capsys)[0] == 0
+    tables = tmp_path / "curated" / "tables"
+    before = {p: p.read_bytes() for p in tables.glob(f"*/batch={a}/data.parquet")}
+    manifest = (tmp_path / "curated" / "state" / "manifests" / f"{a}.json").read_bytes()
+    quarantined = _rows(tmp_path, "quarantine", a)
+    with (raw / a / "part-000.jsonl").open("a") as fh:
+        fh.write("appended, not JSON\n")
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("curation failed half-way")
+
+    monkeypatch.setattr(curation_assets, "curate_chunk", fails)  # after ingest wrote the batch's new tables
+    status, out = _run(raw, tmp_path, capsys)
+    assert status == 1 and f"FAILED {a}: curation: RuntimeError: curation failed half-way" in out
+    assert {p: p.read_bytes() for p in tables.glob(f"*/batch={a}/data.parquet")} == before  # nothing replaced
+    assert (tmp_path / "curated" / "state" / "manifests" / f"{a}.json").read_bytes() == manifest
+    assert list((tmp_path / "curated" / "staged-batches" / a).glob("*/trajectories/data.parquet"))  # aside
+    monkeypatch.undo()
+    status, out = _run(raw, tmp_path, capsys)
+    assert status == 0 and _rows(tmp_path, "quarantine", a) == quarantined + 1
+    assert not (tmp_path / "curated" / "staged-batches" / a).exists()
