@@ -146,8 +146,8 @@ class PeakMemory:
 
 
 def published_sft_texts(data_root: Path) -> list[str]:
-    """The text of every published SFT message as it is tokenized: content, then each tool call's name
-    and arguments (what `sft_dataset.tokens` counts)."""
+    """The text of every published SFT message as it is tokenized: reasoning, content, then each tool call's
+    name and arguments (what `sft_dataset.tokens` counts)."""
     from cowork_assets.store.storage import plain
     from cowork_assets.tokens import token_text
 
@@ -157,7 +157,7 @@ def published_sft_texts(data_root: Path) -> list[str]:
     )
     sft = plain(TABLES["sft_dataset"].scan(str(data_root)).select("messages").collect())
     messages = sft.select(pl.col("messages").explode()).unnest("messages")
-    return messages.select(token_text(pl.col("content"), calls)).to_series().to_list()
+    return messages.select(token_text(pl.col("content"), calls, pl.col("reasoning_content"))).to_series().to_list()
 
 
 FLOOR_REPEATS = 3

@@ -58,6 +58,24 @@ def test_every_round4_file_is_read_as_its_tool_wrote_it(tmp_path, batch):
         }, raw_file
 
 
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    """Every round4 folder as a batch, ungraded runs accepted (Claude Code and Codex sessions carry no grade)."""
+    from cowork_assets.settings import CurateSettings
+    from cowork_cli.runner import ensure_instance, materialize_all
+
+    base = tmp_path_factory.mktemp("round4")
+    for batch in FORMAT_OF:
+        shutil.copytree(ROUND4 / batch, base / "raw" / batch)
+    settings = CurateSettings(raw_root=str(base / "raw"), data_root=str(base / "curated"), accept_ungraded=True)
+    assert materialize_all(settings, ensure_instance(base / "home"), echo=lambda _: None).failed == {}
+    return settings
+
+
+def _sft(settings) -> pl.DataFrame:
+    return pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "*.parquet")
+
+
 def test_the_resolved_mini_swe_agent_runs_are_published(tmp_path):
     from cowork_assets.settings import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
@@ -66,8 +84,52 @@ def test_the_resolved_mini_swe_agent_runs_are_published(tmp_path):
     settings = CurateSettings(raw_root=str(tmp_path / "raw"), data_root=str(tmp_path / "curated"))
     outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lambda _: None)
     assert outcome.failed == {}
-    sft = pl.read_parquet(tmp_path / "curated" / "published" / "sft_dataset" / "current" / "*.parquet")
+    sft = _sft(settings)
     resolved = {i for i, passed in summarize._reports(ROUND4 / "mini_swe_agent_v2").items() if passed}
     assert len(resolved) == 6 and set(sft["task_id"]) == resolved
     rl = pl.read_parquet(tmp_path / "curated" / "published" / "rl_tasks" / "current" / "*.parquet")
     assert rl.height == 13 and set(rl["reward_model"].struct.field("style")) == {"sandbox"}  # each names its image
+
+
+def test_lengths_describe_exactly_the_published_messages_and_reasoning_is_kept(published):
+    from cowork_assets.tokens import get_encoding
+    from tests.datasets.test_datasets import published_chars
+
+    sft, enc = _sft(published), get_encoding("o200k_base")
+    assert set(sft["batch"]) == set(FORMAT_OF)
+    for row in sft.iter_rows(named=True):
+        texts = [
+            (m["reasoning_content"] + "\n" if m["reasoning_content"] is not None else "")
+            + (m["content"] or "")
+            + "\n"
+            + "\n".join(f"{c['function']['name']} {c['function']['arguments']}" for c in m["tool_calls"])
+            for m in row["messages"]
+        ]
+        assert row["chars"] == published_chars(row["messages"]), row["sample_id"]
+        assert row["tokens"] == sum(len(enc.encode_ordinary(t)) for t in texts), row["sample_id"]
+    # Reasoning is published on exactly the assistant turns whose run logged it.
+    curated = TABLES["curated_messages"].scan(published.root).select("trajectory_id", "reasoning_content").collect()
+    logged = curated.filter(pl.col("reasoning_content").is_not_null())
+    kept = sft.select("trajectory_id", "messages").explode("messages").unnest("messages")
+    kept = kept.filter(pl.col("reasoning_content").is_not_null())
+    assert kept.height > 0 and set(kept["trajectory_id"]) <= set(logged["trajectory_id"])
+    shown = set(sft["trajectory_id"])
+    assert kept.height == logged.filter(pl.col("trajectory_id").is_in(list(shown))).height
+
+
+def test_a_text_protocol_action_is_published_once(published):
+    """mini-swe-agent and SWE-agent act in their text: published natively, the action stays in the assistant's text
+    with no tool call and its output is the user turn; as tool calls, the call stays and the text loses it."""
+    from cowork_assets.text_actions import SHELL_FENCE, TEXT_ACTION
+
+    calls = TABLES["curated_messages"].scan(published.root).select("trajectory_id", "tool_calls").explode("tool_calls")
+    text_call = pl.col("tool_calls").struct.field("type") == TEXT_ACTION
+    text_calls = calls.filter(text_call).group_by("trajectory_id").len().collect()
+    sft = _sft(published).join(text_calls, on="trajectory_id")
+    assert sft.height > 0 and set(sft["batch"]) == {"sweagent_more"}  # mini-swe-agent 2.x calls tools natively
+    messages = sft.select("sample_id", "len", "messages").explode("messages").unnest("messages")
+    assert messages["tool_calls"].list.len().sum() == 0 and "tool" not in set(messages["role"])
+    for sample_id, calls, contents in (
+        messages.filter(pl.col("role") == "assistant").group_by("sample_id", "len").agg("content").iter_rows()
+    ):
+        assert sum(len(SHELL_FENCE.findall(c or "")) for c in contents) >= calls, sample_id  # each in the text

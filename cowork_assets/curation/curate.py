@@ -52,7 +52,8 @@ def apply_cuts(
     if counted is None or counted.is_empty():
         return out.with_columns(tokens=pl.lit(None, pl.Int64))
     needed = out.filter(pl.col("trajectory_id").is_in(counted.implode()))
-    texts = needed.select(token_text(pl.col("content"), pl.col("tool_calls")))[:, 0].to_list()
+    texts = needed.select(token_text(pl.col("content"), pl.col("tool_calls"), pl.col("reasoning_content")))
+    texts = texts[:, 0].to_list()
     # In this process: batches already run side by side, and helpers per chunk would not repay starting.
     tokens = needed.select(*KEY).with_columns(
         tokens=pl.Series(count_tokens(texts, settings.token_encoding, workers=1), dtype=pl.Int64)
@@ -63,6 +64,9 @@ def apply_cuts(
 def curate_chunk(
     batch: str, trajectories: pl.DataFrame, messages: pl.DataFrame, evidence: pl.DataFrame, settings: CurationSettings
 ) -> dict[str, pl.DataFrame]:
+    if settings.reasoning == "drop":  # before anything counts it
+        reasoning = pl.col("reasoning_content").str.len_chars().fill_null(0)
+        messages = messages.with_columns(chars=pl.col("chars") - reasoning, reasoning_content=pl.lit(None, pl.String))
     at_risk = evidence.filter(pl.col("status") == "at_risk").unique(["trajectory_id", "norm"], maintain_order=True)
     before_use = Shown(shown(at_risk))  # occurrences found by the evidence stage; not searched again
     long = long_observations(messages, at_risk, settings.max_observation_chars)

@@ -20,7 +20,14 @@ from cowork_assets.datasets.funnel import card_inputs
 from cowork_assets.datasets.gates import run_gate
 from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks, verl_tool_config
 from cowork_assets.datasets.schemas import JSON_FIELDS, SPLITS
-from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft, chat_messages, published_messages, token_texts
+from cowork_assets.datasets.sft import (
+    CURATED_COLUMNS,
+    build_sft,
+    chat_messages,
+    published_messages,
+    token_texts,
+    with_action_format,
+)
 from cowork_assets.datasets.suites import SuiteProcess, give_back, suite_process
 from cowork_assets.ingest.formats import coding_categories
 from cowork_assets.markdown import table
@@ -145,7 +152,7 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
         def sent_ahead():  # a batch's published messages, their tokens sent to be counted
             for (batch,), runs in selected.partition_by("batch", as_dict=True, maintain_order=True).items():
                 curated = _rows_of(settings, "curated_messages", batch, runs).select(CURATED_COLUMNS).collect()
-                messages = published_messages(curated)
+                messages = with_action_format(published_messages(curated), settings.action_format)
                 yield batch, runs, messages, counter.count_later(token_texts(messages))
 
         # The helpers count a batch's tokens while the one before is built: two batches' messages are held at

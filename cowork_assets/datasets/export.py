@@ -112,8 +112,9 @@ def sharegpt(messages: list[dict]) -> tuple[str, list[dict]]:
             turns.append(
                 {"from": "function_call", "value": orjson.dumps(calls[0] if len(calls) == 1 else calls).decode()}
             )
-        elif m["role"] == "assistant":
-            turns.append({"from": "gpt", "value": m["content"] or ""})
+        elif m["role"] == "assistant":  # reasoning as LLaMA-Factory's reasoning templates read it
+            think = f"<think>\n{m['reasoning_content']}\n</think>\n\n" if m.get("reasoning_content") else ""
+            turns.append({"from": "gpt", "value": think + (m["content"] or "")})
         elif turns and turns[-1]["from"] == "observation":
             turns[-1]["value"] += "\n" + (m["content"] or "")
         else:

@@ -12,6 +12,8 @@ import orjson
 import polars as pl
 
 from cowork_assets.datasets.split import split_expr
+from cowork_assets.store.models import message_chars
+from cowork_assets.text_actions import TEXT_ACTION, without_action
 from cowork_assets.tokens import token_text
 from cowork_assets.tool_lists import named_tools
 
@@ -22,6 +24,7 @@ MESSAGE = pl.Struct(
     {
         "role": pl.String,
         "content": pl.String,
+        "reasoning_content": pl.String,
         "tool_calls": pl.List(FUNCTION_CALL),
         "tool_call_id": pl.String,
         "name": pl.String,
@@ -57,17 +60,57 @@ def published_messages(curated: pl.DataFrame) -> pl.DataFrame:
     return curated.filter(pl.col("message_index") <= last_answer).sort("batch", "trajectory_id", "message_index")
 
 
+def with_action_format(messages: pl.DataFrame, action_format: str) -> pl.DataFrame:
+    """Published message rows with each text-protocol action once (calls of type TEXT_ACTION, read from the
+    assistant's text at ingest). `native`: the turn as the agent wrote it, without the call, and its observation
+    the user turn the harness sent; `tool_calls`: the call, of type `function`, and the action taken out of the
+    text."""
+    e = pl.element()
+    text_call = pl.col("tool_calls").list.eval(e.struct.field("type") == TEXT_ACTION).list.any().fill_null(False)
+    if action_format == "tool_calls":
+        as_function = pl.struct(
+            id=e.struct.field("id"),
+            type=pl.lit("function"),
+            name=e.struct.field("name"),
+            arguments=e.struct.field("arguments"),
+        )
+        return messages.with_columns(
+            content=pl.when(text_call).then(without_action(pl.col("content"))).otherwise("content"),
+            tool_calls=pl.when(text_call).then(pl.col("tool_calls").list.eval(as_function)).otherwise("tool_calls"),
+        )
+    run = ["batch", "trajectory_id"]
+    answers = (
+        messages.filter(text_call)
+        .select(*run, tool_call_id=pl.col("tool_calls").list.eval(e.struct.field("id")))
+        .explode("tool_call_id")
+        .with_columns(harness_turn=pl.lit(True))
+    )
+    observation = pl.col("harness_turn").fill_null(False) & (pl.col("role") == "tool")
+    return (
+        messages.join(answers, on=[*run, "tool_call_id"], how="left", maintain_order="left")
+        .with_columns(
+            role=pl.when(observation).then(pl.lit("user")).otherwise("role"),
+            tool_call_id=pl.when(observation).then(None).otherwise("tool_call_id"),
+            name=pl.when(observation).then(None).otherwise("name"),
+            tool_calls=pl.when(text_call).then(pl.col("tool_calls").list.head(0)).otherwise("tool_calls"),
+        )
+        .drop("harness_turn")
+    )
+
+
 def token_texts(messages: pl.DataFrame) -> pl.Series:
     """The text whose tokens are counted, of each published message row: counted once, for exactly the text
     that is published."""
-    return messages.select(token_text(pl.col("content"), pl.col("tool_calls"))).to_series()
+    return messages.select(token_text(pl.col("content"), pl.col("tool_calls"), pl.col("reasoning_content"))).to_series()
 
 
 def chat_messages(messages: pl.DataFrame, tokens: list[int]) -> pl.DataFrame:
-    """batch, trajectory_id, messages (list of MESSAGE), tokens from published message rows and their tokens."""
+    """batch, trajectory_id, messages (list of MESSAGE), chars and tokens from published message rows and their
+    tokens: both describe exactly the messages published."""
     e = pl.element()
+    chars = message_chars(pl.col("content"), pl.col("tool_calls"), pl.col("reasoning_content"))
     return (
-        messages.with_columns(tokens=pl.Series(tokens, dtype=pl.Int64))
+        messages.with_columns(tokens=pl.Series(tokens, dtype=pl.Int64), chars=chars)
         .with_columns(
             tool_calls=pl.col("tool_calls").list.eval(
                 pl.struct(
@@ -78,7 +121,11 @@ def chat_messages(messages: pl.DataFrame, tokens: list[int]) -> pl.DataFrame:
             )
         )
         .group_by("batch", "trajectory_id", maintain_order=True)
-        .agg(messages=pl.struct("role", "content", "tool_calls", "tool_call_id", "name"), tokens=pl.col("tokens").sum())
+        .agg(
+            messages=pl.struct(*(f.name for f in MESSAGE.fields)),
+            chars=pl.col("chars").sum(),
+            tokens=pl.col("tokens").sum(),
+        )
         .with_columns(pl.col("messages").cast(pl.List(MESSAGE)))
     )
 
@@ -111,7 +158,6 @@ def build_sft(
             stats.select(
                 "batch",
                 "trajectory_id",
-                "chars_after",
                 "truncated_messages",
                 "trimmed_messages",
                 "overflow_chars",
@@ -129,7 +175,7 @@ def build_sft(
             "category",
             teacher="teacher_model",
             score="grade_score",
-            chars="chars_after",
+            chars="chars",
             tokens="tokens",
             curation=pl.format(
                 "truncation={}@{}; {} observation(s) truncated, {} trimmed, {} chars of evidence overflow",

@@ -21,7 +21,7 @@ import polars as pl
 
 from cowork_assets.ingest.schemas import Messages, ToolCalls, Trajectories
 from cowork_assets.runtime import scratch
-from cowork_assets.store.models import TOOL_CALL, polars_schema
+from cowork_assets.store.models import TOOL_CALL, message_chars, polars_schema
 from cowork_assets.store.text_key import KEY, TextMemo, keyed, text_key
 
 RAW_SCHEMA = pl.Schema(
@@ -194,13 +194,9 @@ def _messages(raw: pl.DataFrame, batch: str) -> pl.DataFrame:
             .fill_null(pl.lit([], dtype=pl.List(TOOL_CALL)))
         )
     )
-    call_text = pl.col("tool_calls").list.eval(call.struct.field("name") + " " + call.struct.field("arguments"))
     return msgs.with_columns(
         batch=pl.lit(batch),
-        chars=(
-            pl.col("content").str.len_chars().fill_null(0)
-            + call_text.list.eval(call.str.len_chars() - 1).list.sum().fill_null(0)
-        ).cast(pl.Int64),
+        chars=message_chars(pl.col("content"), pl.col("tool_calls"), pl.col("reasoning_content")),
     ).select(polars_schema(Messages).names())
 
 

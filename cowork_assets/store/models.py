@@ -54,3 +54,13 @@ def validate_table(location: str, model: type[pa.DataFrameModel]) -> tuple[int, 
         except pandera.errors.SchemaErrors as exc:
             return rows, exc.failure_cases
     return rows, None
+
+
+def message_chars(content: pl.Expr, tool_calls: pl.Expr, reasoning: pl.Expr) -> pl.Expr:
+    """A message's characters, as every table and dataset counts them: reasoning, content, and each call's name
+    and arguments."""
+    e = pl.element()
+    calls = tool_calls.list.eval(e.struct.field("name").str.len_chars() + e.struct.field("arguments").str.len_chars())
+    return (
+        reasoning.str.len_chars().fill_null(0) + content.str.len_chars().fill_null(0) + calls.list.sum().fill_null(0)
+    ).cast(pl.Int64)

@@ -209,7 +209,8 @@ class _Helper(HelperProcess):
             self._files.popleft().close()
 
 
-def token_text(content: pl.Expr, tool_calls: pl.Expr) -> pl.Expr:
-    """The text of a message that is counted: its content, then each call's name and arguments."""
+def token_text(content: pl.Expr, tool_calls: pl.Expr, reasoning: pl.Expr) -> pl.Expr:
+    """The text of a message that is counted: its reasoning, its content, then each call's name and arguments."""
     calls = tool_calls.list.eval(pl.element().struct.field("name") + " " + pl.element().struct.field("arguments"))
-    return pl.concat_str([content.fill_null(""), calls.list.join("\n").fill_null("")], separator="\n")
+    text = pl.concat_str([content.fill_null(""), calls.list.join("\n").fill_null("")], separator="\n")
+    return pl.when(reasoning.is_null()).then(text).otherwise(pl.concat_str([reasoning, text], separator="\n"))

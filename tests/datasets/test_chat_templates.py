@@ -9,7 +9,7 @@ import orjson
 import polars as pl
 import pytest
 
-from cowork_assets.datasets.export import for_chat_template, llamafactory, openai_jsonl
+from cowork_assets.datasets.export import for_chat_template, llamafactory, openai_jsonl, sharegpt
 from tests.test_rewards import render
 
 
@@ -101,3 +101,22 @@ def test_the_llamafactory_export_keeps_arguments_as_objects(samples, tmp_path):
             if turn["from"] == "observation":
                 assert turns[i - 1]["from"] == "function_call"
         assert turns[-1]["from"] in ("gpt", "function_call")
+
+
+def test_reasoning_renders_first_in_its_assistant_turn_and_nowhere_else():
+    """Qwen3-style: an assistant turn's reasoning_content as <think>...</think> before its text and its calls."""
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": {"path": "."}}}
+    chat = [
+        {"role": "user", "content": "list it"},
+        {"role": "assistant", "content": "", "reasoning_content": "look first", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+        {"role": "assistant", "content": "a.py", "reasoning_content": "one file"},
+        {"role": "assistant", "content": "done"},
+    ]
+    text = render("qwen2.5.jinja", chat, [])
+    turns = text.split("<|im_start|>assistant\n")[1:]
+    assert turns[0].startswith("<think>\nlook first\n</think>\n\n<tool_call>\n")
+    assert turns[1].startswith("<think>\none file\n</think>\n\na.py<|im_end|>")
+    assert turns[2] == "done<|im_end|>\n" and text.count("<think>") == 2
+    _, llamafactory_turns = sharegpt([{**m, "tool_calls": None} for m in chat[3:]])
+    assert [t["value"] for t in llamafactory_turns] == ["<think>\none file\n</think>\n\na.py", "done"]

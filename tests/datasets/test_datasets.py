@@ -32,6 +32,7 @@ def test_sft_rows_round_trip_to_the_curated_messages_of_their_source(pipeline):
             {
                 "role": m["role"],
                 "content": m["content"],
+                "reasoning_content": m["reasoning_content"],
                 "tool_call_id": m["tool_call_id"],
                 "name": m["name"],
                 "tool_calls": [
@@ -52,13 +53,24 @@ def test_sft_tokens_count_exactly_the_published_text(pipeline):
     enc = get_encoding("o200k_base")
     for row in _published(settings, "sft_dataset").head(40).iter_rows(named=True):
         texts = [
-            (m["content"] or "")
+            (m["reasoning_content"] + "\n" if m["reasoning_content"] is not None else "")
+            + (m["content"] or "")
             + "\n"
             + "\n".join(f"{c['function']['name']} {c['function']['arguments']}" for c in m["tool_calls"])
             for m in row["messages"]
         ]
         assert row["tokens"] == sum(len(enc.encode_ordinary(t)) for t in texts)
-        assert row["chars"] >= sum(len(m["content"] or "") for m in row["messages"])
+        assert row["chars"] == published_chars(row["messages"])
+
+
+def published_chars(messages: list[dict]) -> int:
+    """A published sample's characters, read from its messages: reasoning, content, calls' names and arguments."""
+    return sum(
+        len(m["reasoning_content"] or "")
+        + len(m["content"] or "")
+        + sum(len(c["function"]["name"]) + len(c["function"]["arguments"]) for c in m["tool_calls"])
+        for m in messages
+    )
 
 
 def test_the_benchmark_floor_tokenizes_exactly_the_text_the_pipeline_counts(pipeline):

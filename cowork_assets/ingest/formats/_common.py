@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import Counter
 from functools import partial
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import orjson
 
 from cowork_assets.ingest.raw_files import RawLine
+from cowork_assets.text_actions import TEXT_ACTION, fenced_command, text_action  # noqa: F401 (readers use them here)
 
 NO_PARAMETERS = {"type": "object", "properties": {}}
 BASH_TOOL = {
@@ -132,34 +132,6 @@ def unique_call_ids(messages: list[dict]) -> list[dict]:
     return out
 
 
-# A text-protocol harness's action: one shell block in the assistant's text (mini-swe-agent, SWE-agent), or one
-# XML-style function call (`<function=name><parameter=key>value</parameter></function>`: SWE-smith, OpenHands'
-# prompted function calling).
-SHELL_FENCE = re.compile(r"```(bash|sh|shell|mswea_bash_command)?[ \t]*\n(.*?)\n?```", re.S)
-XML_FUNCTION = re.compile(r"<function=([\w.-]+)>(.*?)</function>", re.S)
-XML_PARAMETER = re.compile(r"<parameter=([\w.-]+)>\n?(.*?)\n?</parameter>", re.S)
-
-
-def fenced_command(text: str | None) -> str | None:
-    """The one shell command a text-protocol assistant turn holds: its only labelled shell block, else its only
-    unlabelled block; None when it holds none or several (the harness rejects those as format errors)."""
-    blocks = SHELL_FENCE.findall(text or "")
-    labelled = [body for lang, body in blocks if lang]
-    if len(labelled) == 1:
-        return labelled[0]
-    return blocks[0][1] if not labelled and len(blocks) == 1 else None
-
-
-def text_action(text: str | None) -> tuple[str, dict] | None:
-    """The one action (tool name, arguments) of a text-protocol assistant turn: an XML-style function call, else a
-    shell block (`bash`, `{"command": ...}`); None when there is none, or more than one."""
-    functions = XML_FUNCTION.findall(text or "")
-    if functions:
-        return (functions[0][0], dict(XML_PARAMETER.findall(functions[0][1]))) if len(functions) == 1 else None
-    command = fenced_command(text)
-    return None if command is None else ("bash", {"command": command})
-
-
 def text_protocol(messages: list[dict], action_of=lambda m: text_action(m.get("content"))) -> list[dict]:
     """A text-protocol conversation (the action in the assistant's text, its output the next user turn) with each
     action a call and the user turn after it that call's result, so truncation and the evidence audit see
@@ -175,7 +147,7 @@ def text_protocol(messages: list[dict], action_of=lambda m: text_action(m.get("c
         message, pending = dict(m), None
         if m["role"] == "assistant" and not m.get("tool_calls") and (action := action_of(m)) is not None:
             pending = (f"call_{i}", action[0])
-            message["tool_calls"] = [call(pending[0], *action)]
+            message["tool_calls"] = [{**call(pending[0], *action), "type": TEXT_ACTION}]
         out.append(message)
     return out
 
