@@ -184,6 +184,7 @@ def materialize_all(
             pool.shutdown(wait=False, cancel_futures=True)
     if blocked := publication_blocked(instance, settings):
         echo(f"not refreshing the corpus: {blocked}")
+        outcome.failed["publication"] = blocked
         outcome.seconds = time.monotonic() - started
         return outcome
     # Batches run in parallel across processes; the cross-batch steps of two runs take turns.

@@ -319,7 +319,7 @@ def test_no_dataset_is_published_without_a_batch_that_failed_unless_asked(tmp_pa
     lines: list[str] = []
     settings = CurateSettings(raw_root=str(raw), data_root=str(tmp_path / "out"), accept_ungraded=True)
     outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lines.append)
-    assert list(outcome.failed) == ["broken"] and not (tmp_path / "out" / "published").exists()
+    assert list(outcome.failed) == ["broken", "publication"] and not (tmp_path / "out" / "published").exists()
     assert lines[-1].startswith("not refreshing the corpus: batch(es) broken failed")
     # The UI path: the sensor waits, and a refresh launched by hand or the schedule publishes nothing.
     instance = ensure_instance(tmp_path / "home")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import math
 import subprocess
@@ -20,14 +21,17 @@ def settings_hash(settings: dict) -> str:
     return hashlib.sha256(orjson.dumps(settings, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
+@functools.cache
 def code_version() -> str:
+    """The package version and the checkout's commit: once per process (every batch check reads it, and two
+    processes must not disagree because one `git` was slow)."""
     version = metadata.version("cowork-curate")
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
             capture_output=True,
             text=True,
-            timeout=5,
+            timeout=60,
             cwd=Path(__file__).parent,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):

@@ -103,10 +103,14 @@ class Table:
         return storage.parquet_rows(self.file(root, batch) if batch is not None else self.sources(root))
 
     def rows_of_other_batches(self, root: str, batch: str) -> int:
-        """Rows of every other batch's file (while a batch is processed, its own are aside)."""
-        names = storage.list_names(self.folder(root), directories=True)
-        files = [self.committed_file(root, n.removeprefix("batch=")) for n in names if n != f"batch={batch}"]
-        return storage.parquet_rows([f for f in files if storage.exists(f)] or [])
+        """Rows of every other batch's file: the one a run of it is writing aside if there is one (batches run side
+        by side), else its file in `tables/`."""
+        committed = {n.removeprefix("batch=") for n in storage.list_names(self.folder(root), directories=True)}
+        files = []
+        for other in sorted((committed | set(staging.in_progress(root))) - {batch}):
+            aside = [storage.join(f, self.name, FILE_NAME) for f in staging.in_progress(root).get(other, [])]
+            files += [f for f in aside if storage.exists(f)][-1:] or [self.committed_file(root, other)]
+        return storage.parquet_rows([f for f in files if storage.exists(f)])
 
     def chunks(self, root: str, batch: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
         """A per-trajectory table of a batch, whole trajectories a chunk at a time (`storage.trajectory_chunks`)."""

@@ -26,6 +26,17 @@ def folder(root: str, batch: str) -> str | None:
     return _active.get((root, batch))
 
 
+def in_progress(root: str) -> dict[str, list[str]]:
+    """Batch -> the folders runs of it are writing aside, in any process (one, unless two runs of it overlap)."""
+    base = storage.join(root, FOLDER)
+    return {
+        batch: [
+            storage.join(base, batch, run) for run in storage.list_names(storage.join(base, batch), directories=True)
+        ]
+        for batch in storage.list_names(base, directories=True)
+    }
+
+
 def end(root: str, batch: str) -> None:
     _active.pop((root, batch), None)
     storage.delete(storage.join(root, FOLDER, batch))
