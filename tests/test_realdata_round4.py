@@ -133,3 +133,21 @@ def test_a_text_protocol_action_is_published_once(published):
         messages.filter(pl.col("role") == "assistant").group_by("sample_id", "len").agg("content").iter_rows()
     ):
         assert sum(len(SHELL_FENCE.findall(c or "")) for c in contents) >= calls, sample_id  # each in the text
+
+
+def test_the_qwen_style_template_renders_reasoning_where_the_run_had_it_and_each_action_once(published):
+    import re
+
+    from cowork_assets.datasets.export import for_chat_template
+    from tests.test_rewards import render
+
+    sft = _sft(published)
+    thinking = 0
+    for messages, tools in sft.select("messages", "tools").iter_rows():
+        chat, tool_list = for_chat_template(messages, tools)
+        conversation = render("qwen2.5.jinja", chat, tool_list).split("<|im_end|>", 1)[1]  # after the system turn
+        reasoning = [m["reasoning_content"] for m in messages if m["reasoning_content"]]
+        assert re.findall(r"<think>\n(.*?)\n</think>\n\n", conversation, re.S) == reasoning
+        assert conversation.count("<tool_call>") == sum(len(m["tool_calls"]) for m in messages)
+        thinking += len(reasoning)
+    assert thinking > 0

@@ -229,7 +229,11 @@ def test_head_and_drop_fail_the_checks_with_named_values(default_raw, tmp_path, 
         raw_root=str(default_raw), data_root=str(tmp_path / "d"), truncation_strategy="head", budget_policy="drop"
     )
     outcome = materialize_all(settings, ensure_instance(tmp_path / "home"), only=[batch], echo=lambda _: None)
-    assert outcome.failed == {}
+    assert list(outcome.failed) == ["publication"]  # the failed ERROR checks block publication, named
+    assert (
+        f"{batch} (evidence_audit:evidence_lost_to_truncation, sample_stats:evidence_lost_to_budget)"
+        in (outcome.failed["publication"])
+    )
     assert f"evidence_audit:evidence_lost_to_truncation [{batch}] (ERROR)" in outcome.failed_checks
     details = outcome.check_details[f"evidence_audit:evidence_lost_to_truncation [{batch}] (ERROR)"]
     lost = TABLES["evidence_audit"].scan(settings.root).collect().filter(pl.col("lost_to_truncation"))
