@@ -194,12 +194,28 @@ class CurationSettings(dg.Config):
         description="Over budget: `drop` the sample, or `trim` the oldest observations down to their evidence "
         "windows and drop only if still over.",
     )
+    tokenizer: str = Field(
+        default="",
+        description="A local Hugging Face tokenizer folder (tokenizer.json, and tokenizer_config.json with its "
+        "chat_template, or chat_template.jinja), read offline: each published sample's `tokens` is then the length of "
+        "its rendering by that chat template (tools included) in that tokenizer, and the sample budget counts each "
+        "message in it. Empty: tiktoken's `token_encoding`.",
+    )
     reasoning: Literal["keep", "drop"] = Field(
         default="keep",
         description="The teacher's reasoning (thinking blocks, reasoning items, `reasoning_content`) on assistant "
         "messages: `keep` publishes it in each message's `reasoning_content` (counted in lengths and budgets, never "
         "truncated), `drop` leaves it out of the curated messages and the datasets.",
     )
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _tokenizer(cls, value: str) -> str:
+        from cowork_assets.trainers.tokenizer import tokenizer_problem
+
+        if value and (problem := tokenizer_problem(value)):
+            raise ValueError(problem)
+        return str(Path(value).expanduser().resolve()) if value else value
 
     @field_validator("category_char_budgets", "category_token_budgets")
     @classmethod

@@ -20,6 +20,7 @@ from cowork_assets.ingest.formats import coding_categories
 from cowork_assets.settings import CurationSettings
 from cowork_assets.store.models import polars_schema
 from cowork_assets.tokens import count_tokens, token_text
+from cowork_assets.trainers.tokenizer import chat_tokenizer
 
 KEY = ["trajectory_id", "message_index"]
 SPAN_LEN = pl.element().struct.field("end") - pl.element().struct.field("start")
@@ -55,9 +56,12 @@ def apply_cuts(
     texts = needed.select(token_text(pl.col("content"), pl.col("tool_calls"), pl.col("reasoning_content")))
     texts = texts[:, 0].to_list()
     # In this process: batches already run side by side, and helpers per chunk would not repay starting.
-    tokens = needed.select(*KEY).with_columns(
-        tokens=pl.Series(count_tokens(texts, settings.token_encoding, workers=1), dtype=pl.Int64)
+    counts = (
+        chat_tokenizer(settings.tokenizer).count_texts(texts)
+        if settings.tokenizer
+        else count_tokens(texts, settings.token_encoding, workers=1)
     )
+    tokens = needed.select(*KEY).with_columns(tokens=pl.Series(counts, dtype=pl.Int64))
     return out.join(tokens, on=KEY, how="left", maintain_order="left")
 
 

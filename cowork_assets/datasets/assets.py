@@ -25,6 +25,7 @@ from cowork_assets.datasets.sft import (
     build_sft,
     chat_messages,
     published_messages,
+    rendered_tokens,
     token_texts,
     with_action_format,
 )
@@ -168,6 +169,8 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
                 settings.truncation_strategy,
                 settings.max_observation_chars,
             )
+            if settings.tokenizer:  # the trainer's own count: the sample as its chat template renders it
+                rows = rows.with_columns(tokens=pl.Series(rendered_tokens(rows, settings.tokenizer), dtype=pl.Int64))
             tasks.update(rows["task_id"].to_list())
             for split, spill in spills.items():
                 spill.write(rows.filter(pl.col("split") == split))

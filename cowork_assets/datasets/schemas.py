@@ -30,7 +30,11 @@ class SftDataset(pa.DataFrameModel):
     teacher: str = pa.Field(description="teacher model")
     score: float = pa.Field(nullable=True, description="recorded grader score")
     chars: pl.Int64 = pa.Field(ge=0, description="characters of the curated sample")
-    tokens: pl.Int64 = pa.Field(ge=0, description="tiktoken tokens of the curated sample")
+    tokens: pl.Int64 = pa.Field(
+        ge=0,
+        description="tokens of the published sample: tiktoken's over its texts, or (setting `tokenizer`) its rendering "
+        "by that tokenizer's chat template",
+    )
     curation: str = pa.Field(description="what truncation and trim did")
     split: str = pa.Field(isin=list(SPLITS), description="train or validation")
     batch: str = pa.Field(description="lineage: raw batch")

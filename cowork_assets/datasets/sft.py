@@ -98,6 +98,16 @@ def with_action_format(messages: pl.DataFrame, action_format: str) -> pl.DataFra
     )
 
 
+def rendered_tokens(rows: pl.DataFrame, tokenizer: str) -> list[int]:
+    """Each SFT row's tokens as a trainer counts them: its messages and tools rendered by the tokenizer's chat
+    template (as `apply_chat_template` is given them: `export.for_chat_template`), then encoded."""
+    from cowork_assets.datasets.export import for_chat_template
+    from cowork_assets.trainers.tokenizer import chat_tokenizer
+
+    counter = chat_tokenizer(tokenizer)
+    return [counter.count_sample(*for_chat_template(m, t)) for m, t in rows.select("messages", "tools").iter_rows()]
+
+
 def token_texts(messages: pl.DataFrame) -> pl.Series:
     """The text whose tokens are counted, of each published message row: counted once, for exactly the text
     that is published."""

@@ -1,6 +1,7 @@
 """What trainers load from the project besides the published files: chat templates for training
 (`templates/`, with `{% generation %}` markers for assistant-only loss) and verl's classes (`verl`: the
-tools that answer RL tasks' calls from the workspace simulation, and the multi-turn SFT dataset)."""
+tools that answer RL tasks' calls from the workspace simulation, and the multi-turn SFT dataset); and a trainer's
+own tokenizer and chat template, as the `tokenizer` setting counts with them (`tokenizer`)."""
 
 from importlib.resources import files
 

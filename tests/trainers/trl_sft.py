@@ -21,6 +21,9 @@ from local_tokenizer import corpus, tokenizer
 from transformers import Qwen2Config, Qwen2ForCausalLM
 from trl import SFTConfig, SFTTrainer
 
+from cowork_assets.datasets.export import for_chat_template
+from cowork_assets.trainers.tokenizer import ChatTokenizer
+
 REFERENCE = Path(__file__).resolve().parents[1] / "templates"  # the same templates without generation markers
 
 # What each template's assistant turns look like: header, then the part the model writes (the loss span).
@@ -42,6 +45,15 @@ def published(root: Path) -> dict[str, dict]:
                 "roles": [m["role"] for m in r["messages"]],
             }
     return rows
+
+
+def samples(root: Path) -> list[tuple[str, list[dict], list[dict]]]:
+    """(sample_id, messages, tools) of every published sample, as `for_chat_template` gives them to a template."""
+    out = []
+    for f in (root / "published" / "sft_dataset" / "current").glob("*.parquet"):
+        for r in pq.read_table(f, columns=["sample_id", "messages", "tools"]).to_pylist():
+            out.append((r["sample_id"], *for_chat_template(r["messages"], r["tools"])))
+    return out
 
 
 def rendered_facts(text: str, template: str) -> dict:
@@ -169,6 +181,16 @@ def main(root: Path, work: Path) -> dict:
             for r in data["train"]
             if tok.apply_chat_template(r["messages"], tools=r["tools"], tokenize=False)
             != tok.apply_chat_template(r["messages"], tools=r["tools"], tokenize=False, chat_template=reference)
+        ]
+        # The `tokenizer` setting's count of each sample is the length transformers' own rendering gives.
+        folder = work / f"tokenizer-{template}"
+        tok.save_pretrained(str(folder))
+        counter = ChatTokenizer(str(folder))
+        out.setdefault("token_counts_differ", {})[template] = [
+            sample_id
+            for sample_id, chat, tools in samples(root)
+            if counter.count_sample(chat, tools)
+            != len(tok.apply_chat_template(chat, tools=tools, tokenize=True, return_dict=True)["input_ids"])
         ]
         # The JSON Lines export, read as JSON, renders each sample exactly as the Parquet file does.
         exported = load_dataset("json", data_files=str(work / "sft.jsonl"))["train"]

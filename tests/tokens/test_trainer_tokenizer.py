@@ -1,0 +1,66 @@
+"""`tokenizer`: a local Hugging Face tokenizer folder. Each published SFT row's `tokens` is then the length of its
+rendering by that tokenizer's chat template, counted here independently (the plain reference template through
+Jinja, the tokenizer through `tokenizers`); a folder that is not a tokenizer is refused in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from cowork_assets.datasets.export import for_chat_template
+from cowork_assets.settings import CurateSettings
+from cowork_assets.synthetic.generate import generate
+from cowork_assets.trainers import chat_template
+from tests.conftest import read_jsonl
+from tests.test_rewards import render
+
+SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+
+def _tokenizer(folder: Path, texts: list[str], config: dict) -> Tokenizer:
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=2000,
+        special_tokens=SPECIAL,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator(texts, trainer)
+    folder.mkdir(parents=True)
+    tok.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    return tok
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_tokens_are_the_length_of_the_trainers_rendering(tmp_path, named):
+    from cowork_cli.runner import ensure_instance, materialize_all
+
+    generate(tmp_path / "raw", trajectories=30, batches=1, seed=4)
+    texts = [json.dumps(r) for f in (tmp_path / "raw").rglob("*.jsonl") for r in read_jsonl(f)]
+    template = chat_template("qwen2.5.jinja")  # with {% generation %} marks, as trainers are given it
+    templates = [{"name": "default", "template": template}, {"name": "rag", "template": "x"}] if named else template
+    tok = _tokenizer(tmp_path / "tok", texts, {"chat_template": templates, "eos_token": "<|im_end|>"})
+    settings = CurateSettings(
+        raw_root=str(tmp_path / "raw"), data_root=str(tmp_path / "out"), tokenizer=str(tmp_path / "tok")
+    )
+    assert materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lambda _: None).failed == {}
+    sft = pl.read_parquet(tmp_path / "out" / "published" / "sft_dataset" / "current" / "*.parquet")
+    assert sft.height > 5
+    for messages, tools, tokens in sft.select("messages", "tools", "tokens").iter_rows():
+        text = render("qwen2.5.jinja", *for_chat_template(messages, tools))  # tests/templates: no generation marks
+        assert tokens == len(tok.encode(text, add_special_tokens=False).ids)
+
+
+def test_a_folder_that_is_not_a_tokenizer_is_refused_in_one_line(tmp_path):
+    with pytest.raises(ValueError, match="has no tokenizer.json"):
+        CurateSettings(raw_root=str(tmp_path), data_root=str(tmp_path / "o"), tokenizer=str(tmp_path))
+    (tmp_path / "tokenizer.json").write_text("{}")
+    with pytest.raises(ValueError, match="has no chat template"):
+        CurateSettings(raw_root=str(tmp_path), data_root=str(tmp_path / "o"), tokenizer=str(tmp_path))
