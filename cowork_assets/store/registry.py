@@ -104,13 +104,22 @@ class Table:
 
     def rows_of_other_batches(self, root: str, batch: str) -> int:
         """Rows of every other batch's file: the one a run of it is writing aside if there is one (batches run side
-        by side), else its file in `tables/`."""
+        by side), else its file in `tables/`. Metadata only: a file moved or removed meanwhile counts as its other
+        copy, or as none."""
         committed = {n.removeprefix("batch=") for n in storage.list_names(self.folder(root), directories=True)}
-        files = []
-        for other in sorted((committed | set(staging.in_progress(root))) - {batch}):
-            aside = [storage.join(f, self.name, FILE_NAME) for f in staging.in_progress(root).get(other, [])]
-            files += [f for f in aside if storage.exists(f)][-1:] or [self.committed_file(root, other)]
-        return storage.parquet_rows([f for f in files if storage.exists(f)])
+        aside = staging.in_progress(root)
+        total = 0
+        for other in sorted((committed | set(aside)) - {batch}):
+            for f in [
+                *(storage.join(a, self.name, FILE_NAME) for a in aside.get(other, [])),
+                self.committed_file(root, other),
+            ]:
+                try:
+                    total += storage.parquet_rows(f)
+                    break
+                except (OSError, pl.exceptions.PolarsError):  # not there (any more): its next copy
+                    continue
+        return total
 
     def chunks(self, root: str, batch: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
         """A per-trajectory table of a batch, whole trajectories a chunk at a time (`storage.trajectory_chunks`)."""

@@ -17,7 +17,7 @@ import pytest
 
 from cowork_assets.datasets.export import jsonl
 from cowork_assets.store.storage import plain
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SHARED
 
 REPO = ROOT
 TRAIN_PYTHON = REPO / ".venv-train" / "bin" / "python"
@@ -64,6 +64,28 @@ def trl(pipeline, tmp_path_factory):
     return settings, _run("trl_sft.py", settings.root, work)
 
 
+ROUND4 = SHARED / "realdata" / "round4"
+
+
+@pytest.fixture(scope="module")
+def trl_real(tmp_path_factory):
+    """TRL over the rows published from the shared real logs of every coding format and of Claude Code and Codex."""
+    import shutil
+
+    from cowork_assets.settings import CurateSettings
+    from cowork_cli.runner import ensure_instance, materialize_all
+
+    if not ROUND4.is_dir():
+        pytest.skip("../shared/realdata/round4 is absent")
+    work = tmp_path_factory.mktemp("trl-real")
+    for batch in sorted(p.name for p in ROUND4.iterdir() if p.is_dir()):
+        shutil.copytree(ROUND4 / batch, work / "raw" / batch)
+    settings = CurateSettings(raw_root=str(work / "raw"), data_root=str(work / "curated"), accept_ungraded=True)
+    assert materialize_all(settings, ensure_instance(work / "home"), echo=lambda _: None).failed == {}
+    jsonl(settings.root, work / "sft.jsonl", split=None)
+    return settings, _run("trl_sft.py", settings.root, work)
+
+
 @pytest.fixture(scope="module")
 def verl(pipeline, tmp_path_factory):
     settings, _, _ = pipeline
@@ -96,6 +118,22 @@ def test_trl_renders_every_published_sample_as_published(trl, template):
     assert facts["jsonl_differs"][template] == []
     # The `tokenizer` setting counts every sample as transformers' apply_chat_template tokenizes it.
     assert facts["token_counts_differ"][template] == []
+
+
+@pytest.mark.parametrize("template", ["qwen2.5.jinja", "llama3.1.jinja"])
+def test_trl_on_real_runs_renders_reasoning_and_each_action_once_and_trains_on_both(trl_real, template):
+    settings, facts = trl_real
+    samples = facts["templates"][template]
+    batches = dict(_published(settings, "sft_dataset").select("sample_id", "batch").iter_rows())
+    assert {batches[s["sample_id"]] for s in samples} >= {"claude_code_spotter", "codex_codemie", "sweagent_more"}
+    for s in samples:
+        assert s["calls"] == s["published"]["calls"], s["sample_id"]  # every call once; text actions stay text
+        assert s["masked"] == s["assistant_turns"], s["sample_id"]  # the loss covers reasoning and actions
+        if template.startswith("qwen"):
+            assert s["reasoning"] == s["published"]["reasoning"], s["sample_id"]
+    if template.startswith("qwen"):
+        assert sum(len(s["reasoning"]) for s in samples) > 0
+    assert facts["differs_from_reference"][template] == [] and facts["token_counts_differ"][template] == []
 
 
 def test_trl_trains_with_and_without_assistant_only_loss(trl):

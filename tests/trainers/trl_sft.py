@@ -43,6 +43,7 @@ def published(root: Path) -> dict[str, dict]:
                 "tools": json.loads(r["tools"]),
                 "calls": [{"name": c["name"], "arguments": json.loads(c["arguments"])} for c in calls],
                 "roles": [m["role"] for m in r["messages"]],
+                "reasoning": [m["reasoning_content"] for m in r["messages"] if m.get("reasoning_content")],
             }
     return rows
 
@@ -68,6 +69,7 @@ def rendered_facts(text: str, template: str) -> dict:
         responses_after_calls = all(
             order[i - 1] == "assistant" and "<tool_call>" in turns[i - 1] for i, r in enumerate(order) if r == "tool"
         )
+        reasoning = re.findall(r"<think>\n(.*?)\n</think>\n\n", conversation, re.S)
     else:
         system = text.split("<|eot_id|>", 1)[0].split("its value}.\n\n", 1)[-1]
         tools, decoder, at = [], json.JSONDecoder(), system.find("{")
@@ -83,10 +85,12 @@ def rendered_facts(text: str, template: str) -> dict:
         responses_after_calls = all(
             order[i - 1] in ("assistant", "ipython") for i, r in enumerate(order) if r == "ipython"
         )
+        reasoning = []  # the Llama-style template has no place for it
     return {
         "tools": tools,
         "calls": calls,
         "last_turn": order[-1] if order else None,
+        "reasoning": reasoning,
         "responses_after_calls": responses_after_calls,
     }
 
