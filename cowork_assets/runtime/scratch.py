@@ -45,11 +45,14 @@ def sweep(local_root: Path) -> int:
     removed = 0
     if not local_root.is_dir():
         return 0
-    for path in local_root.rglob(".*.tmp"):
-        parts = path.name.split(".")
-        if len(parts) >= 4 and parts[-3].isdigit() and not alive(int(parts[-3])):
-            path.unlink(missing_ok=True)
-            removed += 1
+    # os.walk, not rglob: other runs create and remove folders (a batch's tables written aside) while this walks.
+    for here, _, names in os.walk(local_root):
+        for name in names:
+            parts = name.split(".")
+            if name.startswith(".") and len(parts) >= 4 and parts[-1] == "tmp" and parts[-3].isdigit():
+                if not alive(int(parts[-3])):
+                    (Path(here) / name).unlink(missing_ok=True)
+                    removed += 1
     scratch = local_root / SCRATCH
     for path in scratch.iterdir() if scratch.is_dir() else []:
         if not (path.name.isdigit() and alive(int(path.name))):
