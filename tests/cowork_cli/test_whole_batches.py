@@ -24,7 +24,7 @@ from cowork_cli.runner import _run_config, ensure_instance
 
 @pytest.fixture
 def raw(tmp_path) -> Path:
-    generate(tmp_path / "raw", trajectories=30, batches=2, seed=11)
+    generate(tmp_path / "raw", trajectories=16, batches=2, seed=11)
     return tmp_path / "raw"
 
 
