@@ -93,20 +93,15 @@ def test_the_resolved_mini_swe_agent_runs_are_published(tmp_path):
 
 def test_lengths_describe_exactly_the_published_messages_and_reasoning_is_kept(published):
     from cowork_assets.tokens import get_encoding
-    from tests.datasets.test_datasets import published_chars
+    from tests.datasets.test_datasets import published_chars, published_texts
 
     sft, enc = _sft(published), get_encoding("o200k_base")
     assert set(sft["batch"]) == set(FORMAT_OF)
     for row in sft.iter_rows(named=True):
-        texts = [
-            (m["reasoning_content"] + "\n" if m["reasoning_content"] is not None else "")
-            + (m["content"] or "")
-            + "\n"
-            + "\n".join(f"{c['function']['name']} {c['function']['arguments']}" for c in m["tool_calls"])
-            for m in row["messages"]
-        ]
         assert row["chars"] == published_chars(row["messages"]), row["sample_id"]
-        assert row["tokens"] == sum(len(enc.encode_ordinary(t)) for t in texts), row["sample_id"]
+        assert row["tokens"] == sum(len(enc.encode_ordinary(t)) for t in published_texts(row["messages"])), row[
+            "sample_id"
+        ]
     # Reasoning is published on exactly the assistant turns whose run logged it.
     curated = TABLES["curated_messages"].scan(published.root).select("trajectory_id", "reasoning_content").collect()
     logged = curated.filter(pl.col("reasoning_content").is_not_null())

@@ -52,15 +52,19 @@ def test_sft_tokens_count_exactly_the_published_text(pipeline):
     settings, _, _ = pipeline
     enc = get_encoding("o200k_base")
     for row in _published(settings, "sft_dataset").head(40).iter_rows(named=True):
-        texts = [
-            (m["reasoning_content"] + "\n" if m["reasoning_content"] is not None else "")
-            + (m["content"] or "")
-            + "\n"
-            + "\n".join(f"{c['function']['name']} {c['function']['arguments']}" for c in m["tool_calls"])
-            for m in row["messages"]
-        ]
-        assert row["tokens"] == sum(len(enc.encode_ordinary(t)) for t in texts)
+        assert row["tokens"] == sum(len(enc.encode_ordinary(t)) for t in published_texts(row["messages"]))
         assert row["chars"] == published_chars(row["messages"])
+
+
+def published_texts(messages: list[dict]) -> list[str]:
+    """The text of each published message as it is tokenized: reasoning, content, each call's name and arguments."""
+    return [
+        (m["reasoning_content"] + "\n" if m["reasoning_content"] is not None else "")
+        + (m["content"] or "")
+        + "\n"
+        + "\n".join(f"{c['function']['name']} {c['function']['arguments']}" for c in m["tool_calls"])
+        for m in messages
+    ]
 
 
 def published_chars(messages: list[dict]) -> int:
