@@ -165,8 +165,9 @@ class CurationSettings(dg.Config):
         default=None,
         ge=1,
         le=MAX_TOKENS,
-        description="Optional maximum tiktoken tokens of a curated sample (none: no limit). Set it to the trainer's "
-        "`max_length`, so no published sample is cut off in training.",
+        description="Optional maximum tokens of a curated sample (none: no limit), counted as `tokens` is (tiktoken's, "
+        "or the `tokenizer`'s rendering). Set it to the trainer's `max_length`, so no published sample is cut off "
+        "in training.",
     )
     category_char_budgets: dict[str, int] = Field(
         default={CODING: 262_144},
@@ -198,8 +199,8 @@ class CurationSettings(dg.Config):
         default="",
         description="A local Hugging Face tokenizer folder (tokenizer.json, and tokenizer_config.json with its "
         "chat_template, or chat_template.jinja), read offline: each published sample's `tokens` is then the length of "
-        "its rendering by that chat template (tools included) in that tokenizer, and the sample budget counts each "
-        "message in it. Empty: tiktoken's `token_encoding`.",
+        "its rendering by that chat template (tools included) in that tokenizer, and the token budget counts each "
+        "message in it plus the template's markup of the whole sample. Empty: tiktoken's `token_encoding`.",
     )
     reasoning: Literal["keep", "drop"] = Field(
         default="keep",

@@ -12,8 +12,8 @@ import orjson
 import polars as pl
 import pytest
 
-from cowork_assets.datasets.export import for_chat_template
 from cowork_assets.store.storage import plain
+from cowork_assets.trainers import for_chat_template
 from tests.conftest import TESTS
 from tests.test_rewards import render
 

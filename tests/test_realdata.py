@@ -210,8 +210,8 @@ def test_regrading_the_real_runs_agrees_as_documented(real_run):
 
 
 def test_compute_score_reproduces_the_regraded_score_of_every_real_run(real_run):
-    from cowork_assets.datasets.export import for_chat_template
     from cowork_assets.rewards import compute_score
+    from cowork_assets.trainers import for_chat_template
     from tests.test_rewards import render
 
     found = _table(real_run, "regrade").filter(pl.col("regraded_score").is_not_null())

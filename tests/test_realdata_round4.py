@@ -133,7 +133,7 @@ def test_a_text_protocol_action_is_published_once(published):
 def test_the_qwen_style_template_renders_reasoning_where_the_run_had_it_and_each_action_once(published):
     import re
 
-    from cowork_assets.datasets.export import for_chat_template
+    from cowork_assets.trainers import for_chat_template
     from tests.test_rewards import render
 
     sft = _sft(published)

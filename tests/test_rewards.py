@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 
 from cowork_assets.curation.sweep import recommendation, sweep
-from cowork_assets.datasets.export import for_chat_template
 from cowork_assets.rewards import compute_score, parse_response, score
+from cowork_assets.trainers import for_chat_template
 from cowork_assets.validation.regrade import agreement, regrade
 from tests.conftest import TESTS
 

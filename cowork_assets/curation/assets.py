@@ -30,8 +30,11 @@ def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
     progress = throttled(context.log.info)
     with ExitStack() as stack:  # every table committed when the batch is done, or none
         sinks = {name: stack.enter_context(TABLES[name].sink(root, batch)) for name in CURATED}
+        # Only a trainer's chat template renders the tool lists: the budget counts its markup.
+        packages = TABLES["task_packages"]
+        tools = packages.read(root, batch, columns=["task_hash", "tools"]) if settings.tokenizer else None
         for chunk in batch_chunks(root, batch, trajectories=None, evidence=None):
-            frames = curate_chunk(batch, chunk["trajectories"], chunk["messages"], chunk["evidence"], settings)
+            frames = curate_chunk(batch, chunk["trajectories"], chunk["messages"], chunk["evidence"], settings, tools)
             for name, frame in frames.items():
                 sinks[name].write(frame)
             progress(f"{batch}: curated {sinks['sample_stats'].rows} trajectories")

@@ -14,7 +14,42 @@ import polars as pl
 
 from cowork_assets.curation.spans import intersect, render, total, widen
 from cowork_assets.settings import CurationSettings
+from cowork_assets.store.models import function_calls
 from cowork_assets.tokens import count_tokens
+from cowork_assets.tool_lists import openai_tools
+from cowork_assets.trainers import for_chat_template
+from cowork_assets.trainers.tokenizer import chat_tokenizer
+
+CHAT_FIELDS = ["role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name"]
+
+
+def count(texts: list[str], settings: CurationSettings) -> list[int]:
+    """Tokens of each text, as the budget counts them: in the trainer's tokenizer (setting `tokenizer`) or
+    tiktoken's encoding. In this process: batches already run side by side, and helpers per chunk would not
+    repay starting."""
+    if settings.tokenizer:
+        return chat_tokenizer(settings.tokenizer).count_texts(texts)
+    return count_tokens(texts, settings.token_encoding, workers=1)
+
+
+def template_markup(messages: pl.DataFrame, tools: pl.DataFrame, tokenizer: str) -> pl.DataFrame:
+    """trajectory_id, markup: the tokens a trainer's chat template adds to each trajectory's counted messages
+    (`messages`: their rows with `tokens` and `task_hash`; `tools`: task_hash, tools), measured by rendering it
+    whole, tool list included. Measured before the sample's trailing turns are cut and with every action as a
+    call, so it is never less than what the published sample's markup adds."""
+    chat = (
+        messages.sort("trajectory_id", "message_index")
+        .with_columns(tool_calls=function_calls(pl.col("tool_calls")))
+        .group_by("trajectory_id", "task_hash", maintain_order=True)
+        .agg(messages=pl.struct(*CHAT_FIELDS), texts=pl.col("tokens").sum())
+        .join(tools, on="task_hash", how="left", maintain_order="left")
+    )
+    counter = chat_tokenizer(tokenizer)
+    rendered = [
+        counter.count_sample(*for_chat_template(m, openai_tools(t or "[]")))
+        for m, t in chat.select("messages", "tools").iter_rows()
+    ]
+    return chat.select("trajectory_id", markup=pl.Series(rendered, dtype=pl.Int64) - pl.col("texts"))
 
 
 def over_budget(char_budget: int, token_budget: int | None, chars: int, tokens: int | None) -> str | None:
@@ -28,10 +63,14 @@ def over_budget(char_budget: int, token_budget: int | None, chars: int, tokens: 
 
 def trim(curated: pl.DataFrame, cores: pl.DataFrame, budgets: pl.DataFrame, settings: CurationSettings):
     """Trim the over-budget trajectories of `budgets` (trajectory_id, char_budget, token_budget: each its
-    category's). Returns (replacement rows, verdict rows)."""
+    category's; markup: the chat template's tokens, counted with the messages'). Returns (replacement rows,
+    verdict rows)."""
     rows, outcome = [], []
     trajectory_ids = budgets["trajectory_id"].to_list()
-    limit = {tid: (c, t) for tid, c, t in budgets.select("trajectory_id", "char_budget", "token_budget").iter_rows()}
+    limit = {
+        tid: (c, t, markup)
+        for tid, c, t, markup in budgets.select("trajectory_id", "char_budget", "token_budget", "markup").iter_rows()
+    }
     cols = ["trajectory_id", "message_index", "role", "original", "kept_spans", "chars", "tokens"]
     subset = (
         curated.filter(pl.col("trajectory_id").is_in(trajectory_ids))
@@ -42,9 +81,9 @@ def trim(curated: pl.DataFrame, cores: pl.DataFrame, budgets: pl.DataFrame, sett
     observations = subset.filter(pl.col("role") == "tool").select(*cols, "start", "end").iter_rows(named=True)
     by_trajectory = {tid: list(found) for tid, found in groupby(observations, key=itemgetter("trajectory_id"))}
     for tid, chars, tokens in totals.iter_rows():  # one pass, not polars calls per trajectory
-        char_budget, token_budget = limit[tid]
+        char_budget, token_budget, markup = limit[tid]
         counting = token_budget is not None  # tokens are counted only for a token budget
-        tokens = tokens if counting else None
+        tokens = tokens + markup if counting else None
         trimmed = 0
         for m in by_trajectory.get(tid, []):
             if not over_budget(char_budget, token_budget, chars, tokens):
@@ -58,7 +97,7 @@ def trim(curated: pl.DataFrame, cores: pl.DataFrame, budgets: pl.DataFrame, sett
             text = render(m["original"], spans)
             if len(text) >= m["chars"]:
                 continue  # a marker would not be shorter than what is there
-            new_tokens = count_tokens([text], settings.token_encoding)[0] if counting else None
+            new_tokens = count([text], settings)[0] if counting else None
             chars += len(text) - m["chars"]
             if counting:
                 tokens += new_tokens - m["tokens"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from cowork_assets.curation import redact
-from cowork_assets.curation.budget import trim
+from cowork_assets.curation.budget import count, template_markup, trim
 from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats
 from cowork_assets.curation.secrets import Detector
 from cowork_assets.curation.strategies import names
@@ -19,8 +19,7 @@ from cowork_assets.evidence.locate import shown
 from cowork_assets.ingest.formats import coding_categories
 from cowork_assets.settings import CurationSettings
 from cowork_assets.store.models import polars_schema
-from cowork_assets.tokens import count_tokens, token_text
-from cowork_assets.trainers.tokenizer import chat_tokenizer
+from cowork_assets.tokens import token_text
 
 KEY = ["trajectory_id", "message_index"]
 SPAN_LEN = pl.element().struct.field("end") - pl.element().struct.field("start")
@@ -54,20 +53,20 @@ def apply_cuts(
         return out.with_columns(tokens=pl.lit(None, pl.Int64))
     needed = out.filter(pl.col("trajectory_id").is_in(counted.implode()))
     texts = needed.select(token_text(pl.col("content"), pl.col("tool_calls"), pl.col("reasoning_content")))
-    texts = texts[:, 0].to_list()
-    # In this process: batches already run side by side, and helpers per chunk would not repay starting.
-    counts = (
-        chat_tokenizer(settings.tokenizer).count_texts(texts)
-        if settings.tokenizer
-        else count_tokens(texts, settings.token_encoding, workers=1)
-    )
-    tokens = needed.select(*KEY).with_columns(tokens=pl.Series(counts, dtype=pl.Int64))
+    tokens = needed.select(*KEY).with_columns(tokens=pl.Series(count(texts[:, 0].to_list(), settings), dtype=pl.Int64))
     return out.join(tokens, on=KEY, how="left", maintain_order="left")
 
 
 def curate_chunk(
-    batch: str, trajectories: pl.DataFrame, messages: pl.DataFrame, evidence: pl.DataFrame, settings: CurationSettings
+    batch: str,
+    trajectories: pl.DataFrame,
+    messages: pl.DataFrame,
+    evidence: pl.DataFrame,
+    settings: CurationSettings,
+    tools: pl.DataFrame | None = None,
 ) -> dict[str, pl.DataFrame]:
+    """The curated tables of one chunk. `tools` (task_hash, tools: the batch's task packages) is read only with a
+    `tokenizer`: its chat template renders them, and the budget counts what it adds."""
     if settings.reasoning == "drop":  # before anything counts it
         reasoning = pl.col("reasoning_content").str.len_chars().fill_null(0)
         messages = messages.with_columns(chars=pl.col("chars") - reasoning, reasoning_content=pl.lit(None, pl.String))
@@ -101,12 +100,20 @@ def curate_chunk(
     )
     counted = budgets.filter(pl.col("token_budget").is_not_null())["trajectory_id"]
     curated = apply_cuts(messages, cuts[settings.truncation_strategy], settings, counted)
+    budgets = budgets.join(_markup(curated, counted, trajectories, tools, settings), on="trajectory_id", how="left")
+    budgets = budgets.with_columns(pl.col("markup").fill_null(0))
 
-    totals = curated.group_by("trajectory_id", maintain_order=True).agg(
-        chars_after=pl.col("chars").sum(),
-        tokens_after=pl.when(pl.col("tokens").is_not_null().any()).then(pl.col("tokens").sum()).cast(pl.Int64),
-        truncated_messages=pl.col("truncated").sum().cast(pl.Int32),
-        overflow_chars=pl.col("overflow_chars").sum(),
+    totals = (
+        curated.group_by("trajectory_id", maintain_order=True)
+        .agg(
+            chars_after=pl.col("chars").sum(),
+            tokens_after=pl.when(pl.col("tokens").is_not_null().any()).then(pl.col("tokens").sum()).cast(pl.Int64),
+            truncated_messages=pl.col("truncated").sum().cast(pl.Int32),
+            overflow_chars=pl.col("overflow_chars").sum(),
+        )
+        .join(budgets.select("trajectory_id", "markup"), on="trajectory_id", how="left", maintain_order="left")
+        .with_columns(pl.col("tokens_after") + pl.col("markup"))
+        .drop("markup")
     )
     sized = totals.join(budgets, on="trajectory_id", how="left", maintain_order="left")
     over = (pl.col("chars_after") > pl.col("char_budget")) | (
@@ -145,6 +152,19 @@ def curate_chunk(
         "evidence_rollup": _rollup(batch, audit, stats, redact.evidence(evidence, found)),
         "redactions": redactions,
     }
+
+
+def _markup(curated, counted, trajectories, tools, settings: CurationSettings) -> pl.DataFrame:
+    """trajectory_id, markup: the tokens the trainer's chat template adds to each counted sample (none without a
+    `tokenizer`: tiktoken counts the texts alone)."""
+    if not settings.tokenizer or counted.is_empty():
+        return pl.DataFrame(schema={"trajectory_id": pl.String, "markup": pl.Int64})
+    if tools is None:
+        raise ValueError("counting with a tokenizer needs the batch's tool lists (curate_chunk's `tools`)")
+    rows = curated.filter(pl.col("trajectory_id").is_in(counted.implode())).join(
+        trajectories.select("trajectory_id", "task_hash"), on="trajectory_id", how="left", maintain_order="left"
+    )
+    return template_markup(rows, tools, settings.tokenizer)
 
 
 def _recounted(stats: pl.DataFrame, curated: pl.DataFrame, redactions: pl.DataFrame) -> pl.DataFrame:

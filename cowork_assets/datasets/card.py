@@ -298,7 +298,8 @@ def render_markdown(card: dict) -> str:
             "## Rows longer than a trainer's max_length (tokens)",
             "",
             "A trainer cuts these at that `max_length`, losing the end of the last assistant turn; "
-            "`token_budget` set to the trainer's `max_length` keeps them out instead.",
+            "`token_budget` set to the trainer's `max_length` keeps them out instead. "
+            + _counted_in(card.get("settings") or {}),
             "",
             table(
                 ["split", "category", "rows", "max tokens", *(f"> {k.removeprefix('over_')}" for k in over)],
@@ -328,3 +329,9 @@ def render_markdown(card: dict) -> str:
         ]
     lines += ["", "## Settings", "", table(["setting", "value"], sorted(card["settings"].items()))]
     return "\n".join(lines) + "\n"
+
+
+def _counted_in(settings: dict) -> str:
+    if settings.get("tokenizer"):
+        return "Tokens of each row as the `tokenizer`'s chat template renders it, tools included."
+    return f"Tokens of each row's texts in tiktoken's `{settings.get('token_encoding', 'o200k_base')}`, no template."

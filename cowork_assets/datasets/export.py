@@ -1,6 +1,6 @@
 """Exports of the published SFT dataset to other trainers' formats.
 
-* Chat templates (TRL, transformers): `for_chat_template` gives a sample's messages and tools with
+* Chat templates (TRL, transformers): `trainers.for_chat_template` gives a sample's messages and tools with
   tool-call arguments as objects, ready for `tokenizer.apply_chat_template(messages, tools=tools)`.
 * JSON Lines for trainers that read JSON (`datasets.load_dataset("json", ...)`): one published row per line,
   tool-call arguments and `tools` as objects, with the metadata and lineage columns.
@@ -21,6 +21,7 @@ import polars as pl
 
 from cowork_assets.store.storage import atomic_path, exists, join, plain, write_text_atomic
 from cowork_assets.store.versions import current_path
+from cowork_assets.trainers import for_chat_template
 
 
 def output_problem(path: Path, force: bool = False) -> str | None:
@@ -48,25 +49,6 @@ def _rows(data_root: str, split: str | None) -> pl.DataFrame:
     folder = current_path(data_root, "sft_dataset")
     files = [join(folder, f"{s}.parquet") for s in ([split] if split else ["train", "validation"])]
     return pl.concat([plain(pl.read_parquet(f)) for f in files if exists(f)])
-
-
-def for_chat_template(messages: list[dict], tools_json: str) -> tuple[list[dict], list[dict]]:
-    """A published sample read as text (polars, pyarrow) as `apply_chat_template(messages, tools=tools)` expects
-    it: tool-call arguments as objects (a template's `tojson` would encode the JSON text twice)."""
-    out = []
-    for m in messages:
-        message = {k: v for k, v in m.items() if v is not None and k != "tool_calls"}
-        if m.get("tool_calls"):
-            message["tool_calls"] = [
-                {
-                    "id": c["id"],
-                    "type": c["type"],
-                    "function": {"name": c["function"]["name"], "arguments": orjson.loads(c["function"]["arguments"])},
-                }
-                for c in m["tool_calls"]
-            ]
-        out.append(message)
-    return out, orjson.loads(tools_json)
 
 
 def jsonl(data_root: str, out: Path, split: str | None = "train") -> int:

@@ -8,14 +8,13 @@ different tools into one sparse struct.
 
 from __future__ import annotations
 
-import orjson
 import polars as pl
 
 from cowork_assets.datasets.split import split_expr
-from cowork_assets.store.models import message_chars
+from cowork_assets.store.models import function_calls, message_chars
 from cowork_assets.text_actions import TEXT_ACTION, without_action
 from cowork_assets.tokens import token_text
-from cowork_assets.tool_lists import named_tools
+from cowork_assets.tool_lists import openai_tools
 
 FUNCTION_CALL = pl.Struct(
     {"id": pl.String, "type": pl.String, "function": pl.Struct({"name": pl.String, "arguments": pl.String})}
@@ -32,23 +31,6 @@ MESSAGE = pl.Struct(
 )
 # What a sample needs of curated_messages (its spans and lengths are not read).
 CURATED_COLUMNS = ["batch", "trajectory_id", "message_index", *(f.name for f in MESSAGE.fields)]
-
-
-def openai_tools(tools_json: str) -> str:
-    """A package's tool list as OpenAI function schemas (JSON string)."""
-    return orjson.dumps(
-        [
-            {
-                "type": "function",
-                "function": {
-                    "name": t["name"],
-                    "description": t.get("description") or "",
-                    "parameters": t.get("parameters") or {"type": "object", "properties": {}},
-                },
-            }
-            for t in named_tools(tools_json)
-        ]
-    ).decode()
 
 
 def published_messages(curated: pl.DataFrame) -> pl.DataFrame:
@@ -100,8 +82,8 @@ def with_action_format(messages: pl.DataFrame, action_format: str) -> pl.DataFra
 
 def rendered_tokens(rows: pl.DataFrame, tokenizer: str) -> list[int]:
     """Each SFT row's tokens as a trainer counts them: its messages and tools rendered by the tokenizer's chat
-    template (as `apply_chat_template` is given them: `export.for_chat_template`), then encoded."""
-    from cowork_assets.datasets.export import for_chat_template
+    template (as `apply_chat_template` is given them: `for_chat_template`), then encoded."""
+    from cowork_assets.trainers import for_chat_template
     from cowork_assets.trainers.tokenizer import chat_tokenizer
 
     counter = chat_tokenizer(tokenizer)
@@ -117,19 +99,10 @@ def token_texts(messages: pl.DataFrame) -> pl.Series:
 def chat_messages(messages: pl.DataFrame, tokens: list[int]) -> pl.DataFrame:
     """batch, trajectory_id, messages (list of MESSAGE), chars and tokens from published message rows and their
     tokens: both describe exactly the messages published."""
-    e = pl.element()
     chars = message_chars(pl.col("content"), pl.col("tool_calls"), pl.col("reasoning_content"))
     return (
         messages.with_columns(tokens=pl.Series(tokens, dtype=pl.Int64), chars=chars)
-        .with_columns(
-            tool_calls=pl.col("tool_calls").list.eval(
-                pl.struct(
-                    id=e.struct.field("id"),
-                    type=e.struct.field("type"),
-                    function=pl.struct(name=e.struct.field("name"), arguments=e.struct.field("arguments")),
-                )
-            )
-        )
+        .with_columns(tool_calls=function_calls(pl.col("tool_calls")))
         .group_by("batch", "trajectory_id", maintain_order=True)
         .agg(
             messages=pl.struct(*(f.name for f in MESSAGE.fields)),

@@ -56,6 +56,18 @@ def validate_table(location: str, model: type[pa.DataFrameModel]) -> tuple[int, 
     return rows, None
 
 
+def function_calls(tool_calls: pl.Expr) -> pl.Expr:
+    """Tool calls as chat messages carry them (OpenAI's shape): the name and arguments under `function`."""
+    e = pl.element()
+    return tool_calls.list.eval(
+        pl.struct(
+            id=e.struct.field("id"),
+            type=e.struct.field("type"),
+            function=pl.struct(name=e.struct.field("name"), arguments=e.struct.field("arguments")),
+        )
+    )
+
+
 def message_chars(content: pl.Expr, tool_calls: pl.Expr, reasoning: pl.Expr) -> pl.Expr:
     """A message's characters, as every table and dataset counts them: reasoning, content, and each call's name
     and arguments."""

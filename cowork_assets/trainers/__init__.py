@@ -5,9 +5,30 @@ own tokenizer and chat template, as the `tokenizer` setting counts with them (`t
 
 from importlib.resources import files
 
+import orjson
+
 TEMPLATES = files(__name__) / "templates"
 
 
 def chat_template(name: str) -> str:
     """A shipped training chat template by file name (`qwen2.5.jinja`, `llama3.1.jinja`)."""
     return (TEMPLATES / name).read_text()
+
+
+def for_chat_template(messages: list[dict], tools_json: str) -> tuple[list[dict], list[dict]]:
+    """A published sample read as text (polars, pyarrow) as `apply_chat_template(messages, tools=tools)` expects
+    it: tool-call arguments as objects (a template's `tojson` would encode the JSON text twice)."""
+    out = []
+    for m in messages:
+        message = {k: v for k, v in m.items() if v is not None and k != "tool_calls"}
+        if m.get("tool_calls"):
+            message["tool_calls"] = [
+                {
+                    "id": c["id"],
+                    "type": c["type"],
+                    "function": {"name": c["function"]["name"], "arguments": orjson.loads(c["function"]["arguments"])},
+                }
+                for c in m["tool_calls"]
+            ]
+        out.append(message)
+    return out, orjson.loads(tools_json)

@@ -160,7 +160,7 @@ def test_which_tools_are_read_only():
 
 @pytest.mark.parametrize("template", ["qwen2.5.jinja", "llama3.1.jinja"])
 def test_compute_score_reads_failed_calls_from_a_decoded_rollout(template):
-    from cowork_assets.datasets.export import for_chat_template
+    from cowork_assets.trainers import for_chat_template
     from tests.test_rewards import render
 
     note = ("note_order", {"order_id": "#W1", "note": "x"})

@@ -9,7 +9,8 @@ import orjson
 import polars as pl
 import pytest
 
-from cowork_assets.datasets.export import for_chat_template, llamafactory, openai_jsonl, sharegpt
+from cowork_assets.datasets.export import llamafactory, openai_jsonl, sharegpt
+from cowork_assets.trainers import for_chat_template
 from tests.test_rewards import render
 
 

@@ -21,7 +21,7 @@ from local_tokenizer import corpus, tokenizer
 from transformers import Qwen2Config, Qwen2ForCausalLM
 from trl import SFTConfig, SFTTrainer
 
-from cowork_assets.datasets.export import for_chat_template
+from cowork_assets.trainers import for_chat_template
 from cowork_assets.trainers.tokenizer import ChatTokenizer
 
 REFERENCE = Path(__file__).resolve().parents[1] / "templates"  # the same templates without generation markers
