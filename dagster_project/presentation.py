@@ -5,20 +5,18 @@ of the published datasets against the refresh schedule, and links to the source.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import pkgutil
-import re
 import warnings
 from datetime import timedelta
 from functools import cache
-from pathlib import Path
 
 import dagster as dg
 
 import cowork_assets
 from cowork_assets.orchestration.lineage import COLUMN_LINEAGE
+from cowork_assets.runtime.code_versions import code_version
 from cowork_assets.store.registry import published
 
 # Pipeline order; the UI sorts groups by name, so each gets its position as a prefix.
@@ -50,65 +48,6 @@ def defining_modules() -> dict[str, str]:
             for key in keys:
                 found.setdefault(key.to_user_string(), name)
     return found
-
-
-# `from cowork_assets.x import a, b` (parenthesised over lines, or not) and `import cowork_assets.x`, anywhere in
-# a module (lazy imports in functions too). Every process that loads the code location computes this, so a
-# regular expression reads them rather than a walk over every node of every module's syntax tree.
-IMPORT = re.compile(
-    r"""^[ \t]*(?:
-        from[ \t]+(cowork_assets[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n\#]+)
-        | import[ \t]+(cowork_assets[\w., \t]*)
-    )""",
-    re.MULTILINE | re.VERBOSE,
-)
-
-
-@cache
-def _imported(name: str) -> tuple[Path, tuple[str, ...]] | None:
-    """A module's source file and the cowork_assets modules (or names) it imports: its packages, a plugin
-    family's every module, and what its `import` statements name. Parsed once per module."""
-    try:
-        spec = importlib.util.find_spec(name)
-    except ModuleNotFoundError:  # `from module import name`: a name, not a module
-        return None
-    if spec is None or spec.origin is None:
-        return None
-    parts = name.split(".")
-    names = [".".join(parts[:i]) for i in range(1, len(parts))]  # its packages
-    source = Path(spec.origin).read_text()
-    if spec.submodule_search_locations and "discover(" in source:  # a plugin family: every module of it
-        names += [f"{name}.{m.name}" for m in pkgutil.iter_modules(spec.submodule_search_locations)]
-    for module, imported, plain in IMPORT.findall(source):
-        if module:
-            names += [module, *(f"{module}.{n.split()[0]}" for n in imported.strip("()").split(",") if n.strip())]
-        else:
-            names += [n.split()[0] for n in plain.split(",")]
-    return Path(spec.origin), tuple(names)
-
-
-@cache
-def source_closure(module: str) -> tuple[Path, ...]:
-    """The source files of a module and of every cowork_assets module it imports, transitively (packages'
-    `__init__.py` included: importing a module runs them; a plugin family's modules all, as it imports them)."""
-    seen: dict[str, Path] = {}
-    todo = [module]
-    while todo:
-        name = todo.pop()
-        if name not in seen and (found := _imported(name)):
-            seen[name], imports = found
-            todo += imports
-    return tuple(sorted(seen.values()))
-
-
-@cache
-def code_version(module: str) -> str:
-    """A hash of the source the module's assets run: the module and what it imports of cowork_assets."""
-    digest = hashlib.sha256()
-    root = Path(cowork_assets.__file__).parent
-    for path in source_closure(module):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:12]
 
 
 def with_sources(schema: dg.TableSchema, lineage: dict[str, list[tuple[str, str]]]) -> dg.TableSchema:

@@ -83,8 +83,9 @@ TRAINER_LENGTHS = (2048, 4096, 8192, 16384, 32768)  # common trainer `max_length
 
 
 def over_lengths(files: list[str]) -> list[dict]:
-    """SFT rows per split and category, and how many have more tokens (`tokens`: in the `tokenizer`, or tiktoken's encoding) than each of
-    `TRAINER_LENGTHS`: a trainer truncates those at that `max_length`, the end of the last assistant turn first."""
+    """SFT rows per split and category, and how many have more tokens (`tokens`: in the `tokenizer`, or tiktoken's
+    encoding) than each of `TRAINER_LENGTHS`: a trainer truncates those at that `max_length`, the end of the last
+    assistant turn first."""
     if not files:
         return []
     tokens = pl.col("tokens")

@@ -20,6 +20,7 @@ from pathlib import Path
 import orjson
 
 from cowork_assets.ingest.raw_files import batch_entries
+from cowork_assets.runtime.code_versions import batch_code_version
 from cowork_assets.store import staging, storage
 from cowork_assets.store.registry import REGISTRY, TABLES
 
@@ -43,12 +44,10 @@ def _stat(path: Path) -> tuple[int, int, int, int]:
 
 
 def settings_fingerprint(content: dict) -> str:
-    """sha256 of the settings that shape outputs and of the code version."""
-    from cowork_assets.datasets.card import code_version
-
-    return hashlib.sha256(
-        orjson.dumps({"settings": content, "code": code_version()}, option=orjson.OPT_SORT_KEYS)
-    ).hexdigest()
+    """sha256 of the settings that shape a batch's outputs and of the code of its assets (runtime.code_versions:
+    the source on disk, as Dagster's code versions see it)."""
+    code = batch_code_version()
+    return hashlib.sha256(orjson.dumps({"settings": content, "code": code}, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def seconds_quiet(raw_root: Path, batch: str) -> float:

@@ -93,7 +93,8 @@ def test_definitions_load_with_groups_checks_and_jobs():
 
 
 def test_an_assets_code_version_covers_what_its_code_imports_and_nothing_else():
-    from dagster_project.presentation import code_version, defining_modules, source_closure
+    from cowork_assets.runtime.code_versions import code_version, source_closure
+    from dagster_project.presentation import defining_modules
 
     modules = defining_modules()
     assert (
