@@ -1,8 +1,9 @@
 """The one typed settings object, its fields grouped per stage. Every field has one documented default.
 
-`CurateSettings` is a Dagster resource made of the stage groups, so the launchpad can override any field per
-run and the CLI maps `--set NAME=VALUE` onto the same fields. A stage's logic takes its own group
-(`CurationSettings`, ...) and reads each setting by the name a user sets it by.
+Plain pydantic, no Dagster: `Settings` is made of the stage groups, and `orchestration.resources.CurateSettings`
+is the same fields as a Dagster resource, so the launchpad can override any field per run and the CLI maps
+`--set NAME=VALUE` onto the same fields. A stage's logic takes its own group (`CurationSettings`, ...) and reads
+each setting by the name a user sets it by.
 """
 
 from __future__ import annotations
@@ -13,15 +14,10 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal
 
-import dagster as dg
 import polars as pl
-from pydantic import Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from cowork_assets.check_types.db_match import FREE_TEXT_ARGUMENTS, READ_ONLY_TOOLS, StateRules
-from cowork_assets.orchestration.run_health import record_process
-from cowork_assets.runtime import scratch
-from cowork_assets.store import staging
-from cowork_assets.store.root_format import ensure_format
 from cowork_assets.store.storage import is_remote, normalize_root
 
 DEFAULT_RAW_ROOT = "data/raw"
@@ -39,6 +35,8 @@ WAREHOUSE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}\.duckdb")
 
 def cron_problem(cron: str) -> str | None:
     """Why Dagster would refuse a cron string for a schedule, or None: the schedule is its only user."""
+    import dagster as dg  # only to check a cron string given: importing the settings loads no Dagster
+
     try:
         dg.ScheduleDefinition(name="cron_check", cron_schedule=cron, job_name="cron_check")
     except dg.DagsterInvalidDefinitionError:
@@ -49,7 +47,13 @@ def cron_problem(cron: str) -> str | None:
     return None
 
 
-class StorageSettings(dg.Config):
+class Group(BaseModel):
+    """A stage's settings: immutable, as Dagster's config is."""
+
+    model_config = ConfigDict(frozen=True)
+
+
+class StorageSettings(Group):
     """Where the raw batches are read and the outputs written."""
 
     raw_root: str = Field(
@@ -79,7 +83,7 @@ class StorageSettings(dg.Config):
         return value
 
 
-class RunSettings(dg.Config):
+class RunSettings(Group):
     """How runs are executed: processes, chunks, the refresh schedule."""
 
     tokenizer_processes: int = Field(
@@ -138,7 +142,7 @@ class RunSettings(dg.Config):
         return value
 
 
-class CurationSettings(dg.Config):
+class CurationSettings(Group):
     """Stage curation: observation truncation, the sample budget, token counting."""
 
     token_encoding: Literal["o200k_base", "cl100k_base"] = Field(
@@ -270,7 +274,7 @@ def _per_category(budgets: dict[str, int], coding: Collection[str]) -> dict[str,
     return spread | {c: v for c, v in budgets.items() if c != CODING}
 
 
-class CheckSettings(dg.Config):
+class CheckSettings(Group):
     """Thresholds of the curation and selection checks."""
 
     max_truncation_loss_rate: float = Field(
@@ -294,7 +298,7 @@ class CheckSettings(dg.Config):
     )
 
 
-class SelectionSettings(dg.Config):
+class SelectionSettings(Group):
     """Stage selection: deduplication and what reaches SFT."""
 
     near_dup_threshold: float = Field(
@@ -338,7 +342,7 @@ class SelectionSettings(dg.Config):
         return value
 
 
-class GradeSettings(dg.Config):
+class GradeSettings(Group):
     """How state-graded benchmarks (tau-bench, tau2) are re-graded: which tools change the state they compare.
     Read when a batch is ingested: they shape its `db_match` checks (check_types/db_match.py)."""
 
@@ -364,7 +368,7 @@ class GradeSettings(dg.Config):
         )
 
 
-class DatasetSettings(dg.Config):
+class DatasetSettings(Group):
     """Stage datasets: the split and the RL rollout rewards."""
 
     publish_without_failed_batches: bool = Field(
@@ -416,8 +420,7 @@ class DatasetSettings(dg.Config):
 
 
 # Fields are listed group by group, StorageSettings first (pydantic collects the bases' fields in reverse order).
-class CurateSettings(
-    dg.ConfigurableResource,
+class Settings(
     DatasetSettings,
     SelectionSettings,
     GradeSettings,
@@ -426,24 +429,7 @@ class CurateSettings(
     RunSettings,
     StorageSettings,
 ):
-    """Settings of the cowork-curate pipeline: every stage's group in one resource."""
-
-    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        """Every run records the process that executes it, so a run whose process dies can be found, sweeps
-        what killed runs left, and keeps its scratch files under the data root."""
-        if context.run is None:  # a sensor's evaluation
-            return
-        ensure_format(self.root)  # a root this code cannot read fails the run in one line, before any step
-        if context.instance is not None:
-            record_process(context.instance, context.run.run_id)
-        if swept := scratch.sweep(self.local_root):
-            context.log.info(f"removed {swept} scratch or temporary file(s) left by killed runs")
-        scratch.use(self.local_root)
-
-    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        if context.run is not None:
-            scratch.release()
-            staging.end_all()
+    """Settings of the cowork-curate pipeline: every stage's group in one object."""
 
     def content(self) -> dict:
         """The settings that shape outputs (where files live is not one of them)."""
@@ -480,25 +466,6 @@ def local_root(data_root: str) -> Path:
         return Path(root)
     base = Path(os.environ.get("COWORK_WORK_DIR", "~/.cache/cowork-curate")).expanduser().resolve()
     return base / re.sub(r"[^A-Za-z0-9._-]+", "_", root)
-
-
-ENVIRONMENT = {"raw_root": "COWORK_RAW_ROOT", "data_root": "COWORK_DATA_ROOT", "refresh_cron": "COWORK_REFRESH_CRON"}
-
-
-def settings_from_env() -> tuple[CurateSettings, dict[str, str]]:
-    """Settings for code locations (`dagster dev`) from COWORK_RAW_ROOT, COWORK_DATA_ROOT and
-    COWORK_REFRESH_CRON, and the problems of values that were refused (variable -> why). A bad value falls
-    back to the default so the definitions still load; the problem is shown where the value is used."""
-    given = {name: os.environ[var] for name, var in ENVIRONMENT.items() if os.environ.get(var)}
-    problems = {}
-    if "refresh_cron" in given and (problem := cron_problem(given["refresh_cron"])):
-        problems[ENVIRONMENT["refresh_cron"]] = problem
-        del given["refresh_cron"]
-    return CurateSettings(
-        raw_root=str(Path(given.get("raw_root", DEFAULT_RAW_ROOT)).resolve()),
-        data_root=normalize_root(given.get("data_root", DEFAULT_DATA_ROOT)),
-        **({"refresh_cron": given["refresh_cron"]} if "refresh_cron" in given else {}),
-    ), problems
 
 
 CROSS_BATCH_ONLY = frozenset(
@@ -544,7 +511,7 @@ def roots_problem(raw_root: str, data_root: str) -> str | None:
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     """Turn `NAME=VALUE` strings into typed setting values, with clear errors."""
-    fields = CurateSettings.model_fields
+    fields = Settings.model_fields
     out: dict[str, Any] = {}
     for pair in pairs:
         name, sep, raw = pair.partition("=")
@@ -567,7 +534,7 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
         except ValidationError as exc:
             raise SettingsError(f"bad value for {name}: {exc.errors()[0]['msg']} (got {raw!r})") from None
     try:
-        CurateSettings(**out)  # run field constraints (ge=1, ...) now, not mid-run
+        Settings(**out)  # run field constraints (ge=1, ...) now, not mid-run
     except ValidationError as exc:
         err = exc.errors()[0]
         raise SettingsError(f"bad value for {err['loc'][0]}: {err['msg'].removeprefix('Value error, ')}") from None

@@ -354,7 +354,7 @@ def generate_corpus(raw: Path, size: int, batches: int, seed: int) -> None:
 
 
 def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     raw = out / f"raw-{size}"

@@ -56,7 +56,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _settings(args: argparse.Namespace):
-    from cowork_assets.settings import CurateSettings, SettingsError, parse_overrides
+    from cowork_assets.orchestration.resources import CurateSettings
+    from cowork_assets.settings import SettingsError, parse_overrides
 
     try:
         overrides = parse_overrides(args.set)

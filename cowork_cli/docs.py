@@ -47,7 +47,7 @@ def tables_md() -> str:
 
 
 def settings_md() -> str:
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
 
     lines = [
         "# Settings",

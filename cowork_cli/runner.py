@@ -25,10 +25,10 @@ import dagster as dg
 from cowork_assets.datasets.suites import start_early
 from cowork_assets.ingest.raw_files import discover_batches, not_batches
 from cowork_assets.orchestration.partitions import batches as batches_partitions
+from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.run_health import in_flight, publication_blocked, reap_dead_runs
 from cowork_assets.runtime import scratch
 from cowork_assets.runtime.procfs import die_with_parent
-from cowork_assets.settings import CurateSettings
 from cowork_assets.store import batch_state
 from cowork_assets.tokens import TokenizerUnavailable, get_encoding
 from cowork_cli.locks import file_lock

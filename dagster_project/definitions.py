@@ -21,8 +21,8 @@ import dagster as dg  # noqa: E402
 from cowork_assets.curation.assets import curation_checks
 from cowork_assets.datasets.assets import QualitySuites, dataset_checks
 from cowork_assets.ingest.assets import raw_batches, records_accounted_for, schema_checks
+from cowork_assets.orchestration.resources import settings_from_env
 from cowork_assets.selection.assets import selection_checks
-from cowork_assets.settings import settings_from_env
 from cowork_assets.validation.assets import validation_checks
 from dagster_project.jobs import (
     CROSS_BATCH,

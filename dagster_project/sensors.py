@@ -9,8 +9,8 @@ import dagster as dg
 
 from cowork_assets.ingest.raw_files import discover_batches
 from cowork_assets.orchestration.partitions import batches
+from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.run_health import in_flight, publication_blocked, reap_dead_runs
-from cowork_assets.settings import CurateSettings
 from cowork_assets.store import batch_state
 from dagster_project.jobs import CORPUS_JOBS, process_batch, refresh_corpus, refresh_warehouse
 

@@ -69,7 +69,7 @@ def labels(default_raw) -> list[dict]:
 @pytest.fixture(scope="session")
 def pipeline(default_raw, tmp_path_factory):
     """The `make run` path: every asset for every batch through Dagster, on a temporary instance."""
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     base = tmp_path_factory.mktemp("pipeline")

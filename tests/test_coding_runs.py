@@ -22,7 +22,7 @@ SAMPLE = TESTS / "realdata" / "coding"
 
 @pytest.fixture(scope="module")
 def coding(tmp_path_factory):
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     base = tmp_path_factory.mktemp("coding")

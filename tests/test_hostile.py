@@ -72,7 +72,7 @@ def test_each_hostile_case_has_a_defined_outcome(batch, tmp_path):
 
 
 def test_the_whole_corpus_runs_through_the_pipeline(tmp_path):
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     raw = tmp_path / "raw"
@@ -102,7 +102,7 @@ def test_the_whole_corpus_runs_through_the_pipeline(tmp_path):
 
 
 def test_a_50_mb_observation_and_10_000_tool_calls(tmp_path):
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     record = '{"id": "r_%06d", "note": "a plain sentence about an order and its items", "amount": "%d.50"}'
@@ -162,7 +162,7 @@ def test_a_batch_folder_that_resolves_outside_the_raw_root_is_never_a_batch(tmp_
 
 def test_batch_names_a_reader_would_expand_or_a_filesystem_refuse_are_not_batches(tmp_path):
     """A batch `*` once took in every other batch's rows (a partition path is a glob to polars and DuckDB)."""
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     raw = tmp_path / "raw"
@@ -306,7 +306,7 @@ def test_a_read_error_or_a_link_loop_is_accounted_for_and_never_fails_the_batch(
 
 def test_no_dataset_is_published_without_a_batch_that_failed_unless_asked(tmp_path):
     """With a batch unreadable, a run once published SFT from the other batch only: half the rows, exit 0."""
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import _run_config, ensure_instance, materialize_all
     from dagster_project.definitions import defs
 
@@ -344,7 +344,7 @@ def test_a_runs_scratch_files_hold_trajectory_text_under_the_data_root_only(tmp_
     """Killed runs left tokenizer and gate scratch files holding trajectory text in a shared /tmp."""
     import tempfile
 
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     made: list[Path] = []

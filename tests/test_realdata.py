@@ -18,7 +18,7 @@ ALLOWANCE = 1000
 
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory):
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     base = tmp_path_factory.mktemp("real")

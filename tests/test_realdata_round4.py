@@ -61,7 +61,7 @@ def test_every_round4_file_is_read_as_its_tool_wrote_it(tmp_path, batch):
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
     """Every round4 folder as a batch, ungraded runs accepted (Claude Code and Codex sessions carry no grade)."""
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     base = tmp_path_factory.mktemp("round4")
@@ -77,7 +77,7 @@ def _sft(settings) -> pl.DataFrame:
 
 
 def test_the_resolved_mini_swe_agent_runs_are_published(tmp_path):
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     shutil.copytree(ROUND4 / "mini_swe_agent_v2", tmp_path / "raw" / "mini_swe_agent_v2")

@@ -2,7 +2,8 @@
 
 import pytest
 
-from cowork_assets.settings import CurateSettings, SettingsError, parse_overrides
+from cowork_assets.orchestration.resources import CurateSettings
+from cowork_assets.settings import SettingsError, parse_overrides
 
 
 def test_values_are_typed():
@@ -33,7 +34,7 @@ def test_every_setting_has_a_default_and_a_description():
 
 
 def test_data_root_may_be_a_folder_a_file_uri_or_an_object_store(monkeypatch, tmp_path):
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
 
     monkeypatch.setenv("COWORK_WORK_DIR", str(tmp_path / "work"))
     remote = CurateSettings(data_root="s3://bucket/team/curated/")

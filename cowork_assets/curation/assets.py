@@ -13,9 +13,9 @@ from cowork_assets.markdown import Markdown
 from cowork_assets.orchestration.lineage import column_lineage
 from cowork_assets.orchestration.metadata import as_metadata, written
 from cowork_assets.orchestration.partitions import batches
+from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.specs import asset_args, spec
 from cowork_assets.runtime.progress import throttled
-from cowork_assets.settings import CurateSettings
 from cowork_assets.store.models import polars_schema
 from cowork_assets.store.registry import TABLES, batch_chunks, group
 

@@ -35,11 +35,11 @@ from cowork_assets.markdown import table
 from cowork_assets.orchestration.lineage import column_lineage
 from cowork_assets.orchestration.metadata import as_metadata
 from cowork_assets.orchestration.partitions import CROSS_BATCH_POOL
+from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.run_health import batch_card, corpus_batches, publication_blocked
 from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.selection.exclusions import first_batch_rows
 from cowork_assets.selection.holdout import corpus_held_out, load, training_side
-from cowork_assets.settings import CurateSettings
 from cowork_assets.store import versions
 from cowork_assets.store.models import arrow_schema
 from cowork_assets.store.registry import TABLES, published

@@ -10,7 +10,7 @@ from cowork_assets.curation.sweep import totals
 from cowork_assets.ingest.formats import coding_categories
 from cowork_assets.selection.holdout import corpus_held_out
 from cowork_assets.selection.schemas import CRITERIA
-from cowork_assets.settings import CurateSettings
+from cowork_assets.settings import Settings
 from cowork_assets.store.registry import TABLES
 
 
@@ -21,7 +21,7 @@ def _count(frame: pl.LazyFrame) -> int:
 EXCLUSION_SET = {"sft_dataset": "sft", "rl_tasks": "rl_tasks"}
 
 
-def funnel(settings: CurateSettings, dataset: str, published: int) -> list[tuple[str, int]]:
+def funnel(settings: Settings, dataset: str, published: int) -> list[tuple[str, int]]:
     parsed = _count(TABLES["trajectories"].scan(settings.root))
     if dataset == "rl_rollouts":  # rollouts are not selected: exclusions may not even exist yet when they publish
         held = corpus_held_out(settings.root, settings.holdout, settings.holdout_overlap).select("task_id")
@@ -41,7 +41,7 @@ def funnel(settings: CurateSettings, dataset: str, published: int) -> list[tuple
     return steps + [("published", published)]
 
 
-def reasons(settings: CurateSettings, dataset: str) -> list[tuple]:
+def reasons(settings: Settings, dataset: str) -> list[tuple]:
     exclusions = TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == dataset)
     return (
         exclusions.group_by("criterion", "reason")
@@ -51,7 +51,7 @@ def reasons(settings: CurateSettings, dataset: str) -> list[tuple]:
     )
 
 
-def retention(settings: CurateSettings) -> dict:
+def retention(settings: Settings) -> dict:
     """At-risk evidence of passing teacher runs kept under the configured strategy and under each strategy."""
     passing = TABLES["evidence_rollup"].scan(settings.root).filter(pl.col("passing_teacher")).select("trajectory_id")
     audit = (
@@ -68,7 +68,7 @@ def retention(settings: CurateSettings) -> dict:
     return {label: {"retained": k, "at_risk": n, "share": k / n if n else 1.0} for label, k in kept.items()}
 
 
-def truncation_sweep(settings: CurateSettings) -> list[dict]:
+def truncation_sweep(settings: Settings) -> list[dict]:
     """The truncation sweep over every batch: one row per (strategy, allowance) with its lost share."""
     return totals(TABLES["truncation_sweep"].scan(settings.root).collect()).to_dicts()
 
@@ -99,7 +99,7 @@ def over_lengths(files: list[str]) -> list[dict]:
     )
 
 
-def terminal_text(settings: CurateSettings, files: list[str]) -> dict:
+def terminal_text(settings: Settings, files: list[str]) -> dict:
     """Terminal control text normalised in the published samples' observations: messages and characters."""
     if not files:
         return {"messages": 0, "chars": 0}
@@ -133,7 +133,7 @@ def redactions(files: list[str]) -> list[dict]:
     return found.to_dicts()
 
 
-def card_inputs(settings: CurateSettings, dataset: str, files: list[str], rows: int) -> dict:
+def card_inputs(settings: Settings, dataset: str, files: list[str], rows: int) -> dict:
     """What the card of a candidate (its Parquet `files`, `rows` in all) reports beside its row counts."""
     lengths = (
         pl.scan_parquet(files).select(LENGTH[dataset].cast(pl.Int64)).collect().to_series().to_list()

@@ -7,9 +7,9 @@ import polars as pl
 
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.orchestration.metadata import counts_md, md_table, written
+from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.runtime.progress import throttled
-from cowork_assets.settings import CurateSettings
 from cowork_assets.store.registry import TABLES, batch_chunks
 
 CALL_COLUMNS = ["trajectory_id", "message_index", "tool_name", "arguments"]

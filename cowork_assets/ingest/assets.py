@@ -9,9 +9,9 @@ from cowork_assets.ingest.formats import recount_batch
 from cowork_assets.markdown import EXAMPLES, table
 from cowork_assets.orchestration.metadata import as_metadata, counts_md, md_table, written
 from cowork_assets.orchestration.partitions import batches
+from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.specs import spec
 from cowork_assets.runtime.progress import throttled
-from cowork_assets.settings import CurateSettings
 from cowork_assets.store import batch_state
 from cowork_assets.store.models import validate_table
 from cowork_assets.store.registry import TABLES, group

@@ -3,7 +3,7 @@
 import dagster as dg
 
 from cowork_assets.orchestration.partitions import batches
-from cowork_assets.settings import CurateSettings
+from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.store import batch_state
 from cowork_assets.store.registry import REGISTRY
 

@@ -18,7 +18,7 @@ from cowork_assets.ingest.raw_files import discover_batches
 from cowork_assets.runtime.procfs import stat_fields
 
 if TYPE_CHECKING:  # settings reads the machine's limits from here
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.settings import Settings
 
 PROCESS_TAG = "cowork/process"
 IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
@@ -57,7 +57,7 @@ def failed_error_checks(instance: dg.DagsterInstance, run_id: str | None) -> lis
     )
 
 
-def corpus_batches(instance: dg.DagsterInstance, settings: CurateSettings, deep: bool = True) -> list[dict]:
+def corpus_batches(instance: dg.DagsterInstance, settings: Settings, deep: bool = True) -> list[dict]:
     """Each batch the corpus reads: its state (store/batch_state.py) and the ERROR checks its run failed."""
     from cowork_assets.store import batch_state
 
@@ -85,7 +85,7 @@ def batch_card(batches: list[dict]) -> list[dict]:
 
 
 def publication_blocked(
-    instance: dg.DagsterInstance, settings: CurateSettings, deep: bool = True, batches: list[dict] | None = None
+    instance: dg.DagsterInstance, settings: Settings, deep: bool = True, batches: list[dict] | None = None
 ) -> str | None:
     """Why no dataset may be published now, or None: a batch whose last run failed, a processed batch whose tables
     are damaged (by digest when `deep`, else by size), processed from other raw files or with other settings, or

@@ -7,13 +7,13 @@ from cowork_assets.curation.redact import checked_secrets
 from cowork_assets.curation.secrets import Detector
 from cowork_assets.markdown import EXAMPLES, table
 from cowork_assets.orchestration.metadata import as_metadata, written
+from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.selection.dedup import clusters
 from cowork_assets.selection.exclusions import exclusions as find_exclusions
 from cowork_assets.selection.exclusions import first_batch_rows
 from cowork_assets.selection.holdout import corpus_held_out
 from cowork_assets.selection.signatures import signatures
-from cowork_assets.settings import CurateSettings
 from cowork_assets.store.registry import TABLES
 
 

@@ -6,8 +6,8 @@ import polars as pl
 from cowork_assets.markdown import EXAMPLES, table
 from cowork_assets.orchestration.metadata import as_metadata, counts_md, written
 from cowork_assets.orchestration.partitions import batches
+from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.specs import asset_args
-from cowork_assets.settings import CurateSettings
 from cowork_assets.store.models import polars_schema
 from cowork_assets.store.registry import TABLES, batch_chunks
 from cowork_assets.validation.regrade import RUN_FIELDS, UNDECIDABLE, agreement

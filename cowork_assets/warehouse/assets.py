@@ -6,7 +6,7 @@ from pydantic import Field
 from cowork_assets.ingest.batch import record_root_skips
 from cowork_assets.orchestration.metadata import md_table
 from cowork_assets.orchestration.partitions import CROSS_BATCH_POOL
-from cowork_assets.settings import CurateSettings
+from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.warehouse.duckdb_file import build_warehouse
 from cowork_assets.warehouse.trace import trace
 

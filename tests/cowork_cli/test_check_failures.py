@@ -46,7 +46,7 @@ def _run(raw: Path, tmp: Path, capsys, *settings: str) -> tuple[int, str, str]:
 
 def _launch_refresh(tmp: Path, **settings) -> list[str]:
     """refresh_corpus as the UI or the schedule launches it, on `_run`'s folders: its failed steps' errors."""
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import _run_config, ensure_instance
     from dagster_project.definitions import defs
 

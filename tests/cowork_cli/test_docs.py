@@ -11,7 +11,7 @@ def test_the_generated_docs_are_current():
 
 
 def test_every_table_and_setting_is_in_the_generated_docs():
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_assets.store.registry import REGISTRY
 
     tables, settings = docs.tables_md(), docs.settings_md()

@@ -15,7 +15,7 @@ import orjson
 import polars as pl
 import pytest
 
-from cowork_assets.settings import CurateSettings
+from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.store import batch_state
 from cowork_assets.synthetic.generate import generate
 from cowork_cli.cli import main

@@ -221,7 +221,7 @@ def test_over_budget_samples_are_trimmed_by_default(pipeline, labels):
 
 
 def test_head_and_drop_fail_the_checks_with_named_values(default_raw, tmp_path, labels):
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     batch = next(l["batch"] for l in labels if l["kind"] == "over_budget")

@@ -86,7 +86,7 @@ def _plant(raw: Path) -> dict[str, str]:
 
 
 def test_planted_credentials_reach_no_published_file_or_export(tmp_path, capsys):
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_assets.synthetic.generate import generate
     from cowork_cli.cli import main
     from cowork_cli.runner import ensure_instance, materialize_all

@@ -41,7 +41,7 @@ def _sample_ids_by_batch(folder: Path) -> dict[str, set[str]]:
 
 def _cli_run(raw: Path, batches: set[str], work: Path) -> dict[str, set[str]]:
     """The SFT samples per batch of `cowork-curate run` over exactly these batch folders."""
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     for batch in batches:
@@ -54,8 +54,8 @@ def _cli_run(raw: Path, batches: set[str], work: Path) -> dict[str, set[str]]:
 def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at_a_time(tmp_path):
     import dagster as dg
 
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_assets.orchestration.run_health import WAITING
-    from cowork_assets.settings import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     raw = tmp_path / "raw"

@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from cowork_assets.settings import CurateSettings
+from cowork_assets.orchestration.resources import CurateSettings
 from dagster_project.definitions import defs
 from tests.conftest import ROOT
 

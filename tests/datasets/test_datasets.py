@@ -417,7 +417,7 @@ def test_export_writes_only_regular_files_and_replaces_one_only_with_force(pipel
 
 def test_a_broken_dataset_fails_its_gate_and_is_not_published(tmp_path, monkeypatch):
     from cowork_assets.datasets import assets as dataset_assets
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_assets.synthetic.generate import generate
     from cowork_cli.runner import ensure_instance, materialize_all
 
@@ -569,7 +569,7 @@ def test_a_run_never_imports_great_expectations_in_the_process_that_runs_it(tmp_
 
     script = (
         "import sys; from pathlib import Path; from cowork_cli.runner import ensure_instance, materialize_all; "
-        "from cowork_assets.settings import CurateSettings; "
+        "from cowork_assets.orchestration.resources import CurateSettings; "
         f"s = CurateSettings(raw_root={str(default_raw)!r}, data_root={str(tmp_path / 'd')!r}); "
         f"o = materialize_all(s, ensure_instance(Path({str(tmp_path / 'home')!r})), echo=lambda _: None); "
         "print(o.failed, 'great_expectations' in sys.modules)"

@@ -72,7 +72,7 @@ def trl_real(tmp_path_factory):
     """TRL over the rows published from the shared real logs of every coding format and of Claude Code and Codex."""
     import shutil
 
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     if not ROUND4.is_dir():

@@ -124,7 +124,7 @@ def test_atif_files_become_trajectories(tmp_path):
 
 
 def test_chat_data_has_grounding_evidence_only_and_reaches_sft_when_ungraded_runs_are_accepted(tmp_path):
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     (tmp_path / "raw" / "chat").mkdir(parents=True)

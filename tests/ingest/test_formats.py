@@ -656,7 +656,7 @@ def test_terminus_style_atif_has_no_structural_errors_and_unique_ids(tmp_path):
 
 
 def test_terminus_style_atif_reaches_sft_when_ungraded_runs_are_accepted(tmp_path):
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     (tmp_path / "raw" / "atif").mkdir(parents=True)

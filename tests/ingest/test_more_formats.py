@@ -224,7 +224,7 @@ def test_every_quarantine_reason_is_in_the_records_own_terms(tmp_path):
 
 @needs_shared
 def test_the_new_formats_reach_the_sft_dataset(tmp_path):
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     raw = _batch(

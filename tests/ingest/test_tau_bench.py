@@ -147,7 +147,7 @@ RETAIL_LOST_UNDER_HEAD = {
 def tau_run(tmp_path_factory):
     if not TAU.is_dir():
         pytest.skip("../shared/realdata/tau_bench is not present")
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     base = tmp_path_factory.mktemp("tau")

@@ -56,7 +56,7 @@ def test_a_killed_runs_process_is_found_and_its_slot_freed(corpus, tmp_path):
     batch = sorted(p.name for p in corpus.iterdir() if p.is_dir())[0]
     script = (
         "from cowork_cli.runner import ensure_instance, _run_config\n"
-        "from cowork_assets.settings import CurateSettings\n"
+        "from cowork_assets.orchestration.resources import CurateSettings\n"
         "from dagster_project.definitions import defs\n"
         "import pathlib, sys\n"
         f"instance = ensure_instance(pathlib.Path({str(home)!r}))\n"

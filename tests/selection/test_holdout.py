@@ -79,7 +79,7 @@ def test_a_held_out_task_under_another_id_is_held_out_by_its_text():
 
 @pytest.mark.skipif(not (REAL / "tau2").is_dir(), reason="../shared/realdata is absent")
 def test_no_official_tau2_test_task_reaches_a_published_split(tmp_path):
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     # all 50 airline tasks (20 of them official test tasks); the retail file's 40 are all test tasks

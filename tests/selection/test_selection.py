@@ -264,8 +264,8 @@ def test_similarity_is_the_jaccard_of_the_shingle_sets_and_two_empty_sets_are_al
 def test_dedup_clusters_reads_a_repeated_id_from_its_first_batch_only(tmp_path):
     import dagster as dg
 
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_assets.selection.assets import dedup_clusters
-    from cowork_assets.settings import CurateSettings
 
     same, other = WORDS[:100], WORDS[100:]
     # batch a: r1 repeats r0; batch b (later): r1 again, now repeating r2. Only a's r1 may be clustered.

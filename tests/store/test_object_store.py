@@ -54,7 +54,7 @@ def s3(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def remote_run(s3, default_raw, tmp_path_factory):
-    from cowork_assets.settings import CurateSettings
+    from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     settings = CurateSettings(raw_root=str(default_raw), data_root=f"s3://{BUCKET}/team/curated/")

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from cowork_assets.settings import CurateSettings
+from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.synthetic.generate import generate
 from cowork_assets.trainers import chat_template, for_chat_template
 from tests.conftest import read_jsonl

@@ -1,0 +1,56 @@
+"""The settings as a Dagster resource: the same fields as `settings.Settings`, set per run from the launchpad, and
+what every run does when it starts and ends."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dagster as dg
+
+from cowork_assets.orchestration.run_health import record_process
+from cowork_assets.runtime import scratch
+from cowork_assets.settings import DEFAULT_DATA_ROOT, DEFAULT_RAW_ROOT, Settings, cron_problem
+from cowork_assets.store import staging
+from cowork_assets.store.root_format import ensure_format
+from cowork_assets.store.storage import normalize_root
+
+
+class CurateSettings(dg.ConfigurableResource, Settings):
+    """Settings of the cowork-curate pipeline: every stage's group in one resource."""
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """Every run records the process that executes it, so a run whose process dies can be found, sweeps
+        what killed runs left, and keeps its scratch files under the data root."""
+        if context.run is None:  # a sensor's evaluation
+            return
+        ensure_format(self.root)  # a root this code cannot read fails the run in one line, before any step
+        if context.instance is not None:
+            record_process(context.instance, context.run.run_id)
+        if swept := scratch.sweep(self.local_root):
+            context.log.info(f"removed {swept} scratch or temporary file(s) left by killed runs")
+        scratch.use(self.local_root)
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if context.run is not None:
+            scratch.release()
+            staging.end_all()
+
+
+ENVIRONMENT = {"raw_root": "COWORK_RAW_ROOT", "data_root": "COWORK_DATA_ROOT", "refresh_cron": "COWORK_REFRESH_CRON"}
+
+
+def settings_from_env() -> tuple[CurateSettings, dict[str, str]]:
+    """Settings for code locations (`dagster dev`) from COWORK_RAW_ROOT, COWORK_DATA_ROOT and
+    COWORK_REFRESH_CRON, and the problems of values that were refused (variable -> why). A bad value falls
+    back to the default so the definitions still load; the problem is shown where the value is used."""
+    given = {name: os.environ[var] for name, var in ENVIRONMENT.items() if os.environ.get(var)}
+    problems = {}
+    if "refresh_cron" in given and (problem := cron_problem(given["refresh_cron"])):
+        problems[ENVIRONMENT["refresh_cron"]] = problem
+        del given["refresh_cron"]
+    return CurateSettings(
+        raw_root=str(Path(given.get("raw_root", DEFAULT_RAW_ROOT)).resolve()),
+        data_root=normalize_root(given.get("data_root", DEFAULT_DATA_ROOT)),
+        **({"refresh_cron": given["refresh_cron"]} if "refresh_cron" in given else {}),
+    ), problems
