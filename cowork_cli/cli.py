@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import logging
 import os
 import re
 import signal
@@ -55,6 +56,12 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+class _FirstLine(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = record.getMessage().splitlines()[0], ()
+        return True
+
+
 def _settings(args: argparse.Namespace):
     from cowork_assets.orchestration.resources import CurateSettings
     from cowork_assets.settings import SettingsError, parse_overrides
@@ -96,6 +103,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--dagster-home {home} is inside the raw root {raw}: keep the instance out of it")
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
+    first_lines = _FirstLine()  # a database driver's retries (Postgres) log its whole multi-line error each time
+    logging.getLogger().addFilter(first_lines)
     try:
         instance = ensure_instance(home)
     except ValueError as exc:
@@ -106,6 +115,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
             f"the Dagster instance at {home} cannot be read ({cause}): move that folder aside to start a new run "
             "history (the data root keeps every output)"
         ) from None
+    except Exception as exc:
+        if type(exc).__name__ != "DagsterPostgresException":  # dagster-postgres is in the deploy extra only
+            raise
+        cause = str(exc.__cause__ or exc).splitlines()[0].removeprefix("(psycopg2.OperationalError) ")
+        raise UsageError(
+            f"the Dagster instance at {home} cannot reach its Postgres database ({cause}): check the server and the "
+            f"storage settings in {home / 'dagster.yaml'}"
+        ) from None
+    finally:
+        logging.getLogger().removeFilter(first_lines)
     if ensure_format(settings.root) == 1:
         print(f"the data root {settings.root} was written by an earlier release: its batches are redone once")
     print(f"materializing {raw} -> {settings.root} (Dagster instance: {home})")

@@ -1,6 +1,7 @@
 """The deployment examples in docs/deploy/ are valid configuration for the code as it is.
 
-There is no Postgres or Kubernetes cluster here, so these tests check what can be checked without one:
+There is no Kubernetes cluster here, so these tests check what can be checked without one (test_deployment.py
+runs the Postgres storage for real):
 the instance file passes Dagster's own schema, every class it names imports from the locked `deploy`
 extra and accepts its config, and the Helm values agree with it on what matters.
 """

@@ -13,43 +13,15 @@ import pytest
 from cowork_assets.ingest.batch import BATCH_TABLES
 from cowork_assets.store import storage, versions
 from cowork_assets.store.registry import TABLES
-
-moto_server = pytest.importorskip("moto.server")
+from tests.servers import s3_server
 
 BUCKET = "curated"
 
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
-    """A moto S3 server on 127.0.0.1 with one bucket, and the AWS environment pointing at it."""
-    import logging
-    import os
-
-    import boto3
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
-
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    env = {
-        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_REGION": "us-east-1",
-        "AWS_ALLOW_HTTP": "true",
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "COWORK_WORK_DIR": str(tmp_path_factory.mktemp("work")),
-    }
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # worker processes inherit it
-    storage._remote_filesystem.cache_clear()
-    boto3.client("s3").create_bucket(Bucket=BUCKET)
-    yield boto3.client("s3")
-    server.stop()
-    storage._remote_filesystem.cache_clear()
-    for k, v in saved.items():
-        os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    with s3_server(BUCKET, tmp_path_factory.mktemp("work")) as client:
+        yield client
 
 
 @pytest.fixture(scope="module")

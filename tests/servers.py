@@ -1,0 +1,101 @@
+"""Real servers on loopback for the deployment tests, started and stopped by the tests themselves: moto's S3 server
+and a PostgreSQL cluster from the Debian package (initdb into a temporary folder, a free port)."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@contextlib.contextmanager
+def environment(**values: str) -> Iterator[None]:
+    """os.environ with `values` (worker processes inherit it), restored afterwards."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+
+
+@contextlib.contextmanager
+def s3_server(bucket: str, work_dir: Path) -> Iterator:
+    """A moto S3 server with one bucket, and the AWS environment pointing at it: yields a boto3 client."""
+    moto_server = pytest.importorskip("moto.server")
+    import boto3
+
+    from cowork_assets.store import storage
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    env = {
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_REGION": "us-east-1",
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "COWORK_WORK_DIR": str(work_dir),
+    }
+    try:
+        with environment(**env):
+            storage._remote_filesystem.cache_clear()
+            boto3.client("s3").create_bucket(Bucket=bucket)
+            yield boto3.client("s3")
+    finally:
+        server.stop()
+        storage._remote_filesystem.cache_clear()
+
+
+def _postgres_bin() -> Path | None:
+    found = shutil.which("initdb") or next(iter(sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))[::-1]), None)
+    return Path(found).resolve().parent if found else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def postgres_server() -> Iterator[dict[str, str]]:
+    """A PostgreSQL cluster on 127.0.0.1 (trust authentication, user `dagster`): yields the DAGSTER_PG_* variables
+    docs/deploy/dagster.yaml reads. Run as the `postgres` user when this process is root (PostgreSQL refuses root),
+    in a temporary folder of its own (pytest's are private to this user)."""
+    binaries = _postgres_bin()
+    if binaries is None:
+        pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    folder = Path(tempfile.mkdtemp(prefix="cowork-pg-"))
+    if as_user:
+        shutil.chown(folder, "postgres")
+    data, port = folder / "data", _free_port()
+    run = lambda *args: subprocess.run([*as_user, *args], check=True, capture_output=True, timeout=120)  # noqa: E731
+    run(str(binaries / "initdb"), "-D", str(data), "-U", "dagster", "--auth=trust", "--no-sync")
+    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+    run(str(binaries / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start")
+    try:
+        yield {
+            "DAGSTER_PG_HOST": "127.0.0.1",
+            "DAGSTER_PG_PORT": str(port),
+            "DAGSTER_PG_DB": "postgres",
+            "DAGSTER_PG_USER": "dagster",
+            "DAGSTER_PG_PASSWORD": "",
+        }
+    finally:
+        run(str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
+        shutil.rmtree(folder, ignore_errors=True)
