@@ -3,9 +3,9 @@
 LSH over MinHash signatures proposes candidate pairs (BANDS x ROWS: runs whose minhashes agree on
 all ROWS of any band; with 16 x 4 a pair at Jaccard 0.9 becomes a candidate with probability
 1 - 4e-8, at 0.95 1 - 2e-12, and a cluster needs only one of its pairs found); every candidate is
-then verified with the exact Jaccard of the shingle sets, so the threshold is applied exactly. No
-all-pairs comparison, and everything is sorted by trajectory id, so the result does not depend on
-batch order.
+then verified with the exact Jaccard of the shingle sets, so the threshold is applied exactly. Exact
+copies are collapsed before any pairing. No all-pairs comparison, and everything is sorted by trajectory id,
+so the result does not depend on batch order.
 """
 
 from __future__ import annotations
@@ -80,8 +80,16 @@ def clusters(sigs: pl.DataFrame, near_dup_threshold: float) -> pl.DataFrame:
     `sigs`: trajectory_id, batch, task_id, content_hash, shingles, score, chars. The representative kept
     is the best member: highest score, then fewest characters, then smallest trajectory id.
     """
-    sigs = sigs.sort("trajectory_id")
-    edges = compared(candidate_pairs(sigs), sigs).filter(pl.col("exact") | (pl.col("similarity") >= near_dup_threshold))
+    # Exact copies are collapsed first: each joins the first run of its task with its content (its exemplar), and
+    # only exemplars are paired, so N copies of one run cost N edges, not N² pairs. A copy has its exemplar's
+    # shingles, so it is near whatever its exemplar is near: the clusters are the same.
+    sigs = sigs.sort("trajectory_id").with_columns(
+        exemplar=pl.col("trajectory_id").first().over("task_id", "content_hash")
+    )
+    distinct = sigs.filter(pl.col("trajectory_id") == pl.col("exemplar"))
+    near = compared(candidate_pairs(distinct), distinct).filter(pl.col("similarity") >= near_dup_threshold)
+    copies = sigs.filter(pl.col("trajectory_id") != pl.col("exemplar")).select(left="exemplar", right="trajectory_id")
+    edges = pl.concat([near.select("left", "right"), copies])
     parent: dict[str, str] = {}
 
     def root(x: str) -> str:

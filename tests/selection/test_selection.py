@@ -59,6 +59,25 @@ def test_exact_duplicates_cluster_and_the_best_is_kept():
     ]
 
 
+def test_many_copies_of_one_run_cost_one_edge_each_not_a_pair_each(monkeypatch):
+    """1,500 copies of one run and a near copy: one cluster of all of them, and no step pairs more runs than there
+    are (all pairs of the copies would be 1.1 million)."""
+    import cowork_assets.selection.dedup as dedup
+
+    near = _traj("near", WORDS + ["x1"])
+    many = [_traj(f"r{i:04d}", WORDS) for i in range(1500)]
+    sigs = _sigs(near, *many, scores=[2.0] + [1.0] * 1500)
+    sizes = []
+    pairs, compare = dedup.candidate_pairs, dedup.compared
+    monkeypatch.setattr(dedup, "candidate_pairs", lambda s: sizes.append(len(out := pairs(s))) or out)
+    monkeypatch.setattr(dedup, "compared", lambda p, s: sizes.append(len(p)) or compare(p, s))
+    found = clusters(sigs, 0.9)
+    assert found.height == 1501 and found["cluster_id"].unique().to_list() == ["near"]
+    assert found.filter("kept")["trajectory_id"].to_list() == ["near"]  # the best score
+    assert found["kind"].value_counts().sort("kind").rows() == [("near", 1500), ("representative", 1)]
+    assert max(sizes) <= 1501
+
+
 def test_duplicates_are_only_sought_within_a_task():
     sigs = _sigs(_traj("a", WORDS, "t1"), _traj("b", WORDS, "t2"))
     assert candidate_pairs(sigs).is_empty() and clusters(sigs, 0.9).is_empty()
