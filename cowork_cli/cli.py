@@ -144,7 +144,7 @@ def _db(args: argparse.Namespace) -> Path:
 
 
 def _cmd_sql(args: argparse.Namespace) -> int:
-    from cowork_assets.warehouse.duckdb_file import named_query, query_names, query_params, run_query
+    from cowork_assets.warehouse.duckdb_file import named_query, query_names, query_params
     from cowork_cli.summary import format_rows
 
     if args.list:
@@ -166,15 +166,15 @@ def _cmd_sql(args: argparse.Namespace) -> int:
         params[name] = value
     import duckdb
 
-    from cowork_assets.warehouse.duckdb_file import QueryLimit, QueryRefused
+    from cowork_assets.warehouse.duckdb_file import QueryLimit, QueryRefused, first_rows
 
     if not 0 < args.timeout <= 86_400:
         raise UsageError(f"--timeout must be from 0 to 86400 seconds, got {args.timeout:g}")
     if not re.fullmatch(r"\d+(?:\.\d+)?\s*(?:[KMGT]i?)?B", args.memory_limit.strip(), re.IGNORECASE):
         raise UsageError(f"--memory-limit must be a size such as 500MB or 2GB, got {args.memory_limit!r}")
     try:
-        columns, rows = run_query(
-            _db(args), sql, params, normalize_root(args.data_root), args.timeout, args.memory_limit
+        columns, rows, total = first_rows(
+            _db(args), sql, params, normalize_root(args.data_root), args.timeout, args.memory_limit, limit=200
         )
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
@@ -184,7 +184,7 @@ def _cmd_sql(args: argparse.Namespace) -> int:
         raise UsageError(f"query {exc}") from None
     except duckdb.Error as exc:
         raise UsageError(f"query failed: {str(exc).splitlines()[0]}") from None
-    print(format_rows(columns, rows))
+    print(format_rows(columns, rows, total=total))
     return 0
 
 

@@ -13,14 +13,16 @@ from cowork_assets.warehouse.duckdb_file import named_query, run_query
 from cowork_cli.runner import RunOutcome
 
 
-def format_rows(columns: Sequence[str], rows: Sequence[Sequence], limit: int = 200) -> str:
+def format_rows(columns: Sequence[str], rows: Sequence[Sequence], limit: int = 200, total: int | None = None) -> str:
+    """The first `limit` rows as a table; `total`: the rows of the whole result, when only the first were read."""
+    total = len(rows) if total is None else total
     cells = [[str(c) for c in columns]] + [["NULL" if v is None else str(v) for v in r] for r in rows[:limit]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    if len(rows) > limit:
-        lines.append(f"... {len(rows) - limit} more rows")
-    return "\n".join(lines) + f"\n({len(rows)} rows)"
+    if total > limit:
+        lines.append(f"... {total - limit} more rows")
+    return "\n".join(lines) + f"\n({total} rows)"
 
 
 def print_summary(settings: CurateSettings, outcome: RunOutcome) -> None:

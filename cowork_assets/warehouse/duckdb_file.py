@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 import threading
+import warnings
 from pathlib import Path
 
 import duckdb
@@ -122,7 +125,7 @@ SQL_MEMORY_LIMIT = "2GB"
 
 
 def confined(
-    db_path: Path, data_root: str | None = None, memory_limit: str = SQL_MEMORY_LIMIT
+    db_path: Path, data_root: str | None = None, memory_limit: str = SQL_MEMORY_LIMIT, spill: str | None = None
 ) -> duckdb.DuckDBPyConnection:
     """A read-only connection that can read the data root's tables and published datasets and nothing else:
     the file opened read-only, file access limited to those folders (DuckDB resolves `..` and symlinks
@@ -146,6 +149,8 @@ def confined(
     }
     con.execute("SET allowed_directories = ?", [sorted(folders)])
     con.execute("SET memory_limit = ?", [memory_limit])
+    if spill:  # where a query past the memory limit spills: not beside the file, in the data root
+        con.execute("SET temp_directory = ?", [spill])
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
     return con
@@ -179,15 +184,41 @@ def run_query(
 ) -> tuple[list[str], list[tuple]]:
     """Run one SELECT on a confined connection (`confined`), stopped after `timeout` seconds or past
     `memory_limit` (QueryLimit); QueryRefused for anything else or for a file outside the data root."""
+    columns, rows, _ = first_rows(db_path, sql, params, data_root, timeout, memory_limit, limit=None)
+    return columns, rows
+
+
+def first_rows(
+    db_path: Path,
+    sql: str,
+    params: dict[str, str] | None = None,
+    data_root: str | None = None,
+    timeout: float = SQL_TIMEOUT_SECONDS,
+    memory_limit: str = SQL_MEMORY_LIMIT,
+    limit: int | None = 200,
+) -> tuple[list[str], list[tuple], int]:
+    """As `run_query`, but only the first `limit` rows come into Python: the rest are counted as Arrow batches
+    stream past, so a SELECT of millions of rows stays within the memory limit. Returns (columns, rows, total)."""
     if not db_path.is_file():
         raise FileNotFoundError(f"no DuckDB file at {db_path}; run `cowork-curate run` first")
     refuse_unless_select(sql)
-    con = confined(db_path, data_root, memory_limit)
+    spill = tempfile.mkdtemp(prefix="cowork-sql-")  # DuckDB's default spills beside the file: in the data root
+    con = confined(db_path, data_root, memory_limit, spill)
     timer = threading.Timer(timeout, con.interrupt)
     timer.start()
     try:
         cur = con.execute(sql, params) if params else con.execute(sql)
-        return [d[0] for d in cur.description or []], cur.fetchall()
+        columns = [d[0] for d in cur.description or []]
+        if limit is None:
+            rows = cur.fetchall()
+            return columns, rows, len(rows)
+        rows = cur.fetchmany(limit)
+        total = len(rows)
+        if len(rows) == limit:
+            with warnings.catch_warnings():  # "an extra copy of the rows": one batch at a time, never kept
+                warnings.simplefilter("ignore", UserWarning)
+                total += sum(batch.num_rows for batch in cur.to_arrow_reader(64 * 1024))
+        return columns, rows, total
     except duckdb.PermissionException as exc:
         raise QueryRefused(f"outside what queries may read: {str(exc).splitlines()[0]}") from None
     except duckdb.InterruptException:
@@ -197,3 +228,4 @@ def run_query(
     finally:
         timer.cancel()
         con.close()
+        shutil.rmtree(spill, ignore_errors=True)
