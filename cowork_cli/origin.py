@@ -35,12 +35,14 @@ def job_origin(job_name: str) -> RemoteJobOrigin:
 
 
 def execute(job_name: str, instance: dg.DagsterInstance, run_config: dict, tags: dict[str, str]):
-    """Create the job's run with its origin and execute it in this process; the result, failures included."""
+    """Create the job's run with its origin and execute it in this process; the result, failures included. The run
+    carries the job's own tags (the queue limits cross-batch runs by them), as a launched run does."""
     job = dg.build_reconstructable_job(MODULE, "job_definition", reconstructable_args=(job_name,))
+    definition = job.get_definition()
     run = instance.create_run_for_job(
-        job_def=job.get_definition(),
+        job_def=definition,
         run_config=run_config,
-        tags=tags,
+        tags={**definition.tags, **tags},
         remote_job_origin=job_origin(job_name),
         job_code_origin=job.get_python_origin(),
     )

@@ -33,6 +33,8 @@ from cowork_assets.store import batch_state
 from cowork_assets.tokens import TokenizerUnavailable, get_encoding
 from cowork_cli.locks import file_lock
 
+# Every run the CLI makes says so (the UI lists it with the tag; a launched run has none).
+CLI_TAG = {"cowork/launched_by": "cli"}
 INSTANCE_HEADER = "# Written by cowork-curate: a local SQLite-backed instance."
 INSTANCE_YAML = (
     INSTANCE_HEADER
@@ -194,7 +196,7 @@ def materialize_all(
     ):
         _wait_for_runs_elsewhere(instance, echo)
         for job in CORPUS_JOBS:
-            result = execute(job, instance, config, {})
+            result = execute(job, instance, config, CLI_TAG)
             echo(f"{job}: {'ok' if result.success else 'FAILED'}")
             if not result.success:
                 outcome.failed[job] = _first_error(result)
@@ -233,10 +235,10 @@ def ready_batches(settings: CurateSettings, found: list[str], echo: Callable[[st
 
 def _wait_for_runs_elsewhere(instance: dg.DagsterInstance, echo: Callable[[str], None]) -> None:
     """The cross-batch steps wait for cross-batch runs launched elsewhere (the UI, a schedule) on this instance."""
-    from dagster_project.jobs import CORPUS_JOBS
+    from dagster_project.jobs import CORPUS_JOBS, CROSS_BATCH_ASSETS
 
     told = False
-    while in_flight(instance, CORPUS_JOBS):
+    while in_flight(instance, CORPUS_JOBS, assets=CROSS_BATCH_ASSETS):
         if not told:
             echo("waiting for a cross-batch run launched from the Dagster UI to finish")
             told = True
@@ -304,7 +306,7 @@ def _process_batch(config: dict, batch: str, instance: dg.DagsterInstance | None
     from dagster_project.jobs import BATCH_JOB
 
     t0 = time.monotonic()
-    result = execute(BATCH_JOB, instance or _worker_instance, config, {"dagster/partition": batch})
+    result = execute(BATCH_JOB, instance or _worker_instance, config, {"dagster/partition": batch, **CLI_TAG})
     checks = RunOutcome([])
     _collect_failed_checks(checks, result, batch)
     error = None if result.success else _first_error(result)

@@ -48,6 +48,10 @@ refresh_warehouse = dg.define_asset_job(
     description="Rebuild the DuckDB file; a run of its own, so a failed gate upstream never leaves stale views.",
 )
 
+# What the hold-back watches for, however a run was launched (a job, or "Materialize" of some of these assets).
+BATCH_ASSETS = frozenset(k.to_user_string() for a in PER_BATCH for k in a.keys)
+CROSS_BATCH_ASSETS = frozenset(k.to_user_string() for a in (*CROSS_BATCH, *WAREHOUSE) for k in a.keys)
+
 # Jobs the CLI runs in order after the batches: the cross-batch ones, then the warehouse (even when a cross-batch
 # step failed); the sensors wait while any of them is in flight.
 BATCH_JOB = process_batch.name

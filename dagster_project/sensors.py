@@ -12,7 +12,14 @@ from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.run_health import in_flight, publication_blocked, reap_dead_runs
 from cowork_assets.store import batch_state
-from dagster_project.jobs import CORPUS_JOBS, process_batch, refresh_corpus, refresh_warehouse
+from dagster_project.jobs import (
+    BATCH_ASSETS,
+    CORPUS_JOBS,
+    CROSS_BATCH_ASSETS,
+    process_batch,
+    refresh_corpus,
+    refresh_warehouse,
+)
 
 INTERVAL = 1
 
@@ -40,7 +47,7 @@ def new_batch_sensor(context: dg.SensorEvaluationContext, settings: CurateSettin
     instance = context.instance
     known = set(instance.get_dynamic_partitions(batches.name))
     new = [b for b in found if b not in known]
-    if busy := in_flight(instance, CORPUS_JOBS):
+    if busy := in_flight(instance, CORPUS_JOBS, assets=CROSS_BATCH_ASSETS):
         return dg.SkipReason(f"batch folders wait for {busy} cross-batch run(s) to finish")
     fingerprint = batch_state.settings_fingerprint(settings.batch_content())
     requests, waiting = [], []
@@ -50,7 +57,7 @@ def new_batch_sensor(context: dg.SensorEvaluationContext, settings: CurateSettin
             continue
         raw = batch_state.raw_fingerprint(settings.raw_path, batch)
         state = batch_state.check(settings.root, settings.raw_path, batch, fingerprint, deep=False, raw=raw)
-        if state.problem and not in_flight(instance, (process_batch.name,), batch):
+        if state.problem and not in_flight(instance, (process_batch.name,), batch, BATCH_ASSETS):
             key = f"process:{batch}:{raw[:12]}:{fingerprint[:12]}"
             requests.append(dg.RunRequest(partition_key=batch, run_key=key, tags={"cowork/why": state.problem}))
     if not requests and not new:
@@ -76,9 +83,9 @@ CORPUS_REFRESH = dict(
 
 def corpus_refresh_sensor(context: dg.SensorEvaluationContext, settings: CurateSettings):
     instance = context.instance
-    if batch_runs := in_flight(instance, (process_batch.name,)):
+    if batch_runs := in_flight(instance, (process_batch.name,), assets=BATCH_ASSETS):
         return dg.SkipReason(f"waiting for {batch_runs} batch run(s) in flight")
-    if in_flight(instance, CORPUS_JOBS):
+    if in_flight(instance, CORPUS_JOBS, assets=CROSS_BATCH_ASSETS):
         return dg.SkipReason("a cross-batch run is in flight")
     batch = _latest(instance, process_batch.name, [dg.DagsterRunStatus.SUCCESS])
     corpus = _latest(instance, refresh_corpus.name)

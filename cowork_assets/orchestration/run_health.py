@@ -26,12 +26,21 @@ CHECK_EVALUATION = dg.DagsterEventType.ASSET_CHECK_EVALUATION
 WAITING = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, *IN_PROGRESS]
 
 
-def in_flight(instance: dg.DagsterInstance, jobs: tuple[str, ...], partition: str | None = None) -> int:
-    """Runs of these jobs (of this partition) queued or in progress."""
+def in_flight(
+    instance: dg.DagsterInstance,
+    jobs: tuple[str, ...],
+    partition: str | None = None,
+    assets: frozenset[str] = frozenset(),
+) -> int:
+    """Runs (of this partition) queued or in progress that are runs of these jobs or materialize any of `assets`:
+    the UI's "Materialize" runs a job of its own, with the assets it selected."""
     tags = {"dagster/partition": partition} if partition else {}
+    records = instance.get_run_records(dg.RunsFilter(statuses=WAITING, tags=tags), limit=500)
     return sum(
-        len(instance.get_run_records(dg.RunsFilter(job_name=job, statuses=WAITING, tags=tags), limit=10))
-        for job in jobs
+        1
+        for r in records
+        if r.dagster_run.job_name in jobs
+        or assets & {key.to_user_string() for key in r.dagster_run.asset_selection or ()}
     )
 
 

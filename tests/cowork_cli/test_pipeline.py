@@ -33,6 +33,19 @@ def test_every_batch_and_the_warehouse_materialize_and_all_checks_pass(pipeline,
     assert instance.get_latest_materialization_event(dg.AssetKey("warehouse")) is not None
 
 
+def test_the_clis_runs_say_so_and_its_cross_batch_runs_carry_the_tag_the_queue_limits(pipeline, manifest):
+    _, instance, _ = pipeline
+    runs = instance.get_runs()
+    assert {(r.job_name, r.tags.get("dagster/partition")) for r in runs} == {
+        *(("process_batch", b) for b in manifest["batches"]),
+        ("refresh_corpus", None),
+        ("refresh_warehouse", None),
+    }
+    assert all(r.tags["cowork/launched_by"] == "cli" for r in runs)
+    cross = {r.job_name for r in runs if r.tags.get("cowork/stage") == "cross-batch"}
+    assert cross == {"refresh_corpus", "refresh_warehouse"}
+
+
 def test_views_return_the_parquet_row_counts(pipeline):
     from cowork_assets.store.registry import REGISTRY, TABLES
 

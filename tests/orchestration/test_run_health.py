@@ -134,3 +134,18 @@ def test_a_re_executed_run_is_not_taken_for_its_parent_whose_process_is_gone(tmp
     )
     assert reap_dead_runs(instance) == ["parent"]
     assert instance.get_run_by_id("child").status == started
+
+
+def test_the_hold_back_sees_a_materialize_of_cross_batch_assets_as_a_cross_batch_run():
+    """The UI's "Materialize" runs `__ASSET_JOB`, not a named job: it is seen by the assets it selected."""
+    from dagster_project.definitions import defs
+    from dagster_project.jobs import BATCH_ASSETS, CORPUS_JOBS, CROSS_BATCH_ASSETS
+
+    job = defs.resolve_implicit_global_asset_job_def()
+    with dg.instance_for_test() as instance:
+        assert in_flight(instance, CORPUS_JOBS, assets=CROSS_BATCH_ASSETS) == 0
+        selection = frozenset({dg.AssetKey("exclusions"), dg.AssetKey("sft_dataset")})
+        instance.create_run_for_job(job_def=job.get_subset(asset_selection=selection), asset_selection=selection)
+        assert in_flight(instance, CORPUS_JOBS, assets=CROSS_BATCH_ASSETS) == 1
+        assert in_flight(instance, CORPUS_JOBS) == 0  # by job name alone it was missed
+        assert in_flight(instance, ("process_batch",), assets=BATCH_ASSETS) == 0
