@@ -296,6 +296,13 @@ class CheckSettings(Group):
         le=1.0,
         description="The duplicate_rate check warns when more than this share of teacher runs are duplicates.",
     )
+    min_grader_agreement: float = Field(
+        default=1.0,
+        ge=0.0,
+        le=1.0,
+        description="The grader_agreement check warns when replaying the checks disagrees with the recorded verdict "
+        "on more than 1 - this share of the compared runs (1.0: on any run).",
+    )
 
 
 class SelectionSettings(Group):

@@ -1,5 +1,7 @@
 """Dagster wiring of the validation stage: structure_findings per batch, task_findings across batches."""
 
+import math
+
 import dagster as dg
 import polars as pl
 
@@ -82,20 +84,23 @@ def regrade(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.M
 @dg.asset_check(
     asset=regrade,
     partitions_def=batches,
-    description="Warns when replaying the checks disagrees with the recorded verdict, with the agreement "
-    "rate and the disagreeing runs grouped by reason.",
+    description="Warns when replaying the checks disagrees with the recorded verdict on more than "
+    "1 - min_grader_agreement of the compared runs (default: any), with the agreement rate and the disagreeing "
+    "runs grouped by reason.",
 )
 def grader_agreement(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
     found = TABLES["regrade"].read(settings.root, context.partition_key)
     result = agreement(found)
     disagreeing = sum(n for reason, n, _ in result["reasons"] if reason != UNDECIDABLE)
+    tolerated = math.floor((1 - settings.min_grader_agreement) * result["compared"] + 1e-9)
     return dg.AssetCheckResult(
-        passed=disagreeing == 0,
+        passed=disagreeing <= tolerated,
         severity=dg.AssetCheckSeverity.WARN,
         metadata=as_metadata(
             {
                 "compared_runs": result["compared"],
                 "agreeing_runs": result["agree"],
+                "disagreements_tolerated": tolerated,
                 "agreement_rate": round(result["rate"], 4) if result["rate"] is not None else "—",
                 "by_reason": table(
                     ["disagreement", "runs", "examples"],

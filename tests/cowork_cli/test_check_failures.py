@@ -118,6 +118,14 @@ def test_warnings_alone_do_not_fail_the_run(small_raw, tmp_path, capsys):
     assert status == 0 and failed and all(name.endswith("(WARN)") for name in failed)
 
 
+def test_grader_agreement_tolerates_the_disagreement_it_is_told_to(tmp_path, capsys):
+    generate(tmp_path / "source", trajectories=60, batches=1, seed=24)  # runs whose recorded grade is wrong
+    status, summary, b = _run(tmp_path / "source", tmp_path, capsys)
+    assert status == 0 and f"regrade:grader_agreement [{b}] (WARN)" in _failed(summary)
+    status, summary, b = _run(tmp_path / "source", tmp_path, capsys, "min_grader_agreement=0.5")
+    assert status == 0 and f"regrade:grader_agreement [{b}] (WARN)" not in _failed(summary)
+
+
 def test_a_record_ingest_loses_and_tables_that_break_their_model_fail_the_ingest_checks(
     small_raw, tmp_path, capsys, monkeypatch
 ):
