@@ -216,7 +216,8 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     from cowork_assets.warehouse.trace import trace
 
     try:
-        print("\n".join(trace(_db(args), normalize_root(args.data_root), args.id)))
+        raw = Path(args.raw_root).expanduser().resolve()
+        print("\n".join(trace(_db(args), normalize_root(args.data_root), args.id, raw)))
     except (FileNotFoundError, LookupError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None
     return 0
@@ -300,6 +301,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("id", help="sample or trajectory id (a LIKE pattern such as ops-00042%% traces several)")
     t.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"where the DuckDB file is [{DEFAULT_DATA_ROOT}]")
     t.add_argument("--db", help="path of the DuckDB file [<data-root>/cowork.duckdb]")
+    t.add_argument("--raw-root", default=DEFAULT_RAW_ROOT, help=f"where the raw lines are read [{DEFAULT_RAW_ROOT}]")
     t.set_defaults(func=_cmd_trace)
 
     d = sub.add_parser("drop", help="remove a processed batch's tables from the data root, so runs publish without it")

@@ -21,10 +21,9 @@ from dagster._core.remote_origin import (
 )
 from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 
-from dagster_project.definitions import LOCATION_NAME
+from cowork_assets.orchestration.metadata import LOCATION_NAME, REPOSITORY
 
 MODULE = "dagster_project.definitions"
-REPOSITORY = "__repository__"  # the name Dagster gives the repository of a `Definitions` object
 
 
 def job_origin(job_name: str) -> RemoteJobOrigin:

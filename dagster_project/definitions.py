@@ -25,26 +25,24 @@ from cowork_assets.orchestration.resources import settings_from_env
 from cowork_assets.selection.assets import selection_checks
 from cowork_assets.validation.assets import validation_checks
 from dagster_project.jobs import (
+    BATCH_ASSETS,
     CROSS_BATCH,
     PER_BATCH,
     WAREHOUSE,
     process_batch,
     refresh_corpus,
     refresh_warehouse,
-    trace_sample,
+    trace_sample_job,
 )
 from dagster_project.presentation import present
 from dagster_project.schedules import daily_refresh
 from dagster_project.sensors import interval_from, sensors
 
 SETTINGS, ENV_PROBLEMS = settings_from_env()
-LOCATION_NAME = "cowork_curate"  # workspace.yaml's name for this code location
 
-
-PER_BATCH_ASSETS = {key.to_user_string() for a in PER_BATCH for key in a.keys}
 
 defs = dg.Definitions(
-    assets=present([raw_batches, *PER_BATCH, *CROSS_BATCH, *WAREHOUSE], SETTINGS.refresh_cron, PER_BATCH_ASSETS),
+    assets=present([raw_batches, *PER_BATCH, *CROSS_BATCH, *WAREHOUSE], SETTINGS.refresh_cron, BATCH_ASSETS),
     asset_checks=[
         records_accounted_for,
         *schema_checks,
@@ -53,7 +51,7 @@ defs = dg.Definitions(
         *selection_checks,
         *dataset_checks,
     ],
-    jobs=[process_batch, refresh_corpus, refresh_warehouse, trace_sample],
+    jobs=[process_batch, refresh_corpus, refresh_warehouse, trace_sample_job(SETTINGS)],
     sensors=sensors(interval_from(os.environ.get("COWORK_SENSOR_INTERVAL"))),
     schedules=[daily_refresh(SETTINGS.refresh_cron, ENV_PROBLEMS.get("COWORK_REFRESH_CRON"))],
     resources={"settings": SETTINGS, "suites": QualitySuites()},

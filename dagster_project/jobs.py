@@ -58,10 +58,16 @@ BATCH_JOB = process_batch.name
 CORPUS_JOBS = (refresh_corpus.name, refresh_warehouse.name)
 
 
-@dg.job(
-    description="The path from a sample to its raw line: launch it with the sample id in its config "
-    "(ops: trace_sample_op: config: sample_id) and read the trace in the run's log. The same as "
-    "`cowork-curate trace <id>`.",
-)
-def trace_sample():
-    trace_sample_op()
+def trace_sample_job(settings) -> dg.JobDefinition:
+    """The trace job, its settings fixed to the code location's: its launchpad asks for the sample id only."""
+
+    @dg.job(
+        description="The path from a sample to its raw line: launch it with the sample id in its config "
+        "(ops: trace_sample_op: config: sample_id) and read the trace, the raw line included, in the run's log. "
+        "The same as `cowork-curate trace <id>`.",
+        resource_defs={"settings": dg.ResourceDefinition.hardcoded_resource(settings)},
+    )
+    def trace_sample():
+        trace_sample_op()
+
+    return trace_sample

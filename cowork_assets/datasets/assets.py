@@ -33,7 +33,7 @@ from cowork_assets.datasets.suites import SuiteProcess, give_back, suite_process
 from cowork_assets.ingest.formats import coding_categories
 from cowork_assets.markdown import table
 from cowork_assets.orchestration.lineage import column_lineage
-from cowork_assets.orchestration.metadata import as_metadata
+from cowork_assets.orchestration.metadata import MARKDOWN_INLINE, as_metadata, trace_link
 from cowork_assets.orchestration.partitions import CROSS_BATCH_POOL
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.run_health import batch_card, corpus_batches, publication_blocked
@@ -464,12 +464,15 @@ def charts(version_folder: str) -> dict[str, str]:
 
 
 def trace_examples(files: list[str], n: int = 3) -> dict:
-    """A few sample ids of a dataset and how to follow each back to its raw line, in the UI or the shell."""
+    """Up to `n` sample ids of a dataset, each a link to the trace job's launchpad with it filled in: as many as
+    keep the text under MARKDOWN_INLINE characters, which Dagster shows on the page rather than behind a click."""
     ids = pl.scan_parquet(files).select("sample_id").head(n).collect()["sample_id"].to_list() if files else []
-    return {
-        "trace_a_sample": dg.MetadataValue.md(
-            "Follow a sample back to its raw file and line: launch the `trace_sample` job (Jobs, trace_sample, "
-            "Launchpad) with its id as `sample_id` in the config, or run `cowork-curate trace <sample_id>`.\n\n"
-            + table(["sample_id", "command"], [(i, f"cowork-curate trace {i}") for i in ids])
-        )
-    }
+    text = (
+        "To its raw line: click an id (the launchpad of the `trace_sample` job opens with it filled in), then "
+        "Launch Run; or run `cowork-curate trace <sample_id>`.\n"
+    )
+    for link in (f"\n- {trace_link(i)}" for i in ids):
+        if len(text) + len(link) >= MARKDOWN_INLINE:
+            break
+        text += link
+    return {"trace_a_sample": dg.MetadataValue.md(text)}

@@ -146,6 +146,29 @@ def _chunks(path: Path) -> Iterator[tuple[bytes, str | None]]:
             yield inflater.flush(), "truncated_gzip"
 
 
+def raw_line(path: Path, number: int, limit: int = 300) -> str | None:
+    """The first `limit` characters of the file's `number`-th line (1-based, decompressed), as `trace` shows a
+    sample's raw line; None when the file has no such line. Reads up to that line, and keeps at most a few bytes
+    per character of it."""
+    seen, kept = 1, []
+    for block, _ in _chunks(path):
+        start = 0
+        while seen < number:
+            newline = block.find(b"\n", start)
+            if newline < 0:
+                break
+            seen, start = seen + 1, newline + 1
+        if seen < number:
+            continue
+        end = block.find(b"\n", start)
+        kept.append(block[start : end if end >= 0 else len(block)])
+        if end >= 0 or sum(map(len, kept)) >= limit * 4:
+            break  # else the line goes on at the start of the next block
+    if seen < number or not kept:
+        return None
+    return b"".join(kept)[: limit * 4].decode("utf-8", errors="replace")[:limit]
+
+
 def _head(parts: list[bytes]) -> bytes:
     """The first TOO_LARGE_EXCERPT bytes of the parts, without joining them all."""
     out, size = [], 0

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
+from urllib.parse import quote
 
 import dagster as dg
 import pandera.polars as pa
 
 from cowork_assets.markdown import Markdown, table
 from cowork_assets.store.registry import TABLES
+
+LOCATION_NAME = "cowork_curate"  # workspace.yaml's name for the code location
+REPOSITORY = "__repository__"  # the name Dagster gives the repository of a `Definitions` object
+MARKDOWN_INLINE = 1000  # Markdown metadata shorter than this is shown on the asset's page; longer, behind a click
+
+
+def trace_link(sample_id: str) -> str:
+    """A Markdown link to the `trace_sample` launchpad with the sample id filled in: one click to it, one to
+    launch."""
+    config = quote(
+        json.dumps({"ops": {"trace_sample_op": {"config": {"sample_id": sample_id}}}}, separators=(",", ":")), safe=""
+    )
+    return f"[{sample_id}](/locations/{REPOSITORY}@{LOCATION_NAME}/jobs/trace_sample/playground/setup?config={config})"
 
 
 def written(root: str, table: str, batch: str, rows: int) -> dict:

@@ -41,10 +41,15 @@ class TraceConfig(dg.Config):
     )
 
 
-@dg.op(description="Logs the chain of a sample: its raw file and line, curation, findings, exclusion or publication.")
+@dg.op(
+    description="Logs the chain of a sample: its raw file and line (and the line itself), curation, findings, "
+    "exclusion or publication."
+)
 def trace_sample_op(context: dg.OpExecutionContext, config: TraceConfig, settings: CurateSettings) -> str:
+    if not config.sample_id.strip():
+        raise dg.Failure("sample_id is empty: give a sample id (a published dataset's sample_id) in the config")
     try:
-        lines = trace(settings.warehouse_path, settings.root, config.sample_id)
+        lines = trace(settings.warehouse_path, settings.root, config.sample_id, settings.raw_path)
     except (FileNotFoundError, LookupError) as exc:
         raise dg.Failure(str(exc)) from None
     text = "\n".join(lines)

@@ -5,21 +5,45 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cowork_assets.ingest.raw_files import raw_line
 from cowork_assets.warehouse.duckdb_file import named_query, run_query
 
+LINE_CHARS = 300  # of the raw line shown: enough to recognise it, bounded however long the record is
+RAW_LINES = "SELECT trajectory_id, raw_file, raw_record FROM trajectories WHERE trajectory_id LIKE $trajectory_id"
 
-def trace(db_path: Path, data_root: str, sample_id: str) -> list[str]:
-    """Each traced trajectory's id, then one indented line per step; LookupError when nothing matches."""
+
+def trace(db_path: Path, data_root: str, sample_id: str, raw_root: Path | None = None) -> list[str]:
+    """Each traced trajectory's id, then one indented line per step, the raw line itself (its first LINE_CHARS
+    characters, read from `raw_root`) after its file and line; LookupError when nothing matches."""
+    if not sample_id.strip():
+        raise LookupError("no sample id given: name a sample or trajectory id (a published dataset's sample_id)")
     _, rows = run_query(db_path, named_query("trace"), {"trajectory_id": sample_id}, data_root)
     if not rows:
         raise LookupError(
             f"no trajectory or sample {sample_id!r} (ids are case-sensitive; quarantined records have no "
             "id: see the quarantine_reasons query)"
         )
+    located = {}
+    if raw_root is not None:
+        _, found = run_query(db_path, RAW_LINES, {"trajectory_id": sample_id}, data_root)
+        located = {tid: (raw_file, raw_record) for tid, raw_file, raw_record in found}
     lines, current = [], None
     for trajectory_id, _, stage, detail in rows:
         if trajectory_id != current:
             lines += [""] * bool(current) + [trajectory_id]
             current = trajectory_id
         lines.append(f"  {stage:<10} {detail}")
+        if stage == "raw" and raw_root is not None:
+            lines.append(f"  {'line':<10} {_line(raw_root, *located[trajectory_id])}")
     return lines
+
+
+def _line(raw_root: Path, raw_file: str, raw_record: int) -> str:
+    path = raw_root / raw_file
+    try:
+        text = raw_line(path, raw_record, LINE_CHARS)
+    except OSError as exc:
+        return f"(cannot read {path}: {exc.strerror})"
+    if text is None:
+        return f"({path} has no line {raw_record} now: the file changed since it was read)"
+    return text + (" ..." if len(text) == LINE_CHARS else "")

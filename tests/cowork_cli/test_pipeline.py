@@ -168,21 +168,56 @@ def test_raw_batches_are_observed_with_their_size(pipeline, manifest):
     assert got == {b: v["records"] for b, v in manifest["batches"].items()}
 
 
+def _raw_line(path, number: int) -> str:
+    """The line as a person reads it from the file (what a truncated gzip stream holds, too)."""
+    import zlib
+
+    data = path.read_bytes()
+    data = zlib.decompressobj(wbits=31).decompress(data) if path.name.endswith(".gz") else data
+    return data.decode(errors="replace").splitlines()[number - 1]
+
+
 def test_trace_explains_a_published_and_an_excluded_sample(pipeline, labels, capsys):
     settings, _, _ = pipeline
     db = str(settings.warehouse_path)
     sft = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "*.parquet")
     sample = sft.row(0, named=True)
-    assert main(["trace", sample["sample_id"], "--db", db]) == 0
+    assert main(["trace", sample["sample_id"], "--db", db, "--raw-root", settings.raw_root]) == 0
     out = capsys.readouterr().out
     version = (settings.local_root / "published" / "sft_dataset" / "CURRENT").read_text().strip()
     assert f"{sample['raw_file']}:{sample['raw_record']}" in out
+    raw = _raw_line(settings.raw_path / sample["raw_file"], sample["raw_record"])
+    assert f"  line       {raw[:300]}" + (" ..." if len(raw) > 300 else "") in out.splitlines()
     assert f"published  sft_dataset {version} ({sample['split']} split)" in out
     copy = next(l for l in labels if l["kind"] == "near_duplicate")
     assert main(["trace", copy["trajectory_id"], "--db", db]) == 0
     out = capsys.readouterr().out
     assert f"excluded   dedup: near duplicate - of {copy['duplicate_of']}" in out and "published" not in out
     assert main(["trace", "no-such-id", "--db", db]) == 2
+    assert main(["trace", " ", "--db", db]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "cowork-curate trace: error: no sample id given: name a sample or trajectory id (a published dataset's "
+        "sample_id)"
+    )
+
+
+def test_the_trace_job_asks_only_for_a_sample_id_and_logs_the_raw_line(pipeline):
+    from dagster_project.jobs import trace_sample_job
+
+    settings, instance, _ = pipeline
+    job = trace_sample_job(settings)
+    resources = job.run_config_schema.config_type.fields["resources"].config_type.fields
+    assert not resources["settings"].is_required  # the launchpad's scaffold asks for ops.trace_sample_op only
+    sample = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "*.parquet").row(
+        0, named=True
+    )
+    config = lambda sid: {"ops": {"trace_sample_op": {"config": {"sample_id": sid}}}}  # noqa: E731
+    result = job.execute_in_process(run_config=config(sample["sample_id"]), instance=instance)
+    raw = _raw_line(settings.raw_path / sample["raw_file"], sample["raw_record"])
+    assert f"  line       {raw[:300]}" in result.output_for_node("trace_sample_op")
+    empty = job.execute_in_process(run_config=config(""), instance=instance, raise_on_error=False)
+    (failure,) = [e for e in empty.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert failure.step_failure_data.error.message.startswith("dagster._core.definitions.events.Failure: sample_id")
 
 
 def test_progress_lines_are_at_most_one_every_few_seconds(monkeypatch):

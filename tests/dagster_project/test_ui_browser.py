@@ -121,12 +121,12 @@ def test_the_published_dataset_shows_its_rows_freshness_gate_charts_and_a_way_to
 
     settings, _, _ = pipeline
     rows = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "*.parquet").height
-    loaded = lambda t: "Passing" in t and "launch the trace_sample job" in t.replace("`", "")  # noqa: E731
+    loaded = lambda t: "Passing" in t and "launchpad of the trace_sample job opens" in t.replace("`", "")  # noqa: E731
     overview = _open(ui, "/assets/sft_dataset", "sft-dataset", loaded)  # the metadata's text renders last
     assert _after(overview, "Row count") == f"{rows:,}"
     assert _after(overview, "Freshness policy") == "Passing"
     assert _after(overview, "Owners") == "cowork-curate"
-    assert "launch the trace_sample job" in overview.replace("`", "")
+    assert "the launchpad of the trace_sample job opens" in overview.replace("`", "")
     _, browser = ui
     opened = browser.evaluate(  # the card's "[Show Markdown]" opens it in a dialog
         """(() => { const row = Array.from(document.querySelectorAll('tr'))
@@ -208,18 +208,40 @@ def test_a_run_of_a_partition_without_its_folder_fails_in_one_line(ui, pipeline)
         instance.delete_dynamic_partition("batches", "no-such-folder")
 
 
-def test_the_trace_job_logs_a_samples_path_to_its_raw_line(ui, pipeline):
+def test_two_clicks_lead_from_a_published_sample_to_its_raw_line(ui, pipeline):
+    """On the dataset's page, click a sample id (the launchpad opens with it filled in), click Launch Run: the run's
+    log holds the raw file and line, and the line itself."""
     import polars as pl
 
-    base, _ = ui
+    from tests.cowork_cli.test_pipeline import _raw_line
+
     settings, _, _ = pipeline
-    sample = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "train.parquet")[0]
-    run_id = _launch(
-        base, "trace_sample", {}, {"ops": {"trace_sample_op": {"config": {"sample_id": sample["sample_id"][0]}}}}
+    published = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "*.parquet")
+    _, browser = ui
+    ready = lambda t: "the launchpad of the trace_sample job opens" in t.replace("`", "")  # noqa: E731
+    _open(ui, "/assets/sft_dataset", "trace-from-dataset", ready)
+    clicked, href = browser.evaluate(  # click 1: the first sample id of trace_a_sample (it may open a new tab)
+        """(() => { const a = Array.from(document.querySelectorAll('a'))
+              .find(a => a.href.includes('/jobs/trace_sample/playground/setup'));
+            return a ? [a.innerText.trim(), a.href] : [null, null]; })()"""
     )
-    page = _open(ui, f"/runs/{run_id}", "trace-run", lambda t: "\nSuccess\n" in t or "\nFailure\n" in t)
+    assert clicked in published["sample_id"].to_list()
+    browser.go(href)
+    browser.wait_for(lambda t: "Launch Run" in t and clicked in t, timeout=60)
+    browser.screenshot(ARTIFACTS / "trace-launchpad.png")
+    click = """(() => { const b = Array.from(document.querySelectorAll('button'))
+              .find(b => b.innerText.trim() === 'Launch Run');
+            if (!b || b.disabled) return false; b.click(); return true; })()"""
+    deadline = time.monotonic() + 60
+    while not browser.evaluate(click):  # click 2, once the config is validated and the button enabled
+        assert time.monotonic() < deadline, "Launch Run stayed disabled"
+        time.sleep(0.25)
+    page = browser.wait_for(lambda t: "\nSuccess\n" in t or "\nFailure\n" in t, timeout=120)
+    sample = published.filter(pl.col("sample_id") == clicked).row(0, named=True)
+    page = browser.wait_for(lambda t: f"{sample['raw_file']}:{sample['raw_record']}" in t, timeout=60)
+    browser.screenshot(ARTIFACTS / "trace-run.png")
     assert "\nSuccess\n" in page
-    assert f"{sample['raw_file'][0]}:{sample['raw_record'][0]}" in page  # the raw file and line, in the run's log
+    assert _raw_line(settings.raw_path / sample["raw_file"], sample["raw_record"])[:80] in page
 
 
 def _finished(instance, job: str, after: float, timeout: float = 180) -> dg.RunRecord:

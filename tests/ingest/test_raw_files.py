@@ -2,6 +2,8 @@
 
 import gzip
 
+import pytest
+
 from cowork_assets.ingest.formats import scan_batch
 from cowork_assets.ingest.raw_files import batch_entries, discover_batches, iter_raw_lines
 
@@ -122,3 +124,17 @@ def test_gzip_members_read_back_whole_whatever_the_output_bound(tmp_path, monkey
             (2, 2, None),
         ]
         assert recount.count_lines(exact) == 2
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_raw_line_is_read_whole_across_blocks_and_bounded(tmp_path, monkeypatch, gz):
+    """What `trace` shows of a sample's raw line: the numbered line of the decompressed file, however the reads
+    split it, cut at the limit; None past the last line."""
+    from cowork_assets.ingest import raw_files
+
+    monkeypatch.setattr(raw_files, "READ_BYTES", 7)  # every line crosses a block
+    data = b'{"a": 1}\n\n' + "é".encode() * 40 + b"\nlast"
+    path = tmp_path / ("f.jsonl.gz" if gz else "f.jsonl")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    lines = [raw_files.raw_line(path, n, limit=30) for n in range(1, 6)]
+    assert lines == ['{"a": 1}', "", "é" * 30, "last", None]
