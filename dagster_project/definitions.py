@@ -2,19 +2,15 @@
 
 This module is the entry point of `dagster dev` and of the runner's processes: it tunes the process
 (`cowork_assets.runtime.tuning`) before anything imports polars, reads the environment `make ui` sets
-(COWORK_RAW_ROOT, COWORK_DATA_ROOT, COWORK_REFRESH_CRON, COWORK_SENSOR_INTERVAL), and quiets the one Dagster
-warning the pipeline causes on purpose.
+(COWORK_RAW_ROOT, COWORK_DATA_ROOT, COWORK_REFRESH_CRON, COWORK_SENSOR_INTERVAL). The package's `__init__`
+quiets the one Dagster warning the pipeline causes on purpose.
 """
 
 import os
-import warnings
 
 from cowork_assets.runtime.tuning import tune_process
 
 tune_process()
-# Partitioned asset checks (one result per batch) are a "preview" feature of Dagster 1.13; they are used
-# deliberately, with Dagster pinned, so the warning is noise on every load.
-warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec")
 
 import dagster as dg  # noqa: E402
 

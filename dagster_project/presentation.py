@@ -8,9 +8,12 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import pkgutil
+import re
+import subprocess
 import warnings
 from datetime import timedelta
 from functools import cache
+from pathlib import Path
 
 import dagster as dg
 
@@ -23,6 +26,7 @@ from cowork_assets.store.registry import published
 GROUPS = ("raw", "staging", "evidence", "curation", "validation", "selection", "batches", "datasets", "warehouse")
 PUBLISHED = (*published(), "dataset_card")
 OWNERS = ["team:cowork-curate"]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def ordered(group: str) -> str:
@@ -105,4 +109,31 @@ def present(assets: list, refresh_cron: str, per_batch: set[str]) -> list:
 
     with warnings.catch_warnings():  # source links are a beta feature; say so once in the docs, not per asset
         warnings.simplefilter("ignore", dg.BetaWarning)
-        return list(dg.with_source_code_references(dg.map_asset_specs(spec, assets)))
+        referenced = dg.with_source_code_references(dg.map_asset_specs(spec, assets))
+        if remote := git_remote(REPO_ROOT):  # links to the repository, not to files on the machine that loaded it
+            url, commit = remote
+            mapping = dg.AnchorBasedFilePathMapping(local_file_anchor=REPO_ROOT, file_anchor_path_in_repository="")
+            referenced = dg.link_code_references_to_git(referenced, url, commit, mapping)
+        return list(referenced)
+
+
+def git_remote(root: Path) -> tuple[str, str] | None:
+    """(web URL, commit) of the checkout's `origin` when it is on GitHub or GitLab, else None (a clone of a local
+    folder, an installed wheel, no git)."""
+
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    if not (root / ".git").exists():
+        return None
+    url = git("config", "--get", "remote.origin.url")
+    if found := re.fullmatch(r"git@(github\.com|gitlab\.com):(.+?)(?:\.git)?", url):
+        url = f"https://{found[1]}/{found[2]}"
+    url = url.removesuffix(".git")
+    if not re.match(r"https://(github\.com|gitlab\.com)/", url) or not (commit := git("rev-parse", "HEAD")):
+        return None
+    return url, commit

@@ -62,12 +62,23 @@ def svg(bars: list[dict], title: str) -> str:
         for i, b in enumerate(bars)
     )
     labels = (
-        f'<text x="{pad}" y="{h - 12}" font-size="11">{bars[0]["from"] if bars else 0}</text>'
-        f'<text x="{w - pad}" y="{h - 12}" font-size="11" text-anchor="end">{bars[-1]["to"] if bars else 0}</text>'
+        f'<text x="{pad}" y="{h - 22}" font-size="11">{bars[0]["from"] if bars else 0}</text>'
+        f'<text x="{w - pad}" y="{h - 22}" font-size="11" text-anchor="end">{bars[-1]["to"] if bars else 0}</text>'
+        f'<text x="{pad - 6}" y="{pad + 4}" font-size="10" text-anchor="end">{top}</text>'
+        + _axes(w, h, pad, "characters per sample", "samples")
     )
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif">'
         f'<text x="{pad}" y="20" font-size="13">{title}</text>{rects}{labels}</svg>'
+    )
+
+
+def _axes(w: int, h: int, pad: int, x_title: str, y_title: str) -> str:
+    """The axis titles: the x axis's under it, the y axis's turned along it."""
+    return (
+        f'<text x="{w / 2:.0f}" y="{h - 4}" font-size="11" text-anchor="middle">{x_title}</text>'
+        f'<text x="12" y="{h / 2:.0f}" font-size="11" text-anchor="middle" '
+        f'transform="rotate(-90 12 {h / 2:.0f})">{y_title}</text>'
     )
 
 
@@ -78,9 +89,9 @@ def vega_lite(bars: list[dict], title: str) -> dict:
         "data": {"values": bars},
         "mark": "bar",
         "encoding": {
-            "x": {"field": "from", "type": "quantitative", "bin": {"binned": True}, "title": "characters"},
+            "x": {"field": "from", "type": "quantitative", "bin": {"binned": True}, "title": "characters per sample"},
             "x2": {"field": "to"},
-            "y": {"field": "count", "type": "quantitative"},
+            "y": {"field": "count", "type": "quantitative", "title": "samples"},
         },
     }
 
@@ -109,6 +120,7 @@ def sweep_svg(sweep: list[dict], title: str) -> str:
         f'<text x="{pad - 6}" y="{y(0):.1f}" font-size="10" text-anchor="end">0%</text>',
     ]
     parts += [f'<text x="{x(n):.1f}" y="{h - pad + 16}" font-size="10" text-anchor="middle">{n}</text>' for n in sizes]
+    parts.append(_axes(w, h, pad, "max_observation_chars (log scale)", "at-risk evidence lost"))
     for i, (strategy, colour) in enumerate(COLOURS.items()):
         points = [(x(r["max_observation_chars"]), y(r["lost_share"])) for r in sweep if r["strategy"] == strategy]
         if points:

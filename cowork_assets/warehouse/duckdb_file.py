@@ -149,6 +149,7 @@ def confined(
     }
     con.execute("SET allowed_directories = ?", [sorted(folders)])
     con.execute("SET memory_limit = ?", [memory_limit])
+    con.execute("SET enable_progress_bar = false")  # printed among the rows of a long query otherwise
     if spill:  # where a query past the memory limit spills: not beside the file, in the data root
         con.execute("SET temp_directory = ?", [spill])
     con.execute("SET enable_external_access = false")

@@ -189,3 +189,26 @@ def test_the_daily_refresh_schedule_is_off_by_default_and_its_cron_is_a_setting(
     assert reloaded.defs.get_repository_def().get_schedule_def("daily_refresh").cron_schedule == "*/30 * * * *"
     monkeypatch.delenv("COWORK_REFRESH_CRON")
     importlib.reload(definitions)
+
+
+def test_source_links_go_to_the_repository_when_the_checkout_has_a_web_remote(tmp_path, monkeypatch):
+    import subprocess
+
+    from dagster_project import presentation
+    from dagster_project.jobs import PER_BATCH
+
+    git = lambda *a: subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    (tmp_path / "f").write_text("x")
+    git("add", "f")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+    assert presentation.git_remote(tmp_path) is None  # no remote: links stay local files
+    git("remote", "add", "origin", "/srv/mirror/cowork.git")
+    assert presentation.git_remote(tmp_path) is None  # not a web host
+    git("remote", "set-url", "origin", "git@github.com:acme/cowork-curate.git")
+    commit = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "HEAD"], capture_output=True, text=True)
+    assert presentation.git_remote(tmp_path) == ("https://github.com/acme/cowork-curate", commit.stdout.strip())
+    monkeypatch.setattr(presentation, "git_remote", lambda root: ("https://github.com/acme/cowork-curate", "abc123"))
+    (evidence,) = [a for a in presentation.present(PER_BATCH, "0 3 * * *", set()) if dg.AssetKey("evidence") in a.keys]
+    (reference,) = evidence.specs_by_key[dg.AssetKey("evidence")].metadata["dagster/code_references"].code_references
+    assert reference.url.startswith("https://github.com/acme/cowork-curate/blob/abc123/cowork_assets/evidence/")

@@ -319,6 +319,9 @@ def test_the_card_reports_stages_reasons_retention_and_settings(pipeline):
     assert card["code_version"].startswith("0.1.0") and card["previous_version"] is None
     folder = settings.local_root / "published" / "sft_dataset" / "current"
     assert "lengths.svg" in (folder / "card.md").read_text() and (folder / "lengths.svg").read_text().startswith("<svg")
+    axes = {"lengths.svg": ("characters per sample", ">samples<"), "sweep.svg": ("log scale)", "lost<")}
+    for chart, titles in axes.items():  # both axes say what they measure
+        assert all(t in (folder / chart).read_text() for t in titles), chart
     assert "Tokens of each row's texts in tiktoken's `o200k_base`, no template." in (folder / "card.md").read_text()
     assert (settings.local_root / "published" / "CARD.md").exists()
 
