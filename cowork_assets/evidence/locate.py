@@ -56,6 +56,8 @@ def searchable(messages: pl.DataFrame) -> pl.DataFrame:
 # the anchors was measured 35-50% slower; the same search as a Python loop over the pairs, 15% slower.)
 RUN = r"[0-9a-z]+"
 PAIRS_AT_ONCE = 1_000_000
+# A trajectory with more (message, value) pairs than this is searched with one automaton of its anchors instead.
+LARGE_TRAJECTORY = 20_000
 
 
 def _anchor(norm: pl.Expr) -> pl.Expr:
@@ -99,16 +101,40 @@ def _texts(keys: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
 
 def _crossing(texts: pl.DataFrame, anchored: pl.DataFrame) -> pl.DataFrame:
     """The messages that contain some value's anchor, in conversation order, each with those values."""
-    candidates = (
-        texts.select("row", "trajectory_id", searched=pl.coalesce("ntext", "text"))
-        .join(anchored, on="trajectory_id")
-        .filter(pl.col("searched").str.contains(pl.coalesce("anchor", "norm"), literal=True))  # no run: containment
-        .group_by("row")
-        .agg("norm", "anchor")
+    searched = texts.select("row", "trajectory_id", searched=pl.coalesce("ntext", "text"))
+    key = pl.coalesce("anchor", "norm")  # no run: containment of the value itself
+    pairs = (
+        searched.group_by("trajectory_id")
+        .len("messages")
+        .join(anchored.group_by("trajectory_id").len("values"), on="trajectory_id")
     )
+    large = pairs.filter(pl.col("messages") * pl.col("values") > LARGE_TRAJECTORY)["trajectory_id"]
+    small = searched.filter(~pl.col("trajectory_id").is_in(large.implode()))
+    found = [
+        small.join(anchored, on="trajectory_id")
+        .filter(pl.col("searched").str.contains(key, literal=True))
+        .select("row", "norm", "anchor"),
+        *(_searched_at_once(searched, anchored, tid) for tid in large),
+    ]
+    candidates = pl.concat(found).group_by("row").agg("norm", "anchor")
     return texts.join(candidates, on="row", maintain_order="left").select(
         "trajectory_id", "message_index", "role", "text", "lowered", "ntext", "norm", "anchor"
     )
+
+
+def _searched_at_once(searched: pl.DataFrame, anchored: pl.DataFrame, tid: str) -> pl.DataFrame:
+    """(row, norm, anchor) of one large trajectory: every anchor sought in each message in one pass (polars'
+    Aho-Corasick over the trajectory's anchors), so the work grows with messages plus values, not their product."""
+    values = anchored.filter(pl.col("trajectory_id") == tid).with_columns(key=pl.coalesce("anchor", "norm"))
+    keys = values["key"].unique().to_list()
+    hits = (
+        searched.filter(pl.col("trajectory_id") == tid)
+        .select("row", key=pl.col("searched").str.extract_many(keys, overlapping=True))
+        .explode("key")
+        .drop_nulls("key")
+        .unique()
+    )
+    return hits.join(values, on="key").select("row", "norm", "anchor")
 
 
 def scan(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -211,4 +211,6 @@ def test_source_links_go_to_the_repository_when_the_checkout_has_a_web_remote(tm
     monkeypatch.setattr(presentation, "git_remote", lambda root: ("https://github.com/acme/cowork-curate", "abc123"))
     (evidence,) = [a for a in presentation.present(PER_BATCH, "0 3 * * *", set()) if dg.AssetKey("evidence") in a.keys]
     (reference,) = evidence.specs_by_key[dg.AssetKey("evidence")].metadata["dagster/code_references"].code_references
-    assert reference.url.startswith("https://github.com/acme/cowork-curate/tree/abc123/cowork_assets/evidence/assets.py#L")
+    assert reference.url.startswith(
+        "https://github.com/acme/cowork-curate/tree/abc123/cowork_assets/evidence/assets.py#L"
+    )

@@ -240,6 +240,23 @@ def test_location_in_slices_of_pairs_finds_what_one_pass_finds(pipeline, monkeyp
     assert whole[0].equals(sliced[0]) and whole[1].equals(sliced[1])
 
 
+def test_a_large_trajectory_searched_with_one_automaton_finds_what_the_pairs_find(pipeline, monkeypatch):
+    """Trajectories past LARGE_TRAJECTORY (message, value) pairs seek all their anchors in each message at once, so
+    their work grows with messages plus values: on every trajectory of the default data (and the edge cases), it
+    finds exactly what pairing each message with each value finds."""
+    from cowork_assets.evidence import locate
+
+    settings, _, _ = pipeline
+    messages = TABLES["messages"].scan(settings.root).collect()
+    keys = TABLES["evidence"].scan(settings.root).collect().select("trajectory_id", "norm").unique()
+    paired = locate.scan(keys, messages)
+    monkeypatch.setattr(locate, "LARGE_TRAJECTORY", 0)
+    at_once = locate.scan(keys, messages)
+    assert paired[0].height > 100 and paired[1].height > 100
+    assert paired[0].equals(at_once[0]) and paired[1].equals(at_once[1])
+    test_location_search_edge_cases()
+
+
 # --- code edits ----------------------------------------------------------------------------------------
 
 VIEW = "Here's the result of running `cat -n` on app.py:\n" + "".join(
