@@ -21,6 +21,7 @@ from cowork_assets.datasets.suites import SuiteProcess
 from cowork_assets.ingest.roles import ROLES
 from cowork_assets.store.models import polars_schema
 from cowork_assets.store.registry import published
+from cowork_assets.store.storage import plain
 
 MAX_MODEL_FAILURES = 20  # pandera failure cases reported, over all parts
 
@@ -35,13 +36,25 @@ def _is_tool_list(text: str | None) -> bool:
 
 
 def secrets_found(frame: pl.DataFrame, columns: list[str], rules: dict) -> pl.Series:
-    """Per row, the secrets a scan of its published text finds (none when redaction is off: `redact_secrets`)."""
+    """Per row, the distinct secrets a scan of its published text finds (none when redaction is off:
+    `redact_secrets`). Each element of a list column (a message) is scanned as its own JSON text: the screen's
+    regular expression is linear in short texts but slows down many times over on a whole sample's text."""
     if not rules.get("redact_secrets") or frame.is_empty():
         return pl.Series("secrets", [0] * frame.height, dtype=pl.Int32)
     detector = Detector(tuple(rules.get("secret_allowlist") or ()))
-    text = frame.select(pl.struct(columns).struct.json_encode()).to_series()
-    hit = detector.candidates(text)
-    return pl.Series("secrets", [len(detector.find(t)) if h else 0 for t, h in zip(text, hit)], dtype=pl.Int32)
+    pieces = []
+    for column in columns:
+        part = plain(frame.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"), pl.col(column).alias("text")))
+        if isinstance(part.schema["text"], pl.List):
+            part = part.explode("text")
+        if isinstance(part.schema["text"], pl.Struct):
+            part = part.with_columns(pl.col("text").struct.json_encode())
+        pieces.append(part.with_columns(pl.col("text").cast(pl.String)))
+    texts = pl.concat(pieces).drop_nulls("text")
+    found: dict[int, set[str]] = {}
+    for row, text in texts.filter(detector.candidates(texts["text"])).iter_rows():
+        found.setdefault(row, set()).update(detector.find(text))
+    return pl.Series("secrets", [len(found.get(i, ())) for i in range(frame.height)], dtype=pl.Int32)
 
 
 def _view_part(dataset: str, frame: pl.DataFrame, rules: dict) -> pl.DataFrame:
