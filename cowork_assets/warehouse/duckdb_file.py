@@ -14,7 +14,6 @@ import re
 import shutil
 import tempfile
 import threading
-import warnings
 from pathlib import Path
 
 import duckdb
@@ -208,18 +207,18 @@ def first_rows(
     timer = threading.Timer(timeout, con.interrupt)
     timer.start()
     try:
-        cur = con.execute(sql, params) if params else con.execute(sql)
-        columns = [d[0] for d in cur.description or []]
         if limit is None:
+            cur = con.execute(sql, params) if params else con.execute(sql)
             rows = cur.fetchall()
-            return columns, rows, len(rows)
-        rows = cur.fetchmany(limit)
-        total = len(rows)
-        if len(rows) == limit:
-            with warnings.catch_warnings():  # "an extra copy of the rows": one batch at a time, never kept
-                warnings.simplefilter("ignore", UserWarning)
-                total += sum(batch.num_rows for batch in cur.to_arrow_reader(64 * 1024))
-        return columns, rows, total
+            return [d[0] for d in cur.description or []], rows, len(rows)
+        # The result streams as Arrow batches: the first `limit` rows become tuples, the rest are only counted.
+        relation = con.sql(sql, params=params or None)
+        rows, total = [], 0
+        for batch in relation.to_arrow_reader(8 * 1024):
+            if len(rows) < limit:
+                rows += list(zip(*(c.to_pylist() for c in batch.slice(0, limit - len(rows)).columns)))
+            total += batch.num_rows
+        return relation.columns, rows, total
     except duckdb.PermissionException as exc:
         raise QueryRefused(f"outside what queries may read: {str(exc).splitlines()[0]}") from None
     except duckdb.InterruptException:
