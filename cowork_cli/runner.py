@@ -156,7 +156,7 @@ def materialize_all(
     workers = min(settings.max_concurrent, len(todo))
     if workers > 1:
         # Workers start first: they import the code and open the instance while this process does the same.
-        with _environment(**worker_environment(workers)):
+        with environment(**worker_environment(workers)):
             pool = ProcessPoolExecutor(
                 max_workers=workers,
                 mp_context=get_context("spawn"),
@@ -264,7 +264,7 @@ def worker_environment(workers: int) -> dict[str, str]:
 
 
 @contextmanager
-def _environment(**values: str) -> Iterator[None]:
+def environment(**values: str) -> Iterator[None]:
     """Environment variables for the processes started inside the block (spawned workers copy it)."""
     saved = {k: os.environ.get(k) for k in values}
     os.environ.update(values)

@@ -16,17 +16,7 @@ from pathlib import Path
 
 import pytest
 
-
-@contextlib.contextmanager
-def environment(**values: str) -> Iterator[None]:
-    """os.environ with `values` (worker processes inherit it), restored afterwards."""
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+from cowork_cli.runner import environment
 
 
 @contextlib.contextmanager

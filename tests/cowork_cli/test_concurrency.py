@@ -81,7 +81,7 @@ def test_batch_workers_share_the_cores_and_keep_a_setting_the_user_made(monkeypa
     assert runner.worker_environment(16)["POLARS_MAX_THREADS"] == "1"
     monkeypatch.setenv("POLARS_MAX_THREADS", "3")
     assert runner.worker_environment(2) == {"POLARS_MAX_THREADS": "3"}
-    with runner._environment(POLARS_MAX_THREADS="1", COWORK_TEST_VARIABLE="x"):
+    with runner.environment(POLARS_MAX_THREADS="1", COWORK_TEST_VARIABLE="x"):
         assert os.environ["POLARS_MAX_THREADS"] == "1" and os.environ["COWORK_TEST_VARIABLE"] == "x"
     assert "COWORK_TEST_VARIABLE" not in os.environ and os.environ["POLARS_MAX_THREADS"] == "3"  # restored
 

@@ -12,8 +12,9 @@ import yaml
 from cowork_assets.store import versions
 from cowork_assets.synthetic.generate import generate
 from cowork_cli.cli import main
+from cowork_cli.runner import environment
 from tests.conftest import ROOT
-from tests.servers import environment, postgres_server, s3_server
+from tests.servers import postgres_server, s3_server
 
 BUCKET = "deployed"
 DATASETS = ("sft_dataset", "rl_tasks", "rl_rollouts")
