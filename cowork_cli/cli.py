@@ -172,6 +172,12 @@ def _cmd_sql(args: argparse.Namespace) -> int:
         raise UsageError(f"--timeout must be from 0 to 86400 seconds, got {args.timeout:g}")
     if not re.fullmatch(r"\d+(?:\.\d+)?\s*(?:[KMGT]i?)?B", args.memory_limit.strip(), re.IGNORECASE):
         raise UsageError(f"--memory-limit must be a size such as 500MB or 2GB, got {args.memory_limit!r}")
+    from cowork_assets.runtime import scratch
+    from cowork_assets.settings import local_root
+
+    if (local := local_root(normalize_root(args.data_root))).is_dir():
+        scratch.sweep(local)  # what a killed query spilled
+        scratch.use(local)
     try:
         columns, rows, total = first_rows(
             _db(args), sql, params, normalize_root(args.data_root), args.timeout, args.memory_limit, limit=200
@@ -184,6 +190,8 @@ def _cmd_sql(args: argparse.Namespace) -> int:
         raise UsageError(f"query {exc}") from None
     except duckdb.Error as exc:
         raise UsageError(f"query failed: {str(exc).splitlines()[0]}") from None
+    finally:
+        scratch.release()
     print(format_rows(columns, rows, total=total))
     return 0
 

@@ -36,7 +36,12 @@ from cowork_assets.orchestration.lineage import column_lineage
 from cowork_assets.orchestration.metadata import MARKDOWN_INLINE, as_metadata, trace_link
 from cowork_assets.orchestration.partitions import CROSS_BATCH_POOL
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.orchestration.run_health import batch_card, corpus_batches, publication_blocked
+from cowork_assets.orchestration.run_health import (
+    batch_card,
+    batch_checks_summary,
+    corpus_batches,
+    publication_blocked,
+)
 from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.selection.exclusions import first_batch_rows
 from cowork_assets.selection.holdout import corpus_held_out, load, training_side
@@ -399,6 +404,7 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
                 "path": dg.MetadataValue.path(str(publication.path)),
                 "current": dg.MetadataValue.path(join(versions.published_folder(settings.root, dataset), "CURRENT")),
                 "card": dg.MetadataValue.md(inline_charts(render_markdown(card), charts(publication.path))),
+                "batch_checks": dg.MetadataValue.md(batch_checks_summary(batches)),
                 **column_lineage(dataset),
                 **{f"{k}_rows": n for k, n in counts.items()},
                 **examples,

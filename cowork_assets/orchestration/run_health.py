@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from cowork_assets.ingest.raw_files import discover_batches
+from cowork_assets.markdown import table
 from cowork_assets.runtime.procfs import stat_fields
 
 if TYPE_CHECKING:  # settings reads the machine's limits from here
@@ -54,29 +55,51 @@ def failed_batches(instance: dg.DagsterInstance, batches: list[str], job: str = 
     return failed
 
 
+def failed_checks(instance: dg.DagsterInstance, run_id: str | None) -> dict[str, str]:
+    """The checks that failed in a run, as `asset:check` -> severity (`ERROR` or `WARN`)."""
+    if not run_id or instance.get_run_record_by_id(run_id) is None:
+        return {}  # a run of another instance (or history deleted): no result to go by
+    evaluations = (e.asset_check_evaluation for e in instance.all_logs(run_id, of_type=CHECK_EVALUATION))
+    return {
+        f"{e.asset_key.to_user_string()}:{e.check_name}": e.severity.value
+        for e in evaluations
+        if e is not None and not e.passed
+    }
+
+
 def failed_error_checks(instance: dg.DagsterInstance, run_id: str | None) -> list[str]:
     """The ERROR-severity checks that failed in a run, as `asset:check`."""
-    if not run_id or instance.get_run_record_by_id(run_id) is None:
-        return []  # a run of another instance (or history deleted): no result to go by
-    evaluations = (e.asset_check_evaluation for e in instance.all_logs(run_id, of_type=CHECK_EVALUATION))
-    return sorted(
-        f"{e.asset_key.to_user_string()}:{e.check_name}"
-        for e in evaluations
-        if e is not None and not e.passed and e.severity == dg.AssetCheckSeverity.ERROR
-    )
+    return sorted(name for name, severity in failed_checks(instance, run_id).items() if severity == "ERROR")
 
 
 def corpus_batches(instance: dg.DagsterInstance, settings: Settings, deep: bool = True) -> list[dict]:
-    """Each batch the corpus reads: its state (store/batch_state.py) and the ERROR checks its run failed."""
+    """Each batch the corpus reads: its state (store/batch_state.py) and the checks its run failed."""
     from cowork_assets.store import batch_state
 
     fingerprint = batch_state.settings_fingerprint(settings.batch_content())
     out = []
     for batch in batch_state.processed_batches(settings.root):
         state = batch_state.check(settings.root, settings.raw_path, batch, fingerprint, deep)
-        checks = failed_error_checks(instance, state.run_id) if not state.problem else []
-        out.append({"state": state, "failed_error_checks": checks})
+        failed = failed_checks(instance, state.run_id) if not state.problem else {}
+        errors = sorted(name for name, severity in failed.items() if severity == "ERROR")
+        out.append({"state": state, "failed_checks": failed, "failed_error_checks": errors})
     return out
+
+
+def batch_checks_summary(batches: list[dict]) -> str:
+    """Markdown: each check that failed on some batch, its severity and the batches it failed on. An asset's
+    overview shows the latest partition's checks only, so this says what the other partitions' runs found."""
+    failing: dict[tuple[str, str], list[str]] = {}
+    for b in batches:
+        for name, severity in b["failed_checks"].items():
+            failing.setdefault((name, severity), []).append(b["state"].batch)
+    if not failing:
+        return f"Every check passed on each of the {len(batches)} batch(es)."
+    rows = [
+        (name, severity, f"{len(names)} of {len(batches)}", ", ".join(names))
+        for (name, severity), names in sorted(failing.items(), key=lambda kv: (kv[0][1] != "ERROR", kv[0][0]))
+    ]
+    return table(["check", "severity", "batches failed", "batches"], rows)
 
 
 def batch_card(batches: list[dict]) -> list[dict]:

@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 from fsspec.implementations.arrow import ArrowFSWrapper
 
+from cowork_assets.runtime import scratch
 from cowork_assets.store.paths import project_dir
 from cowork_assets.store.storage import atomic_path, filesystem, is_remote, join, normalize_root
 
@@ -202,7 +203,9 @@ def first_rows(
     if not db_path.is_file():
         raise FileNotFoundError(f"no DuckDB file at {db_path}; run `cowork-curate run` first")
     refuse_unless_select(sql)
-    spill = tempfile.mkdtemp(prefix="cowork-sql-")  # DuckDB's default spills beside the file: in the data root
+    # DuckDB's default spills beside the file, into the data root: the run's scratch folder instead, which the next
+    # command sweeps if this process is killed (runtime/scratch.py).
+    spill = tempfile.mkdtemp(prefix="cowork-sql-", dir=scratch.folder())
     con = confined(db_path, data_root, memory_limit, spill)
     timer = threading.Timer(timeout, con.interrupt)
     timer.start()

@@ -122,8 +122,21 @@ def test_grader_agreement_tolerates_the_disagreement_it_is_told_to(tmp_path, cap
     generate(tmp_path / "source", trajectories=60, batches=1, seed=24)  # runs whose recorded grade is wrong
     status, summary, b = _run(tmp_path / "source", tmp_path, capsys)
     assert status == 0 and f"regrade:grader_agreement [{b}] (WARN)" in _failed(summary)
+    # The published dataset says which batches failed which checks: its overview shows one partition only.
+    assert f"| regrade:grader_agreement | WARN | 1 of 1 | {b} |" in _batch_checks(tmp_path)
     status, summary, b = _run(tmp_path / "source", tmp_path, capsys, "min_grader_agreement=0.5")
     assert status == 0 and f"regrade:grader_agreement [{b}] (WARN)" not in _failed(summary)
+    assert "regrade:grader_agreement" not in _batch_checks(tmp_path)
+
+
+def _batch_checks(tmp: Path) -> str:
+    """The `batch_checks` summary of sft_dataset's latest materialization in `_run`'s instance."""
+    import dagster as dg
+
+    from cowork_cli.runner import ensure_instance
+
+    event = ensure_instance(tmp / "home").get_latest_materialization_event(dg.AssetKey("sft_dataset"))
+    return event.asset_materialization.metadata["batch_checks"].value
 
 
 def test_a_record_ingest_loses_and_tables_that_break_their_model_fail_the_ingest_checks(

@@ -78,6 +78,24 @@ def test_many_copies_of_one_run_cost_one_edge_each_not_a_pair_each(monkeypatch):
     assert max(sizes) <= 1501
 
 
+def test_many_near_copies_of_one_run_pair_each_run_with_a_bounded_number_of_others(monkeypatch):
+    """1,500 distinct near copies of one task's run share their LSH buckets: each run is paired with at most
+    NEIGHBOURS others in a bucket (all pairs would be 1.1 million), and the clusters still join them all."""
+    import cowork_assets.selection.dedup as dedup
+
+    many = [_traj(f"r{i:04d}", WORDS + [f"x{i}"]) for i in range(1500)]
+    sigs = _sigs(*many)
+    sizes = []
+    compare = dedup.compared
+    monkeypatch.setattr(dedup, "compared", lambda p, s: sizes.append(len(p)) or compare(p, s))
+    found = clusters(sigs, 0.9)
+    assert found.height == 1500 and found["cluster_id"].unique().to_list() == ["r0000"]
+    assert found.filter("kept")["trajectory_id"].to_list() == ["r0000"]
+    assert 1499 <= sizes[0] <= 1500 * dedup.NEIGHBOURS
+    # A bucket within the bound is paired in full: 60 runs, every one of their 1,770 pairs.
+    assert candidate_pairs(sigs.head(60)).height == 60 * 59 // 2
+
+
 def test_duplicates_are_only_sought_within_a_task():
     sigs = _sigs(_traj("a", WORDS, "t1"), _traj("b", WORDS, "t2"))
     assert candidate_pairs(sigs).is_empty() and clusters(sigs, 0.9).is_empty()

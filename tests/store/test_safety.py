@@ -170,3 +170,28 @@ def test_a_large_result_streams_past_and_spills_outside_the_data_root(pipeline, 
     assert len(lines) == 2 + 200 + 2 and lines[-2:] == ["... 9999800 more rows", "(10000000 rows)"]
     assert peak < 50 << 20  # bytes Python allocated: not ten million tuples
     assert spilled() == []
+
+
+def test_what_a_killed_query_spilled_is_removed_by_the_next_command(pipeline, capsys):
+    """A query killed with SIGKILL while it spills leaves its files in its own scratch folder under the data
+    root, never in a shared /tmp; the next `sql` removes them."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    settings, _, _ = pipeline
+    sql = "SELECT range AS n, hash(range) AS h FROM range(100000000) ORDER BY h"
+    args = ["sql", "--data-root", settings.root, sql, "--memory-limit", "100MB", "--timeout", "120"]
+    query = subprocess.Popen([sys.executable, "-m", "cowork_cli.cli", *args], stdout=subprocess.DEVNULL)
+    folder = settings.local_root / ".scratch" / str(query.pid)
+    deadline = time.monotonic() + 60
+    while not [p for p in folder.rglob("*") if p.is_file()] and time.monotonic() < deadline and query.poll() is None:
+        time.sleep(0.1)
+    os.kill(query.pid, signal.SIGKILL)
+    query.wait()
+    assert [p for p in folder.rglob("*") if p.is_file()]  # DuckDB's spill files, left by the kill
+    assert main(["sql", "--data-root", settings.root, "SELECT 1 AS one"]) == 0
+    assert not folder.exists() and capsys.readouterr().out.splitlines()[-1] == "(1 rows)"
+
