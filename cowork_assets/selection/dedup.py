@@ -4,7 +4,8 @@ LSH over MinHash signatures proposes candidate pairs (BANDS x ROWS: runs whose m
 all ROWS of any band; with 16 x 4 a pair at Jaccard 0.9 becomes a candidate with probability
 1 - 4e-8, at 0.95 1 - 2e-12, and a cluster needs only one of its pairs found); every candidate is
 then verified with the exact Jaccard of the shingle sets, so the threshold is applied exactly. Exact
-copies are collapsed before any pairing. No all-pairs comparison, and everything is sorted by trajectory id,
+copies are collapsed before any pairing, and a run is paired with at most NEIGHBOURS others of a bucket.
+No all-pairs comparison, and everything is sorted by trajectory id,
 so the result does not depend on batch order.
 """
 
@@ -18,6 +19,7 @@ from cowork_assets.store.models import polars_schema
 
 BANDS = 16
 ROWS = PERMUTATIONS // BANDS
+NEIGHBOURS = 64  # runs of a shared bucket each run is paired with: pairs linear in a task's runs, never N²
 CLUSTER_SCHEMA = polars_schema(DedupClusters)
 
 
@@ -54,11 +56,16 @@ def candidate_pairs(sigs: pl.DataFrame) -> pl.DataFrame:
         .explode("bucket", "band")
         .with_columns(pl.col("bucket").hash())
         .filter(pl.len().over(key) > 1)
+        .with_columns(pos=pl.int_range(pl.len(), dtype=pl.UInt32).over(key))  # in run (trajectory id) order
     )
+    # Each run meets the next NEIGHBOURS runs of its bucket: every pair of a bucket of up to NEIGHBOURS + 1 runs,
+    # and for N near copies of one run N x NEIGHBOURS pairs instead of N², joined into one cluster by the chain.
+    last = pl.min_horizontal(pl.col("pos") + NEIGHBOURS, pl.len().over(key) - 1)
+    later = banded.select(*key, "run", pos=pl.int_ranges(pl.col("pos") + 1, last + 1, dtype=pl.UInt32)).explode("pos")
     same = (
         pl.concat(
             [
-                banded.join(banded, on=key, suffix="_r").select("run", "run_r"),
+                later.join(banded.select(*key, "pos", run_r="run"), on=[*key, "pos"]).select("run", "run_r"),
                 runs.join(runs, on=["task", "content_hash"], suffix="_r").select("run", "run_r"),
             ]
         )

@@ -79,21 +79,28 @@ def test_many_copies_of_one_run_cost_one_edge_each_not_a_pair_each(monkeypatch):
 
 
 def test_many_near_copies_of_one_run_pair_each_run_with_a_bounded_number_of_others(monkeypatch):
-    """1,500 distinct near copies of one task's run share their LSH buckets: each run is paired with at most
-    NEIGHBOURS others in a bucket (all pairs would be 1.1 million), and the clusters still join them all."""
+    """Distinct near copies of one task's run share their LSH buckets: each run is paired with at most NEIGHBOURS
+    others of a bucket, so twice the copies make twice the pairs, not four times (all pairs of 3,000 would be 4.5
+    million), and the clusters are those of pairing every run of a bucket with every other."""
     import cowork_assets.selection.dedup as dedup
 
-    many = [_traj(f"r{i:04d}", WORDS + [f"x{i}"]) for i in range(1500)]
-    sigs = _sigs(*many)
+    copies = [_traj(f"r{i:04d}", WORDS + [f"x{i}"]) for i in range(3000)]
     sizes = []
     compare = dedup.compared
     monkeypatch.setattr(dedup, "compared", lambda p, s: sizes.append(len(p)) or compare(p, s))
-    found = clusters(sigs, 0.9)
-    assert found.height == 1500 and found["cluster_id"].unique().to_list() == ["r0000"]
-    assert found.filter("kept")["trajectory_id"].to_list() == ["r0000"]
-    assert 1499 <= sizes[0] <= 1500 * dedup.NEIGHBOURS
+    few = _sigs(*copies[:300])
+    found = clusters(few, 0.9)
+    with monkeypatch.context() as every_pair:
+        every_pair.setattr(dedup, "NEIGHBOURS", 300)
+        assert clusters(few, 0.9).equals(found) and found.height > 290
+    assert sizes[2] > sizes[0]  # pairing every run of a bucket proposes more pairs, and finds nothing more
+    sizes.clear()
+    for n in (1500, 3000):
+        clusters(_sigs(*copies[:n]), 0.9)
+    bounded = sizes[0::2]  # the candidate pairs of each run (then each member against its representative)
+    assert bounded[0] < 1500 * 2 * dedup.NEIGHBOURS and 1.8 < bounded[1] / bounded[0] < 2.2
     # A bucket within the bound is paired in full: 60 runs, every one of their 1,770 pairs.
-    assert candidate_pairs(sigs.head(60)).height == 60 * 59 // 2
+    assert candidate_pairs(few.head(60)).height == 60 * 59 // 2
 
 
 def test_duplicates_are_only_sought_within_a_task():
