@@ -50,6 +50,7 @@ def test_definitions_load_with_groups_checks_and_jobs():
     }
     assert all(graph.get(k).description for k in graph.get_all_asset_keys())
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
+    assert len(checks) == 20 and all(graph.get_check_spec(k).description for k in graph.asset_check_keys)
     assert ("trajectories", "records_accounted_for") in checks
     assert {
         ("evidence_audit", "evidence_lost_to_truncation"),

@@ -257,6 +257,28 @@ def test_a_large_trajectory_searched_with_one_automaton_finds_what_the_pairs_fin
     test_location_search_edge_cases()
 
 
+def test_matching_one_long_trajectory_makes_frames_in_proportion_to_its_messages_plus_values(monkeypatch):
+    """3x the messages and 3x the values of one trajectory make about 3x the rows in every frame the search joins,
+    not 9x (pairing each message with each value made 9 million rows at 3,000 of each), and every value is found."""
+    from cowork_assets.evidence import locate
+
+    heights = []
+    join = pl.DataFrame.join
+    monkeypatch.setattr(
+        pl.DataFrame, "join", lambda self, *a, **k: heights.append(len(out := join(self, *a, **k))) or out
+    )
+    largest = {}
+    for n in (1000, 3000):
+        said = [{"role": "tool", "content": f"order ord-{i:05d} shipped"} for i in range(n)]
+        messages = flatten(trajectory([{"role": "user", "content": "go"}, *said]))["messages"]
+        keys = pl.DataFrame({"trajectory_id": "t1", "norm": [f"ord-{i:05d}" for i in range(n)]})
+        heights.clear()
+        _, occurrences = locate.scan(keys, messages)
+        assert occurrences.height == n and occurrences["message_index"].to_list() == list(range(1, n + 1))
+        largest[n] = max(heights)
+    assert largest[3000] <= 4 * largest[1000] and largest[3000] < 3000 * 3000 / 100
+
+
 # --- code edits ----------------------------------------------------------------------------------------
 
 VIEW = "Here's the result of running `cat -n` on app.py:\n" + "".join(

@@ -194,4 +194,3 @@ def test_what_a_killed_query_spilled_is_removed_by_the_next_command(pipeline, ca
     assert [p for p in folder.rglob("*") if p.is_file()]  # DuckDB's spill files, left by the kill
     assert main(["sql", "--data-root", settings.root, "SELECT 1 AS one"]) == 0
     assert not folder.exists() and capsys.readouterr().out.splitlines()[-1] == "(1 rows)"
-
