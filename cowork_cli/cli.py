@@ -138,9 +138,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _db(args: argparse.Namespace) -> Path:
+    """The DuckDB file to query: --db as given, else the data root's (its views rebuilt from an object store)."""
     from cowork_assets.settings import local_root
+    from cowork_assets.warehouse.duckdb_file import queryable
 
-    return Path(args.db) if args.db else local_root(args.data_root) / "cowork.duckdb"
+    return Path(args.db) if args.db else queryable(args.data_root, local_root(args.data_root) / "cowork.duckdb")
 
 
 def _cmd_sql(args: argparse.Namespace) -> int:

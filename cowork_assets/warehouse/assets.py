@@ -7,7 +7,7 @@ from cowork_assets.ingest.batch import record_root_skips
 from cowork_assets.orchestration.metadata import md_table
 from cowork_assets.orchestration.partitions import CROSS_BATCH_POOL
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.warehouse.duckdb_file import build_warehouse
+from cowork_assets.warehouse.duckdb_file import build_warehouse, queryable
 from cowork_assets.warehouse.trace import trace
 
 
@@ -49,7 +49,9 @@ def trace_sample_op(context: dg.OpExecutionContext, config: TraceConfig, setting
     if not config.sample_id.strip():
         raise dg.Failure("sample_id is empty: give a sample id (a published dataset's sample_id) in the config")
     try:
-        lines = trace(settings.warehouse_path, settings.root, config.sample_id, settings.raw_path)
+        lines = trace(
+            queryable(settings.root, settings.warehouse_path), settings.root, config.sample_id, settings.raw_path
+        )
     except (FileNotFoundError, LookupError) as exc:
         raise dg.Failure(str(exc)) from None
     text = "\n".join(lines)

@@ -76,8 +76,9 @@ def connect(db_path: Path, data_root: str | None = None, read_only: bool = False
     return con
 
 
-def build_warehouse(data_root: str, db_path: Path) -> tuple[dict[str, int], dict[str, str]]:
-    """Create every view whose Parquet files exist. Returns (rows per view, skipped view -> why)."""
+def build_warehouse(data_root: str, db_path: Path, count: bool = True) -> tuple[dict[str, int | None], dict[str, str]]:
+    """Create every view whose Parquet files exist. Returns (rows per view (None unless `count`), skipped view ->
+    why)."""
     rows, skipped = {}, {}
     db_path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(db_path) as tmp:
@@ -86,12 +87,24 @@ def build_warehouse(data_root: str, db_path: Path) -> tuple[dict[str, int], dict
             for name, sql in view_statements(data_root):
                 try:
                     con.execute(sql)
-                    rows[name] = con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
+                    rows[name] = con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0] if count else None
                 except duckdb.IOException as exc:  # no Parquet files for this table yet
                     skipped[name] = str(exc).splitlines()[0]
         finally:
             con.close()
     return rows, skipped
+
+
+def queryable(data_root: str, db_path: Path) -> Path:
+    """The DuckDB file to query `data_root` through. A local data root's is the file its last run built. A data
+    root on an object store is read from machines other than the one that built a file, and other nodes publish
+    to it: there the views are rebuilt from the store's current files into this machine's work folder first."""
+    root = normalize_root(data_root)
+    if is_remote(root):
+        rows, _ = build_warehouse(root, db_path, count=False)
+        if "trajectories" not in rows:
+            raise FileNotFoundError(f"no tables in {root} yet; run `cowork-curate run` with this data root first")
+    return db_path
 
 
 def query_names() -> list[str]:

@@ -107,6 +107,35 @@ def test_duckdb_views_and_trace_read_the_bucket(remote_run, pipeline, capsys):
     assert "published" in capsys.readouterr().out
 
 
+def test_any_machine_queries_and_traces_the_bucket(remote_run, pipeline, tmp_path, monkeypatch, capsys):
+    """A machine that never ran the pipeline (another work folder, no DuckDB file) gets the views rebuilt from the
+    bucket's current files: `sql`, `trace` and the trace_sample job answer as they do on the local run's file."""
+    import dagster as dg
+
+    from cowork_cli.cli import main
+    from dagster_project.jobs import trace_sample_job
+
+    settings, _, _ = remote_run
+    local, _, _ = pipeline
+    monkeypatch.setenv("COWORK_WORK_DIR", str(tmp_path / "elsewhere"))
+    here = ["--data-root", local.root]
+    there = ["--data-root", settings.root]
+    tid = pl.read_parquet(local.local_root / "published" / "sft_dataset" / "current" / "train.parquet")["sample_id"][0]
+    answers = []
+    for root in (here, there):
+        capsys.readouterr()
+        assert main(["sql", *root, "--query", "rows_per_table"]) == 0
+        assert main(["trace", tid, *root]) == 0
+        answers.append(capsys.readouterr().out)
+    assert answers[0] == answers[1] and "published  sft_dataset" in answers[1]
+    assert (tmp_path / "elsewhere").is_dir()
+    job = trace_sample_job(settings.model_copy(update={"raw_root": str(tmp_path / "no-raw")}))
+    result = job.execute_in_process(
+        run_config={"ops": {"trace_sample_op": {"config": {"sample_id": tid}}}}, instance=dg.DagsterInstance.ephemeral()
+    )
+    assert result.success and tid in result.output_for_node("trace_sample_op")
+
+
 def test_a_fresh_machine_resumes_from_the_bucket(remote_run, tmp_path, monkeypatch):
     """Done-markers live in the bucket: another working directory and instance skip every batch."""
     from cowork_cli.runner import ensure_instance, materialize_all
