@@ -1,4 +1,5 @@
-"""An exclusive lock across processes (fcntl), for the few steps two runs must not interleave."""
+"""Exclusive locks for the few steps two runs must not interleave: across processes of one machine (fcntl), and
+across machines publishing to one S3 data root (a lease object in it: store/lease.py)."""
 
 from __future__ import annotations
 
@@ -22,3 +23,17 @@ def file_lock(path: Path, waiting: Callable[[], None] | None = None) -> Iterator
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
+def publisher_lock(root: str, local_root: Path, waiting: Callable[[str], None]) -> Iterator[None]:
+    """One cross-batch step at a time on this data root: among this machine's processes by a file lock, and on
+    an S3 data root among machines by its `publisher` lease. `waiting` is told who holds it."""
+    from cowork_assets.store import lease
+
+    with file_lock(local_root / ".cross-batch.lock", waiting=lambda: waiting("another run on this machine")):
+        if not lease.applies(root):
+            yield
+            return
+        with lease.held(root, "publisher", waiting=lambda holder: waiting(f"{holder}, which holds the lease")):
+            yield

@@ -31,7 +31,7 @@ from cowork_assets.runtime import scratch
 from cowork_assets.runtime.procfs import die_with_parent
 from cowork_assets.store import batch_state
 from cowork_assets.tokens import TokenizerUnavailable, get_encoding
-from cowork_cli.locks import file_lock
+from cowork_cli.locks import file_lock, publisher_lock
 
 # Every run the CLI makes says so (the UI lists it with the tag; a launched run has none).
 CLI_TAG = {"cowork/launched_by": "cli"}
@@ -190,9 +190,10 @@ def materialize_all(
         outcome.seconds = time.monotonic() - started
         return outcome
     # Batches run in parallel across processes; the cross-batch steps of two runs take turns.
-    with file_lock(
-        settings.local_root / ".cross-batch.lock",
-        waiting=lambda: echo("waiting for another run's cross-batch step to finish"),
+    with publisher_lock(
+        settings.root,
+        settings.local_root,
+        waiting=lambda holder: echo(f"waiting for another run's cross-batch step to finish ({holder})"),
     ):
         _wait_for_runs_elsewhere(instance, echo)
         for job in CORPUS_JOBS:

@@ -40,7 +40,12 @@ def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
     # What this run reads, fingerprinted before it reads: a file changed during the run makes the batch stale.
     raw = batch_state.raw_fingerprint(settings.raw_path, batch)
     batch_state.start(
-        settings.root, batch, raw, batch_state.settings_fingerprint(settings.batch_content()), context.run.run_id
+        settings.root,
+        batch,
+        raw,
+        batch_state.settings_fingerprint(settings.batch_content()),
+        context.run.run_id,
+        waiting=lambda holder: context.log.info(f"{batch}: waiting for {holder}, which is processing it"),
     )
     started = time.monotonic()
     report = ingest_batch(

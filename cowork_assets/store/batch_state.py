@@ -14,6 +14,7 @@ import functools
 import hashlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,12 +98,14 @@ def processed_batches(root: str) -> list[str]:
 
 
 # A batch run
-def start(root: str, batch: str, raw: str, settings: str, run_id: str) -> None:
+def start(
+    root: str, batch: str, raw: str, settings: str, run_id: str, waiting: Callable[[str], None] | None = None
+) -> None:
     """Ingest begins: what the run reads (the raw files' fingerprint now) and with what settings; its tables are
-    written aside until `finish`."""
+    written aside until `finish` (after another machine's run of the batch, if one holds it: `waiting`)."""
+    staging.begin(root, batch, run_id, waiting)
     payload = {"batch": batch, "raw": raw, "settings": settings, "run_id": run_id}
     storage.write_text_atomic(_path(root, batch, "started.json"), orjson.dumps(payload).decode())
-    staging.begin(root, batch, run_id)
 
 
 def finish(root: str, batch: str, run_id: str) -> dict:
@@ -126,6 +129,7 @@ def finish(root: str, batch: str, run_id: str) -> dict:
     manifest = {**begun, "tables": tables}
     storage.write_text_atomic(_path(root, batch), orjson.dumps(manifest, option=orjson.OPT_INDENT_2).decode())
     storage.delete(started)
+    staging.release(root, batch)
     return manifest
 
 

@@ -7,6 +7,8 @@ must find everything it needs in the bucket (the bucket, not a local cache, is t
 
 from __future__ import annotations
 
+import os
+
 import polars as pl
 import pytest
 
@@ -172,3 +174,66 @@ def test_every_table_and_dataset_in_the_bucket_has_the_content_of_the_local_run(
     local, _, _ = pipeline
     remote, here = content_digests(settings.root), content_digests(local.root)
     assert len(here) == 22 and remote == here
+
+
+def test_the_publisher_lease_admits_one_holder_renews_and_is_taken_over_once_its_holder_is_gone(s3):
+    import threading
+    import time
+
+    import orjson
+
+    from cowork_assets.store.lease import held as publisher_lease
+
+    root, key = f"s3://{BUCKET}/lease-test", "lease-test/state/leases/publisher.lease"
+    held, told = threading.Event(), []
+
+    def first() -> None:
+        with publisher_lease(root, "publisher", ttl=0.9):  # renewed every 0.3 s: held past its time to live
+            held.set()
+            time.sleep(2.0)
+            times["released"] = time.time()
+
+    times = {}
+    holder = threading.Thread(target=first)
+    holder.start()
+    held.wait(10)
+    with publisher_lease(root, "publisher", waiting=told.append, ttl=0.9):
+        times["acquired"] = time.time()
+    holder.join()
+    assert times["acquired"] >= times["released"] and len(told) == 1 and told[0].count(":") == 2
+    assert _keys(s3, "lease-test/") == set()  # released: deleted
+    # A holder killed without releasing: its lease expires and the next one takes it over at once.
+    dead = {"holder": "gone-host:1:x", "expires": time.time() - 1}
+    s3.put_object(Bucket=BUCKET, Key=key, Body=orjson.dumps(dead))
+    told.clear()
+    with publisher_lease(root, "publisher", waiting=told.append) as me:
+        assert orjson.loads(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())["holder"] == me
+    assert told == [] and _keys(s3, "lease-test/") == set()
+
+
+def test_two_machines_publishing_to_one_bucket_at_once_take_turns(s3, tmp_path):
+    """Two `cowork-curate run`s with their own instances and work folders, started at once on one data root: both
+    succeed (each batch's run and the cross-batch steps hold the bucket's leases in turn; without them the second
+    machine's batch runs removed the first's staged tables), and the bucket ends with its card and no lease."""
+    import subprocess
+    import sys
+
+    from cowork_assets.synthetic.generate import generate
+
+    generate(tmp_path / "raw", trajectories=16, batches=2, seed=11)
+    root = f"s3://{BUCKET}/two-machines"
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "cowork_cli.cli", "run", "--raw-root", str(tmp_path / "raw"), "--data-root", root],
+            env={**os.environ, "DAGSTER_HOME": str(tmp_path / f"home{i}"), "COWORK_WORK_DIR": str(tmp_path / f"w{i}")},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for i in (1, 2)
+    ]
+    outputs = [run.communicate(timeout=600)[0] for run in runs]
+    failed = [line for out in outputs for line in out.splitlines() if "FAILED" in line and "CHECK" not in line]
+    assert [run.returncode for run in runs] == [0, 0], failed
+    keys = _keys(s3, "two-machines/")
+    assert {"published/CARD.md", "published/sft_dataset/CURRENT"} <= keys and not any("leases/" in k for k in keys)

@@ -1,0 +1,116 @@
+"""Work on an S3 data root that one machine at a time may do: a lease object beside the data.
+
+A lease is `state/leases/<name>.lease` in the data root, created with S3's conditional put (`If-None-Match: *`), so
+of two machines that try at once exactly one creates it. Its holder rewrites it (`If-Match` its own ETag) every
+third of its time to live, and deletes it when done; a lease whose holder stopped renewing (a killed process, a
+lost machine) expires and is taken over with `If-Match` on the expired version's ETag, so two waiters never both
+take it. Expiry is judged by the waiter's clock against the time the holder wrote: the machines' clocks must
+agree to well within TTL_SECONDS. Leases: `publisher` (the cross-batch steps) and `batch-<name>` (a batch's run).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import orjson
+
+from cowork_assets.store.storage import join
+
+TTL_SECONDS = 60.0
+POLL_SECONDS = 1.0
+_TAKEN = {"PreconditionFailed", "ConditionalRequestConflict"}  # another writer came first
+
+
+def applies(root: str) -> bool:
+    """Whether `root` needs leases: an S3 data root, which machines that share no instance may write at once."""
+    return root.startswith("s3://")
+
+
+def _taken(error: Exception) -> bool:
+    return getattr(error, "response", {}).get("Error", {}).get("Code") in _TAKEN
+
+
+class Lease:
+    """One lease on an S3 data root: `acquire` waits while another holder's is live, `release` gives it back."""
+
+    def __init__(self, root: str, name: str, ttl: float = TTL_SECONDS):
+        import boto3  # imported here: only an S3 data root needs it
+
+        self.s3 = boto3.client("s3")
+        self.bucket, _, self.key = join(root, "state", "leases", f"{name}.lease").removeprefix("s3://").partition("/")
+        self.ttl = ttl
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._etag: str | None = None
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+
+    def _put(self, **condition: str) -> str | None:
+        """Write this holder's lease under `condition`: its new ETag, or None when another writer came first."""
+        from botocore.exceptions import ClientError
+
+        body = orjson.dumps({"holder": self.holder, "expires": time.time() + self.ttl})
+        try:
+            return self.s3.put_object(Bucket=self.bucket, Key=self.key, Body=body, **condition)["ETag"]
+        except ClientError as exc:
+            if _taken(exc):
+                return None
+            raise
+
+    def acquire(self, waiting: Callable[[str], None] | None = None) -> None:
+        """Take the lease, waiting while another holder's is live; `waiting` is told that holder, once."""
+        told = False
+        while (etag := self._put(IfNoneMatch="*")) is None:
+            try:
+                current = self.s3.get_object(Bucket=self.bucket, Key=self.key)
+            except self.s3.exceptions.NoSuchKey:
+                continue  # released meanwhile
+            lease = orjson.loads(current["Body"].read())
+            if lease["expires"] < time.time():  # its holder stopped renewing: take it over, unless another did
+                if (etag := self._put(IfMatch=current["ETag"])) is not None:
+                    break
+                continue
+            if waiting and not told:
+                waiting(lease["holder"])
+                told = True
+            time.sleep(POLL_SECONDS)
+        self._etag = etag
+        self._stop.clear()
+        self._renewer = threading.Thread(target=self._renew, name=f"lease {self.key}", daemon=True)
+        self._renewer.start()
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.ttl / 3):
+            if (etag := self._put(IfMatch=self._etag)) is None:
+                return  # lost: taken over after this process stalled past its time to live
+            self._etag = etag
+
+    def release(self) -> None:
+        from botocore.exceptions import ClientError
+
+        if self._renewer is None:
+            return
+        self._stop.set()
+        self._renewer.join()
+        self._renewer = None
+        try:
+            self.s3.delete_object(Bucket=self.bucket, Key=self.key, IfMatch=self._etag)
+        except ClientError as exc:
+            if not _taken(exc):  # taken over meanwhile: the lease is another holder's now
+                raise
+
+
+@contextmanager
+def held(root: str, name: str, waiting: Callable[[str], None] | None = None, ttl: float = TTL_SECONDS) -> Iterator[str]:
+    """Hold the lease `name` of an S3 data root for the block; yields the holder id written in it."""
+    lease = Lease(root, name, ttl)
+    lease.acquire(waiting)
+    try:
+        yield lease.holder
+    finally:
+        lease.release()
