@@ -1,9 +1,14 @@
 """The documented deployment, run for real: docs/deploy/dagster.yaml's Postgres storage against a PostgreSQL server
 on loopback, with the data root in a bucket (moto's S3 server). Only its run launcher is swapped for the default
-one (there is no Kubernetes cluster here). The CLI runs on it and publishes exactly what a local run publishes;
-the runs are in Postgres; a server that is not there is one line, not a traceback."""
+one (there is no Kubernetes cluster here: each run is a process of its own, as each would be a pod). The CLI runs on
+it; then `dagster dev` (webserver and daemon) with the deploy file's queued run coordinator, its sensors switched
+on, processes two batches dropped at once in two run workers side by side and publishes them. Every version
+published equals a local run's over the same batches; the runs are in Postgres; a server that is not there is one
+line, not a traceback."""
 
 from __future__ import annotations
+
+import shutil
 
 import polars as pl
 import pytest
@@ -45,11 +50,60 @@ def deployed(tmp_path_factory):
             storage = type(instance.run_storage).__name__
         published = {d: versions.current(remote, d) for d in DATASETS}
         rows = {d: pl.read_parquet(versions.parquet_files(versions.current_path(remote, d))).height for d in DATASETS}
-        yield base, status, runs, storage, published, rows
+        live = _dropped_batches_through_the_daemon(base, home, remote)
+        yield base, status, runs, storage, published, rows, live
+
+
+DROPPED = ("2026-12-02-teacher-x", "2026-12-02-teacher-y")
+
+
+def _dropped_batches_through_the_daemon(base, home: str, remote: str) -> dict:
+    """Two batches dropped at once while `dagster dev` runs on the deployed instance with the sensors on: the runs
+    it made (job, partition, status, start, end) and the versions current once nothing is in flight."""
+    import shutil
+    import time
+
+    import dagster as dg
+
+    from cowork_assets.orchestration.run_health import WAITING
+    from tests.dagster_project.test_automation_live import SENSORS, START
+    from tests.live_ui import dagster_dev, graphql
+
+    with dg.DagsterInstance.from_config(home) as instance:
+        before = {r.dagster_run.run_id for r in instance.get_run_records()}
+        with dagster_dev(home, str(base / "raw"), remote, base / "dagster-dev.log") as (url, server):
+            repo = graphql(url, SENSORS)["repositoriesOrError"]["nodes"][0]
+            for name in ("new_batch_sensor", "corpus_refresh_sensor"):
+                selector = {"repositoryLocationName": repo["location"]["name"], "repositoryName": repo["name"]}
+                graphql(url, START, {"s": {**selector, "sensorName": name}})
+            for seed, name in zip((6, 7), DROPPED):
+                generate(base / f"drop-{seed}", trajectories=12, batches=1, seed=seed)
+                (batch,) = [p for p in (base / f"drop-{seed}").iterdir() if p.is_dir()]
+                shutil.move(batch, base / "raw" / name)
+            deadline = time.monotonic() + 300
+
+            def runs() -> list:
+                return [r for r in instance.get_run_records() if r.dagster_run.run_id not in before]
+
+            while not (
+                {r.dagster_run.job_name for r in runs()} >= {"process_batch", "refresh_corpus", "refresh_warehouse"}
+                and not instance.get_run_records(dg.RunsFilter(statuses=WAITING))
+            ):
+                if time.monotonic() > deadline or server.poll() is not None:
+                    pytest.fail(
+                        f"the daemon did not settle; log tail:\n{(base / 'dagster-dev.log').read_text()[-3000:]}"
+                    )
+                time.sleep(2)
+        made = [
+            (r.dagster_run.job_name, r.dagster_run.tags.get("dagster/partition"), r.dagster_run.status.value)
+            + (r.start_time, r.end_time)
+            for r in runs()
+        ]
+    return {"runs": made, "published": {d: versions.current(remote, d) for d in DATASETS}}
 
 
 def test_the_cli_runs_on_the_documented_postgres_instance_and_records_its_runs_there(deployed):
-    _, status, runs, storage, _, _ = deployed
+    _, status, runs, storage, _, _, _ = deployed
     assert status == 0 and storage == "PostgresRunStorage"
     assert sorted(runs) == sorted(
         [("process_batch", "SUCCESS")] * 2 + [("refresh_corpus", "SUCCESS"), ("refresh_warehouse", "SUCCESS")]
@@ -57,12 +111,27 @@ def test_the_cli_runs_on_the_documented_postgres_instance_and_records_its_runs_t
 
 
 def test_a_deployed_run_publishes_what_a_local_run_publishes(deployed, tmp_path):
-    base, _, _, _, published, rows = deployed
+    base, _, _, _, published, rows, _ = deployed
     local = tmp_path / "local"
-    args = ["run", "--raw-root", str(base / "raw"), "--data-root", str(local)]
+    shutil.copytree(base / "raw", tmp_path / "raw", ignore=shutil.ignore_patterns(*DROPPED))
+    args = ["run", "--raw-root", str(tmp_path / "raw"), "--data-root", str(local)]
     assert main([*args, "--dagster-home", str(tmp_path / "home")]) == 0
     assert published == {d: versions.current(str(local), d) for d in DATASETS}  # version names are content digests
     assert all(rows.values())
+
+
+def test_the_daemon_runs_dropped_batches_side_by_side_and_publishes_what_a_local_run_does(deployed, tmp_path):
+    base, _, _, _, _, _, live = deployed
+    batch_runs = sorted(r for r in live["runs"] if r[0] == "process_batch")
+    assert [r[1:3] for r in batch_runs] == [(b, "SUCCESS") for b in DROPPED]
+    (_, _, _, start_x, end_x), (_, _, _, start_y, end_y) = batch_runs
+    assert start_x < end_y and start_y < end_x  # two run workers at once
+    assert all(status == "SUCCESS" for _, _, status, _, _ in live["runs"])
+    args = ["run", "--raw-root", str(base / "raw"), "--data-root", str(tmp_path / "local")]
+    assert main([*args, "--dagster-home", str(tmp_path / "home")]) == 0
+    digest = lambda version: version.split("-", 1)[1]  # noqa: E731  (the bucket's is its second version)
+    local = {d: digest(versions.current(str(tmp_path / "local"), d)) for d in DATASETS}
+    assert {d: digest(v) for d, v in live["published"].items()} == local
 
 
 def test_a_postgres_server_that_is_not_there_is_one_line(tmp_path, capsys):
