@@ -105,6 +105,13 @@ class RunSettings(Group):
         le=64,
         description="Batches processed at once by `cowork-curate run` (one process each).",
     )
+    parallel_from_mb: float = Field(
+        default=64,
+        ge=0,
+        description="`cowork-curate run` processes batches in worker processes (max_concurrent at once) only when "
+        "the batches it processes hold at least this many MB of raw files; smaller ones run one after another in "
+        "its own process, which is faster than starting workers (each a few seconds of imports). 0: always workers.",
+    )
     settle_seconds: float = Field(
         default=float(os.environ.get("COWORK_SETTLE_SECONDS") or SETTLE_SECONDS),
         json_schema_extra={"documented_default": SETTLE_SECONDS},

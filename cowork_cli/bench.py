@@ -365,7 +365,9 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
         if folder.exists():
             shutil.rmtree(folder)
     os.sync()  # the write-back of a fresh corpus or of the removed outputs is not the measured run's work
-    settings = CurateSettings(raw_root=str(raw), data_root=str(data), settle_seconds=0)  # it wrote the corpus itself
+    # settle_seconds=0: it wrote the corpus itself. parallel_from_mb=0: batches in workers at every size, as a
+    # corpus past parallel_from_mb runs, so a small run measures the fixed cost of the large runs' layout.
+    settings = CurateSettings(raw_root=str(raw), data_root=str(data), settle_seconds=0, parallel_from_mb=0)
     raw_mb = sum(p.stat().st_size for p in raw.rglob("*.jsonl*")) / 1e6
     instance = ensure_instance(home)
     since = time.time()

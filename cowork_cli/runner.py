@@ -23,7 +23,7 @@ from pathlib import Path
 import dagster as dg
 
 from cowork_assets.datasets.suites import start_early
-from cowork_assets.ingest.raw_files import discover_batches, not_batches
+from cowork_assets.ingest.raw_files import batch_entries, discover_batches, not_batches
 from cowork_assets.orchestration.partitions import batches as batches_partitions
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.run_health import in_flight, publication_blocked, reap_dead_runs
@@ -154,7 +154,7 @@ def materialize_all(
             todo.append(batch)
     start_early()  # the gates' Great Expectations helper imports while the batches run (at the lowest priority)
     workers = min(settings.max_concurrent, len(todo))
-    if workers > 1:
+    if workers > 1 and raw_megabytes(settings.raw_path, todo) >= settings.parallel_from_mb:
         # Workers start first: they import the code and open the instance while this process does the same.
         with environment(**worker_environment(workers)):
             pool = ProcessPoolExecutor(
@@ -255,6 +255,11 @@ def _warm_up(encoding: str) -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
     with suppress(TokenizerUnavailable):  # reported by the step that needs it
         get_encoding(encoding)
+
+
+def raw_megabytes(raw_root: Path, batches: Sequence[str]) -> float:
+    """MB of raw files in these batch folders."""
+    return sum(f.stat().st_size for b in batches for f in batch_entries(raw_root, b)[0]) / 1e6
 
 
 def worker_environment(workers: int) -> dict[str, str]:

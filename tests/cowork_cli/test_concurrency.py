@@ -7,6 +7,7 @@ import sys
 import duckdb
 import polars as pl
 import pyarrow.parquet as pq
+import pytest
 
 from cowork_assets.store.registry import TABLES
 from cowork_assets.synthetic.generate import generate
@@ -123,3 +124,24 @@ print("printed", end="")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout == "printed", done.stderr
     assert log.read_text() == "batch done\n"
+
+
+def test_batches_too_small_to_pay_for_workers_run_in_the_runs_own_process(tmp_path, monkeypatch):
+    """Two batches of a few hundred KB run one after another in this process (no worker is started); with
+    parallel_from_mb=0 the same run starts its workers."""
+    from cowork_assets.orchestration.resources import CurateSettings
+    from cowork_cli import runner
+
+    raw = tmp_path / "raw"
+    generate(raw, 16, 2, 11)
+    batches = sorted(p.name for p in raw.iterdir() if p.is_dir())
+    assert 0.05 < runner.raw_megabytes(raw, batches) < 1
+    pools = []
+    monkeypatch.setattr(runner, "ProcessPoolExecutor", lambda **options: pools.append(options) or 1 / 0)
+    settings = CurateSettings(raw_root=str(raw), data_root=str(tmp_path / "data"))
+    instance = runner.ensure_instance(tmp_path / "home")
+    outcome = runner.materialize_all(settings, instance, echo=lambda _: None)
+    assert pools == [] and outcome.failed == {} and sorted(outcome.batches) == batches
+    with pytest.raises(ZeroDivisionError):  # the pool this test stands in for
+        runner.materialize_all(settings.model_copy(update={"parallel_from_mb": 0}), instance, force=True)
+    assert [p["max_workers"] for p in pools] == [2]

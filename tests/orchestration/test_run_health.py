@@ -102,6 +102,8 @@ def test_a_killed_cli_run_leaves_no_process_behind(corpus, tmp_path, how):
             str(tmp_path / "data"),
             "--dagster-home",
             str(tmp_path / "home"),
+            "--set",
+            "parallel_from_mb=0",  # its batches in workers, however small
         ],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
