@@ -16,7 +16,7 @@ from cowork_assets.warehouse.duckdb_file import build_warehouse
 
 def test_two_runs_on_different_batches_at_once_corrupt_nothing(tmp_path):
     raw = tmp_path / "raw"
-    generate(raw, 200, 2, 5)
+    generate(raw, 60, 2, 5)
     batches = sorted(p.name for p in raw.iterdir() if p.is_dir())
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
     runs = [

@@ -77,7 +77,7 @@ def _dropped_batches_through_the_daemon(base, home: str, remote: str) -> dict:
                 selector = {"repositoryLocationName": repo["location"]["name"], "repositoryName": repo["name"]}
                 graphql(url, START, {"s": {**selector, "sensorName": name}})
             for seed, name in zip((6, 7), DROPPED):
-                generate(base / f"drop-{seed}", trajectories=12, batches=1, seed=seed)
+                generate(base / f"drop-{seed}", trajectories=6, batches=1, seed=seed)
                 (batch,) = [p for p in (base / f"drop-{seed}").iterdir() if p.is_dir()]
                 shutil.move(batch, base / "raw" / name)
             deadline = time.monotonic() + 300

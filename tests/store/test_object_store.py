@@ -220,7 +220,7 @@ def test_two_machines_publishing_to_one_bucket_at_once_take_turns(s3, tmp_path):
 
     from cowork_assets.synthetic.generate import generate
 
-    generate(tmp_path / "raw", trajectories=16, batches=2, seed=11)
+    generate(tmp_path / "raw", trajectories=8, batches=2, seed=11)
     root = f"s3://{BUCKET}/two-machines"
     runs = [
         subprocess.Popen(
