@@ -36,4 +36,4 @@ def publisher_lock(root: str, local_root: Path, waiting: Callable[[str], None]) 
             yield
             return
         with lease.held(root, "publisher", waiting=lambda holder: waiting(f"{holder}, which holds the lease")):
-            yield
+            yield  # the cross-batch runs this process executes find the lease held (orchestration/resources.py)

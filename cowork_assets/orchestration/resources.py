@@ -11,9 +11,14 @@ import dagster as dg
 from cowork_assets.orchestration.run_health import record_process
 from cowork_assets.runtime import scratch
 from cowork_assets.settings import DEFAULT_DATA_ROOT, DEFAULT_RAW_ROOT, Settings, cron_problem
-from cowork_assets.store import staging
+from cowork_assets.store import lease, staging
 from cowork_assets.store.root_format import ensure_format
 from cowork_assets.store.storage import normalize_root
+
+
+def _publishes(run: dg.DagsterRun) -> bool:
+    """A run of cross-batch steps (they rewrite shared tables and publish): not of a batch, nor the read-only trace."""
+    return "dagster/partition" not in run.tags and run.job_name != "trace_sample"
 
 
 class CurateSettings(dg.ConfigurableResource, Settings):
@@ -30,11 +35,15 @@ class CurateSettings(dg.ConfigurableResource, Settings):
         if swept := scratch.sweep(self.local_root):
             context.log.info(f"removed {swept} scratch or temporary file(s) left by killed runs")
         scratch.use(self.local_root)
+        if _publishes(context.run) and lease.applies(self.root):  # machines of other instances take turns
+            lease.hold(self.root, "publisher", lambda holder: context.log.info(f"waiting for {holder}'s publishing"))
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         if context.run is not None:
             scratch.release()
             staging.end_all()
+            if _publishes(context.run):
+                lease.let_go(self.root, "publisher")
 
 
 ENVIRONMENT = {"raw_root": "COWORK_RAW_ROOT", "data_root": "COWORK_DATA_ROOT", "refresh_cron": "COWORK_REFRESH_CRON"}

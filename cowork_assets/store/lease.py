@@ -105,12 +105,33 @@ class Lease:
                 raise
 
 
-@contextmanager
-def held(root: str, name: str, waiting: Callable[[str], None] | None = None, ttl: float = TTL_SECONDS) -> Iterator[str]:
-    """Hold the lease `name` of an S3 data root for the block; yields the holder id written in it."""
+_held: dict[tuple[str, str], Lease] = {}  # leases this process holds: a nested hold of one is a no-op
+
+
+def hold(root: str, name: str, waiting: Callable[[str], None] | None = None, ttl: float = TTL_SECONDS) -> bool:
+    """Take the lease `name` of an S3 data root for this process until `let_go`; False when it already held it
+    (the CLI holds `publisher` around the cross-batch runs it executes in its own process)."""
+    if (root, name) in _held:
+        return False
     lease = Lease(root, name, ttl)
     lease.acquire(waiting)
-    try:
-        yield lease.holder
-    finally:
+    _held[(root, name)] = lease
+    return True
+
+
+def let_go(root: str, name: str) -> None:
+    if lease := _held.pop((root, name), None):
         lease.release()
+
+
+@contextmanager
+def held(
+    root: str, name: str, waiting: Callable[[str], None] | None = None, ttl: float = TTL_SECONDS
+) -> Iterator[None]:
+    """Hold the lease `name` of an S3 data root for the block (at once if this process holds it already)."""
+    taken = hold(root, name, waiting, ttl)
+    try:
+        yield
+    finally:
+        if taken:
+            let_go(root, name)

@@ -182,33 +182,68 @@ def test_the_publisher_lease_admits_one_holder_renews_and_is_taken_over_once_its
 
     import orjson
 
-    from cowork_assets.store.lease import held as publisher_lease
+    from cowork_assets.store.lease import Lease, held
 
     root, key = f"s3://{BUCKET}/lease-test", "lease-test/state/leases/publisher.lease"
-    held, told = threading.Event(), []
+    first, second, told, times = Lease(root, "publisher", ttl=0.9), Lease(root, "publisher", ttl=0.9), [], {}
 
-    def first() -> None:
-        with publisher_lease(root, "publisher", ttl=0.9):  # renewed every 0.3 s: held past its time to live
-            held.set()
-            time.sleep(2.0)
-            times["released"] = time.time()
+    def hold_for_two_seconds() -> None:  # renewed every 0.3 s: held past its time to live
+        time.sleep(2.0)
+        times["released"] = time.time()
+        first.release()
 
-    times = {}
-    holder = threading.Thread(target=first)
+    first.acquire()
+    holder = threading.Thread(target=hold_for_two_seconds)
     holder.start()
-    held.wait(10)
-    with publisher_lease(root, "publisher", waiting=told.append, ttl=0.9):
-        times["acquired"] = time.time()
+    second.acquire(told.append)  # another machine's
+    times["acquired"] = time.time()
+    second.release()
     holder.join()
-    assert times["acquired"] >= times["released"] and len(told) == 1 and told[0].count(":") == 2
+    assert times["acquired"] >= times["released"] and told == [first.holder]
     assert _keys(s3, "lease-test/") == set()  # released: deleted
     # A holder killed without releasing: its lease expires and the next one takes it over at once.
     dead = {"holder": "gone-host:1:x", "expires": time.time() - 1}
     s3.put_object(Bucket=BUCKET, Key=key, Body=orjson.dumps(dead))
     told.clear()
-    with publisher_lease(root, "publisher", waiting=told.append) as me:
-        assert orjson.loads(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())["holder"] == me
+    with held(root, "publisher", waiting=told.append):
+        assert orjson.loads(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())["holder"].count(":") == 2
+        with held(root, "publisher"):  # this process holds it already: at once
+            pass
+        assert _keys(s3, "lease-test/") == {"state/leases/publisher.lease"}
     assert told == [] and _keys(s3, "lease-test/") == set()
+
+
+def test_a_refresh_launched_from_another_instance_waits_for_the_publisher_lease(remote_run, tmp_path):
+    """The UI's or the schedule's cross-batch runs take the publisher lease too: one launched while another
+    machine holds it starts its steps only once that machine lets go."""
+    import threading
+    import time
+
+    import dagster as dg
+
+    from cowork_assets.store.lease import Lease
+    from cowork_cli.runner import _run_config
+    from dagster_project.definitions import defs
+
+    settings, _, _ = remote_run
+    other, times = Lease(settings.root, "publisher"), {}
+    other.acquire()
+
+    def let_go_later() -> None:
+        time.sleep(3.0)
+        times["released"] = time.time()
+        other.release()
+
+    threading.Thread(target=let_go_later).start()
+    instance = dg.DagsterInstance.ephemeral()
+    result = defs.resolve_job_def("refresh_warehouse").execute_in_process(
+        run_config=_run_config(settings), instance=instance
+    )
+    assert result.success
+    logs = instance.all_logs(result.run_id)
+    started = min(e.timestamp for e in logs if e.dagster_event and e.dagster_event.event_type_value == "STEP_START")
+    waited = [e.user_message for e in logs if "waiting for" in e.user_message]
+    assert started >= times["released"] and waited == [f"waiting for {other.holder}'s publishing"]
 
 
 def test_two_machines_publishing_to_one_bucket_at_once_take_turns(s3, tmp_path):
