@@ -40,7 +40,7 @@ Location = Literal["tables", "staged", "published"]
 FILE_NAME = "data.parquet"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)  # entries name every field: no bare booleans by position
 class Table:
     name: str
     model: type[pa.DataFrameModel]
@@ -145,185 +145,185 @@ _CURATION = "Computed together from the batch's messages, runs and evidence. "
 
 REGISTRY: tuple[Table, ...] = (
     Table(
-        "trajectories",
-        Trajectories,
-        "staging",
-        True,
-        "One row per parsed trajectory: task, teacher, grade, "
+        name="trajectories",
+        model=Trajectories,
+        group="staging",
+        per_batch=True,
+        description="One row per parsed trajectory: task, teacher, grade, "
         "counts, characters, and lineage (raw_file, raw_record = 1-based line).",
-        ("raw_batches",),
+        inputs=("raw_batches",),
     ),
     Table(
-        "messages",
-        Messages,
-        "staging",
-        True,
-        "One row per message, tool calls normalised (arguments as JSON "
+        name="messages",
+        model=Messages,
+        group="staging",
+        per_batch=True,
+        description="One row per message, tool calls normalised (arguments as JSON "
         "strings), with character counts (tokens are counted once, for the published samples).",
-        ("raw_batches",),
+        inputs=("raw_batches",),
     ),
     Table(
-        "tool_calls",
-        ToolCalls,
-        "staging",
-        True,
-        "One row per tool call with the observation that answered it and its length.",
-        ("raw_batches",),
+        name="tool_calls",
+        model=ToolCalls,
+        group="staging",
+        per_batch=True,
+        description="One row per tool call with the observation that answered it and its length.",
+        inputs=("raw_batches",),
     ),
     Table(
-        "task_packages",
-        TaskPackages,
-        "staging",
-        True,
-        "One row per distinct task package (request, initial state, tools, checks) in the batch.",
-        ("raw_batches",),
+        name="task_packages",
+        model=TaskPackages,
+        group="staging",
+        per_batch=True,
+        description="One row per distinct task package (request, initial state, tools, checks) in the batch.",
+        inputs=("raw_batches",),
     ),
     Table(
-        "quarantine",
-        Quarantine,
-        "staging",
-        True,
-        "Raw records that could not be parsed: file, 1-based record, reason, detail, excerpt.",
-        ("raw_batches",),
+        name="quarantine",
+        model=Quarantine,
+        group="staging",
+        per_batch=True,
+        description="Raw records that could not be parsed: file, 1-based record, reason, detail, excerpt.",
+        inputs=("raw_batches",),
     ),
     Table(
-        "skipped_inputs",
-        SkippedInputs,
-        "staging",
-        True,
-        "Files and folders of the batch folder that no input "
+        name="skipped_inputs",
+        model=SkippedInputs,
+        group="staging",
+        per_batch=True,
+        description="Files and folders of the batch folder that no input "
         "format reads, with the reason (batch `_raw_root`: what the raw root holds that is not a batch).",
-        ("raw_batches",),
+        inputs=("raw_batches",),
         also_in_view=("raw_root.parquet",),
     ),
     Table(
-        "evidence",
-        Evidence,
-        "evidence",
-        True,
-        "One row per evidence item: the values each trajectory's grader "
+        name="evidence",
+        model=Evidence,
+        group="evidence",
+        per_batch=True,
+        description="One row per evidence item: the values each trajectory's grader "
         "depends on (explicit, derived from checks, or grounding ids in tool-call arguments), where the agent "
         "first uses each, and where it was first seen: given (system/user), at_risk (a tool observation, with "
         "offset), produced, or unused.",
-        ("trajectories", "messages", "tool_calls", "task_packages"),
+        inputs=("trajectories", "messages", "tool_calls", "task_packages"),
     ),
     Table(
-        "curated_messages",
-        CuratedMessages,
-        "curation",
-        True,
-        "Every message after observation truncation and "
+        name="curated_messages",
+        model=CuratedMessages,
+        group="curation",
+        per_batch=True,
+        description="Every message after observation truncation and "
         "the sample budget, with its original and kept length and the kept spans: what a trainer would see.",
-        _RUN_TABLES,
+        inputs=_RUN_TABLES,
     ),
     Table(
-        "sample_stats",
-        SampleStats,
-        "curation",
-        True,
-        "Per trajectory: characters and tokens before and after "
+        name="sample_stats",
+        model=SampleStats,
+        group="curation",
+        per_batch=True,
+        description="Per trajectory: characters and tokens before and after "
         "curation, characters under each truncation strategy, and the budget's verdict (kept / trimmed / dropped) "
         "and reason.",
-        _RUN_TABLES,
+        inputs=_RUN_TABLES,
     ),
     Table(
-        "evidence_audit",
-        EvidenceAudit,
-        "curation",
-        True,
-        "Per evidence item: lost to truncation (under head, "
+        name="evidence_audit",
+        model=EvidenceAudit,
+        group="curation",
+        per_batch=True,
+        description="Per evidence item: lost to truncation (under head, "
         "under evidence_aware, under the configured strategy) and lost to the budget.",
-        _RUN_TABLES,
+        inputs=_RUN_TABLES,
     ),
     Table(
-        "evidence_rollup",
-        EvidenceRollup,
-        "curation",
-        True,
-        "Per trajectory: evidence items, at-risk items, and how many were lost to truncation and to the budget, "
-        "or were part of a redacted secret.",
-        _RUN_TABLES,
+        name="evidence_rollup",
+        model=EvidenceRollup,
+        group="curation",
+        per_batch=True,
+        description="Per trajectory: evidence items, at-risk items, and how many were lost to truncation and to the "
+        "budget, or were part of a redacted secret.",
+        inputs=_RUN_TABLES,
     ),
     Table(
-        "redactions",
-        Redactions,
-        "curation",
-        True,
-        "Secrets replaced by typed placeholders (<REDACTED:kind>) in the curated messages: one row per message, "
-        "field and kind, with a hash of the secret, never its text.",
-        _RUN_TABLES,
+        name="redactions",
+        model=Redactions,
+        group="curation",
+        per_batch=True,
+        description="Secrets replaced by typed placeholders (<REDACTED:kind>) in the curated messages: one row per "
+        "message, field and kind, with a hash of the secret, never its text.",
+        inputs=_RUN_TABLES,
     ),
     Table(
-        "truncation_sweep",
-        TruncationSweep,
-        "curation",
-        True,
-        "At-risk evidence lost per truncation strategy "
+        name="truncation_sweep",
+        model=TruncationSweep,
+        group="curation",
+        per_batch=True,
+        description="At-risk evidence lost per truncation strategy "
         "(head, tail, middle: verl's rollout-time sides; and evidence_aware) at allowances from 250 to 16,000 "
         "characters, per category: which allowance and side keep the evidence the graders depend on.",
-        _RUN_TABLES,
+        inputs=_RUN_TABLES,
     ),
     Table(
-        "structure_findings",
-        StructureFindings,
-        "validation",
-        True,
-        "Structural defects per sample: tool calls "
+        name="structure_findings",
+        model=StructureFindings,
+        group="validation",
+        per_batch=True,
+        description="Structural defects per sample: tool calls "
         "without a result and results without a call, arguments that are not JSON or do not fit the tool schema, "
         "message order a chat template would reject, empty assistant turns, control characters, text that does "
         "not survive a tokenizer round trip.",
-        ("trajectories", "task_packages", "messages", "tool_calls"),
+        inputs=("trajectories", "task_packages", "messages", "tool_calls"),
     ),
     Table(
-        "regrade",
-        Regrade,
-        "validation",
-        True,
-        "Every run re-graded by replaying its task's checks on its "
+        name="regrade",
+        model=Regrade,
+        group="validation",
+        per_batch=True,
+        description="Every run re-graded by replaying its task's checks on its "
         "transcript (cowork_assets/rewards.py): the recorded and the replayed verdict and score, per-check "
         "results, and why they differ.",
-        ("trajectories", "task_packages", "messages"),
+        inputs=("trajectories", "task_packages", "messages"),
     ),
     Table(
-        "task_findings",
-        TaskFindings,
-        "validation",
-        False,
-        "Inconsistent task packages across all batches: calls "
+        name="task_findings",
+        model=TaskFindings,
+        group="validation",
+        per_batch=False,
+        description="Inconsistent task packages across all batches: calls "
         "and checks naming tools the interface does not expose (closest one suggested), request counts that "
         "disagree with the grader, call-counting graders (re-graded from the runs), ids no state or run "
         "contains, invalid tool schemas, unknown check types.",
-        ("task_packages", "trajectories", "tool_calls", "regrade"),
+        inputs=("task_packages", "trajectories", "tool_calls", "regrade"),
     ),
     Table(
-        "dedup_signatures",
-        DedupSignatures,
-        "selection",
-        True,
-        "Per teacher run: content hash, shingle hashes and "
+        name="dedup_signatures",
+        model=DedupSignatures,
+        group="selection",
+        per_batch=True,
+        description="Per teacher run: content hash, shingle hashes and "
         "MinHash signature of the curated conversation, so cross-batch deduplication never needs the text.",
-        ("curated_messages", "trajectories", "sample_stats"),
+        inputs=("curated_messages", "trajectories", "sample_stats"),
     ),
     Table(
-        "dedup_clusters",
-        DedupClusters,
-        "selection",
-        False,
-        "Duplicate clusters of teacher runs within each "
+        name="dedup_clusters",
+        model=DedupClusters,
+        group="selection",
+        per_batch=False,
+        description="Duplicate clusters of teacher runs within each "
         "task, across all batches: exact (same normalised content) and near (MinHash LSH candidates verified by "
         "exact Jaccard >= near_dup_threshold). The best member (highest score, then fewest characters) is kept.",
-        ("dedup_signatures",),
+        inputs=("dedup_signatures",),
     ),
     Table(
-        "exclusions",
-        Exclusions,
-        "selection",
-        False,
-        "Why each trajectory is not in the SFT set: one row per "
+        name="exclusions",
+        model=Exclusions,
+        group="selection",
+        per_batch=False,
+        description="Why each trajectory is not in the SFT set: one row per "
         "(trajectory, stage, reason) — holdout, role, grade, structure, task_consistency, evidence, budget, dedup, "
         "then the per-task cap; why a task is not in the RL tasks, and which rollouts are held out. Query it with "
         "`cowork-curate sql --query why_excluded --param trajectory_id=...`.",
-        (
+        inputs=(
             "trajectories",
             "structure_findings",
             "task_findings",
@@ -334,66 +334,67 @@ REGISTRY: tuple[Table, ...] = (
         ),
     ),
     Table(
-        "sft_candidate",
-        SftDataset,
-        "datasets",
-        False,
-        "Candidate SFT dataset (staged, not yet published): "
+        name="sft_candidate",
+        model=SftDataset,
+        group="datasets",
+        per_batch=False,
+        description="Candidate SFT dataset (staged, not yet published): "
         "selected runs as messages + tools with metadata and lineage, split by task into train and validation.",
-        ("exclusions", "curated_messages", "sample_stats", "task_packages", "truncation_sweep"),
-        "staged",
+        inputs=("exclusions", "curated_messages", "sample_stats", "task_packages", "truncation_sweep"),
+        location="staged",
     ),
     Table(
-        "rl_tasks_candidate",
-        RlTasks,
-        "datasets",
-        False,
-        "Candidate verl-style RL task rows (staged): one per "
+        name="rl_tasks_candidate",
+        model=RlTasks,
+        group="datasets",
+        per_batch=False,
+        description="Candidate verl-style RL task rows (staged): one per "
         "validated, deduplicated task package; tasks with consistency errors are left out and recorded in "
         "exclusions.",
-        ("exclusions", "task_packages", "trajectories", "messages"),
-        "staged",
+        inputs=("exclusions", "task_packages", "trajectories", "messages"),
+        location="staged",
     ),
     Table(
-        "rl_rollouts_candidate",
-        RlRollouts,
-        "datasets",
-        False,
-        "Candidate processed rollout rewards (staged): per "
+        name="rl_rollouts_candidate",
+        model=RlRollouts,
+        group="datasets",
+        per_batch=False,
+        description="Candidate processed rollout rewards (staged): per "
         "rollout the raw score, per-check rewards, GRPO and GDPO group-normalised advantages, zero-variance "
         "groups, and the turn each check was met (from regrade's replay); runs of held-out benchmark tasks are "
         "left out (exclusions).",
-        ("trajectories", "regrade", "task_packages"),
-        "staged",
+        inputs=("trajectories", "regrade", "task_packages"),
+        location="staged",
     ),
     Table(
-        "sft_dataset",
-        SftDataset,
-        "datasets",
-        False,
-        "The published SFT dataset: the current version under "
+        name="sft_dataset",
+        model=SftDataset,
+        group="datasets",
+        per_batch=False,
+        description="The published SFT dataset: the current version under "
         "<data_root>/published/sft_dataset/current/{train,validation}.parquet, with its card.",
-        ("sft_candidate",),
-        "published",
+        inputs=("sft_candidate",),
+        location="published",
     ),
     Table(
-        "rl_tasks",
-        RlTasks,
-        "datasets",
-        False,
-        "The published verl-style RL task dataset: "
+        name="rl_tasks",
+        model=RlTasks,
+        group="datasets",
+        per_batch=False,
+        description="The published verl-style RL task dataset: "
         "<data_root>/published/rl_tasks/current/{train,validation}.parquet, with its card.",
-        ("rl_tasks_candidate",),
-        "published",
+        inputs=("rl_tasks_candidate",),
+        location="published",
     ),
     Table(
-        "rl_rollouts",
-        RlRollouts,
-        "datasets",
-        False,
-        "The published rollout rewards: <data_root>/published/rl_rollouts/current/rollouts.parquet, with its card.",
-        ("rl_rollouts_candidate",),
-        "published",
+        name="rl_rollouts",
+        model=RlRollouts,
+        group="datasets",
+        per_batch=False,
+        description="The published rollout rewards: <data_root>/published/rl_rollouts/current/rollouts.parquet, "
+        "with its card.",
+        inputs=("rl_rollouts_candidate",),
+        location="published",
     ),
 )
 
