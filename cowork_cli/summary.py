@@ -8,6 +8,7 @@ from pathlib import Path
 
 import duckdb
 
+from cowork_assets.datasets.described import PUBLISHED
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.warehouse.duckdb_file import named_query, run_query
 from cowork_cli.runner import RunOutcome
@@ -56,7 +57,7 @@ def print_summary(settings: CurateSettings, outcome: RunOutcome) -> None:
             ),
         )
         print(f"\nselected for SFT: {selected} of {teachers} teacher runs (why not: --query exclusions_by_criterion)")
-        for dataset in ("sft_dataset", "rl_tasks", "rl_rollouts"):
+        for dataset in PUBLISHED:
             try:
                 _, [(rows,)] = run_query(db, f"SELECT count(*) FROM {dataset}")
             except duckdb.CatalogException:  # not published yet: no view

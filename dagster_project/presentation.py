@@ -41,7 +41,9 @@ def defining_modules() -> dict[str, str]:
         name = f"{cowork_assets.__name__}.{info.name}.assets"
         if not info.ispkg or importlib.util.find_spec(name) is None:
             continue
-        for value in vars(importlib.import_module(name)).values():
+        values = list(vars(importlib.import_module(name)).values())
+        made = [item for v in values if isinstance(v, list) for item in v]  # assets a stage makes in a loop
+        for value in [*values, *made]:
             keys = (
                 value.keys
                 if isinstance(value, dg.AssetsDefinition)

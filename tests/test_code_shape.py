@@ -2,6 +2,7 @@
 
 import ast
 import os
+import re
 import subprocess
 import sys
 
@@ -113,3 +114,22 @@ def test_pure_modules_load_no_dagster():
     code = f"import importlib, sys\nfor m in {pure!r}: importlib.import_module(m)\nprint('dagster' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False" and len(pure) > 80
+
+
+def test_each_published_dataset_is_described_once_and_no_code_branches_on_its_name():
+    """datasets/described.py is where a dataset's kind of rows, exclusions and card inputs are: the registry's
+    published tables are exactly its datasets, staged by the candidates it names, and no module compares a
+    dataset's name to pick its behaviour."""
+    from cowork_assets.datasets.described import PUBLISHED
+    from cowork_assets.store.registry import published
+
+    assert {name: (d.candidate,) for name, d in PUBLISHED.items()} == {n: t.inputs for n, t in published().items()}
+    branch = re.compile(r"(dataset|name) [!=]= \"(" + "|".join(PUBLISHED) + ')"')
+    offenders = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for folder in ("cowork_assets", "cowork_cli", "dagster_project")
+        for p in (ROOT / folder).rglob("*.py")
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if branch.search(line)
+    ]
+    assert offenders == []

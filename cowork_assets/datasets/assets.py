@@ -16,6 +16,7 @@ from cowork_assets.curation import redact
 from cowork_assets.curation.secrets import Detector
 from cowork_assets.datasets import publish as pub
 from cowork_assets.datasets.card import CHARTS, build_card, inline_charts, render_markdown, svg, sweep_svg
+from cowork_assets.datasets.described import PUBLISHED
 from cowork_assets.datasets.funnel import card_inputs
 from cowork_assets.datasets.gates import run_gate
 from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks, verl_tool_config
@@ -365,7 +366,8 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
         now = pub.current_rows(settings.root, dataset)
         inputs = {**card_inputs(settings, dataset, staged, rows), "previous_rows": now[1] if now else None}
         inputs["batches"] = batch_card(batches)
-        examples = trace_examples(staged) if dataset == "sft_dataset" else {}  # before publishing moves the files
+        described = PUBLISHED[dataset]
+        examples = trace_examples(staged) if described.trace_examples else {}  # before publishing moves the files
         cards = {}
 
         def card_files(version: str, previous: str | None) -> dict[str, str]:
@@ -379,7 +381,7 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
                     if cards["card"]["truncation_sweep"]
                     else {}
                 ),
-                **({VERL_TOOLS: verl_tool_config(_simulated_tools(staged))} if dataset == "rl_tasks" else {}),
+                **({VERL_TOOLS: verl_tool_config(_simulated_tools(staged))} if described.tool_config else {}),
             }
 
         publication = pub.publish(settings.root, dataset, card_files)
@@ -414,21 +416,15 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
     return _asset
 
 
-sft_dataset = _publish_asset("sft_dataset", sft_candidate)
-rl_tasks = _publish_asset("rl_tasks", rl_tasks_candidate)
-rl_rollouts = _publish_asset("rl_rollouts", rl_rollouts_candidate)
-
-dataset_assets = [sft_candidate, rl_tasks_candidate, rl_rollouts_candidate, sft_dataset, rl_tasks, rl_rollouts]
-dataset_checks = [
-    _gate("sft_dataset", sft_candidate),
-    _gate("rl_tasks", rl_tasks_candidate),
-    _gate("rl_rollouts", rl_rollouts_candidate),
-]
+candidates = {a.key.to_user_string(): a for a in (sft_candidate, rl_tasks_candidate, rl_rollouts_candidate)}
+published_assets = [_publish_asset(d.name, candidates[d.candidate]) for d in PUBLISHED.values()]
+dataset_assets = [*candidates.values(), *published_assets]
+dataset_checks = [_gate(d.name, candidates[d.candidate]) for d in PUBLISHED.values()]
 
 
 @dg.asset(
     group_name="datasets",
-    deps=[sft_dataset, rl_tasks, rl_rollouts],
+    deps=published_assets,
     kinds={"json"},
     pool=CROSS_BATCH_POOL,
     description="The combined card of the current publications: <data_root>/published/CARD.md and CARD.json, "

@@ -7,6 +7,7 @@ import polars as pl
 
 from cowork_assets.curation.strategies import names
 from cowork_assets.curation.sweep import totals
+from cowork_assets.datasets.described import PUBLISHED
 from cowork_assets.ingest.formats import coding_categories
 from cowork_assets.selection.holdout import corpus_held_out
 from cowork_assets.selection.schemas import CRITERIA
@@ -18,18 +19,16 @@ def _count(frame: pl.LazyFrame) -> int:
     return frame.select(pl.len()).collect().item()
 
 
-EXCLUSION_SET = {"sft_dataset": "sft", "rl_tasks": "rl_tasks"}
-
-
 def funnel(settings: Settings, dataset: str, published: int) -> list[tuple[str, int]]:
+    described = PUBLISHED[dataset]
     parsed = _count(TABLES["trajectories"].scan(settings.root))
-    if dataset == "rl_rollouts":  # rollouts are not selected: exclusions may not even exist yet when they publish
+    if described.exclusions is None:  # not selected (rollouts): exclusions may not even exist yet when it publishes
         held = corpus_held_out(settings.root, settings.holdout, settings.holdout_overlap).select("task_id")
         runs = TABLES["trajectories"].scan(settings.root).select("task_id")
         kept = _count(runs.join(held.lazy(), on="task_id", how="anti"))
         return [("parsed trajectories", parsed), ("after holdout", kept), ("published rollouts", published)]
-    exclusions = TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == EXCLUSION_SET[dataset])
-    if dataset == "rl_tasks":
+    exclusions = TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == described.exclusions)
+    if described.rows == "tasks":
         tasks = TABLES["task_packages"].scan(settings.root).select("task_id").unique().collect().height
         bad = exclusions["task_id"].n_unique()
         return [("task packages (distinct tasks)", tasks), ("consistent", tasks - bad), ("published", published)]
@@ -71,12 +70,6 @@ def retention(settings: Settings) -> dict:
 def truncation_sweep(settings: Settings) -> list[dict]:
     """The truncation sweep over every batch: one row per (strategy, allowance) with its lost share."""
     return totals(TABLES["truncation_sweep"].scan(settings.root).collect()).to_dicts()
-
-
-LENGTH = {  # characters per sample, for the card's histogram
-    "sft_dataset": pl.col("chars"),
-    "rl_tasks": pl.col("prompt").list.last().struct.field("content").str.len_chars(),
-}
 
 
 TRAINER_LENGTHS = (2048, 4096, 8192, 16384, 32768)  # common trainer `max_length`s, in tokens
@@ -135,24 +128,26 @@ def redactions(files: list[str]) -> list[dict]:
 
 def card_inputs(settings: Settings, dataset: str, files: list[str], rows: int) -> dict:
     """What the card of a candidate (its Parquet `files`, `rows` in all) reports beside its row counts."""
+    described = PUBLISHED[dataset]
+    training = described.training_card
     lengths = (
-        pl.scan_parquet(files).select(LENGTH[dataset].cast(pl.Int64)).collect().to_series().to_list()
-        if dataset in LENGTH and files
+        pl.scan_parquet(files).select(described.length.cast(pl.Int64)).collect().to_series().to_list()
+        if described.length is not None and files
         else []
     )
     return {
         "funnel": funnel(settings, dataset, rows),
-        "reasons": reasons(settings, EXCLUSION_SET[dataset]) if dataset in EXCLUSION_SET else [],
-        "retention": retention(settings) if dataset == "sft_dataset" else {},
-        "sweep": truncation_sweep(settings) if dataset == "sft_dataset" else [],
+        "reasons": reasons(settings, described.exclusions) if described.exclusions else [],
+        "retention": retention(settings) if training else {},
+        "sweep": truncation_sweep(settings) if training else [],
         "lengths": lengths,
-        "token_lengths": over_lengths(files) if dataset == "sft_dataset" else [],
-        "terminal_text": terminal_text(settings, files) if dataset == "sft_dataset" else None,
+        "token_lengths": over_lengths(files) if training else [],
+        "terminal_text": terminal_text(settings, files) if training else None,
         "redactions": redactions(files),
         "budgets": settings.budgets(
             pl.scan_parquet(files).select("category").collect()["category"], coding_categories()
         ).to_dicts()
-        if dataset == "sft_dataset" and files
+        if training and files
         else [],
         "settings": settings.content(),
     }

@@ -17,6 +17,7 @@ import pandera.errors
 import polars as pl
 
 from cowork_assets.curation.secrets import Detector
+from cowork_assets.datasets.described import PUBLISHED
 from cowork_assets.datasets.suites import SuiteProcess
 from cowork_assets.ingest.roles import ROLES
 from cowork_assets.store.models import polars_schema
@@ -57,49 +58,53 @@ def secrets_found(frame: pl.DataFrame, columns: list[str], rules: dict) -> pl.Se
     return pl.Series("secrets", [len(found.get(i, ())) for i in range(frame.height)], dtype=pl.Int32)
 
 
-def _view_part(dataset: str, frame: pl.DataFrame, rules: dict) -> pl.DataFrame:
-    """The flat columns the dataset's suite checks, of one part of the dataset. `rules`: char_budget and
-    category_char_budgets (each sample's budget is its category's), held_out (task ids no dataset may hold),
-    redact_secrets and secret_allowlist (whether a secret found in a row's text fails it)."""
-    held = pl.Series(list(rules.get("held_out") or []), dtype=pl.String)
-    if dataset == "sft_dataset":
-        budget = pl.col("category").replace_strict(
-            rules.get("category_char_budgets") or {}, default=rules["char_budget"], return_dtype=pl.Int64
-        )
-        roles = pl.col("messages").list.eval(pl.element().struct.field("role"))
-        is_json = pl.col("tools").map_elements(_is_tool_list, return_dtype=pl.Boolean)
-        distinct = frame.select("tools").unique().with_columns(tools_is_json=is_json)  # a few dozen tool lists
-        return frame.join(distinct, on="tools", how="left", nulls_equal=True, maintain_order="left").select(
-            "sample_id",
-            "task_id",
-            "trajectory_id",
-            "split",
-            "chars",
-            "tokens",
-            "score",
-            "tools_is_json",
-            budget_excess=pl.col("chars") - budget,
-            n_messages=pl.col("messages").list.len(),
-            n_bad_roles=roles.list.eval(~pl.element().is_in(ROLES)).list.sum(),
-            last_role=roles.list.last(),
-            held_out=pl.col("task_id").is_in(held.implode()),
-            secrets=secrets_found(frame, ["messages", "tools"], rules),
-        )
-    if dataset == "rl_tasks":
-        info = pl.col("extra_info")
-        return frame.select(
-            "data_source",
-            "ability",
-            task_id=info.struct.field("task_id"),
-            split=info.struct.field("split"),
-            index=info.struct.field("index"),
-            style=pl.col("reward_model").struct.field("style"),
-            ground_truth_chars=pl.col("reward_model").struct.field("ground_truth").str.len_chars(),
-            pass_rate=info.struct.field("teacher_pass_rate"),
-            n_prompt=pl.col("prompt").list.len(),
-            held_out=info.struct.field("task_id").is_in(held.implode()),
-            secrets=secrets_found(frame, ["prompt", "reward_model", "extra_info"], rules),
-        )
+def _held(rules: dict) -> pl.Series:
+    return pl.Series(list(rules.get("held_out") or []), dtype=pl.String)
+
+
+def _samples_view(frame: pl.DataFrame, rules: dict) -> pl.DataFrame:
+    budget = pl.col("category").replace_strict(
+        rules.get("category_char_budgets") or {}, default=rules["char_budget"], return_dtype=pl.Int64
+    )
+    roles = pl.col("messages").list.eval(pl.element().struct.field("role"))
+    is_json = pl.col("tools").map_elements(_is_tool_list, return_dtype=pl.Boolean)
+    distinct = frame.select("tools").unique().with_columns(tools_is_json=is_json)  # a few dozen tool lists
+    return frame.join(distinct, on="tools", how="left", nulls_equal=True, maintain_order="left").select(
+        "sample_id",
+        "task_id",
+        "trajectory_id",
+        "split",
+        "chars",
+        "tokens",
+        "score",
+        "tools_is_json",
+        budget_excess=pl.col("chars") - budget,
+        n_messages=pl.col("messages").list.len(),
+        n_bad_roles=roles.list.eval(~pl.element().is_in(ROLES)).list.sum(),
+        last_role=roles.list.last(),
+        held_out=pl.col("task_id").is_in(_held(rules).implode()),
+        secrets=secrets_found(frame, ["messages", "tools"], rules),
+    )
+
+
+def _tasks_view(frame: pl.DataFrame, rules: dict) -> pl.DataFrame:
+    info = pl.col("extra_info")
+    return frame.select(
+        "data_source",
+        "ability",
+        task_id=info.struct.field("task_id"),
+        split=info.struct.field("split"),
+        index=info.struct.field("index"),
+        style=pl.col("reward_model").struct.field("style"),
+        ground_truth_chars=pl.col("reward_model").struct.field("ground_truth").str.len_chars(),
+        pass_rate=info.struct.field("teacher_pass_rate"),
+        n_prompt=pl.col("prompt").list.len(),
+        held_out=info.struct.field("task_id").is_in(_held(rules).implode()),
+        secrets=secrets_found(frame, ["prompt", "reward_model", "extra_info"], rules),
+    )
+
+
+def _rollouts_view(frame: pl.DataFrame, rules: dict) -> pl.DataFrame:
     return frame.select(
         "trajectory_id",
         "group_id",
@@ -109,16 +114,24 @@ def _view_part(dataset: str, frame: pl.DataFrame, rules: dict) -> pl.DataFrame:
         "grpo_advantage",
         "gdpo_advantage",
         n_checks=pl.col("checks").list.len(),
-        held_out=pl.col("task_id").is_in(held.implode()),
+        held_out=pl.col("task_id").is_in(_held(rules).implode()),
     )
+
+
+# The flat columns a dataset's suite checks, by what its rows are: of one part, then across all parts. `rules`:
+# char_budget and category_char_budgets (each sample's budget is its category's), held_out (task ids no dataset may
+# hold), redact_secrets and secret_allowlist (whether a secret found in a row's text fails it).
+VIEWS = {
+    "samples": (_samples_view, lambda view: view.with_columns(task_splits=pl.col("split").n_unique().over("task_id"))),
+    "tasks": (_tasks_view, lambda view: view),
+    "rollouts": (_rollouts_view, lambda view: view),
+}
 
 
 def validation_view(dataset: str, parts: Iterable[pl.DataFrame], rules: dict) -> pl.DataFrame:
     """The flat columns the dataset's suite checks, of all its parts."""
-    view = pl.concat([_view_part(dataset, part, rules) for part in parts])
-    if dataset == "sft_dataset":
-        view = view.with_columns(task_splits=pl.col("split").n_unique().over("task_id"))
-    return view
+    part_view, whole_view = VIEWS[PUBLISHED[dataset].rows]
+    return whole_view(pl.concat([part_view(part, rules) for part in parts]))
 
 
 def run_gate(dataset: str, parts: Iterable[pl.DataFrame], rules: dict, suites: SuiteProcess) -> tuple[bool, list[dict]]:
