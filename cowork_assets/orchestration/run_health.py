@@ -67,9 +67,9 @@ def failed_checks(instance: dg.DagsterInstance, run_id: str | None) -> dict[str,
     }
 
 
-def failed_error_checks(instance: dg.DagsterInstance, run_id: str | None) -> list[str]:
-    """The ERROR-severity checks that failed in a run, as `asset:check`."""
-    return sorted(name for name, severity in failed_checks(instance, run_id).items() if severity == "ERROR")
+def _errors(batch: dict) -> list[str]:
+    """The ERROR-severity checks a `corpus_batches` entry's run failed."""
+    return sorted(name for name, severity in batch["failed_checks"].items() if severity == "ERROR")
 
 
 def corpus_batches(instance: dg.DagsterInstance, settings: Settings, deep: bool = True) -> list[dict]:
@@ -80,9 +80,9 @@ def corpus_batches(instance: dg.DagsterInstance, settings: Settings, deep: bool 
     out = []
     for batch in batch_state.processed_batches(settings.root):
         state = batch_state.check(settings.root, settings.raw_path, batch, fingerprint, deep)
-        failed = failed_checks(instance, state.run_id) if not state.problem else {}
-        errors = sorted(name for name, severity in failed.items() if severity == "ERROR")
-        out.append({"state": state, "failed_checks": failed, "failed_error_checks": errors})
+        out.append(
+            {"state": state, "failed_checks": failed_checks(instance, state.run_id) if not state.problem else {}}
+        )
     return out
 
 
@@ -110,7 +110,7 @@ def batch_card(batches: list[dict]) -> list[dict]:
             "batch": b["state"].batch,
             "run_id": b["state"].run_id,
             "settings": (b["state"].settings or "")[:16],
-            "failed_error_checks": b["failed_error_checks"],
+            "failed_error_checks": _errors(b),
         }
         for b in batches
     ]
@@ -136,9 +136,7 @@ def publication_blocked(
     if stale := [f"{s.batch} ({s.stale})" for s in states if s.stale and not s.damage]:
         reasons.append(f"batch(es) {'; '.join(stale)}: they are redone before a dataset is built from them")
     if not settings.publish_despite_failed_checks:
-        if named := [
-            f"{b['state'].batch} ({', '.join(b['failed_error_checks'])})" for b in batches if b["failed_error_checks"]
-        ]:
+        if named := [f"{b['state'].batch} ({', '.join(_errors(b))})" for b in batches if _errors(b)]:
             reasons.append(
                 f"ERROR check(s) failed on batch(es) {'; '.join(named)} (fix the cause and run them again, or set "
                 "publish_despite_failed_checks=true to publish them as they are)"
