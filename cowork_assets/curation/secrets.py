@@ -2,8 +2,9 @@
 
 The detector is `detect-secrets` (Yelp's maintained plugin set, pure Python, offline): its provider-token plugins
 (AWS, GitHub, GitLab, Slack, Stripe, Twilio, SendGrid, npm, PyPI, Azure, Discord, Telegram, Square, Mailchimp,
-Artifactory, OpenAI's classic keys, passwords in URLs). Its keyword, high-entropy and IP plugins are left out: in
-agent logs they fire on commit hashes, ids and addresses, which are what graders check. In their place, rules
+Artifactory, OpenAI's classic keys, passwords in URLs except to hosts reserved for examples such as example.com).
+Its keyword, high-entropy and IP plugins are left out: in agent logs they fire on commit hashes, ids and addresses,
+which are what graders check. In their place, rules
 written for these logs: whole private-key blocks, whole JWTs, newer key formats the plugins lack (OpenAI project
 and Anthropic keys, Google API keys, GitHub fine-grained tokens, Hugging Face tokens), and high-entropy values
 where the text says they are secret (`Bearer <token>`, `password=...`, `api_key: ...`).
@@ -59,6 +60,9 @@ CONTEXT = {
     ),
 }
 BOUNDARY = " \t\r\n=:\"'"
+# Hosts reserved for documentation and tests (RFC 2606, RFC 6761): a password in a URL to one is an example
+# (`http://user:pass@example.com` in a test suite), not a credential.
+EXAMPLE_HOST = re.compile(r"(?i)(?:[\w-]+\.)*(?:example\.(?:com|net|org)|[\w-]+\.(?:example|test|invalid))(?![\w.-])")
 MIN_ENTROPY = 3.2  # bits per character of a value called secret (a random 16-character key has ~3.5-4)
 
 
@@ -123,6 +127,8 @@ class Detector:
         found: dict[str, str] = {}
         for kind, pattern in (*_plugin_patterns(), *self._own):
             for match in pattern.finditer(text):
+                if match.group(0).endswith("@") and EXAMPLE_HOST.match(text, match.end()):
+                    continue  # a URL's password at an example host
                 secret = _secret(match).strip(BOUNDARY)  # some plugins match the space or quote around a key
                 if secret:
                     found.setdefault(secret, kind)

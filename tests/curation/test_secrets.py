@@ -32,6 +32,7 @@ BENIGN = [
     "request 550e8400-e29b-41d4-a716-446655440000 took 35 ms",
     "the password field is required; see docs/api_key.md",
     "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "URLValidator()('http://user:pass@example.com'); db = 'postgres://u:Pa55w0rd9@db.test:5432/x'",  # examples
 ]
 
 
