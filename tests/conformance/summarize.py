@@ -302,8 +302,34 @@ def tau_bench(path: Path, folder: Path) -> dict:
     return _summary(len(runs), len(runs), calls, answered, runs[0]["info"]["task"]["instruction"], grades)
 
 
+# --- ShareGPT (FastChat, LLaMA-Factory): records are a JSON list (or JSON Lines, or a list under `data`) of
+# {conversations: [{from, value}]}; a `function_call` turn's value is one {name, arguments} or a list of them, and the
+# `observation` turn after it answers them (a list of as many results answers each, else the first); no grades.
+def sharegpt(path: Path, folder: Path) -> dict:
+    text = path.read_text()
+    doc = (
+        [json.loads(line) for line in text.splitlines() if line.strip()]
+        if path.suffix == ".jsonl"
+        else json.loads(text)
+    )
+    runs = doc["data"] if isinstance(doc, dict) else doc
+    calls = answered = 0
+    for run in runs:
+        turns = run["conversations"]
+        for turn, after in zip(turns, turns[1:] + [{}]):
+            if turn["from"] == "function_call":
+                made = json.loads(turn["value"])
+                calls += len(made) if isinstance(made, list) else 1
+                if after.get("from") in ("observation", "tool", "function"):
+                    results = json.loads(after["value"]) if isinstance(made, list) and len(made) > 1 else None
+                    answered += len(made) if isinstance(results, list) and len(results) == len(made) else 1
+    first = next(t["value"] for t in runs[0]["conversations"] if t["from"] in ("human", "user"))
+    return _summary(len(runs), len(runs), calls, answered, first, ["ungraded"] * len(runs))
+
+
 READERS = {
-    f.__name__: f for f in (claude_code, codex, mini_swe_agent, swe_agent, openhands, inspect_ai, atif, tau2, tau_bench)
+    f.__name__: f
+    for f in (claude_code, codex, mini_swe_agent, swe_agent, openhands, inspect_ai, atif, tau2, tau_bench, sharegpt)
 }
 RUN_FILES = {
     "claude_code": ("*.jsonl",),
@@ -315,6 +341,7 @@ RUN_FILES = {
     "atif": ("*.trajectory.json",),
     "tau2": ("*.json",),
     "tau_bench": ("*.json",),
+    "sharegpt": ("*.json", "*.jsonl"),
 }
 
 
