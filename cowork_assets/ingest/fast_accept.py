@@ -1,11 +1,10 @@
 """A fast, conservative mirror of the `cowork.trajectory/v1` contract (msgspec, several times as fast as pydantic).
 
-`accepts(line)` is True only for lines the pydantic contract in `record.py` accepts (tests check this
-on hostile and generated lines); anything else — bad JSON, a wrong type, an unknown key, unusually deep
-nesting — returns False and takes the pydantic path, which gives the exact quarantine reason. So the
-mirror may reject more than the contract, never less: where it cannot decide cheaply, it says no.
-The models below repeat record.py's field by field (record.py imports this module, so they cannot
-share names); a change to the contract must be made in both, and tests/ingest/test_fast_accept.py checks them.
+`accepts(line)` is True only for lines the pydantic contract accepts (tests check this on hostile and generated
+lines); anything else — bad JSON, a wrong type, an unknown key, unusually deep nesting — returns False and takes
+the pydantic path, which gives the exact quarantine reason. So the mirror may reject more than the contract, never
+less: where it cannot decide cheaply, it says no. Its structs are derived from the contract's models
+(`contract.fast_structs`), so a field added there is checked here too.
 
 pydantic rejects JSON nested deeper than 200 levels. msgspec has no such limit, so nesting is bounded
 here: free-form values may nest at most `FREE_FORM_DEPTH` levels, except the large free-form parts of a
@@ -15,12 +14,10 @@ task, kept as raw JSON for speed, which pass with at most `MAX_RAW_OPENINGS` bra
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated, Literal
 
 import msgspec
-from msgspec import Meta, Raw
 
-from cowork_assets.ingest.roles import TEACHER_ROLES
+from cowork_assets.ingest.contract import Check, Trajectory, fast_structs
 
 FREE_FORM_DEPTH = 8  # the decoder's type tree doubles with each level
 MAX_RAW_OPENINGS = 190  # a task part this small nests < 200 levels with the 4 above it, whatever its shape
@@ -34,65 +31,9 @@ def _bounded_json(depth: int):
 
 
 JSON = _bounded_json(FREE_FORM_DEPTH)
-NonEmpty = Annotated[str, Meta(min_length=1)]
-
-
-class _Known(msgspec.Struct, forbid_unknown_fields=True):  # unknown keys could hide any depth
-    pass
-
-
-class Function(_Known):
-    name: str
-    arguments: str | dict[str, JSON]
-
-
-class ToolCall(_Known):
-    id: str
-    function: Function
-    type: str = "function"
-
-
-class Message(_Known):
-    role: Literal["system", "user", "assistant", "tool"]
-    content: str | None = None
-    reasoning_content: str | None = None
-    tool_calls: list[ToolCall] | None = None
-    tool_call_id: str | None = None
-    name: str | None = None
-
-
-class Task(_Known):
-    task_id: NonEmpty
-    category: str
-    request: str
-    initial_state: Raw = Raw(b"{}")
-    tools: list[Raw] = []
-    checks: list[dict[str, JSON]] = []
-
-
-class Teacher(_Known):
-    model: str
-    role: Literal[TEACHER_ROLES]
-    run_id: str | None = None
-
-
-class Grade(_Known):
-    score: Annotated[float, Meta(ge=0.0, le=1.0)]
-    passed: bool
-    checks: dict[str, bool] = {}
-
-
-class Trajectory(_Known):
-    schema: Literal["cowork.trajectory/v1"]
-    trajectory_id: NonEmpty
-    task: Task
-    teacher: Teacher
-    messages: Annotated[list[Message], Meta(min_length=1)]
-    group_id: str | None = None
-    grade: Grade | None = None
-
-
-_trajectory = msgspec.json.Decoder(Trajectory)
+RAW_TASK_PARTS = frozenset({"initial_state", "tools"})  # large and repeated: checked apart, each distinct one once
+CHECK_FIELDS = tuple(Check.model_fields)  # a check is free-form beyond its required strings
+_trajectory = msgspec.json.Decoder(fast_structs(Trajectory, JSON, RAW_TASK_PARTS))
 _bounded_object = msgspec.json.Decoder(dict[str, JSON])
 
 
@@ -128,5 +69,5 @@ def accepts(line: bytes) -> bool:
     return (
         _object_ok(bytes(task.initial_state))
         and all(_tool_ok(bytes(tool)) for tool in task.tools)
-        and all(type(c.get("id")) is str and type(c.get("type")) is str for c in task.checks)
+        and all(type(c.get(name)) is str for c in task.checks for name in CHECK_FIELDS)
     )

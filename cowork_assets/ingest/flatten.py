@@ -19,40 +19,14 @@ import duckdb
 import orjson
 import polars as pl
 
+from cowork_assets.ingest.contract import Trajectory, columnar_schema
 from cowork_assets.ingest.schemas import Messages, ToolCalls, Trajectories
 from cowork_assets.runtime import scratch
 from cowork_assets.store.models import TOOL_CALL, message_chars, polars_schema
 from cowork_assets.store.text_key import KEY, TextMemo, keyed, text_key
 
-RAW_SCHEMA = pl.Schema(
-    {
-        "trajectory_id": pl.String,
-        "task": pl.String,
-        "teacher": pl.Struct({"model": pl.String, "run_id": pl.String, "role": pl.String}),
-        "group_id": pl.String,
-        "messages": pl.List(
-            pl.Struct(
-                {
-                    "role": pl.String,
-                    "content": pl.String,
-                    "reasoning_content": pl.String,
-                    "tool_calls": pl.List(
-                        pl.Struct(
-                            {
-                                "id": pl.String,
-                                "type": pl.String,
-                                "function": pl.Struct({"name": pl.String, "arguments": pl.String}),
-                            }
-                        )
-                    ),
-                    "tool_call_id": pl.String,
-                    "name": pl.String,
-                }
-            )
-        ),
-        "grade": pl.Struct({"score": pl.Float64, "passed": pl.Boolean, "checks": pl.String}),
-    }
-)
+# The contract's columns as DuckDB reads a line: the task as its JSON text (hashed whole into task_packages).
+RAW_SCHEMA = columnar_schema(Trajectory, as_text=frozenset({"task"}))
 
 
 def _duckdb_type(dtype: pl.DataType) -> str:

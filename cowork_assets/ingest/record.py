@@ -1,85 +1,19 @@
-"""The `cowork.trajectory/v1` contract, and the verdict for one raw line: valid, or why not.
+"""The verdict for one raw line against the `cowork.trajectory/v1` contract (`contract.py`): valid, or why not.
 
-Validation is strict about types (a number where a string belongs is `wrong_type`) and lenient
-about extra keys (producers add their own). Free-form parts — initial state, tool schemas, check
-bodies, tool-call arguments — are only required to be JSON of the right broad shape here; the
-findings stages judge their content.
+The fast mirror decides most lines; the contract's pydantic models give the exact reason for the rest.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
+from cowork_assets.ingest.contract import SCHEMA_ID, Trajectory
 from cowork_assets.ingest.fast_accept import accepts
-from cowork_assets.ingest.roles import TEACHER_ROLES
 
-SCHEMA_ID = "cowork.trajectory/v1"
 BOM = "\ufeff".encode()
 EXCERPT_CHARS = 200
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore")
-
-
-class Function(_Strict):
-    name: str
-    arguments: str | dict[str, Any]  # OpenAI sends a JSON string; some producers send an object
-
-
-class ToolCall(_Strict):
-    id: str
-    type: str = "function"
-    function: Function
-
-
-class Message(_Strict):
-    role: Literal["system", "user", "assistant", "tool"]
-    content: str | None = None
-    reasoning_content: str | None = None  # the assistant's reasoning before this message (thinking, reasoning items)
-    tool_calls: list[ToolCall] | None = None
-    tool_call_id: str | None = None
-    name: str | None = None
-
-
-class Check(BaseModel):
-    model_config = ConfigDict(strict=True, extra="allow")
-    id: str
-    type: str
-
-
-class Task(_Strict):
-    task_id: str = Field(min_length=1)
-    category: str
-    request: str
-    initial_state: dict[str, Any] = {}
-    tools: list[dict[str, Any]] = []
-    checks: list[Check] = []
-
-
-class Teacher(_Strict):
-    model: str
-    run_id: str | None = None
-    role: Literal[TEACHER_ROLES]
-
-
-class Grade(_Strict):
-    score: float = Field(ge=0.0, le=1.0)  # a grader's score is a share: 5.0 is damage, not a grade
-    passed: bool
-    checks: dict[str, bool] = {}
-
-
-class Trajectory(_Strict):
-    schema_: Literal["cowork.trajectory/v1"] = Field(alias="schema")
-    trajectory_id: str = Field(min_length=1)
-    task: Task
-    teacher: Teacher
-    group_id: str | None = None
-    messages: list[Message] = Field(min_length=1)
-    grade: Grade | None = None
 
 
 # A UTF-16 surrogate escape not part of a valid pair: decodes to text no tokenizer or Arrow accepts.
