@@ -200,6 +200,58 @@ def test_regrade_names_why_a_verdict_differs():
     }
 
 
+def test_each_check_type_explains_its_own_disagreements_in_rank_order():
+    more = [
+        {"role": "assistant", "content": None, "tool_calls": [call("9", "todo", {"title": "C"})]},
+        {"role": "tool", "tool_call_id": "9", "content": "ok"},
+    ]
+    good = [*CONVERSATION[:8], *more, CONVERSATION[-1]]  # three distinct todos
+    no_send = [*good[:2], *good[4:]]
+    two_todos = [m for m in CONVERSATION if m.get("tool_call_id") != "3"]
+    two_todos[4] = {**two_todos[4], "tool_calls": two_todos[4]["tool_calls"][::2]}
+    runs = _runs(
+        unsent=(True, {}),
+        unsent_untold=(True, {}),
+        short=(True, {}),
+        call_contradicted=(False, {"sent": False}),
+        output_contradicted=(False, {"told": False}),
+    )
+    untold = [*no_send[:-1], {"role": "assistant", "content": "Done."}]
+    conversations = {"unsent": no_send, "unsent_untold": untold, "short": two_todos}
+    messages = _messages(conversations | {"call_contradicted": good, "output_contradicted": good})
+    found = regrade("b", [(runs, messages)], _package(CHECKS)).sort("trajectory_id")
+    assert found.select("trajectory_id", "disagreement", "disagreement_detail").rows() == [
+        ("call_contradicted", "recorded call missing", "sent (tool_called)"),
+        ("output_contradicted", "recorded output missing", "told (keywords_present)"),
+        ("short", "replay misses a check", "todos (distinct_items)"),  # 2 calls for 3 items: nothing to explain
+        ("unsent", "reference call not made", "sent (tool_called)"),
+        ("unsent_untold", "output not found", "told (keywords_present): ['REF-9']"),  # keywords rank first
+    ]
+
+
+def test_a_new_check_type_explains_its_disagreements_from_its_own_module(monkeypatch):
+    from cowork_assets import check_types
+    from cowork_assets.check_types._base import CheckType
+
+    class LongAnswer(CheckType):
+        name, per_turn, rank = "long_answer", True, 1
+
+        def on_turn(self, check, state, turn):
+            return len(turn.content) >= check["chars"]
+
+        def why_unmet(self, unmet, calls_seen):
+            return "answer too short", ", ".join(f"{u.label} wants {u.check['chars']}" for u in unmet)
+
+    known = check_types.types()
+    monkeypatch.setattr(check_types, "types", lambda: {**known, "long_answer": LongAnswer()})
+    checks = [*CHECKS, {"id": "long", "type": "long_answer", "chars": 500}]
+    found = regrade("b", [(_runs(r=(True, {})), _messages({"r": CONVERSATION}))], _package(checks))
+    assert found.select("disagreement", "disagreement_detail").row(0) == (
+        "answer too short",
+        "long (long_answer) wants 500",
+    )  # before distinct_items' own explanation of the same run: it ranks first
+
+
 def test_the_sweep_cuts_by_position_as_verl_does_and_recommends_the_smallest_allowance():
     observation = "x" * 1500 + "ORD-123456" + "y" * 1490  # 3000 characters, the id at 1500
     messages = pl.DataFrame(

@@ -1,6 +1,7 @@
 """Grader check types: each declared once, in one module of this package (found by `cowork_assets.plugins`),
 as a `CheckType` (`_base.py`) named `TYPE`: how it is validated, which evidence values it yields, how it is
-replayed on a transcript, and the counts and tools the consistency rules compare. Evidence, task findings and
+replayed on a transcript, the counts and tools the consistency rules compare, and how it explains a replay that
+disagrees with the verdict a benchmark recorded. Evidence, task findings and
 the RL datasets call it. A new check type is one module here defining `TYPE`; nothing else changes.
 
 A check of a type no module declares is kept and reported (`unknown_check_type`), never a crash.

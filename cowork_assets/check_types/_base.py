@@ -49,6 +49,16 @@ class Turn:
         return next(matches(norm, self.content, self.lowered), None) is not None
 
 
+class Unmet(NamedTuple):
+    """A counted check the replay of a run did not meet, as its type explains it: the check, what `prepare` made
+    of it, its replay state, and how a reason names it (`<id> (<type>)`)."""
+
+    check: dict
+    prepared: Any
+    state: dict
+    label: str
+
+
 class CheckType:
     name: str = ""
     decidable: bool = True  # whether replaying the transcript's text and calls can decide it
@@ -103,3 +113,17 @@ class CheckType:
     ) -> int | None:
         """The first satisfying turn, given the one found while replaying."""
         return first
+
+    # Disagreement with the verdict a benchmark recorded (validation/regrade.py). Types explain in `rank` order,
+    # lowest first; a type with nothing to say leaves it to the next, and at last to "replay misses a check".
+    rank: int = 100
+
+    def why_unmet(self, unmet: list[Unmet], calls_seen: dict[str, int]) -> tuple[str, str] | None:
+        """(reason, detail) for this type's checks the replay leaves unmet in a run the benchmark passed (in plan
+        order; `calls_seen`: the run's calls per tool), or None."""
+        return None
+
+    def why_met(self, labels: str) -> tuple[str, str] | None:
+        """(reason, detail) for this type's checks the replay meets in a run the benchmark failed, which the
+        benchmark recorded as failed (`labels`: those checks, named), or None."""
+        return None

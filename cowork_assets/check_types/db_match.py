@@ -228,5 +228,46 @@ class DbMatch(CheckType):
             excused[key] += 1
         return prepared.writes - made - excused, made - prepared.writes
 
+    rank = 20
+
+    def why_unmet(self, unmet, calls_seen):
+        """The writes that differ from the reference's: one made with other values, one not made, one more."""
+        u = next((u for u in unmet if u.prepared is not None), None)
+        if u is None:
+            return None
+        missing, extra = self.difference(u.prepared, u.state)
+        both = {tool for tool, _ in missing} & {tool for tool, _ in extra}
+        reason = "write arguments differ" if both else "reference write not made" if missing else "extra write"
+        parts = [f"not made: {_writes(missing)}"] if missing else []
+        parts += [f"made: {_writes(extra)}"] if extra and u.prepared.exact else []
+        return reason, "; ".join(parts)
+
+    def why_met(self, labels):
+        return "recorded state differs", (
+            f"{labels}: the run made the reference's writes; the benchmark recorded another end state"
+        )
+
+
+def _writes(counted: Counter) -> str:
+    return ", ".join(
+        f"{tool}({', '.join(f'{k}={_short(_show(v))}' for k, v in args)})" + (f" x{n}" if n > 1 else "")
+        for (tool, args), n in sorted(counted.items(), key=repr)
+    )
+
+
+def _show(value) -> str:
+    """A value in `canonical` form, written back as compact JSON-like text."""
+    if isinstance(value, tuple) and value[:1] == ("list",):
+        return "[" + ", ".join(map(_show, value[1:])) + "]"
+    if isinstance(value, tuple):
+        return "{" + ", ".join(f"{k}: {_show(v)}" for k, v in value) + "}"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 80 else text[:77] + "..."
+
 
 TYPE = DbMatch()

@@ -46,5 +46,18 @@ class DistinctItems(CheckType):
         found = spec(check)
         return found[0] if found else super().tool(check)
 
+    rank = 10
+
+    def why_unmet(self, unmet, calls_seen):
+        """Unmet although the run made as many calls as the check expects: the grader counts calls (duplicate
+        creations counted as distinct items)."""
+        for u in unmet:
+            if u.prepared and calls_seen.get(u.prepared[0], 0) >= u.prepared[2]:
+                tool, key, expected = u.prepared
+                calls = calls_seen[tool]
+                detail = f"{u.check.get('id')}: {calls} {tool} calls, fewer than {expected} distinct {key} values"
+                return "grader counts calls", detail
+        return None
+
 
 TYPE = DistinctItems()

@@ -31,5 +31,14 @@ class KeywordsPresent(CheckType):
             return all(k in turn.tau_bench for k in keywords)
         return all(turn.shows(k) for k in keywords)
 
+    rank = 30
+
+    def why_unmet(self, unmet, calls_seen):
+        keywords = ", ".join(str(u.check.get("keywords")) for u in unmet)
+        return "output not found", f"{', '.join(u.label for u in unmet)}: {keywords}"
+
+    def why_met(self, labels):
+        return "recorded output missing", labels
+
 
 TYPE = KeywordsPresent()

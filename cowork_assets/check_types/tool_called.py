@@ -37,6 +37,14 @@ class ToolCalled(CheckType):
     def on_call(self, check, state, call, args, calls_of_tool):
         return args_match(check.get("args") or {}, args) and calls_of_tool >= int(check.get("min_calls") or 1)
 
+    rank = 40
+
+    def why_unmet(self, unmet, calls_seen):
+        return "reference call not made", ", ".join(u.label for u in unmet)
+
+    def why_met(self, labels):
+        return "recorded call missing", labels
+
 
 def _count_ok(n) -> bool:
     return n is None or isinstance(n, int) and not isinstance(n, bool) and n >= 1

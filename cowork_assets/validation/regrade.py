@@ -3,7 +3,8 @@ from the one the benchmark recorded.
 
 The replay is `rewards.scored` (the check types' own rules, as `compute_score` applies them). A run is compared
 when it has a recorded verdict, at least one check the replay counts, and a recorded grade that can be trusted
-(`ground_truth.py`: `grade_untrusted` names why not). Why the verdicts differ, as `disagreement`:
+(`ground_truth.py`: `grade_untrusted` names why not). Why the verdicts differ, as `disagreement`, is each check
+type's own explanation (`why_unmet`, `why_met`, tried in the types' `rank` order):
 
 recorded pass, replay fail (the first that applies):
 * `grader counts calls`: a `distinct_items` check is unmet although the run made as many calls to its tool as
@@ -34,6 +35,7 @@ either way, on a task or run whose recorded grade cannot be trusted (`grade_untr
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -41,7 +43,7 @@ import orjson
 import polars as pl
 
 from cowork_assets import check_types
-from cowork_assets.check_types import distinct_items
+from cowork_assets.check_types._base import Unmet
 from cowork_assets.check_types.db_match import TYPE as DB_MATCH
 from cowork_assets.rewards import Score, scored, turns_by_trajectory
 from cowork_assets.store.models import nest, polars_schema
@@ -158,8 +160,14 @@ def _why_untrusted(r: Replayed, issue: tuple[str, str]) -> tuple[str, str]:
     return UNTRUSTED_REASON[kind], detail
 
 
-def _counted_unmet(r: Replayed, kind: str) -> list[dict]:
-    return [row for row in r.rows if row["decidable"] and row["weight"] > 0 and not row["met"] and row["type"] == kind]
+def _by_rank(r: Replayed, keep) -> list[tuple[check_types.CheckType, list[int]]]:
+    """The positions of the checks whose rows `keep` takes (rows are the plan's checks, in order), grouped by
+    type, in the order the types explain."""
+    groups: dict[check_types.CheckType, list[int]] = {}
+    for i, (row, (_, kind)) in enumerate(zip(r.rows, r.plan.checks, strict=True)):
+        if kind is not None and keep(row):
+            groups.setdefault(kind, []).append(i)
+    return sorted(groups.items(), key=lambda group: group[0].rank)
 
 
 def _why(r: Replayed) -> tuple[str, str]:
@@ -169,19 +177,9 @@ def _why(r: Replayed) -> tuple[str, str]:
     failed = [row for row in rows if not row["decidable"] and row["recorded"] is False]
     if failed:
         return "undecided check failed", _ids(failed)
-    contradicted = [row for row in rows if row["decidable"] and row["met"] and row["recorded"] is False]
-    for kind, reason in (
-        ("db_match", "recorded state differs"),
-        ("keywords_present", "recorded output missing"),
-        ("tool_called", "recorded call missing"),
-    ):
-        if found := [row for row in contradicted if row["type"] == kind]:
-            if kind == "db_match":
-                return (
-                    reason,
-                    f"{_ids(found)}: the run made the reference's writes; the benchmark recorded another end state",
-                )
-            return reason, _ids(found)
+    for kind, found in _by_rank(r, lambda row: row["decidable"] and row["met"] and row["recorded"] is False):
+        if explained := kind.why_met(_ids([rows[i] for i in found])):
+            return explained
     if all(row["recorded"] is None for row in rows):
         return "failure without check results", (
             "the benchmark recorded a failure and no check's result: the run ended in an error "
@@ -191,60 +189,17 @@ def _why(r: Replayed) -> tuple[str, str]:
 
 
 def _why_not_met(r: Replayed) -> tuple[str, str]:
-    calls: dict[str, int] = {}
-    for _, made in r.turns:
-        for call in made:
-            calls[call[0]] = calls.get(call[0], 0) + 1
-    for c, _ in r.plan.checks:
-        spec = distinct_items.spec(c) if c.get("type") == "distinct_items" else None
-        if spec and any(row["check_id"] == str(c.get("id")) for row in _counted_unmet(r, "distinct_items")):
-            if calls.get(spec[0], 0) >= spec[2]:
-                return "grader counts calls", (
-                    f"{c.get('id')}: {calls[spec[0]]} {spec[0]} calls, fewer than {spec[2]} distinct {spec[1]} values"
-                )
-    if _counted_unmet(r, "db_match"):
-        return _writes_differ(r)
-    if unmet := _counted_unmet(r, "keywords_present"):
-        keywords = [
-            c.get("keywords") for c, _ in r.plan.checks if str(c.get("id")) in {row["check_id"] for row in unmet}
-        ]
-        return "output not found", f"{_ids(unmet)}: {', '.join(map(str, keywords))}"
-    if unmet := _counted_unmet(r, "tool_called"):
-        return "reference call not made", _ids(unmet)
-    unmet = [row for row in r.rows if row["decidable"] and row["weight"] > 0 and not row["met"]]
-    return "replay misses a check", _ids(unmet)
+    """Why a run the benchmark passed is not met in the replay, as the type of its unmet checks explains it."""
 
+    def counted_unmet(row: dict) -> bool:
+        return row["decidable"] and row["weight"] > 0 and not row["met"]
 
-def _writes_differ(r: Replayed) -> tuple[str, str]:
-    at = _state_index(r.plan)
-    missing, extra = DB_MATCH.difference(r.plan.prepared[at], r.states[at])
-    both = {tool for tool, _ in missing} & {tool for tool, _ in extra}
-    reason = "write arguments differ" if both else "reference write not made" if missing else "extra write"
-    parts = [f"not made: {_writes(missing)}"] if missing else []
-    parts += [f"made: {_writes(extra)}"] if extra and r.plan.prepared[at].exact else []
-    return reason, "; ".join(parts)
-
-
-def _writes(counted) -> str:
-    return ", ".join(
-        f"{tool}({', '.join(f'{k}={_short(_show(v))}' for k, v in args)})" + (f" x{n}" if n > 1 else "")
-        for (tool, args), n in sorted(counted.items(), key=repr)
-    )
-
-
-def _show(value) -> str:
-    """A value in `db_match.canonical` form, written back as compact JSON-like text."""
-    if isinstance(value, tuple) and value[:1] == ("list",):
-        return "[" + ", ".join(map(_show, value[1:])) + "]"
-    if isinstance(value, tuple):
-        return "{" + ", ".join(f"{k}: {_show(v)}" for k, v in value) + "}"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= 80 else text[:77] + "..."
+    calls_seen = Counter(call[0] for _, made in r.turns for call in made)
+    for kind, found in _by_rank(r, counted_unmet):
+        unmet = [Unmet(r.plan.checks[i][0], r.plan.prepared[i], r.states[i], _ids([r.rows[i]])) for i in found]
+        if explained := kind.why_unmet(unmet, calls_seen):
+            return explained
+    return "replay misses a check", _ids([row for row in r.rows if counted_unmet(row)])
 
 
 def _ids(rows: list[dict]) -> str:
