@@ -18,7 +18,7 @@ def tables_md() -> str:
 
     where = {
         "tables": "`tables/{name}/batch=<batch>/data.parquet`",
-        "staged": "`candidates/{dataset}/<digest>/*.parquet` (not a warehouse view)",
+        "candidate": "`candidates/{dataset}/<digest>/*.parquet` (not a warehouse view)",
         "published": "`published/{name}/current/*.parquet`",
     }
     lines = [

@@ -118,7 +118,7 @@ def test_pure_modules_load_no_dagster():
 
 def test_each_published_dataset_is_described_once_and_no_code_branches_on_its_name():
     """datasets/described.py is where a dataset's kind of rows, exclusions and card inputs are: the registry's
-    published tables are exactly its datasets, staged by the candidates it names, and no module compares a
+    published tables are exactly its datasets, built as the candidates it names, and no module compares a
     dataset's name to pick its behaviour."""
     from cowork_assets.datasets.described import PUBLISHED
     from cowork_assets.store.registry import published

@@ -9,7 +9,7 @@ import pytest
 from cowork_assets.curation.sweep import recommendation, sweep
 from cowork_assets.rewards import compute_score, parse_response, score
 from cowork_assets.trainers import for_chat_template
-from cowork_assets.validation.regrade import agreement, regrade
+from cowork_assets.validation.regrade import agreement, replay_grades
 from tests.conftest import TESTS
 
 TEMPLATES = TESTS / "templates"
@@ -152,7 +152,7 @@ def test_regrade_names_why_a_verdict_differs():
     ]
     silent = [*good[:-1], {"role": "assistant", "content": "Done."}]
     messages = _messages({"counted": duplicate, "clean": silent, "db_failed": good, "fine": good, "ungraded": good})
-    found = regrade("b", [(runs, messages)], _package(CHECKS)).sort("trajectory_id")
+    found = replay_grades("b", [(runs, messages)], _package(CHECKS)).sort("trajectory_id")
     assert found.select(
         "trajectory_id", "recorded_passed", "regraded_passed", "regraded_score", "disagreement", "disagreement_detail"
     ).rows() == [
@@ -219,7 +219,7 @@ def test_each_check_type_explains_its_own_disagreements_in_rank_order():
     untold = [*no_send[:-1], {"role": "assistant", "content": "Done."}]
     conversations = {"unsent": no_send, "unsent_untold": untold, "short": two_todos}
     messages = _messages(conversations | {"call_contradicted": good, "output_contradicted": good})
-    found = regrade("b", [(runs, messages)], _package(CHECKS)).sort("trajectory_id")
+    found = replay_grades("b", [(runs, messages)], _package(CHECKS)).sort("trajectory_id")
     assert found.select("trajectory_id", "disagreement", "disagreement_detail").rows() == [
         ("call_contradicted", "recorded call missing", "sent (tool_called)"),
         ("output_contradicted", "recorded output missing", "told (keywords_present)"),
@@ -245,7 +245,7 @@ def test_a_new_check_type_explains_its_disagreements_from_its_own_module(monkeyp
     known = check_types.types()
     monkeypatch.setattr(check_types, "types", lambda: {**known, "long_answer": LongAnswer()})
     checks = [*CHECKS, {"id": "long", "type": "long_answer", "chars": 500}]
-    found = regrade("b", [(_runs(r=(True, {})), _messages({"r": CONVERSATION}))], _package(checks))
+    found = replay_grades("b", [(_runs(r=(True, {})), _messages({"r": CONVERSATION}))], _package(checks))
     assert found.select("disagreement", "disagreement_detail").row(0) == (
         "answer too short",
         "long (long_answer) wants 500",

@@ -1,6 +1,6 @@
 """Dagster wiring of the datasets stage.
 
-Each dataset is built as a staged candidate, checked by a *blocking* gate (pandera model + Great
+Each dataset is built as a candidate, checked by a *blocking* gate (pandera model + Great
 Expectations suite), and only then published as a new version by its own asset. A failed gate stops
 that dataset's publication (the previous version stays current) and says why in the UI.
 """
@@ -87,7 +87,7 @@ def _training_side(settings: CurateSettings) -> pl.Series:
     return training_side(load(settings.holdout))
 
 
-def _stage(
+def _candidate(
     context: dg.AssetExecutionContext,
     settings: CurateSettings,
     name: str,
@@ -98,7 +98,7 @@ def _stage(
     rows = {f: parquet_rows(join(path, f"{f}.parquet")) for f in files}
     return dg.MaterializeResult(
         metadata={
-            "staged": dg.MetadataValue.path(str(path)),
+            "candidate": dg.MetadataValue.path(str(path)),
             **column_lineage(context.asset_key.path[-1]),
             **{f"{f}_rows": n for f, n in rows.items()},
         }
@@ -181,7 +181,7 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
             for split, spill in spills.items():
                 spill.write(rows.filter(pl.col("split") == split))
     context.log.info(f"SFT candidate: {sum(s.rows for s in spills.values())} samples from {len(tasks)} tasks")
-    return _stage(context, settings, "sft_dataset", {s: spill.sorted("sample_id") for s, spill in spills.items()})
+    return _candidate(context, settings, "sft_dataset", {s: spill.sorted("sample_id") for s, spill in spills.items()})
 
 
 @dg.asset(**asset_args("rl_tasks_candidate"))
@@ -237,7 +237,7 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
         )
         for split, spill in spills.items():
             spill.write(rows.filter(pl.col("extra_info").struct.field("split") == split))
-    return _stage(context, settings, "rl_tasks", {s: spill.sorted() for s, spill in spills.items()})
+    return _candidate(context, settings, "rl_tasks", {s: spill.sorted() for s, spill in spills.items()})
 
 
 @dg.asset(**asset_args("rl_rollouts_candidate"))
@@ -257,7 +257,7 @@ def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSet
         .collect()
     )
     rows = build_rl_rollouts(runs, replayed, settings.rl_group_by, settings.rl_advantage_epsilon, settings.rl_std)
-    return _stage(context, settings, "rl_rollouts", {"rollouts": rows})
+    return _candidate(context, settings, "rl_rollouts", {"rollouts": rows})
 
 
 class QualitySuites(dg.ConfigurableResource):
@@ -358,16 +358,16 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
         batches = corpus_batches(context.instance, settings)
         if blocked := publication_blocked(context.instance, settings, batches=batches):  # every path, the UI's too
             raise dg.Failure(f"{dataset} not published: {blocked}")
-        staged = versions.parquet_files(versions.candidate(settings.root, dataset))
-        counts = {p.rsplit("/", 1)[-1].removesuffix(".parquet"): parquet_rows(p) for p in staged}
+        candidate = versions.parquet_files(versions.candidate(settings.root, dataset))
+        counts = {p.rsplit("/", 1)[-1].removesuffix(".parquet"): parquet_rows(p) for p in candidate}
         rows = sum(counts.values())
         if refused := pub.shrink_refused(settings.root, dataset, rows, settings.max_shrink):
             raise dg.Failure(f"{dataset} not published: {refused}")
         now = pub.current_rows(settings.root, dataset)
-        inputs = {**card_inputs(settings, dataset, staged, rows), "previous_rows": now[1] if now else None}
+        inputs = {**card_inputs(settings, dataset, candidate, rows), "previous_rows": now[1] if now else None}
         inputs["batches"] = batch_card(batches)
         described = PUBLISHED[dataset]
-        examples = trace_examples(staged) if described.trace_examples else {}  # before publishing moves the files
+        examples = trace_examples(candidate) if described.trace_examples else {}  # before publishing moves the files
         cards = {}
 
         def card_files(version: str, previous: str | None) -> dict[str, str]:
@@ -381,7 +381,7 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
                     if cards["card"]["truncation_sweep"]
                     else {}
                 ),
-                **({VERL_TOOLS: verl_tool_config(_simulated_tools(staged))} if described.tool_config else {}),
+                **({VERL_TOOLS: verl_tool_config(_simulated_tools(candidate))} if described.tool_config else {}),
             }
 
         publication = pub.publish(settings.root, dataset, card_files)

@@ -86,7 +86,7 @@ def write_candidate(
             for part in [files[name]] if isinstance(files[name], pl.DataFrame) else files[name]:
                 sink.write(part.rechunk())  # pages follow a column's chunks: the digest must follow only content
         final = join(root, content_digest({name: str(sink.written()) for name, sink in sinks.items()}))
-        # Files are placed one by one; the folder counts as staged only once CANDIDATE names it.
+        # Files are placed one by one; the folder counts as the candidate only once CANDIDATE names it.
         for name, sink in sinks.items():
             if not exists(join(final, f"{name}.parquet")):
                 sink.commit(join(final, f"{name}.parquet"))
@@ -147,11 +147,11 @@ def shrink_refused(data_root: str, dataset: str, rows: int, max_shrink: float) -
 def publish(
     data_root: str, dataset: str, extra_files: Callable[[str, str | None], dict[str, str]] | None = None
 ) -> Publication:
-    """Publish the staged candidate as the current version. `extra_files(version, previous)` returns text
+    """Publish the candidate as the current version. `extra_files(version, previous)` returns text
     files (such as the card) written into the version before it becomes visible."""
-    staged = candidate(data_root, dataset)
-    digest = staged.rsplit("/", 1)[-1]
-    if not exists(join(staged, GATE_PASSED)):
+    folder = candidate(data_root, dataset)
+    digest = folder.rsplit("/", 1)[-1]
+    if not exists(join(folder, GATE_PASSED)):
         raise RuntimeError(f"{dataset} candidate {digest} has not passed its quality gate; not publishing it")
     root = published_folder(data_root, dataset)
     previous = current(data_root, dataset, strict=False)  # a damaged pointer is replaced, not followed
@@ -162,11 +162,11 @@ def publish(
     if new:
         version = f"v{len(existing) + 1:04d}-{digest}"
         for name, text in (extra_files(version, previous) if extra_files else {}).items():
-            write_text_atomic(join(staged, name), text)
-        delete(join(staged, GATE_PASSED))
+            write_text_atomic(join(folder, name), text)
+        delete(join(folder, GATE_PASSED))
         if not is_remote(root):
             Path(root).mkdir(parents=True, exist_ok=True)
-        move_folder(staged, join(root, version))
+        move_folder(folder, join(root, version))
     if not is_remote(root):  # a `current` symlink for local readers; object stores have only CURRENT
         link = Path(root) / f".current.{uuid.uuid4().hex[:8]}"
         link.symlink_to(version)

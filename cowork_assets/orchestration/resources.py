@@ -11,7 +11,7 @@ import dagster as dg
 from cowork_assets.orchestration.run_health import record_process
 from cowork_assets.runtime import scratch
 from cowork_assets.settings import DEFAULT_DATA_ROOT, DEFAULT_RAW_ROOT, Settings, cron_problem
-from cowork_assets.store import lease, staging
+from cowork_assets.store import aside, lease
 from cowork_assets.store.root_format import ensure_format
 from cowork_assets.store.storage import normalize_root
 
@@ -41,7 +41,7 @@ class CurateSettings(dg.ConfigurableResource, Settings):
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         if context.run is not None:
             scratch.release()
-            staging.end_all()
+            aside.end_all()
             if _publishes(context.run):
                 lease.let_go(self.root, "publisher")
 

@@ -10,8 +10,7 @@ from cowork_assets.orchestration.metadata import as_metadata, written
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.selection.dedup import clusters
-from cowork_assets.selection.exclusions import exclusions as find_exclusions
-from cowork_assets.selection.exclusions import first_batch_rows
+from cowork_assets.selection.exclusions import find_exclusions, first_batch_rows
 from cowork_assets.selection.holdout import corpus_held_out
 from cowork_assets.selection.signatures import signatures
 from cowork_assets.store.registry import TABLES

@@ -75,7 +75,7 @@ def rl_task_exclusions(task_findings: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def exclusions(
+def find_exclusions(
     trajectories: pl.DataFrame,
     structure: pl.DataFrame,
     task_findings: pl.DataFrame,

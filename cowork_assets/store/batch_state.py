@@ -22,7 +22,7 @@ import orjson
 
 from cowork_assets.ingest.raw_files import batch_entries
 from cowork_assets.runtime.code_versions import batch_code_version
-from cowork_assets.store import staging, storage
+from cowork_assets.store import aside, storage
 from cowork_assets.store.registry import REGISTRY, TABLES
 
 STATE = "state"
@@ -103,7 +103,7 @@ def start(
 ) -> None:
     """Ingest begins: what the run reads (the raw files' fingerprint now) and with what settings; its tables are
     written aside until `finish` (after another machine's run of the batch, if one holds it: `waiting`)."""
-    staging.begin(root, batch, run_id, waiting)
+    aside.begin(root, batch, run_id, waiting)
     payload = {"batch": batch, "raw": raw, "settings": settings, "run_id": run_id}
     storage.write_text_atomic(_path(root, batch, "started.json"), orjson.dumps(payload).decode())
 
@@ -112,24 +112,24 @@ def finish(root: str, batch: str, run_id: str) -> dict:
     """Every per-batch table is written: they replace the batch's tables, and the manifest the last one. Returns
     it. (A crash between the two leaves tables that do not match the manifest: damage, and the batch is redone.)"""
     started = _path(root, batch, "started.json")
-    aside = staging.folder(root, batch)
-    if aside is None or not storage.exists(started) or orjson.loads(storage.read_bytes(started))["run_id"] != run_id:
+    folder = aside.folder(root, batch)
+    if folder is None or not storage.exists(started) or orjson.loads(storage.read_bytes(started))["run_id"] != run_id:
         raise RuntimeError(
             f"batch {batch}: its ingest did not run in this run; run process_batch for the batch (every step)"
         )
     begun = orjson.loads(storage.read_bytes(started))
-    staged = {t.name: t.file(root, batch) for t in REGISTRY if t.per_batch and t.location == "tables"}
+    written = {t.name: t.file(root, batch) for t in REGISTRY if t.per_batch and t.location == "tables"}
     for name, final in per_batch_files(root, batch).items():
-        if storage.exists(staged[name]):
-            storage.move_file(staged[name], final)
+        if storage.exists(written[name]):
+            storage.move_file(written[name], final)
         else:  # not written by this run: not the batch's as it is now
             storage.delete(final)
-    staging.end(root, batch)
+    aside.end(root, batch)
     tables = {name: _digest(f) for name, f in per_batch_files(root, batch).items() if storage.exists(f)}
     manifest = {**begun, "tables": tables}
     storage.write_text_atomic(_path(root, batch), orjson.dumps(manifest, option=orjson.OPT_INDENT_2).decode())
     storage.delete(started)
-    staging.release(root, batch)
+    aside.release(root, batch)
     return manifest
 
 

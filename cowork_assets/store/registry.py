@@ -30,13 +30,13 @@ from cowork_assets.datasets.schemas import RlRollouts, RlTasks, SftDataset
 from cowork_assets.evidence.schemas import Evidence
 from cowork_assets.ingest.schemas import Messages, Quarantine, SkippedInputs, TaskPackages, ToolCalls, Trajectories
 from cowork_assets.selection.schemas import DedupClusters, DedupSignatures, Exclusions
-from cowork_assets.store import staging, storage, versions
+from cowork_assets.store import aside, storage, versions
 from cowork_assets.store.models import arrow_schema
 from cowork_assets.validation.schemas import Regrade, StructureFindings, TaskFindings
 
-# tables: <data_root>/tables/<name>/ (batch=<b>/data.parquet per batch, else data.parquet); staged: a candidate
+# tables: <data_root>/tables/<name>/ (batch=<b>/data.parquet per batch, else data.parquet); candidate: a
 # dataset version awaiting its gate (store/versions.py); published: <data_root>/published/<name>/current/.
-Location = Literal["tables", "staged", "published"]
+Location = Literal["tables", "candidate", "published"]
 FILE_NAME = "data.parquet"
 
 
@@ -56,10 +56,10 @@ class Table:
         return storage.join(root, "tables", self.name)
 
     def file(self, root: str, batch: str | None = None) -> str:
-        """The file of a batch (a per-batch table; while this process runs the batch, its staged file), or the
+        """The file of a batch (a per-batch table; while this process runs the batch, its file written aside), or the
         table's one file."""
-        if self.per_batch and (aside := staging.folder(root, batch)):
-            return storage.join(aside, self.name, FILE_NAME)
+        if self.per_batch and (folder := aside.folder(root, batch)):
+            return storage.join(folder, self.name, FILE_NAME)
         return self.committed_file(root, batch)
 
     def committed_file(self, root: str, batch: str | None = None) -> str:
@@ -77,17 +77,17 @@ class Table:
 
     def sources(self, root: str) -> list[str]:
         """What holds every row: the batches' files and the extra files beside them that exist, the table's file,
-        or the Parquet files of a dataset's current version (its candidate's, for a staged one)."""
+        or the Parquet files of a dataset's current version (a candidate's own, for a candidate)."""
         if self.location == "published":
             return [storage.join(versions.current_path(root, self.name), "*.parquet")]
-        if self.location == "staged":
+        if self.location == "candidate":
             return versions.parquet_files(versions.candidate(root, self.dataset))
         extra = [storage.join(self.folder(root), f) for f in self.also_in_view]
         return [self.glob(root), *(f for f in extra if storage.exists(f))]
 
     @property
     def dataset(self) -> str:
-        """The published dataset a staged candidate becomes (the one computed from it), or this table's name."""
+        """The published dataset a candidate becomes (the one computed from it), or this table's name."""
         return next((t.name for t in REGISTRY if t.location == "published" and self.name in t.inputs), self.name)
 
     # Reading
@@ -107,11 +107,11 @@ class Table:
         by side), else its file in `tables/`. Metadata only: a file moved or removed meanwhile counts as its other
         copy, or as none."""
         committed = {n.removeprefix("batch=") for n in storage.list_names(self.folder(root), directories=True)}
-        aside = staging.in_progress(root)
+        in_progress = aside.in_progress(root)
         total = 0
-        for other in sorted((committed | set(aside)) - {batch}):
+        for other in sorted((committed | set(in_progress)) - {batch}):
             for f in [
-                *(storage.join(a, self.name, FILE_NAME) for a in aside.get(other, [])),
+                *(storage.join(a, self.name, FILE_NAME) for a in in_progress.get(other, [])),
                 self.committed_file(root, other),
             ]:
                 try:
@@ -338,33 +338,33 @@ REGISTRY: tuple[Table, ...] = (
         model=SftDataset,
         group="datasets",
         per_batch=False,
-        description="Candidate SFT dataset (staged, not yet published): "
+        description="Candidate SFT dataset (not yet published): "
         "selected runs as messages + tools with metadata and lineage, split by task into train and validation.",
         inputs=("exclusions", "curated_messages", "sample_stats", "task_packages", "truncation_sweep"),
-        location="staged",
+        location="candidate",
     ),
     Table(
         name="rl_tasks_candidate",
         model=RlTasks,
         group="datasets",
         per_batch=False,
-        description="Candidate verl-style RL task rows (staged): one per "
+        description="Candidate verl-style RL task rows: one per "
         "validated, deduplicated task package; tasks with consistency errors are left out and recorded in "
         "exclusions.",
         inputs=("exclusions", "task_packages", "trajectories", "messages"),
-        location="staged",
+        location="candidate",
     ),
     Table(
         name="rl_rollouts_candidate",
         model=RlRollouts,
         group="datasets",
         per_batch=False,
-        description="Candidate processed rollout rewards (staged): per "
+        description="Candidate processed rollout rewards: per "
         "rollout the raw score, per-check rewards, GRPO and GDPO group-normalised advantages, zero-variance "
         "groups, and the turn each check was met (from regrade's replay); runs of held-out benchmark tasks are "
         "left out (exclusions).",
         inputs=("trajectories", "regrade", "task_packages"),
-        location="staged",
+        location="candidate",
     ),
     Table(
         name="sft_dataset",
@@ -416,7 +416,7 @@ def group(name: str) -> dict[str, Table]:
 
 def in_warehouse() -> list[Table]:
     """The tables and published datasets the DuckDB file has a view of (candidates are not queryable)."""
-    return [t for t in REGISTRY if t.location != "staged"]
+    return [t for t in REGISTRY if t.location != "candidate"]
 
 
 def published() -> dict[str, Table]:

@@ -1,4 +1,4 @@
-"""Where a dataset's versions are: its staged candidate under `<data_root>/candidates/<dataset>/<digest>/` (named
+"""Where a dataset's versions are: its candidate under `<data_root>/candidates/<dataset>/<digest>/` (named
 by the file `CANDIDATE` beside it) and its published versions under `<data_root>/published/<dataset>/`, the current
 one named by `CURRENT` (datasets/publish.py writes them)."""
 
@@ -25,10 +25,10 @@ def published_folder(data_root: str, dataset: str) -> str:
 
 
 def candidate(data_root: str, dataset: str) -> str:
-    """The folder of the dataset's staged candidate."""
+    """The folder of the dataset's candidate."""
     pointer = join(candidates_folder(data_root, dataset), "CANDIDATE")
     if not exists(pointer):
-        raise FileNotFoundError(f"no staged candidate for {dataset}")
+        raise FileNotFoundError(f"no candidate for {dataset}")
     return join(candidates_folder(data_root, dataset), read_text(pointer).strip())
 
 

@@ -12,11 +12,10 @@ from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.store.models import polars_schema
 from cowork_assets.store.registry import TABLES, batch_chunks
-from cowork_assets.validation.regrade import RUN_FIELDS, UNDECIDABLE, agreement
-from cowork_assets.validation.regrade import regrade as replay
+from cowork_assets.validation.regrade import RUN_FIELDS, UNDECIDABLE, agreement, replay_grades
 from cowork_assets.validation.schemas import StructureFindings
-from cowork_assets.validation.structure import structure_findings as find_structure
-from cowork_assets.validation.tasks import task_findings as find_task_findings
+from cowork_assets.validation.structure import find_structure_findings
+from cowork_assets.validation.tasks import find_task_findings
 
 
 @dg.asset(**asset_args("structure_findings"))
@@ -28,7 +27,9 @@ def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettin
     for chunk in batch_chunks(root, b, trajectories=["trajectory_id", "task_hash", "category"], tool_calls=calls):
         runs = chunk["trajectories"]
         tasks = packages.filter(pl.col("task_hash").is_in(runs["task_hash"].unique().implode()))
-        frames.append(find_structure(b, runs, tasks, chunk["messages"], chunk["tool_calls"], settings.token_encoding))
+        frames.append(
+            find_structure_findings(b, runs, tasks, chunk["messages"], chunk["tool_calls"], settings.token_encoding)
+        )
     found = (
         pl.concat(frames).sort("trajectory_id", "message_index", "kind", nulls_last=True)
         if frames
@@ -69,7 +70,7 @@ def regrade(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.M
     b, root = context.partition_key, settings.root
     packages = TABLES["task_packages"].read(root, b, columns=["task_hash", "category", "checks"])
     chunks = batch_chunks(root, b, trajectories=list(RUN_FIELDS))
-    found = replay(b, ((chunk["trajectories"], chunk["messages"]) for chunk in chunks), packages)
+    found = replay_grades(b, ((chunk["trajectories"], chunk["messages"]) for chunk in chunks), packages)
     TABLES["regrade"].write(found, root, b)
     return dg.MaterializeResult(
         metadata={

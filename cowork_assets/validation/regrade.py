@@ -89,7 +89,9 @@ def _replay(run: tuple, plan: check_types.Plan, turns: list) -> Replayed:
     return Replayed(run, score, rows, plan, states, turns, made)
 
 
-def regrade(batch: str, chunks: Iterable[tuple[pl.DataFrame, pl.DataFrame]], packages: pl.DataFrame) -> pl.DataFrame:
+def replay_grades(
+    batch: str, chunks: Iterable[tuple[pl.DataFrame, pl.DataFrame]], packages: pl.DataFrame
+) -> pl.DataFrame:
     """One row per run with the recorded and the replayed verdict. `chunks`: the batch's runs (RUN_FIELDS) and
     their messages, whole trajectories per chunk; `packages`: task_hash, category, checks of the batch."""
     tasks = packages.unique("task_hash")

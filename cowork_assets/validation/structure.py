@@ -236,7 +236,7 @@ def tools_per_trajectory(trajectories: pl.DataFrame, packages: pl.DataFrame) -> 
     return trajectories.select("trajectory_id", "task_hash").join(per_task, on="task_hash").drop("task_hash")
 
 
-def structure_findings(
+def find_structure_findings(
     batch: str,
     trajectories: pl.DataFrame,
     packages: pl.DataFrame,

@@ -51,7 +51,7 @@ LIGHT = ["task_hash", "tools", "checks"]  # what the runs are checked against
 CANDIDATES = {"task_id": pl.String, "task_hash": pl.String, "check_id": pl.String, "value": pl.String}
 
 
-def task_findings(
+def find_task_findings(
     packages: Iterable[pl.DataFrame], batches: Iterable[tuple[pl.LazyFrame, pl.LazyFrame, pl.LazyFrame]]
 ) -> pl.DataFrame:
     """Findings over all batches, holding one part of the packages or one batch at a time.

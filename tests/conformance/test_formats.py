@@ -616,7 +616,7 @@ TERMINUS = {
 
 
 def test_terminus_style_atif_has_no_structural_errors_and_unique_ids(tmp_path):
-    from cowork_assets.validation.structure import structure_findings
+    from cowork_assets.validation.structure import find_structure_findings
 
     report, read = _ingest(tmp_path, {"t1.json": orjson.dumps(TERMINUS), "t2.json": orjson.dumps(TERMINUS)})
     assert (report.parsed, report.quarantined) == (2, 0)
@@ -633,7 +633,7 @@ def test_terminus_style_atif_has_no_structural_errors_and_unique_ids(tmp_path):
     ]
     tools = orjson.loads(read("task_packages")["tools"][0])
     assert tools[0]["parameters"] == {"type": "object", "properties": {"keystrokes": {"type": "string"}}}
-    findings = structure_findings(
+    findings = find_structure_findings(
         "b", read("trajectories"), read("task_packages"), read("messages"), read("tool_calls"), "o200k_base"
     )
     assert findings.filter(pl.col("severity") == "error").is_empty()

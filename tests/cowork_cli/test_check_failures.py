@@ -157,7 +157,7 @@ def test_a_record_ingest_loses_and_tables_that_break_their_model_fail_the_ingest
 
     class Corrupting(storage.ParquetSink):
         def write(self, frame: pl.DataFrame) -> None:
-            table = next((part for part in Path(self.final).parts if part in corrupt), None)  # staged or not
+            table = next((part for part in Path(self.final).parts if part in corrupt), None)  # written aside or not
             if table and frame.height:
                 frame = frame.with_columns(corrupt[table])
             super().write(frame)

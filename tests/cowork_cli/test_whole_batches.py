@@ -219,8 +219,8 @@ def test_a_batch_run_that_fails_half_way_leaves_the_last_good_tables(raw, tmp_pa
     assert status == 1 and f"FAILED {a}: curation: RuntimeError: curation failed half-way" in out
     assert {p: p.read_bytes() for p in tables.glob(f"*/batch={a}/data.parquet")} == before  # nothing replaced
     assert (tmp_path / "curated" / "state" / "manifests" / f"{a}.json").read_bytes() == manifest
-    assert list((tmp_path / "curated" / "staged-batches" / a).glob("*/trajectories/data.parquet"))  # aside
+    assert list((tmp_path / "curated" / "in-progress" / a).glob("*/trajectories/data.parquet"))  # aside
     monkeypatch.undo()
     status, out = _run(raw, tmp_path, capsys)
     assert status == 0 and _rows(tmp_path, "quarantine", a) == quarantined + 1
-    assert not (tmp_path / "curated" / "staged-batches" / a).exists()
+    assert not (tmp_path / "curated" / "in-progress" / a).exists()

@@ -315,14 +315,16 @@ def test_terminal_text_in_observations_is_shown_as_a_terminal_shows_it():
 
 
 def test_a_coding_run_with_terminal_output_is_curated_clean_and_not_flagged():
-    from cowork_assets.validation.structure import structure_findings
+    from cowork_assets.validation.structure import find_structure_findings
 
     noisy = "\x1b[32m$ pytest\x1b[0m\r\ncollecting 0 items\rcollected 3 items\r\n3 passed\x1b[K"
     run = trajectory(
         [USER_LS, call("bash", {"command": "pytest"}), result(noisy), {"role": "assistant", "content": "Done."}]
     )
     f = flatten(run)
-    found = structure_findings("b", f["trajectories"], f["task_packages"], f["messages"], f["tool_calls"], "o200k_base")
+    found = find_structure_findings(
+        "b", f["trajectories"], f["task_packages"], f["messages"], f["tool_calls"], "o200k_base"
+    )
     assert found.height == 0  # the observation's control text is not a defect: curation normalises it
     curated = _curate(run)["curated_messages"].filter(pl.col("role") == "tool").row(0, named=True)
     assert curated["content"] == "$ pytest\ncollected 3 items\n3 passed"

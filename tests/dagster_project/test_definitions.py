@@ -157,7 +157,7 @@ def test_every_column_of_every_table_is_described_for_the_ui():
 
 def test_the_registry_is_what_dagster_and_the_warehouse_see(tmp_path):
     """Every registered table is an asset with the registry's group, partitioning, deps and description, and
-    every table but the staged candidates has its view; every other asset is one the registry names as not a
+    every table but the candidates has its view; every other asset is one the registry names as not a
     table."""
     from cowork_assets.store.registry import REGISTRY
     from cowork_assets.warehouse.duckdb_file import view_statements
@@ -170,7 +170,7 @@ def test_the_registry_is_what_dagster_and_the_warehouse_see(tmp_path):
         assert (spec.partitions_def is not None) == table.per_batch, table.name
     assert set(specs) - {t.name for t in REGISTRY} == {"raw_batches", "batch_manifest", "dataset_card", "warehouse"}
     views = {name for name, _ in view_statements(str(tmp_path))}
-    assert views == {t.name for t in REGISTRY if t.location != "staged"} | {
+    assert views == {t.name for t in REGISTRY if t.location != "candidate"} | {
         "cowork_data_root",
         "column_lineage",
         "publications",

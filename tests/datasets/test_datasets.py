@@ -584,7 +584,7 @@ def test_a_run_never_imports_great_expectations_in_the_process_that_runs_it(tmp_
 def test_rollout_rows_carry_their_checks_and_a_run_without_checks_an_empty_list():
     """A rollout's per-check rewards and first turns are those of regrade's replay of the run."""
     from cowork_assets.datasets.rl import build_rl_rollouts
-    from cowork_assets.validation.regrade import regrade
+    from cowork_assets.validation.regrade import replay_grades
 
     runs = pl.DataFrame(
         {
@@ -623,7 +623,7 @@ def test_rollout_rows_carry_their_checks_and_a_run_without_checks_an_empty_list(
             "checks": ['[{"id": "c1", "type": "keywords_present", "keywords": ["x"]}]', "[]"],
         }
     )
-    rows = build_rl_rollouts(runs, regrade("x", [(runs, messages)], packages), "group_id", 1e-6, "sample")
+    rows = build_rl_rollouts(runs, replay_grades("x", [(runs, messages)], packages), "group_id", 1e-6, "sample")
     assert rows.select("trajectory_id", "group_id", "checks").to_dicts() == [
         {
             "trajectory_id": "t1",
@@ -643,7 +643,7 @@ def test_rollout_rows_carry_their_checks_and_a_run_without_checks_an_empty_list(
     ]
 
 
-def test_the_same_content_staged_again_is_the_same_version_however_its_frames_are_chunked(tmp_path):
+def test_the_same_content_built_again_is_the_same_version_however_its_frames_are_chunked(tmp_path):
     # text enough for many pages, which a column's chunks would otherwise cut differently
     rows = pl.DataFrame({"id": range(3000), "text": [f"sample {i} " * (i % 500) for i in range(3000)]})
     schema = {"train": rows.to_arrow().schema}

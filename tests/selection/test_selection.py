@@ -4,7 +4,7 @@ import polars as pl
 import pytest
 
 from cowork_assets.selection.dedup import candidate_pairs, clusters, compared
-from cowork_assets.selection.exclusions import exclusions
+from cowork_assets.selection.exclusions import find_exclusions
 from cowork_assets.selection.signatures import signatures
 from cowork_assets.store.registry import TABLES
 from tests.helpers import flatten, trajectory
@@ -210,7 +210,7 @@ def _frames(n_runs=4):
 
 
 def test_the_per_task_cap_keeps_the_best():
-    found = exclusions(**_frames(), max_per_task=2, lost_evidence_policy="drop")
+    found = find_exclusions(**_frames(), max_per_task=2, lost_evidence_policy="drop")
     # r1 (score 1, 100 chars) and r3 (score 1, 200 chars) are best; r0 (300 chars) and r2 (score 0.9) are capped
     assert found.select("dataset", "trajectory_id", "criterion").rows() == [("sft", "r0", "cap"), ("sft", "r2", "cap")]
 
@@ -234,7 +234,7 @@ def test_every_reason_is_recorded_and_lost_evidence_can_be_kept_and_flagged():
             "detail": ["grade counts calls"],
         }
     )
-    found = exclusions(**f, max_per_task=4, lost_evidence_policy="drop")
+    found = find_exclusions(**f, max_per_task=4, lost_evidence_policy="drop")
     assert found.select("dataset", "trajectory_id", "criterion", "reason").rows() == [
         ("sft", "r0", "evidence", "lost evidence to truncation"),
         ("sft", "r1", "budget", "over budget"),
@@ -242,14 +242,14 @@ def test_every_reason_is_recorded_and_lost_evidence_can_be_kept_and_flagged():
         ("sft", "r3", "evidence", "evidence redacted as a secret"),
         ("rl_tasks", None, "task_consistency", "call_counting_grader"),
     ]
-    flagged = exclusions(**f, max_per_task=4, lost_evidence_policy="flag")
+    flagged = find_exclusions(**f, max_per_task=4, lost_evidence_policy="flag")
     assert {"r0", "r3"}.isdisjoint(flagged["trajectory_id"].to_list())
 
 
 def test_a_trajectory_id_repeated_in_another_batch_is_kept_once():
     f = _frames(2)
     f["trajectories"] = pl.concat([f["trajectories"], f["trajectories"].head(1).with_columns(batch=pl.lit("a"))])
-    found = exclusions(**f, max_per_task=4, lost_evidence_policy="drop")
+    found = find_exclusions(**f, max_per_task=4, lost_evidence_policy="drop")
     assert found.select("batch", "trajectory_id", "criterion", "reason", "detail").rows() == [
         ("b", "r0", "dedup", "duplicate trajectory id", "the same id is in batch a (kept there)")
     ]

@@ -249,7 +249,7 @@ def test_a_refresh_launched_from_another_instance_waits_for_the_publisher_lease(
 def test_two_machines_publishing_to_one_bucket_at_once_take_turns(s3, tmp_path):
     """Two `cowork-curate run`s with their own instances and work folders, started at once on one data root: both
     succeed (each batch's run and the cross-batch steps hold the bucket's leases in turn; without them the second
-    machine's batch runs removed the first's staged tables), and the bucket ends with its card and no lease."""
+    machine's batch runs removed the tables the first wrote aside), and the bucket ends with its card and no lease."""
     import subprocess
     import sys
 

@@ -8,7 +8,7 @@ import polars as pl
 from cowork_assets.ingest.batch import ingest_batch
 from cowork_assets.store.registry import TABLES
 from cowork_assets.validation import ground_truth
-from cowork_assets.validation.regrade import agreement, regrade
+from cowork_assets.validation.regrade import agreement, replay_grades
 from cowork_assets.validation.tasks import untrusted_grades
 from tests.check_types.test_db_match import CANCEL, TOOLS, check, run
 from tests.test_rewards import _messages
@@ -73,7 +73,7 @@ def test_regrade_names_the_untrusted_grade_and_leaves_its_runs_out_of_the_agreem
         ("quiet", "reads", True, {"db": True}),
     )
     messages = _messages({"skipped": skipped, "agrees": cancelled, "quiet": skipped})
-    found = regrade("b", [(runs, messages)], packages).sort("trajectory_id")
+    found = replay_grades("b", [(runs, messages)], packages).sort("trajectory_id")
     assert found.select("trajectory_id", "regraded_passed", "grade_untrusted", "disagreement").rows() == [
         ("agrees", True, None, None),
         ("quiet", True, None, None),
@@ -97,7 +97,7 @@ def test_a_run_without_writes_recorded_as_reaching_the_reference_state_shows_the
     packages = _packages(("t", [CANCEL], None))  # tau2: no state hash, only each run's db_check
     runs = _runs(("idle", "t", True, {"db": True}), ("wrote", "t", True, {"db": True}))
     messages = _messages({"idle": run(), "wrote": run((*CANCEL, "cancelled"))})
-    found = regrade("b", [(runs, messages)], packages).sort("trajectory_id")
+    found = replay_grades("b", [(runs, messages)], packages).sort("trajectory_id")
     assert found.select("trajectory_id", "grade_untrusted", "disagreement").rows() == [
         ("idle", "ground_truth_unchanged", "ground truth ignores the writes"),
         ("wrote", "ground_truth_unchanged", None),  # agrees, but its grade says nothing either
@@ -124,14 +124,14 @@ def test_a_pass_with_writes_no_other_passing_run_made_is_untrusted():
             "failed": run((*OTHER, "cancelled")),
         }
     )
-    found = regrade("b", [(runs, messages)], packages).sort("trajectory_id")
+    found = replay_grades("b", [(runs, messages)], packages).sort("trajectory_id")
     assert found.select("trajectory_id", "grade_untrusted", "disagreement").rows() == [
         ("failed", None, None),
         ("odd", "passed_with_other_writes", "passing runs differ in writes"),
         ("right1", None, None),
         ("right2", None, None),
     ]
-    alone = regrade("b", [(runs.filter(pl.col("trajectory_id") == "odd"), messages)], packages)
+    alone = replay_grades("b", [(runs.filter(pl.col("trajectory_id") == "odd"), messages)], packages)
     assert alone.select("grade_untrusted", "disagreement").row(0) == (None, "write arguments differ")  # no witness
 
 
@@ -142,7 +142,7 @@ def test_the_disagreement_names_the_writes():
         "r": run((*CANCEL, "cancelled")),
         "x": run((*CANCEL, "ok"), ("exchange_items", {"item_ids": ["a"], "new_item_ids": ["c"]}, "ok"), (*OTHER, "ok")),
     }
-    found = regrade("b", [(runs, _messages(made))], packages).sort("trajectory_id")
+    found = replay_grades("b", [(runs, _messages(made))], packages).sort("trajectory_id")
     assert found.select("grade_untrusted", "disagreement", "disagreement_detail").rows() == [
         (None, "reference write not made", "not made: exchange_items(item_ids=[a], new_item_ids=[b])"),
         (
@@ -191,7 +191,9 @@ def test_a_tau_bench_file_whose_ground_truth_never_changed_is_flagged_for_every_
     (batch / "tools_retail.json").write_bytes(orjson.dumps([{"type": "function", "function": t} for t in TOOLS]))
     ingest_batch(tmp_path / "raw", "tau", str(tmp_path / "out"))
     read = lambda t: TABLES[t].read(str(tmp_path / "out"), "tau")  # noqa: E731
-    found = regrade("tau", [(read("trajectories"), read("messages"))], read("task_packages")).sort("trajectory_id")
+    found = replay_grades("tau", [(read("trajectories"), read("messages"))], read("task_packages")).sort(
+        "trajectory_id"
+    )
     assert found.select("task_id", "recorded_passed", "regraded_passed", "grade_untrusted", "disagreement").rows() == [
         ("tau-retail-1", True, True, None, None),
         ("tau-retail-2", True, False, "ground_truth_unchanged", "ground truth ignores the writes"),

@@ -9,8 +9,8 @@ from cowork_assets.store.registry import TABLES
 from cowork_assets.synthetic.services import TOOLS, UNEXPOSED
 from cowork_assets.validation.consistency import package_findings, requested_counts, suggest
 from cowork_assets.validation.json_schema import arguments_problem, schema_problem
-from cowork_assets.validation.structure import structure_findings
-from cowork_assets.validation.tasks import task_findings
+from cowork_assets.validation.structure import find_structure_findings
+from cowork_assets.validation.tasks import find_task_findings
 from tests.helpers import call, flatten, result, trajectory
 
 TOOL = [
@@ -20,7 +20,9 @@ TOOL = [
 
 def _kinds(traj) -> list[tuple]:
     f = flatten(traj)
-    found = structure_findings("b", f["trajectories"], f["task_packages"], f["messages"], f["tool_calls"], "o200k_base")
+    found = find_structure_findings(
+        "b", f["trajectories"], f["task_packages"], f["messages"], f["tool_calls"], "o200k_base"
+    )
     return found.select("kind", "message_index").rows()
 
 
@@ -207,7 +209,7 @@ def test_unknown_references_are_ids_no_state_or_run_contains(tmp_path):
     traj["task"]["initial_state"] = {"orders": [{"id": "ord_55501"}]}
     f = flatten(traj)
     regraded = pl.DataFrame(schema=polars_schema(Regrade)).lazy()
-    found = task_findings([f["task_packages"]], [(f["trajectories"].lazy(), f["tool_calls"].lazy(), regraded)])
+    found = find_task_findings([f["task_packages"]], [(f["trajectories"].lazy(), f["tool_calls"].lazy(), regraded)])
     assert found.select("kind", "check_id").rows() == [("unknown_reference", "c")]
 
 

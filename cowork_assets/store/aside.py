@@ -1,6 +1,6 @@
-"""Where a batch run writes its tables: aside, under `<data_root>/staged-batches/<batch>/<run>/`, until its last step
+"""Where a batch run writes its tables: aside, under `<data_root>/in-progress/<batch>/<run>/`, until its last step
 moves them into `tables/` (store/batch_state.py `finish`). A run that fails half-way leaves the batch's last good
-tables where they were; its staged files are removed by the batch's next run.
+tables where they were; what it wrote aside is removed by the batch's next run.
 
 The batch a run is processing is this process's state (`begin` ... `end`): every step of a run executes in the
 run's own process, one after another, and the settings resource ends it when the run ends, however it ends. On an
@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from cowork_assets.store import lease, storage
 
-FOLDER = "staged-batches"
+FOLDER = "in-progress"
 _active: dict[tuple[str, str], str] = {}
 _leases: dict[tuple[str, str], lease.Lease] = {}
 
@@ -59,7 +59,7 @@ def release(root: str, batch: str) -> None:
 
 
 def end_all() -> None:
-    """The run is over: nothing is staged in this process any more (what a failed run wrote stays aside)."""
+    """The run is over: nothing is written aside in this process any more (what a failed run wrote stays aside)."""
     _active.clear()
     while _leases:
         _leases.popitem()[1].release()
