@@ -327,9 +327,49 @@ def sharegpt(path: Path, folder: Path) -> dict:
     return _summary(len(runs), len(runs), calls, answered, first, ["ungraded"] * len(runs))
 
 
+# --- LLaMA-Factory v1: JSON Lines of {messages: [{role, content: [{type, value}]}], tools}; `tool_call` blocks are an
+# assistant's calls, and each `tool` message answers the calls still waiting (all of them when its text is a JSON
+# list of one result per call, else the next one); no grades.
+def llamafactory(path: Path, folder: Path) -> dict:
+    runs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    calls = answered = 0
+    for run in runs:
+        waiting = 0
+        for m in run["messages"]:
+            text = "".join(b["value"] for b in m["content"] if b["type"] == "text")
+            if m["role"] == "tool" and waiting:
+                try:
+                    whole = waiting > 1 and isinstance(json.loads(text), list) and len(json.loads(text)) == waiting
+                except ValueError:
+                    whole = False
+                done = waiting if whole else 1
+                answered, waiting = answered + done, waiting - done
+            elif m["role"] != "tool":
+                waiting = sum(b["type"] == "tool_call" for b in m["content"])
+                calls += waiting
+    first = next(
+        "".join(b["value"] for b in m["content"] if b["type"] == "text")
+        for m in runs[0]["messages"]
+        if m["role"] == "user"
+    )
+    return _summary(len(runs), len(runs), calls, answered, first, ["ungraded"] * len(runs))
+
+
 READERS = {
     f.__name__: f
-    for f in (claude_code, codex, mini_swe_agent, swe_agent, openhands, inspect_ai, atif, tau2, tau_bench, sharegpt)
+    for f in (
+        claude_code,
+        codex,
+        mini_swe_agent,
+        swe_agent,
+        openhands,
+        inspect_ai,
+        atif,
+        tau2,
+        tau_bench,
+        sharegpt,
+        llamafactory,
+    )
 }
 RUN_FILES = {
     "claude_code": ("*.jsonl",),
@@ -342,6 +382,7 @@ RUN_FILES = {
     "tau2": ("*.json",),
     "tau_bench": ("*.json",),
     "sharegpt": ("*.json", "*.jsonl"),
+    "llamafactory": ("*.jsonl",),
 }
 
 

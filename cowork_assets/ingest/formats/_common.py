@@ -83,6 +83,24 @@ def call(call_id: str, name: str, arguments: Any) -> dict:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
 
 
+def answers(result: str, pending: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The tool messages one result turn makes for the calls waiting on it (formats whose results name no call id:
+    ShareGPT, LLaMA-Factory), and the calls still waiting: a JSON list of one result per waiting call, for several,
+    answers each; any other text answers the first."""
+    try:
+        parts = orjson.loads(result) if len(pending) > 1 else None
+    except orjson.JSONDecodeError:
+        parts = None
+    if not (isinstance(parts, list) and len(parts) == len(pending)):
+        parts = [result]
+    texts = [p if isinstance(p, str) else orjson.dumps(p).decode() for p in parts]
+    made = [
+        {"role": "tool", "tool_call_id": c["id"], "name": c["function"]["name"], "content": t}
+        for c, t in zip(pending, texts, strict=False)
+    ]
+    return made, pending[len(made) :]
+
+
 def task_id_of(prefix: str, request: str) -> str:
     """A task id for formats without one: the request's hash."""
     return f"{prefix}-" + hashlib.sha256(request.encode()).hexdigest()[:12]

@@ -55,21 +55,6 @@ def _calls(value: str, turn: int) -> list[dict]:
     return [_common.call(f"call_{turn}_{k}", c["name"], c.get("arguments")) for k, c in enumerate(made)]
 
 
-def _results(value: str, calls: list[dict]) -> list[dict]:
-    """The tool messages an observation turn makes: one per call given a list of as many results, else one."""
-    try:
-        parts = orjson.loads(value) if len(calls) > 1 else None
-    except orjson.JSONDecodeError:
-        parts = None
-    if not (isinstance(parts, list) and len(parts) == len(calls)):
-        parts, calls = [value], calls[:1]
-    texts = [p if isinstance(p, str) else orjson.dumps(p).decode() for p in parts]
-    return [
-        {"role": "tool", "tool_call_id": c["id"], "name": c["function"]["name"], "content": t}
-        for c, t in zip(calls, texts)
-    ]
-
-
 def messages_of(obj: dict) -> list[dict]:
     messages = [{"role": "system", "content": obj["system"]}] if isinstance(obj.get("system"), str) else []
     pending: list[dict] = []
@@ -81,7 +66,7 @@ def messages_of(obj: dict) -> list[dict]:
         elif tag in RESULTS:
             if not pending:
                 raise _common.Malformed(f"turn {turn} ({tag}) answers no function_call turn")
-            messages += _results(_common.text(value) or "", pending)
+            messages += _common.answers(_common.text(value) or "", pending)[0]
             pending = []
         elif tag in ROLES:
             messages.append({"role": ROLES[tag], "content": _common.text(value)})
