@@ -14,7 +14,7 @@ from cowork_assets.orchestration.lineage import column_lineage
 from cowork_assets.orchestration.metadata import as_metadata, written
 from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.orchestration.specs import asset_args, spec
+from cowork_assets.orchestration.specs import asset_args, check_results, spec, step_check
 from cowork_assets.runtime.progress import throttled
 from cowork_assets.store.models import polars_schema
 from cowork_assets.store.registry import TABLES, batch_chunks, group
@@ -23,7 +23,66 @@ from cowork_assets.store.registry import TABLES, batch_chunks, group
 CURATED = {name: t for name, t in group("curation").items() if name != "truncation_sweep"}
 
 
-@dg.multi_asset(specs=[spec(name) for name in CURATED], partitions_def=batches, can_subset=False)
+def _read(settings: CurateSettings, table: str, batch: str, columns: list[str] | None = None) -> pl.DataFrame:
+    return TABLES[table].read(settings.root, batch, columns=columns)
+
+
+@step_check(
+    "evidence_audit",
+    additional_deps=["evidence_rollup", "curated_messages"],
+    description="ERROR when truncation under the configured strategy loses more than max_truncation_loss_rate of "
+    "the at-risk evidence of passing teacher trajectories (default: any). Lists up to 20 lost values.",
+)
+def evidence_lost_to_truncation(settings: CurateSettings, b: str) -> dg.AssetCheckResult:
+    passed, metadata = truncation_report(
+        _read(settings, "evidence_audit", b),
+        _read(settings, "evidence_rollup", b),
+        _read(settings, "curated_messages", b, ["trajectory_id", "message_index", "kept_spans"]),  # not the text
+        settings.max_truncation_loss_rate,
+        settings,
+    )
+    return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=as_metadata(metadata, b))
+
+
+@step_check(
+    "sample_stats",
+    additional_deps=["evidence_audit"],
+    description="How many passing teacher samples the budget removes, per category, task and check type. ERROR "
+    "when a category keeps less than min_category_retention of its passing samples or a task loses all of them.",
+)
+def evidence_lost_to_budget(settings: CurateSettings, b: str) -> dg.AssetCheckResult:
+    passed, metadata = budget_report(
+        _read(settings, "sample_stats", b), _read(settings, "evidence_audit", b), settings.min_category_retention
+    )
+    return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=as_metadata(metadata, b))
+
+
+@step_check(
+    "curated_messages",
+    additional_deps=["evidence_audit", "sample_stats"],
+    description="At the configured allowance: evidence items and trajectories lost under each truncation "
+    "strategy, and the characters each keeps — what the choice of strategy costs. Informational.",
+)
+def strategy_comparison(settings: CurateSettings, b: str) -> dg.AssetCheckResult:
+    metadata = strategy_report(
+        _read(settings, "evidence_audit", b),
+        _read(settings, "evidence_rollup", b),
+        _read(settings, "sample_stats", b),
+        settings,
+    )
+    # Informational: it never fails, and says so with the lowest severity.
+    return dg.AssetCheckResult(passed=True, severity=dg.AssetCheckSeverity.WARN, metadata=as_metadata(metadata, b))
+
+
+CURATION_CHECKS = [evidence_lost_to_truncation, evidence_lost_to_budget, strategy_comparison]
+
+
+@dg.multi_asset(
+    specs=[spec(name) for name in CURATED],
+    check_specs=[c.spec for c in CURATION_CHECKS],
+    partitions_def=batches,
+    can_subset=False,
+)
 def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
     """Truncate observations, apply the budget, and audit which evidence each step removed."""
     batch, root = context.partition_key, settings.root
@@ -52,6 +111,7 @@ def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
                 **column_lineage(name),
             },
         )
+    yield from check_results(CURATION_CHECKS, settings, batch)
 
 
 @dg.asset(**asset_args("truncation_sweep"))
@@ -80,63 +140,3 @@ def truncation_sweep(context: dg.AssetExecutionContext, settings: CurateSettings
             }
         )
     )
-
-
-def _read(settings: CurateSettings, table: str, batch: str, columns: list[str] | None = None) -> pl.DataFrame:
-    return TABLES[table].read(settings.root, batch, columns=columns)
-
-
-@dg.asset_check(
-    asset="evidence_audit",
-    partitions_def=batches,
-    additional_deps=["evidence_rollup", "curated_messages"],
-    description="ERROR when truncation under the configured strategy loses more than max_truncation_loss_rate of "
-    "the at-risk evidence of passing teacher trajectories (default: any). Lists up to 20 lost values.",
-)
-def evidence_lost_to_truncation(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
-    b = context.partition_key
-    passed, metadata = truncation_report(
-        _read(settings, "evidence_audit", b),
-        _read(settings, "evidence_rollup", b),
-        _read(settings, "curated_messages", b, ["trajectory_id", "message_index", "kept_spans"]),  # not the text
-        settings.max_truncation_loss_rate,
-        settings,
-    )
-    return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=as_metadata(metadata, b))
-
-
-@dg.asset_check(
-    asset="sample_stats",
-    partitions_def=batches,
-    additional_deps=["evidence_audit"],
-    description="How many passing teacher samples the budget removes, per category, task and check type. ERROR "
-    "when a category keeps less than min_category_retention of its passing samples or a task loses all of them.",
-)
-def evidence_lost_to_budget(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
-    b = context.partition_key
-    passed, metadata = budget_report(
-        _read(settings, "sample_stats", b), _read(settings, "evidence_audit", b), settings.min_category_retention
-    )
-    return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=as_metadata(metadata, b))
-
-
-@dg.asset_check(
-    asset="curated_messages",
-    partitions_def=batches,
-    additional_deps=["evidence_audit", "sample_stats"],
-    description="At the configured allowance: evidence items and trajectories lost under each truncation "
-    "strategy, and the characters each keeps — what the choice of strategy costs. Informational.",
-)
-def strategy_comparison(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
-    b = context.partition_key
-    metadata = strategy_report(
-        _read(settings, "evidence_audit", b),
-        _read(settings, "evidence_rollup", b),
-        _read(settings, "sample_stats", b),
-        settings,
-    )
-    # Informational: it never fails, and says so with the lowest severity.
-    return dg.AssetCheckResult(passed=True, severity=dg.AssetCheckSeverity.WARN, metadata=as_metadata(metadata, b))
-
-
-curation_checks = [evidence_lost_to_truncation, evidence_lost_to_budget, strategy_comparison]

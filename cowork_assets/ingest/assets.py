@@ -10,7 +10,7 @@ from cowork_assets.markdown import EXAMPLES, table
 from cowork_assets.orchestration.metadata import as_metadata, counts_md, md_table, written
 from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.orchestration.specs import spec
+from cowork_assets.orchestration.specs import StepCheck, check_results, spec, step_check
 from cowork_assets.runtime.progress import throttled
 from cowork_assets.store import batch_state
 from cowork_assets.store.models import validate_table
@@ -28,7 +28,68 @@ raw_batches = dg.AssetSpec(
 )
 
 
-@dg.multi_asset(specs=[spec(name) for name in group("staging")], partitions_def=batches, can_subset=False)
+def count_raw_records(settings: CurateSettings, batch: str) -> int:
+    """The batch's raw records by the independent recount (ingest/recount.py): each file a format reads, counted by
+    that format's own rule (its `RECORDS`); files ingest listed in skipped_inputs are accounted for there."""
+    return recount_batch(settings.raw_path, batch, settings.max_record_bytes)
+
+
+@step_check(
+    "trajectories",
+    additional_deps=["quarantine"],
+    description="Every raw record is accounted for: raw records, recounted from the files by a reader that shares "
+    "no code with ingest's readers (ingest/recount.py, by each format's record rule), = records parsed + records "
+    "quarantined.",
+)
+def records_accounted_for(settings: CurateSettings, batch: str) -> dg.AssetCheckResult:
+    raw = count_raw_records(settings, batch)
+    parsed, quarantined = accounted(settings.root, batch)
+    return dg.AssetCheckResult(
+        passed=raw == parsed + quarantined,
+        metadata=as_metadata(
+            {
+                "raw_records": raw,
+                "parsed": parsed,
+                "quarantined": quarantined,
+                "unaccounted": raw - parsed - quarantined,
+            },
+            batch,
+        ),
+    )
+
+
+def _schema_check(name: str) -> StepCheck:
+    model = TABLES[name].model
+
+    def matches_schema(settings: CurateSettings, batch: str) -> dg.AssetCheckResult:
+        rows, failures = validate_table(TABLES[name].file(settings.root, batch), model)
+        if failures is not None:
+            return dg.AssetCheckResult(
+                passed=False,
+                metadata=as_metadata(
+                    {
+                        "rows": rows,
+                        "failures": failures.height,
+                        "examples": table(failures.columns, failures.head(EXAMPLES).rows(), failures.height),
+                    },
+                    batch,
+                ),
+            )
+        return dg.AssetCheckResult(passed=True, metadata=as_metadata({"rows": rows}, batch))
+
+    description = f"The {name} partition validates against its pandera model ({model.__name__})."
+    return step_check(name, description)(matches_schema)
+
+
+INGEST_CHECKS = [records_accounted_for, *(_schema_check(name) for name in BATCH_TABLES)]
+
+
+@dg.multi_asset(
+    specs=[spec(name) for name in group("staging")],
+    check_specs=[c.spec for c in INGEST_CHECKS],
+    partitions_def=batches,
+    can_subset=False,
+)
 def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
     """Parse one raw batch into the staging tables; bad records go to `quarantine`, never fail the run."""
     batch = context.partition_key
@@ -91,66 +152,4 @@ def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
             if report.notes:
                 meta["repairs"] = counts_md(report.notes, "repair", "count")
         yield dg.MaterializeResult(asset_key=name, metadata=meta)
-
-
-def count_raw_records(settings: CurateSettings, batch: str) -> int:
-    """The batch's raw records by the independent recount (ingest/recount.py): each file a format reads, counted by
-    that format's own rule (its `RECORDS`); files ingest listed in skipped_inputs are accounted for there."""
-    return recount_batch(settings.raw_path, batch, settings.max_record_bytes)
-
-
-@dg.asset_check(
-    asset="trajectories",
-    additional_deps=["quarantine"],
-    partitions_def=batches,
-    description="Every raw record is accounted for: raw records, recounted from the files by a reader that shares "
-    "no code with ingest's readers (ingest/recount.py, by each format's record rule), = records parsed + records "
-    "quarantined.",
-)
-def records_accounted_for(context: dg.AssetCheckExecutionContext, settings: CurateSettings) -> dg.AssetCheckResult:
-    batch = context.partition_key
-    raw = count_raw_records(settings, batch)
-    parsed, quarantined = accounted(settings.root, batch)
-    return dg.AssetCheckResult(
-        passed=raw == parsed + quarantined,
-        metadata=as_metadata(
-            {
-                "raw_records": raw,
-                "parsed": parsed,
-                "quarantined": quarantined,
-                "unaccounted": raw - parsed - quarantined,
-            },
-            batch,
-        ),
-    )
-
-
-def _schema_check(name: str) -> dg.AssetChecksDefinition:
-    model = TABLES[name].model
-
-    @dg.asset_check(
-        asset=name,
-        name="matches_schema",
-        partitions_def=batches,
-        description=f"The {name} partition validates against its pandera model ({model.__name__}).",
-    )
-    def _check(context: dg.AssetCheckExecutionContext, settings: CurateSettings) -> dg.AssetCheckResult:
-        rows, failures = validate_table(TABLES[name].file(settings.root, context.partition_key), model)
-        if failures is not None:
-            return dg.AssetCheckResult(
-                passed=False,
-                metadata=as_metadata(
-                    {
-                        "rows": rows,
-                        "failures": failures.height,
-                        "examples": table(failures.columns, failures.head(EXAMPLES).rows(), failures.height),
-                    },
-                    context.partition_key,
-                ),
-            )
-        return dg.AssetCheckResult(passed=True, metadata=as_metadata({"rows": rows}, context.partition_key))
-
-    return _check
-
-
-schema_checks = [_schema_check(name) for name in BATCH_TABLES]
+    yield from check_results(INGEST_CHECKS, settings, batch)

@@ -8,7 +8,7 @@ from cowork_assets.curation.secrets import Detector
 from cowork_assets.markdown import EXAMPLES, table
 from cowork_assets.orchestration.metadata import as_metadata, written
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.orchestration.specs import asset_args
+from cowork_assets.orchestration.specs import asset_args, check_results, step_check
 from cowork_assets.selection.dedup import clusters
 from cowork_assets.selection.exclusions import find_exclusions, first_batch_rows
 from cowork_assets.selection.holdout import corpus_held_out
@@ -36,37 +36,11 @@ def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings
     return dg.MaterializeResult(metadata=written(root, "dedup_signatures", b, sink.rows))
 
 
-@dg.asset(**asset_args("dedup_clusters"))
-def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    scan = TABLES["dedup_signatures"].scan(settings.root)
-    # A repeated id is excluded as such, not clustered: only its first batch's row is read. Chosen on the two
-    # id columns: choosing on every signature held them twice.
-    first = first_batch_rows(scan.select("trajectory_id", "batch").collect())
-    sigs = (
-        scan.select("trajectory_id", "batch", "task_id", "content_hash", "shingles", "minhash", "score", "chars")
-        .join(first.lazy(), on=["trajectory_id", "batch"], how="semi")
-        .collect()
-    )
-    found = clusters(sigs, settings.near_dup_threshold)
-    path = TABLES["dedup_clusters"].write(found, settings.root)
-    removed = found.filter(~pl.col("kept")).height
-    return dg.MaterializeResult(
-        metadata={
-            "dagster/row_count": found.height,
-            "path": dg.MetadataValue.path(str(path)),
-            "teacher_runs": sigs.height,
-            "clusters": found["cluster_id"].n_unique(),
-            "duplicates_removed": removed,
-            "near_dup_threshold": settings.near_dup_threshold,
-        }
-    )
-
-
-@dg.asset_check(
-    asset=dedup_clusters,
+@step_check(
+    "dedup_clusters",
     description="Warns when more than max_duplicate_rate of teacher runs are duplicates; lists the largest clusters.",
 )
-def duplicate_rate(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
+def duplicate_rate(settings: CurateSettings) -> dg.AssetCheckResult:
     found = TABLES["dedup_clusters"].read(settings.root)
     runs = TABLES["dedup_signatures"].rows(settings.root)
     removed = found.filter(~pl.col("kept"))
@@ -92,6 +66,33 @@ def duplicate_rate(context: dg.AssetCheckExecutionContext, settings: CurateSetti
                 ),
             }
         ),
+    )
+
+
+@dg.asset(**asset_args("dedup_clusters"), check_specs=[duplicate_rate.spec])
+def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    scan = TABLES["dedup_signatures"].scan(settings.root)
+    # A repeated id is excluded as such, not clustered: only its first batch's row is read. Chosen on the two
+    # id columns: choosing on every signature held them twice.
+    first = first_batch_rows(scan.select("trajectory_id", "batch").collect())
+    sigs = (
+        scan.select("trajectory_id", "batch", "task_id", "content_hash", "shingles", "minhash", "score", "chars")
+        .join(first.lazy(), on=["trajectory_id", "batch"], how="semi")
+        .collect()
+    )
+    found = clusters(sigs, settings.near_dup_threshold)
+    path = TABLES["dedup_clusters"].write(found, settings.root)
+    removed = found.filter(~pl.col("kept")).height
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": found.height,
+            "path": dg.MetadataValue.path(str(path)),
+            "teacher_runs": sigs.height,
+            "clusters": found["cluster_id"].n_unique(),
+            "duplicates_removed": removed,
+            "near_dup_threshold": settings.near_dup_threshold,
+        },
+        check_results=check_results([duplicate_rate], settings),
     )
 
 
@@ -143,6 +144,3 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
             }
         )
     )
-
-
-selection_checks = [duplicate_rate]

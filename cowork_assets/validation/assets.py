@@ -7,9 +7,8 @@ import polars as pl
 
 from cowork_assets.markdown import EXAMPLES, table
 from cowork_assets.orchestration.metadata import as_metadata, counts_md, written
-from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.orchestration.specs import asset_args
+from cowork_assets.orchestration.specs import asset_args, check_results, step_check
 from cowork_assets.store.models import polars_schema
 from cowork_assets.store.registry import TABLES, batch_chunks
 from cowork_assets.validation.regrade import RUN_FIELDS, UNDECIDABLE, agreement, replay_grades
@@ -18,79 +17,14 @@ from cowork_assets.validation.structure import find_structure_findings
 from cowork_assets.validation.tasks import find_task_findings
 
 
-@dg.asset(**asset_args("structure_findings"))
-def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    b, root = context.partition_key, settings.root
-    packages = TABLES["task_packages"].read(root, b, columns=["task_hash", "tools"])
-    calls = ["trajectory_id", "message_index", "call_id", "tool_name", "arguments", "observation_index"]
-    frames = []  # a chunk of whole trajectories at a time: memory does not grow with the batch
-    for chunk in batch_chunks(root, b, trajectories=["trajectory_id", "task_hash", "category"], tool_calls=calls):
-        runs = chunk["trajectories"]
-        tasks = packages.filter(pl.col("task_hash").is_in(runs["task_hash"].unique().implode()))
-        frames.append(
-            find_structure_findings(b, runs, tasks, chunk["messages"], chunk["tool_calls"], settings.token_encoding)
-        )
-    found = (
-        pl.concat(frames).sort("trajectory_id", "message_index", "kind", nulls_last=True)
-        if frames
-        else pl.DataFrame(schema=polars_schema(StructureFindings))
-    )
-    TABLES["structure_findings"].write(found, root, b)
-    return dg.MaterializeResult(
-        metadata={
-            **written(root, "structure_findings", b, found.height),
-            "by_kind": counts_md(dict(found.group_by("kind").len().iter_rows()), "kind", "findings"),
-        }
-    )
-
-
-@dg.asset(**asset_args("task_findings"))
-def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    root = settings.root
-    # each batch holds its own copy of a task's package: read one copy of each, a batch's copies at a time
-    first = TABLES["task_packages"].scan(root).select("batch", "task_hash").collect().unique("task_hash", keep="first")
-    packages = (TABLES["task_packages"].read_keyed(root, keys, "task_hash") for keys in first.partition_by("batch"))
-    names = TABLES["trajectories"].scan(root).select("batch").unique().collect()["batch"].sort()
-    scan = lambda table, batch: TABLES[table].scan(root, batch)  # noqa: E731
-    found = find_task_findings(
-        packages, ((scan("trajectories", b), scan("tool_calls", b), scan("regrade", b)) for b in names)
-    )
-    path = TABLES["task_findings"].write(found, root)
-    return dg.MaterializeResult(
-        metadata={
-            "dagster/row_count": found.height,
-            "path": dg.MetadataValue.path(str(path)),
-            "by_kind": counts_md(dict(found.group_by("kind").len().iter_rows()), "kind", "findings"),
-        }
-    )
-
-
-@dg.asset(**asset_args("regrade"))
-def regrade(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    b, root = context.partition_key, settings.root
-    packages = TABLES["task_packages"].read(root, b, columns=["task_hash", "category", "checks"])
-    chunks = batch_chunks(root, b, trajectories=list(RUN_FIELDS))
-    found = replay_grades(b, ((chunk["trajectories"], chunk["messages"]) for chunk in chunks), packages)
-    TABLES["regrade"].write(found, root, b)
-    return dg.MaterializeResult(
-        metadata={
-            **written(root, "regrade", b, found.height),
-            "by_disagreement": counts_md(
-                dict(found.group_by("disagreement").len().drop_nulls().iter_rows()), "disagreement", "runs"
-            ),
-        }
-    )
-
-
-@dg.asset_check(
-    asset=regrade,
-    partitions_def=batches,
+@step_check(
+    "regrade",
     description="Warns when replaying the checks disagrees with the recorded verdict on more than "
     "1 - min_grader_agreement of the compared runs (default: any), with the agreement rate and the disagreeing "
     "runs grouped by reason.",
 )
-def grader_agreement(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
-    found = TABLES["regrade"].read(settings.root, context.partition_key)
+def grader_agreement(settings: CurateSettings, batch: str) -> dg.AssetCheckResult:
+    found = TABLES["regrade"].read(settings.root, batch)
     result = agreement(found)
     disagreeing = sum(n for reason, n, _ in result["reasons"] if reason != UNDECIDABLE)
     tolerated = math.floor((1 - settings.min_grader_agreement) * result["compared"] + 1e-9)
@@ -108,19 +42,18 @@ def grader_agreement(context: dg.AssetCheckExecutionContext, settings: CurateSet
                     [(r, n, ", ".join(ex)) for r, n, ex in result["reasons"]] or [("(none)", 0, "—")],
                 ),
             },
-            context.partition_key,
+            batch,
         ),
     )
 
 
-@dg.asset_check(
-    asset=structure_findings,
-    partitions_def=batches,
+@step_check(
+    "structure_findings",
     additional_deps=["trajectories"],
     description="Warns when samples of the batch have structural errors (they are excluded from SFT).",
 )
-def samples_structurally_valid(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
-    b, root = context.partition_key, settings.root
+def samples_structurally_valid(settings: CurateSettings, b: str) -> dg.AssetCheckResult:
+    root = settings.root
     found = TABLES["structure_findings"].read(root, b).filter(pl.col("severity") == "error")
     total = TABLES["trajectories"].rows(root, b)
     invalid = found["trajectory_id"].n_unique()
@@ -142,17 +75,17 @@ def samples_structurally_valid(context: dg.AssetCheckExecutionContext, settings:
                     found.height,
                 ),
             },
-            context.partition_key,
+            b,
         ),
     )
 
 
-@dg.asset_check(
-    asset=task_findings,
+@step_check(
+    "task_findings",
     description="Warns when task packages have consistency errors "
     "(those tasks are excluded from RL, their runs from SFT).",
 )
-def tasks_consistent(context: dg.AssetCheckExecutionContext, settings: CurateSettings):
+def tasks_consistent(settings: CurateSettings) -> dg.AssetCheckResult:
     found = TABLES["task_findings"].read(settings.root).filter(pl.col("severity") == "error")
     return dg.AssetCheckResult(
         passed=found.is_empty(),
@@ -174,4 +107,68 @@ def tasks_consistent(context: dg.AssetCheckExecutionContext, settings: CurateSet
     )
 
 
-validation_checks = [samples_structurally_valid, tasks_consistent, grader_agreement]
+@dg.asset(**asset_args("structure_findings"), check_specs=[samples_structurally_valid.spec])
+def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    b, root = context.partition_key, settings.root
+    packages = TABLES["task_packages"].read(root, b, columns=["task_hash", "tools"])
+    calls = ["trajectory_id", "message_index", "call_id", "tool_name", "arguments", "observation_index"]
+    frames = []  # a chunk of whole trajectories at a time: memory does not grow with the batch
+    for chunk in batch_chunks(root, b, trajectories=["trajectory_id", "task_hash", "category"], tool_calls=calls):
+        runs = chunk["trajectories"]
+        tasks = packages.filter(pl.col("task_hash").is_in(runs["task_hash"].unique().implode()))
+        frames.append(
+            find_structure_findings(b, runs, tasks, chunk["messages"], chunk["tool_calls"], settings.token_encoding)
+        )
+    found = (
+        pl.concat(frames).sort("trajectory_id", "message_index", "kind", nulls_last=True)
+        if frames
+        else pl.DataFrame(schema=polars_schema(StructureFindings))
+    )
+    TABLES["structure_findings"].write(found, root, b)
+    return dg.MaterializeResult(
+        metadata={
+            **written(root, "structure_findings", b, found.height),
+            "by_kind": counts_md(dict(found.group_by("kind").len().iter_rows()), "kind", "findings"),
+        },
+        check_results=check_results([samples_structurally_valid], settings, b),
+    )
+
+
+@dg.asset(**asset_args("task_findings"), check_specs=[tasks_consistent.spec])
+def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    root = settings.root
+    # each batch holds its own copy of a task's package: read one copy of each, a batch's copies at a time
+    first = TABLES["task_packages"].scan(root).select("batch", "task_hash").collect().unique("task_hash", keep="first")
+    packages = (TABLES["task_packages"].read_keyed(root, keys, "task_hash") for keys in first.partition_by("batch"))
+    names = TABLES["trajectories"].scan(root).select("batch").unique().collect()["batch"].sort()
+    scan = lambda table, batch: TABLES[table].scan(root, batch)  # noqa: E731
+    found = find_task_findings(
+        packages, ((scan("trajectories", b), scan("tool_calls", b), scan("regrade", b)) for b in names)
+    )
+    path = TABLES["task_findings"].write(found, root)
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": found.height,
+            "path": dg.MetadataValue.path(str(path)),
+            "by_kind": counts_md(dict(found.group_by("kind").len().iter_rows()), "kind", "findings"),
+        },
+        check_results=check_results([tasks_consistent], settings),
+    )
+
+
+@dg.asset(**asset_args("regrade"), check_specs=[grader_agreement.spec])
+def regrade(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    b, root = context.partition_key, settings.root
+    packages = TABLES["task_packages"].read(root, b, columns=["task_hash", "category", "checks"])
+    chunks = batch_chunks(root, b, trajectories=list(RUN_FIELDS))
+    found = replay_grades(b, ((chunk["trajectories"], chunk["messages"]) for chunk in chunks), packages)
+    TABLES["regrade"].write(found, root, b)
+    return dg.MaterializeResult(
+        metadata={
+            **written(root, "regrade", b, found.height),
+            "by_disagreement": counts_md(
+                dict(found.group_by("disagreement").len().drop_nulls().iter_rows()), "disagreement", "runs"
+            ),
+        },
+        check_results=check_results([grader_agreement], settings, b),
+    )
