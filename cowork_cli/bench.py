@@ -3,7 +3,9 @@
 Prints and writes (bench.json) the wall time per asset and in total, trajectories/s, MB/s of raw
 input, the peak memory of the whole run (resident memory of this process and every child, sampled
 from /proc), and the floor measured on the same machine: reading the raw files plus
-tiktoken-encoding the text of the published SFT samples with the same number of threads.
+tiktoken-encoding the text of the published SFT samples with the same number of threads. Beside the main
+run (`Extras`): the fixed cost (the same pipeline on a few trajectories in the same batch layout) and the
+marginal wall and CPU beyond it, the cost per small batch, and one new batch dropped onto the corpus.
 """
 
 from __future__ import annotations
@@ -340,6 +342,98 @@ def naive_reference_seconds(raw_root: Path, out: Path) -> float | None:
 BATCH_TRAJECTORIES = 20_000
 
 
+class Extras(NamedTuple):
+    """The runs beside the main one that separate the fixed cost from the per-record cost (issue: performance,
+    re-based): the same pipeline on `fixed` trajectories in the main run's batch layout; `small_batches` batches
+    of `small_batch` trajectories against the same trajectories in one batch; and one new batch of `incremental`
+    trajectories dropped onto the corpus the main run built."""
+
+    fixed: int = 40
+    small_batches: int = 50
+    small_batch: int = 20
+    incremental: int = 1_000
+
+
+def timed_pipeline(raw: Path, data: Path, home: Path) -> dict:
+    """Wall and CPU seconds (every process of the run) of one `cowork-curate run` of `raw` into fresh `data` and
+    `home` folders, batches in workers as in the main run."""
+    from cowork_assets.orchestration.resources import CurateSettings
+    from cowork_cli.runner import ensure_instance, materialize_all
+
+    for folder in (data, home):
+        if folder.exists():
+            shutil.rmtree(folder)
+    settings = CurateSettings(raw_root=str(raw), data_root=str(data), settle_seconds=0, parallel_from_mb=0)
+    instance = ensure_instance(home)
+    with PeakMemory() as memory:
+        started = time.monotonic()
+        outcome = materialize_all(settings, instance, echo=lambda line: None)
+        wall = time.monotonic() - started
+    cpu = sum(sum(sample.cpu.values()) for sample in memory.samples)
+    return {"wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1), "failed": outcome.failed}
+
+
+def extra_runs(out: Path, size: int, batches: int, raw: Path, settings, instance, extras: Extras, seed: int) -> dict:
+    """The fixed cost, the cost per small batch, and the incremental refresh (`Extras`), each timed."""
+    from cowork_cli.runner import materialize_all
+
+    def corpus(name: str, trajectories: int, in_batches: int) -> Path:
+        folder = out / f"raw-{name}"
+        if not (folder / "manifest.json").exists():
+            generate_corpus(folder, trajectories, in_batches, seed)
+        return folder
+
+    fixed = timed_pipeline(
+        corpus(f"fixed-{extras.fixed}x{batches}", extras.fixed, batches), out / "data-fixed", out / "home-fixed"
+    )
+    small_total = extras.small_batches * extras.small_batch
+    one = timed_pipeline(corpus(f"small-1x{small_total}", small_total, 1), out / "data-small", out / "home-small")
+    many = timed_pipeline(
+        corpus(f"small-{extras.small_batches}x{extras.small_batch}", small_total, extras.small_batches),
+        out / "data-small",
+        out / "home-small",
+    )
+    # One more batch on the corpus just built: its batch run and the corpus refresh, as a daily drop pays them.
+    drop = corpus(f"drop-{extras.incremental}", extras.incremental, 1)
+    new_batch = raw / f"zz-incremental-{extras.incremental}"
+    shutil.copytree(next(p for p in drop.iterdir() if p.is_dir()), new_batch)
+    try:
+        started = time.monotonic()
+        outcome = materialize_all(settings, instance, echo=lambda line: None)
+        incremental = {"wall_seconds": round(time.monotonic() - started, 1), "failed": outcome.failed}
+    finally:
+        shutil.rmtree(new_batch)
+    return {
+        "fixed": {"trajectories": extras.fixed, "batches": batches, **fixed},
+        "small_batches": {
+            "trajectories": small_total,
+            "batches": extras.small_batches,
+            "wall_seconds": many["wall_seconds"],
+            "one_batch_wall_seconds": one["wall_seconds"],
+            "seconds_per_batch": round(
+                (many["wall_seconds"] - one["wall_seconds"]) / max(extras.small_batches - 1, 1), 2
+            ),
+        },
+        "incremental": {"trajectories": extras.incremental, **incremental},
+    }
+
+
+def marginal(figures: dict) -> dict:
+    """The main run beyond the fixed cost, per 1,000 trajectories, beside the naive reference's."""
+    fixed, size = figures["extra_runs"]["fixed"], figures["trajectories"]
+    wall = figures["wall_seconds"] - fixed["wall_seconds"]
+    cpu = figures["cpu_seconds"] - fixed["cpu_seconds"]
+    naive = figures.get("naive_reference_seconds")
+    return {
+        "wall_seconds": round(wall, 1),
+        "wall_per_1000": round(wall / size * 1000, 3),
+        "cpu_seconds": round(cpu, 1),
+        "cpu_per_1000": round(cpu / size * 1000, 3),
+        "naive_reference_per_1000": round(naive / size * 1000, 3) if naive else None,
+        "over_naive_reference": round(wall / naive, 2) if naive else None,
+    }
+
+
 def default_batches(size: int) -> int:
     """Four batches, or more once a batch would pass 20,000 runs: a larger corpus is more batches of the same size."""
     return max(4, -(-size // BATCH_TRAJECTORIES))
@@ -353,7 +447,8 @@ def generate_corpus(raw: Path, size: int, batches: int, seed: int) -> None:
     subprocess.run(command, check=True)
 
 
-def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
+def bench(size: int, batches: int, out: Path, seed: int = 1, extras: Extras | None = None) -> dict:
+    """The main run's figures; with `extras` (the CLI's `Extras()`), the runs that separate its fixed cost."""
     from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
@@ -376,6 +471,9 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
         outcome = materialize_all(settings, instance, echo=print)
         wall = time.monotonic() - started
     spans = phase_spans(instance, since)
+    steps = {k: round(v, 1) for k, v in per_asset_seconds(instance, since).items()}
+    step_cpu = per_asset_cpu_seconds(instance, since, memory)
+    digests = content_digests(str(data))  # before the incremental run adds a batch
     floor = floor_seconds(raw, data, settings.token_encoding, settings.tokenizer_processes)
     naive = naive_reference_seconds(raw, out / f"naive-{size}.parquet")
     figures = {
@@ -383,6 +481,7 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
         "batches": batches,
         "raw_mb": round(raw_mb, 1),
         "wall_seconds": round(wall, 1),
+        "cpu_seconds": round(sum(sum(sample.cpu.values()) for sample in memory.samples), 1),
         "trajectories_per_second": round(size / wall, 1),
         "mb_per_second": round(raw_mb / wall, 2),
         "peak_memory_mb": round(memory.peak),
@@ -398,10 +497,13 @@ def bench(size: int, batches: int, out: Path, seed: int = 1) -> dict:
         "phase_seconds": phase_seconds(spans, since, wall),
         "phase_cpu_seconds": phase_cpu_seconds(memory.samples, spans, since),
         "phase_peaks": phase_peaks(memory.samples, spans) if spans["batches"] else {},
-        "per_asset_seconds": {k: round(v, 1) for k, v in per_asset_seconds(instance, since).items()},
-        "per_asset_cpu_seconds": per_asset_cpu_seconds(instance, since, memory),
-        "content_digests": content_digests(str(data)),  # to compare outputs across code versions
+        "per_asset_seconds": steps,
+        "per_asset_cpu_seconds": step_cpu,
+        "content_digests": digests,  # to compare outputs across code versions
     }
+    if extras:
+        figures["extra_runs"] = extra_runs(out, size, batches, raw, settings, instance, extras, seed)
+        figures["marginal"] = marginal(figures)
     earlier = (orjson.loads(f.read_bytes()) for f in out.glob("bench-*.json"))
     # (Figures of earlier versions, which could count a forking process twice, do not compare.)
     smaller = sorted((f for f in earlier if "peak_memory_mb" in f), key=lambda f: f["trajectories"])
@@ -446,6 +548,28 @@ def report(figures: dict) -> str:
                 f"job, one process); wall / naive reference = {figures['wall_over_naive_reference']}"
             ]
             if figures.get("naive_reference_seconds")
+            else []
+        ),
+        *(
+            [
+                f"  fixed cost      {x['fixed']['wall_seconds']} s wall, {x['fixed']['cpu_seconds']} s cpu (the same "
+                f"pipeline on {x['fixed']['trajectories']} trajectories in {x['fixed']['batches']} batches)",
+                f"  marginal        {m['wall_seconds']} s wall ({m['wall_per_1000']} s per 1,000 trajectories"
+                + (
+                    f"; naive reference {m['naive_reference_per_1000']} s per 1,000: x{m['over_naive_reference']}"
+                    if m["naive_reference_per_1000"]
+                    else ""
+                )
+                + f"), {m['cpu_seconds']} s cpu ({m['cpu_per_1000']} s per 1,000)",
+                f"  small batches   {x['small_batches']['batches']} batches of "
+                f"{x['small_batches']['trajectories'] // x['small_batches']['batches']}: "
+                f"{x['small_batches']['wall_seconds']} s; the same {x['small_batches']['trajectories']} trajectories "
+                f"in one batch: {x['small_batches']['one_batch_wall_seconds']} s: "
+                f"{x['small_batches']['seconds_per_batch']} s per batch beyond the one-batch run",
+                f"  incremental     one batch of {x['incremental']['trajectories']} dropped onto the corpus: "
+                f"{x['incremental']['wall_seconds']} s (its batch run and the corpus refresh)",
+            ]
+            if (x := figures.get("extra_runs")) and (m := figures["marginal"])
             else []
         ),
         *(

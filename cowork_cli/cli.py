@@ -251,12 +251,12 @@ def _cmd_drop(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from cowork_cli.bench import bench, default_batches, report
+    from cowork_cli.bench import Extras, bench, default_batches, report
 
     batches = args.batches or default_batches(args.size)
     if args.size < 1 or batches < 1:
         raise UsageError("--size and --batches must be positive")
-    figures = bench(args.size, batches, Path(args.out))
+    figures = bench(args.size, batches, Path(args.out), extras=Extras())
     print("\n" + report(figures))
     print(f"\nfigures written to {Path(args.out) / f'bench-{args.size}.json'}")
     return 1 if figures["failed"] else 0

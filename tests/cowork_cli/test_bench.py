@@ -11,6 +11,7 @@ import pytest
 
 from cowork_cli.bench import (
     FLOOR_REPEATS,
+    Extras,
     Sample,
     _by_role,
     _role,
@@ -30,13 +31,43 @@ EARLIER = {  # runs already in the bench folder: the growth is from the smallest
 }
 
 
+EXTRAS = Extras(fixed=6, small_batches=3, small_batch=4, incremental=8)
+
+
 @pytest.fixture(scope="module")
 def benched(tmp_path_factory):
     """One bench run of 120 trajectories, in a folder holding earlier runs' figures."""
     out = tmp_path_factory.mktemp("bench")
     for size, figures in EARLIER.items():
         (out / f"bench-{size}.json").write_bytes(orjson.dumps(figures))
-    return out, bench(120, 2, out)
+    return out, bench(120, 2, out, extras=EXTRAS)
+
+
+def test_bench_separates_the_fixed_cost_small_batches_and_a_daily_drop(benched):
+    out, figures = benched
+    extra, marginal = figures["extra_runs"], figures["marginal"]
+    fixed = extra["fixed"]
+    assert (fixed["trajectories"], fixed["batches"], fixed["failed"]) == (6, 2, {})
+    assert 0 < fixed["wall_seconds"] and 0 < fixed["cpu_seconds"]
+    assert abs(marginal["wall_seconds"] - (figures["wall_seconds"] - fixed["wall_seconds"])) <= 0.1
+    assert abs(marginal["cpu_seconds"] - (figures["cpu_seconds"] - fixed["cpu_seconds"])) <= 0.1
+    assert abs(marginal["wall_per_1000"] - marginal["wall_seconds"] / 120 * 1000) <= 0.01
+    naive = figures["naive_reference_seconds"]
+    assert abs(marginal["over_naive_reference"] - marginal["wall_seconds"] / naive) <= 0.01
+    small = extra["small_batches"]
+    assert (small["trajectories"], small["batches"]) == (12, 3)
+    assert small["seconds_per_batch"] == round((small["wall_seconds"] - small["one_batch_wall_seconds"]) / 2, 2)
+    batches = sorted(p.name for p in (out / "data-small" / "tables" / "trajectories").iterdir())
+    assert len(batches) == 3  # the last of the two small-batch runs: three batches of four
+    drop = extra["incremental"]
+    assert (drop["trajectories"], drop["failed"]) == (8, {}) and drop["wall_seconds"] > 0
+    assert (out / "data-120" / "tables" / "trajectories" / "batch=zz-incremental-8").is_dir()  # it was processed
+    assert not (out / "raw-120" / "zz-incremental-8").exists()  # and the corpus is left as it was
+    printed = report(figures)
+    assert f"fixed cost      {fixed['wall_seconds']} s wall, {fixed['cpu_seconds']} s cpu" in printed
+    assert f"{small['seconds_per_batch']} s per batch beyond the one-batch run" in printed
+    assert f"one batch of 8 dropped onto the corpus: {drop['wall_seconds']} s" in printed
+    assert f"x{marginal['over_naive_reference']}" in printed
 
 
 def test_bench_writes_its_figures_and_the_growth_between_sizes(benched):
