@@ -27,6 +27,7 @@ def read_jsonl(path: Path) -> list[dict]:
 # the test workers (pytest-xdist, one module per worker at a time) finish together instead of one waiting on
 # the other's last long module.
 LONGEST_FIRST = (
+    "test_deployment.py",
     "test_hostile.py",
     "test_ui_browser.py",
     "test_pipeline.py",

@@ -31,7 +31,7 @@ EARLIER = {  # runs already in the bench folder: the growth is from the smallest
 }
 
 
-EXTRAS = Extras(fixed=6, small_batches=3, small_batch=4, incremental=8)
+EXTRAS = Extras(fixed=4, small_batches=2, small_batch=2, incremental=3)
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_bench_separates_the_fixed_cost_small_batches_and_a_daily_drop(benched):
     out, figures = benched
     extra, marginal = figures["extra_runs"], figures["marginal"]
     fixed = extra["fixed"]
-    assert (fixed["trajectories"], fixed["batches"], fixed["failed"]) == (6, 2, {})
+    assert (fixed["trajectories"], fixed["batches"], fixed["failed"]) == (4, 2, {})
     assert 0 < fixed["wall_seconds"] and 0 < fixed["cpu_seconds"]
     assert abs(marginal["wall_seconds"] - (figures["wall_seconds"] - fixed["wall_seconds"])) <= 0.1
     assert abs(marginal["cpu_seconds"] - (figures["cpu_seconds"] - fixed["cpu_seconds"])) <= 0.1
@@ -55,18 +55,18 @@ def test_bench_separates_the_fixed_cost_small_batches_and_a_daily_drop(benched):
     naive = figures["naive_reference_seconds"]
     assert abs(marginal["over_naive_reference"] - marginal["wall_seconds"] / naive) <= 0.01
     small = extra["small_batches"]
-    assert (small["trajectories"], small["batches"]) == (12, 3)
-    assert small["seconds_per_batch"] == round((small["wall_seconds"] - small["one_batch_wall_seconds"]) / 2, 2)
+    assert (small["trajectories"], small["batches"]) == (4, 2)
+    assert small["seconds_per_batch"] == round(small["wall_seconds"] - small["one_batch_wall_seconds"], 2)
     batches = sorted(p.name for p in (out / "data-small" / "tables" / "trajectories").iterdir())
-    assert len(batches) == 3  # the last of the two small-batch runs: three batches of four
+    assert len(batches) == 2  # the last of the two small-batch runs: two batches of two
     drop = extra["incremental"]
-    assert (drop["trajectories"], drop["failed"]) == (8, {}) and drop["wall_seconds"] > 0
-    assert (out / "data-120" / "tables" / "trajectories" / "batch=zz-incremental-8").is_dir()  # it was processed
-    assert not (out / "raw-120" / "zz-incremental-8").exists()  # and the corpus is left as it was
+    assert (drop["trajectories"], drop["failed"]) == (3, {}) and drop["wall_seconds"] > 0
+    assert (out / "data-120" / "tables" / "trajectories" / "batch=zz-incremental-3").is_dir()  # it was processed
+    assert not (out / "raw-120" / "zz-incremental-3").exists()  # and the corpus is left as it was
     printed = report(figures)
     assert f"fixed cost      {fixed['wall_seconds']} s wall, {fixed['cpu_seconds']} s cpu" in printed
     assert f"{small['seconds_per_batch']} s per batch beyond the one-batch run" in printed
-    assert f"one batch of 8 dropped onto the corpus: {drop['wall_seconds']} s" in printed
+    assert f"one batch of 3 dropped onto the corpus: {drop['wall_seconds']} s" in printed
     assert f"x{marginal['over_naive_reference']}" in printed
 
 
