@@ -24,6 +24,9 @@ import websocket
 from tests.conftest import ROOT
 
 REPOSITORY = "{ repositoriesOrError { ... on RepositoryConnection { nodes { name location { name } } } } }"
+LAUNCH = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) { __typename
+  ... on LaunchRunSuccess { run { runId } } ... on PythonError { message }
+  ... on RunConfigValidationInvalid { errors { message } } } }"""
 FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -48,6 +51,28 @@ def graphql(base: str, query: str, variables: dict | None = None) -> dict:
     request = urllib.request.Request(f"{base}/graphql", body, {"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())["data"]
+
+
+def launch(base: str, job: str, tags: dict[str, str], config: dict | None = None) -> str:
+    """Launch a job as the launchpad's "Launch run" does; the run's id."""
+    repo = graphql(base, REPOSITORY)["repositoriesOrError"]["nodes"][0]
+    launched = graphql(
+        base,
+        LAUNCH,
+        {
+            "p": {
+                "selector": {
+                    "repositoryLocationName": repo["location"]["name"],
+                    "repositoryName": repo["name"],
+                    "jobName": job,
+                },
+                "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]},
+                "runConfigData": config or {},
+            }
+        },
+    )
+    assert launched["launchRun"]["__typename"] == "LaunchRunSuccess", launched
+    return launched["launchRun"]["run"]["runId"]
 
 
 @contextmanager

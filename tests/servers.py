@@ -1,5 +1,6 @@
 """Real servers on loopback for the deployment tests, started and stopped by the tests themselves: moto's S3 server
-and a PostgreSQL cluster from the Debian package (initdb into a temporary folder, a free port)."""
+and a PostgreSQL cluster from the Debian package (initdb into a temporary folder, a free port); and a stand-in
+Kubernetes API that keeps the Jobs it is sent."""
 
 from __future__ import annotations
 
@@ -89,3 +90,59 @@ def postgres_server() -> Iterator[dict[str, str]]:
     finally:
         run(str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def kubernetes_api(work_dir: Path) -> Iterator[tuple[Path, list[dict]]]:
+    """A stand-in for a Kubernetes API server on loopback that accepts the Jobs it is sent and keeps them:
+    (a kubeconfig file pointing at it, the Jobs created so far as sent, each with its namespace). No cluster
+    runs them; what is tested is the Job a run launcher renders and sends."""
+    import json
+    import re
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    created: list[dict] = []
+    jobs = re.compile(r"^/apis/batch/v1/namespaces/([^/]+)/jobs$")
+
+    class Api(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (the http.server hook's name)
+            found = jobs.match(self.path.split("?")[0])
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            if found:
+                created.append({**body, "namespace": found.group(1)})
+            self._reply(201 if found else 404, body if found else {"kind": "Status", "code": 404})
+
+        def do_GET(self):  # noqa: N802
+            self._reply(404, {"kind": "Status", "code": 404})
+
+        def _reply(self, status: int, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):  # quiet
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", _free_port()), Api)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    kubeconfig = work_dir / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(  # JSON is YAML
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "loopback", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}],
+                "users": [{"name": "test", "user": {"token": "not-a-secret"}}],
+                "contexts": [{"name": "loopback", "context": {"cluster": "loopback", "user": "test"}}],
+                "current-context": "loopback",
+            }
+        )
+    )
+    try:
+        yield kubeconfig, created
+    finally:
+        server.shutdown()

@@ -4,7 +4,8 @@ one (there is no Kubernetes cluster here: each run is a process of its own, as e
 it; then `dagster dev` (webserver and daemon) with the deploy file's queued run coordinator, its sensors switched
 on, processes two batches dropped at once in two run workers side by side and publishes them. Every version
 published equals a local run's over the same batches; the runs are in Postgres; a server that is not there is one
-line, not a traceback."""
+line, not a traceback. And the deploy file's Kubernetes run launcher, pointed at a stand-in API, sends each run as
+the documented Job."""
 
 from __future__ import annotations
 
@@ -147,3 +148,58 @@ def test_a_postgres_server_that_is_not_there_is_one_line(tmp_path, capsys):
     assert status == 2 and error.startswith("cowork-curate run: error: the Dagster instance at ")
     assert 'cannot reach its Postgres database (connection to server at "127.0.0.1", port 9 failed' in error
     assert all("Retrying failed database connection" in line for line in retries)  # a line each, if shown
+
+
+def test_the_documented_kubernetes_launcher_sends_each_run_as_the_documented_job(tmp_path):
+    """docs/deploy/dagster.yaml's K8sRunLauncher, as `dagster dev` loads it, launches a run: the Job it sends to
+    the Kubernetes API (a stand-in on loopback: no cluster runs it) is the documented image running the run, with
+    the documented service account, environment, secrets, raw volume and resources. Only the instance's storage
+    (SQLite here; Postgres is tested above) and how the launcher finds the API (a kubeconfig) differ."""
+    import json
+    import time
+
+    import dagster as dg
+
+    from tests.live_ui import dagster_dev, launch
+    from tests.servers import kubernetes_api
+
+    config = yaml.safe_load((ROOT / "docs" / "deploy" / "dagster.yaml").read_text())
+    config.pop("storage")
+    config.pop("run_monitoring")  # it would ask the stand-in API how the pod is doing
+    launcher = dict(config["run_launcher"]["config"])
+    generate(tmp_path / "raw", trajectories=2, batches=1, seed=2)
+    (batch,) = [p.name for p in (tmp_path / "raw").iterdir() if p.is_dir()]
+    with kubernetes_api(tmp_path) as (kubeconfig, jobs):
+        config["run_launcher"]["config"] |= {"load_incluster_config": False, "kubeconfig_file": str(kubeconfig)}
+        home = tmp_path / "home"
+        home.mkdir()
+        (home / "dagster.yaml").write_text(yaml.safe_dump(config))
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            instance.add_dynamic_partitions("batches", [batch])
+        log = tmp_path / "dagster-dev.log"
+        with dagster_dev(str(home), str(tmp_path / "raw"), str(tmp_path / "out"), log) as (url, _):
+            run_id = launch(url, "process_batch", {"dagster/partition": batch})
+            deadline = time.monotonic() + 90
+            while not jobs and time.monotonic() < deadline:
+                time.sleep(0.5)
+    assert len(jobs) == 1, f"no Job sent; log tail:\n{log.read_text()[-3000:]}"
+    (job,) = jobs
+    assert job["namespace"] == launcher["job_namespace"]
+    assert job["metadata"]["labels"]["dagster/job"] == "process_batch"
+    pod = job["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == launcher["service_account_name"]
+    (container,) = pod["containers"]
+    assert container["image"] == launcher["job_image"]
+    assert container["imagePullPolicy"] == launcher["image_pull_policy"]
+    assert container["args"][:3] == ["dagster", "api", "execute_run"] and run_id in container["args"][3]
+    assert json.loads(container["args"][3])["__class__"] == "ExecuteRunArgs"
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert {k: env.get(k) for k in ("COWORK_DATA_ROOT", "COWORK_RAW_ROOT")} == dict(
+        v.split("=", 1) for v in launcher["env_vars"]
+    )
+    assert env["DAGSTER_RUN_JOB_NAME"] == "process_batch" and env["DAGSTER_HOME"] == launcher["dagster_home"]
+    secrets = [e["secretRef"]["name"] for e in container.get("envFrom", []) if "secretRef" in e]
+    assert secrets == launcher["env_secrets"]
+    assert {"name": "raw", "mountPath": "/mnt/raw", "readOnly": True} in container["volumeMounts"]
+    assert {"name": "raw", "persistentVolumeClaim": {"claimName": "cowork-raw", "readOnly": True}} in pod["volumes"]
+    assert container["resources"] == launcher["run_k8s_config"]["container_config"]["resources"]

@@ -15,12 +15,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from tests.live_ui import REPOSITORY, ROOT, Browser, dagster_dev, graphql
+from tests.live_ui import ROOT, Browser, dagster_dev, graphql, launch
 
 ARTIFACTS = ROOT / "test-artifacts" / "ui"
-LAUNCH = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) { __typename
-  ... on LaunchRunSuccess { run { runId } } ... on PythonError { message }
-  ... on RunConfigValidationInvalid { errors { message } } } }"""
 
 
 @pytest.fixture(scope="module")
@@ -56,27 +53,6 @@ def _after(text: str, label: str) -> str:
     """The text shown right after a label (its value in a field, its status in a list row)."""
     lines = _lines(text)
     return next(t for t in lines[lines.index(label) + 1 :] if t != label)
-
-
-def _launch(base: str, job: str, tags: dict[str, str], config: dict | None = None) -> str:
-    repo = graphql(base, REPOSITORY)["repositoriesOrError"]["nodes"][0]
-    launched = graphql(
-        base,
-        LAUNCH,
-        {
-            "p": {  # what the launchpad's "Launch run" sends
-                "selector": {
-                    "repositoryLocationName": repo["location"]["name"],
-                    "repositoryName": repo["name"],
-                    "jobName": job,
-                },
-                "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]},
-                "runConfigData": config or {},
-            }
-        },
-    )
-    assert launched["launchRun"]["__typename"] == "LaunchRunSuccess", launched
-    return launched["launchRun"]["run"]["runId"]
 
 
 def _batches(settings) -> list[str]:
@@ -178,7 +154,7 @@ def test_a_launched_run_shows_its_steps_running_before_it_ends(ui, pipeline):
     base, browser = ui
     settings, _, _ = pipeline
     batch = _batches(settings)[0]
-    run_id = _launch(base, "process_batch", {"dagster/partition": batch})
+    run_id = launch(base, "process_batch", {"dagster/partition": batch})
     browser.go(f"{base}/runs/{run_id}")
     seen = []
     deadline = time.monotonic() + 240
@@ -203,7 +179,7 @@ def test_a_run_of_a_partition_without_its_folder_fails_in_one_line(ui, pipeline)
     _, instance, _ = pipeline
     instance.add_dynamic_partitions("batches", ["no-such-folder"])  # what "Add a partition" does
     try:
-        run_id = _launch(base, "process_batch", {"dagster/partition": "no-such-folder"})
+        run_id = launch(base, "process_batch", {"dagster/partition": "no-such-folder"})
         page = _open(ui, f"/runs/{run_id}", "missing-batch-folder", lambda t: "\nFailure\n" in t)
         assert "no batch folder 'no-such-folder' under" in page
         assert "Delete partitions" in page and "FileNotFoundError" not in page
@@ -272,7 +248,7 @@ def test_a_ui_launch_is_as_quick_as_the_cli(ui, pipeline):
     cli = time.monotonic() - started
 
     started, created = time.monotonic(), time.time()
-    _launch(base, "process_batch", {"dagster/partition": batch})
+    launch(base, "process_batch", {"dagster/partition": batch})
     run = _finished(instance, "process_batch", created)
     launched = time.monotonic() - started
     figures = {
