@@ -276,6 +276,40 @@ def json_lines(sample, looks_like, convert, reason: str, expected: str):
         yield record_line(line.record, partial(convert, obj, line.record), line.data, reason)
 
 
+def chat_run(obj: dict, messages: list[dict], record_id: str, notes, name: str) -> dict:
+    """A training-data record's run (ShareGPT, LLaMA-Factory): a chat, ungraded, its task the first user message's
+    hash, its tools the record's `tools` (a JSON string or a list; one that is not JSON is counted in the notes as
+    `<name>_tools_not_json`), else the calls it makes."""
+    tools = obj.get("tools")
+    if isinstance(tools, str):
+        try:
+            tools = orjson.loads(tools) if tools.strip() else []
+        except orjson.JSONDecodeError:
+            notes[f"{name}_tools_not_json"] += 1
+            tools = None
+    request = first_user_text(messages)
+    task = {
+        "task_id": task_id_of("chat", request),
+        "category": "chat",
+        "request": request,
+        "tools": tool_definitions(tools, notes) or called_tools(messages),
+    }
+    return trajectory(str(obj.get("id") or record_id), task, str(obj.get("model") or "unknown"), messages)
+
+
+def listed_records(sample, items: list | None, looks_like, convert, reason: str, expected: str):
+    """The records of a format written as JSON Lines or as a JSON list (`items`: the document's list): each
+    `convert(obj, record)`ed, and one that is not this format's record quarantined with `reason`."""
+    if sample.is_lines:
+        yield from json_lines(sample, looks_like, convert, reason, expected)
+        return
+    for i, obj in enumerate(items, 1):
+        if looks_like(obj):
+            yield record_line(i, partial(convert, obj, i), obj, reason)
+        else:
+            yield RawLine(i, orjson.dumps(obj)[:EXCERPT_BYTES], f"{reason}: expected {expected}")
+
+
 def session_entries(sample) -> list[dict]:
     """The file's lines as JSON objects; a line that cannot be read or is not one raises Malformed, naming it."""
     out = []

@@ -10,13 +10,10 @@ the trainer's, not the run's, and are not read."""
 
 from __future__ import annotations
 
-from functools import partial
-
 import orjson
 
 from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats import _common
-from cowork_assets.ingest.raw_files import RawLine
 
 NAME = "llamafactory"
 PRIORITY = 35  # before openai_chat, which takes any {"messages"} record and knows no `value` blocks
@@ -74,34 +71,11 @@ def messages_of(obj: dict, notes) -> list[dict]:
     return messages
 
 
-def convert(obj: dict, stem: str, record: int, notes) -> dict:
-    messages = messages_of(obj, notes)
-    tools = obj.get("tools")
-    if isinstance(tools, str):
-        try:
-            tools = orjson.loads(tools) if tools.strip() else []
-        except orjson.JSONDecodeError:
-            notes["llamafactory_tools_not_json"] += 1
-            tools = None
-    request = _common.first_user_text(messages)
-    task = {
-        "task_id": _common.task_id_of("chat", request),
-        "category": "chat",
-        "request": request,
-        "tools": _common.tool_definitions(tools, notes) or _common.called_tools(messages),
-    }
-    return _common.trajectory(str(obj.get("id") or f"{stem}:{record}"), task, "unknown", messages)
-
-
 def records(sample, batch):
     stem = sample.path.name.split(".")[0]
-    if sample.is_lines:
-        yield from _common.json_lines(
-            sample, looks_like, lambda obj, record: convert(obj, stem, record, batch.notes), REASON, EXPECTED
-        )
-        return
-    for i, obj in enumerate(sample.document, 1):
-        if looks_like(obj):
-            yield _common.record_line(i, partial(convert, obj, stem, i, batch.notes), obj, REASON)
-        else:
-            yield RawLine(i, orjson.dumps(obj)[: _common.EXCERPT_BYTES], f"{REASON}: expected {EXPECTED}")
+
+    def convert(obj: dict, record: int) -> dict:
+        return _common.chat_run(obj, messages_of(obj, batch.notes), f"{stem}:{record}", batch.notes, NAME)
+
+    items = None if sample.is_lines else sample.document
+    return _common.listed_records(sample, items, looks_like, convert, REASON, EXPECTED)

@@ -12,13 +12,10 @@ of as many results, else the first call. A record is a chat run, ungraded: its t
 
 from __future__ import annotations
 
-from functools import partial
-
 import orjson
 
 from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats import _common
-from cowork_assets.ingest.raw_files import RawLine
 
 NAME = "sharegpt"
 PRIORITY = 40
@@ -76,37 +73,11 @@ def messages_of(obj: dict) -> list[dict]:
     return messages
 
 
-def convert(obj: dict, stem: str, record: int, notes) -> dict:
-    messages = messages_of(obj)
-    tools = obj.get("tools")
-    if isinstance(tools, str):
-        try:
-            tools = orjson.loads(tools) if tools.strip() else []
-        except orjson.JSONDecodeError:
-            notes["sharegpt_tools_not_json"] += 1
-            tools = None
-    request = _common.first_user_text(messages)
-    task = {
-        "task_id": _common.task_id_of("chat", request),
-        "category": "chat",
-        "request": request,
-        "tools": _common.tool_definitions(tools, notes) or _common.called_tools(messages),
-    }
-    return _common.trajectory(
-        str(obj.get("id") or f"{stem}:{record}"), task, str(obj.get("model") or "unknown"), messages
-    )
-
-
 def records(sample, batch):
     stem = sample.path.name.split(".")[0]
-    if sample.is_lines:
-        yield from _common.json_lines(
-            sample, looks_like, lambda obj, record: convert(obj, stem, record, batch.notes), REASON, EXPECTED
-        )
-        return
-    for i, obj in enumerate(listed(sample.document), 1):
-        if looks_like(obj):
-            yield _common.record_line(i, partial(convert, obj, stem, i, batch.notes), obj, REASON)
-        else:
-            excerpt = orjson.dumps(obj)[: _common.EXCERPT_BYTES]
-            yield RawLine(i, excerpt, f"{REASON}: expected {EXPECTED}")
+
+    def convert(obj: dict, record: int) -> dict:
+        return _common.chat_run(obj, messages_of(obj), f"{stem}:{record}", batch.notes, NAME)
+
+    items = None if sample.is_lines else listed(sample.document)
+    return _common.listed_records(sample, items, looks_like, convert, REASON, EXPECTED)
