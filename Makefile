@@ -25,7 +25,7 @@ $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
-# Install exactly what uv.lock pins, with the deploy extra (Postgres storage, K8s run launcher)
+# Install exactly what uv.lock pins, with the deploy extra (Postgres storage, K8s and Celery run launchers)
 # for docs/deploy; bytecode compiled: imports are 2x faster without it here.
 $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
 	$(UV) sync --frozen --python $(PYTHON) --compile-bytecode --extra deploy

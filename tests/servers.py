@@ -1,6 +1,6 @@
-"""Real servers on loopback for the deployment tests, started and stopped by the tests themselves: moto's S3 server
-and a PostgreSQL cluster from the Debian package (initdb into a temporary folder, a free port); and a stand-in
-Kubernetes API that keeps the Jobs it is sent."""
+"""Real servers on loopback for the deployment tests, started and stopped by the tests themselves: moto's S3 server,
+a PostgreSQL cluster and a Redis server from the Debian packages (in a temporary folder, on a free port), Celery
+workers as docs/deployment.md starts them; and a stand-in Kubernetes API that keeps the Jobs it is sent."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import glob
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,6 +92,67 @@ def postgres_server() -> Iterator[dict[str, str]]:
     finally:
         run(str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[str]:
+    """A Redis server on 127.0.0.1 with nothing saved to disk: yields its URL (the Celery broker)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("Redis is not installed (Debian: apt-get install redis-server)")
+    port = _free_port()
+    server = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not _listening(port):
+            if time.monotonic() > deadline or server.poll() is not None:
+                pytest.fail("redis-server did not start")
+            time.sleep(0.1)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.kill()
+        server.wait()
+
+
+@contextlib.contextmanager
+def celery_workers(names: tuple[str, ...], home: str, log_dir: Path, **env: str) -> Iterator[list[subprocess.Popen]]:
+    """Celery workers started as docs/deployment.md starts them (docs/deploy/celery-worker.yaml, one run at a time
+    each, the environment's bin folder on PATH), with the instance in `home`: yields them, each the leader of a
+    session holding all its processes, and stops them at the end. `env` is the rest of the environment a worker
+    machine has (the broker, the COWORK_* variables)."""
+    from tests.conftest import ROOT
+
+    started, bin_folder = [], ROOT / ".venv" / "bin"
+    try:
+        for name in names:
+            command = [str(bin_folder / "dagster-celery"), "worker", "start", "-A", "dagster_celery.app"]
+            command += ["-y", str(ROOT / "docs" / "deploy" / "celery-worker.yaml"), "-n", name, "--"]
+            command += ["--concurrency=1"]
+            with open(log_dir / f"{name}.log", "w") as out:
+                started.append(
+                    subprocess.Popen(
+                        command,
+                        cwd=ROOT,
+                        env={**os.environ, "PATH": f"{bin_folder}:{os.environ['PATH']}", "DAGSTER_HOME": home, **env},
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
+        yield started
+    finally:
+        for worker in started:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
 
 
 @contextlib.contextmanager

@@ -1,9 +1,10 @@
 """The deployment examples in docs/deploy/ are valid configuration for the code as it is.
 
 There is no Kubernetes cluster here, so these tests check what can be checked without one (test_deployment.py
-runs the Postgres storage for real):
-the instance file passes Dagster's own schema, every class it names imports from the locked `deploy`
-extra and accepts its config, and the Helm values agree with it on what matters.
+runs the Postgres storage and the Celery run launcher for real):
+the instance file passes Dagster's own schema, every class it or the Celery section names imports from the locked
+`deploy` extra and accepts its config, the Celery workers' file is what dagster-celery reads, and the Helm values
+agree with the instance file on what matters.
 """
 
 from __future__ import annotations
@@ -33,11 +34,27 @@ def test_instance_file_passes_dagsters_schema():
     assert config["concurrency"]["runs"]["max_concurrent_runs"] == 8
 
 
-def test_the_run_launcher_imports_and_accepts_its_config(instance_yaml):
-    entry = instance_yaml["run_launcher"]
+@pytest.mark.parametrize("file", ["dagster.yaml", "celery-run-launcher.yaml"])
+def test_the_run_launcher_imports_and_accepts_its_config(file):
+    entry = yaml.safe_load((DEPLOY / file).read_text())["run_launcher"]
     cls = getattr(importlib.import_module(entry["module"]), entry["class"])
     result = validate_config(cls.config_type(), entry["config"])
     assert result.success, [e.message for e in result.errors]
+
+
+def test_celery_workers_listen_where_the_run_launcher_sends_runs(monkeypatch):
+    """The workers' file is read as `dagster-celery worker start -y` reads it, with the launcher's broker and
+    results backend, and a worker takes one run at a time (acknowledged when it ends, so none is reserved)."""
+    from dagster_celery.cli import get_validated_config
+
+    monkeypatch.setenv("COWORK_CELERY_BROKER", "redis://redis.internal:6379/0")
+    worker = get_validated_config(str(DEPLOY / "celery-worker.yaml"))
+    assert (worker["broker"], worker["backend"]) == ("redis://redis.internal:6379/0",) * 2
+    launcher = yaml.safe_load((DEPLOY / "celery-run-launcher.yaml").read_text())["run_launcher"]["config"]
+    assert {
+        k: yaml.safe_load((DEPLOY / "celery-worker.yaml").read_text())["execution"]["config"][k] for k in launcher
+    } == launcher
+    assert worker["config_source"] == {"task_acks_late": True}
 
 
 def test_postgres_storage_is_installed_with_the_deploy_extra(instance_yaml):

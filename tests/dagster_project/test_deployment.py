@@ -1,8 +1,8 @@
 """The documented deployment, run for real: docs/deploy/dagster.yaml's Postgres storage against a PostgreSQL server
-on loopback, with the data root in a bucket (moto's S3 server). Only its run launcher is swapped for the default
-one (there is no Kubernetes cluster here: each run is a process of its own, as each would be a pod). The CLI runs on
+on loopback, with the data root in a bucket (moto's S3 server), and the documented off-Kubernetes run launcher
+(docs/deploy/celery-run-launcher.yaml: Celery, with Redis as broker) in place of its Kubernetes one. The CLI runs on
 it; then `dagster dev` (webserver and daemon) with the deploy file's queued run coordinator, its sensors switched
-on, processes two batches dropped at once in two run workers side by side and publishes them. Every version
+on, processes two batches dropped at once in two Celery workers side by side and publishes them. Every version
 published equals a local run's over the same batches; the runs are in Postgres; a server that is not there is one
 line, not a traceback. And the deploy file's Kubernetes run launcher, pointed at a stand-in API, sends each run as
 the documented Job."""
@@ -20,16 +20,20 @@ from cowork_assets.synthetic.generate import generate
 from cowork_cli.cli import main
 from cowork_cli.runner import environment
 from tests.conftest import ROOT
-from tests.servers import postgres_server, s3_server
+from tests.servers import celery_workers, postgres_server, redis_server, s3_server
 
 BUCKET = "deployed"
 DATASETS = ("sft_dataset", "rl_tasks", "rl_rollouts")
+DEPLOY = ROOT / "docs" / "deploy"
 
 
-def _instance_home(home) -> str:
-    """A Dagster home with the deploy file as it is, but the default run launcher and no telemetry."""
-    config = yaml.safe_load((ROOT / "docs" / "deploy" / "dagster.yaml").read_text())
+def _instance_home(home, run_launcher: dict | None = None) -> str:
+    """A Dagster home with the deploy file as it is, but `run_launcher` (the default one if None) in place of its
+    Kubernetes one, and no telemetry."""
+    config = yaml.safe_load((DEPLOY / "dagster.yaml").read_text())
     config.pop("run_launcher")
+    if run_launcher:
+        config["run_launcher"] = run_launcher
     config["telemetry"] = {"enabled": False}
     home.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").write_text(yaml.safe_dump(config))
@@ -40,8 +44,14 @@ def _instance_home(home) -> str:
 def deployed(tmp_path_factory):
     base = tmp_path_factory.mktemp("deploy")
     generate(base / "raw", trajectories=24, batches=2, seed=5)
-    with postgres_server() as pg, environment(**pg), s3_server(BUCKET, base / "work"):
-        home = _instance_home(base / "home")
+    with (
+        postgres_server() as pg,
+        redis_server() as broker,
+        environment(**pg, COWORK_CELERY_BROKER=broker),
+        s3_server(BUCKET, base / "work"),
+    ):
+        celery = yaml.safe_load((DEPLOY / "celery-run-launcher.yaml").read_text())["run_launcher"]
+        home = _instance_home(base / "home", celery)
         remote = f"s3://{BUCKET}/curated"
         status = main(["run", "--raw-root", str(base / "raw"), "--data-root", remote, "--dagster-home", home])
         import dagster as dg
@@ -59,45 +69,59 @@ DROPPED = ("2026-12-02-teacher-x", "2026-12-02-teacher-y")
 
 
 def _dropped_batches_through_the_daemon(base, home: str, remote: str) -> dict:
-    """Two batches dropped at once while `dagster dev` runs on the deployed instance with the sensors on: the runs
-    it made (job, partition, status, start, end) and the versions current once nothing is in flight."""
-    import shutil
+    """Two batches dropped at once while `dagster dev` runs on the deployed instance with the sensors on and two
+    Celery workers take the runs it launches: the runs it made (job, partition, status, start, end, and which
+    worker executed it: 0 or 1, None for neither) and the versions current once nothing is in flight."""
+    import os
     import time
 
     import dagster as dg
 
-    from cowork_assets.orchestration.run_health import WAITING
+    from cowork_assets.orchestration.run_health import WAITING, recorded_process
     from tests.dagster_project.test_automation_live import SENSORS, START
     from tests.live_ui import dagster_dev, graphql
 
-    with dg.DagsterInstance.from_config(home) as instance:
+    roots = {"COWORK_RAW_ROOT": str(base / "raw"), "COWORK_DATA_ROOT": remote}
+    logs = [base / "dagster-dev.log", base / "worker-1.log", base / "worker-2.log"]
+    with (
+        dg.DagsterInstance.from_config(home) as instance,
+        celery_workers(("worker-1", "worker-2"), home, base, **roots) as workers,
+        dagster_dev(home, str(base / "raw"), remote, logs[0]) as (url, server),
+    ):
         before = {r.dagster_run.run_id for r in instance.get_run_records()}
-        with dagster_dev(home, str(base / "raw"), remote, base / "dagster-dev.log") as (url, server):
-            repo = graphql(url, SENSORS)["repositoriesOrError"]["nodes"][0]
-            for name in ("new_batch_sensor", "corpus_refresh_sensor"):
-                selector = {"repositoryLocationName": repo["location"]["name"], "repositoryName": repo["name"]}
-                graphql(url, START, {"s": {**selector, "sensorName": name}})
-            for seed, name in zip((6, 7), DROPPED):
-                generate(base / f"drop-{seed}", trajectories=6, batches=1, seed=seed)
-                (batch,) = [p for p in (base / f"drop-{seed}").iterdir() if p.is_dir()]
-                shutil.move(batch, base / "raw" / name)
-            deadline = time.monotonic() + 300
+        repo = graphql(url, SENSORS)["repositoriesOrError"]["nodes"][0]
+        for name in ("new_batch_sensor", "corpus_refresh_sensor"):
+            selector = {"repositoryLocationName": repo["location"]["name"], "repositoryName": repo["name"]}
+            graphql(url, START, {"s": {**selector, "sensorName": name}})
+        for seed in (6, 7):
+            generate(base / f"drop-{seed}", trajectories=6, batches=1, seed=seed)
+        for seed, name in zip((6, 7), DROPPED):  # both at once: one sensor tick sees both
+            (batch,) = [p for p in (base / f"drop-{seed}").iterdir() if p.is_dir()]
+            shutil.move(batch, base / "raw" / name)
+        deadline = time.monotonic() + 300
 
-            def runs() -> list:
-                return [r for r in instance.get_run_records() if r.dagster_run.run_id not in before]
+        def runs() -> list:
+            return [r for r in instance.get_run_records() if r.dagster_run.run_id not in before]
 
-            while not (
-                {r.dagster_run.job_name for r in runs()} >= {"process_batch", "refresh_corpus", "refresh_warehouse"}
-                and not instance.get_run_records(dg.RunsFilter(statuses=WAITING))
-            ):
-                if time.monotonic() > deadline or server.poll() is not None:
-                    pytest.fail(
-                        f"the daemon did not settle; log tail:\n{(base / 'dagster-dev.log').read_text()[-3000:]}"
-                    )
-                time.sleep(2)
+        while not (
+            {r.dagster_run.job_name for r in runs()} >= {"process_batch", "refresh_corpus", "refresh_warehouse"}
+            and not instance.get_run_records(dg.RunsFilter(statuses=WAITING))
+        ):
+            if time.monotonic() > deadline or any(p.poll() is not None for p in (server, *workers)):
+                tails = "\n".join(f"{log.name}:\n{log.read_text()[-2000:]}" for log in logs)
+                pytest.fail(f"the daemon did not settle; log tails:\n{tails}")
+            time.sleep(2)
+
+        def worker(run: dg.DagsterRun) -> int | None:
+            """The worker whose session holds the run's process (alive still: a worker keeps its processes)."""
+            identity = recorded_process(run)
+            session = os.getsid(int(identity.split(":")[1])) if identity else None
+            sessions = [w.pid for w in workers]
+            return sessions.index(session) if session in sessions else None
+
         made = [
             (r.dagster_run.job_name, r.dagster_run.tags.get("dagster/partition"), r.dagster_run.status.value)
-            + (r.start_time, r.end_time)
+            + (r.start_time, r.end_time, worker(r.dagster_run))
             for r in runs()
         ]
     return {"runs": made, "published": {d: versions.current(remote, d) for d in DATASETS}}
@@ -121,13 +145,14 @@ def test_a_deployed_run_publishes_what_a_local_run_publishes(deployed, tmp_path)
     assert all(rows.values())
 
 
-def test_the_daemon_runs_dropped_batches_side_by_side_and_publishes_what_a_local_run_does(deployed, tmp_path):
+def test_two_celery_workers_run_dropped_batches_side_by_side_and_publish_what_a_local_run_does(deployed, tmp_path):
     base, _, _, _, _, _, live = deployed
     batch_runs = sorted(r for r in live["runs"] if r[0] == "process_batch")
     assert [r[1:3] for r in batch_runs] == [(b, "SUCCESS") for b in DROPPED]
-    (_, _, _, start_x, end_x), (_, _, _, start_y, end_y) = batch_runs
-    assert start_x < end_y and start_y < end_x  # two run workers at once
-    assert all(status == "SUCCESS" for _, _, status, _, _ in live["runs"])
+    (_, _, _, start_x, end_x, worker_x), (_, _, _, start_y, end_y, worker_y) = batch_runs
+    assert start_x < end_y and start_y < end_x  # at once
+    assert {worker_x, worker_y} == {0, 1}  # one run in each worker
+    assert all(status == "SUCCESS" and worker is not None for _, _, status, _, _, worker in live["runs"])
     args = ["run", "--raw-root", str(base / "raw"), "--data-root", str(tmp_path / "local")]
     assert main([*args, "--dagster-home", str(tmp_path / "home")]) == 0
     digest = lambda version: version.split("-", 1)[1]  # noqa: E731  (the bucket's is its second version)
