@@ -105,9 +105,10 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
     )
     held = corpus_held_out(root, settings.holdout, settings.holdout_overlap)
     secret_checks = None
-    if settings.redact_secrets:
-        packages = read("task_packages", ["task_id", "request", "initial_state", "checks"]).unique("task_id")
-        secret_checks = checked_secrets(packages, Detector(tuple(settings.secret_allowlist)))
+    if settings.redact_secrets:  # one package per task, a batch's at a time: every batch's copies would be GBs
+        detector = Detector(tuple(settings.secret_allowlist))
+        found = [checked_secrets(p, detector) for p in TABLES["task_packages"].first_copies(root, "task_id")]
+        secret_checks = pl.concat(found).unique("task_id") if found else None
     found = find_exclusions(
         trajectories,
         read("structure_findings"),

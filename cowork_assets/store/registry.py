@@ -129,6 +129,12 @@ class Table:
         """The rows whose (batch, `key`) is in `keys`, in their order, a batch's file at a time."""
         return storage.read_keyed_rows(root, self, keys, key)
 
+    def first_copies(self, root: str, key: str) -> Iterator[pl.DataFrame]:
+        """The rows of each distinct `key` in the first batch that has it, a batch's rows at a time: each batch holds
+        its own copy of a task's package, and a cross-batch step must not hold every batch's copies at once."""
+        first = self.scan(root).select("batch", key).collect().unique(key, keep="first")
+        return (self.read_keyed(root, keys, key) for keys in first.partition_by("batch"))
+
     # Writing
     def write(self, frame: pl.DataFrame, root: str, batch: str | None = None) -> str:
         """Write the table's (or a batch's) file atomically, with the model's schema; its location."""

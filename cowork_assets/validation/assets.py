@@ -137,9 +137,7 @@ def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettin
 @dg.asset(**asset_args("task_findings"), check_specs=[tasks_consistent.spec])
 def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     root = settings.root
-    # each batch holds its own copy of a task's package: read one copy of each, a batch's copies at a time
-    first = TABLES["task_packages"].scan(root).select("batch", "task_hash").collect().unique("task_hash", keep="first")
-    packages = (TABLES["task_packages"].read_keyed(root, keys, "task_hash") for keys in first.partition_by("batch"))
+    packages = TABLES["task_packages"].first_copies(root, "task_hash")
     names = TABLES["trajectories"].scan(root).select("batch").unique().collect()["batch"].sort()
     scan = lambda table, batch: TABLES[table].scan(root, batch)  # noqa: E731
     found = find_task_findings(

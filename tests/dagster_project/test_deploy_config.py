@@ -51,9 +51,8 @@ def test_celery_workers_listen_where_the_run_launcher_sends_runs(monkeypatch):
     worker = get_validated_config(str(DEPLOY / "celery-worker.yaml"))
     assert (worker["broker"], worker["backend"]) == ("redis://redis.internal:6379/0",) * 2
     launcher = yaml.safe_load((DEPLOY / "celery-run-launcher.yaml").read_text())["run_launcher"]["config"]
-    assert {
-        k: yaml.safe_load((DEPLOY / "celery-worker.yaml").read_text())["execution"]["config"][k] for k in launcher
-    } == launcher
+    as_written = yaml.safe_load((DEPLOY / "celery-worker.yaml").read_text())["execution"]["config"]
+    assert {key: as_written[key] for key in launcher} == launcher  # the same variables
     assert worker["config_source"] == {"task_acks_late": True}
 
 

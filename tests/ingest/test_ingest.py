@@ -353,6 +353,20 @@ def test_keyed_rows_are_read_from_their_own_batch_in_the_order_asked(tmp_path, m
     assert TABLES["task_packages"].read_keyed(root, keys.head(0), "task_hash").columns == found.columns
 
 
+def test_first_copies_are_each_keys_rows_in_its_first_batch_a_batch_at_a_time(tmp_path):
+    import cowork_assets.store.storage as storage
+
+    root = str(tmp_path)
+    copies = {"b1": [("t1", "a"), ("t2", "a")], "b2": [("t2", "b"), ("t3", "b"), ("t3", "c")], "b3": [("t1", "d")]}
+    for batch, rows in copies.items():
+        frame = pl.DataFrame(rows, schema=["task_id", "state"], orient="row").with_columns(batch=pl.lit(batch))
+        storage.write_parquet_atomic(frame, TABLES["task_packages"].file(root, batch))
+    frames = list(TABLES["task_packages"].first_copies(root, "task_id"))
+    assert all(f["batch"].n_unique() == 1 for f in frames)  # one batch's rows at a time
+    found = pl.concat(frames).sort("task_id", "state").select("task_id", "batch", "state").rows()
+    assert found == [("t1", "b1", "a"), ("t2", "b1", "a"), ("t3", "b2", "b"), ("t3", "b2", "c")]
+
+
 def test_a_sorted_spill_gives_back_every_row_in_key_order_a_bucket_at_a_time(tmp_path):
     from cowork_assets.store.storage import SortedSpill
 
