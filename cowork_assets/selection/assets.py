@@ -107,8 +107,8 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
     secret_checks = None
     if settings.redact_secrets:  # one package per task, a batch's at a time: every batch's copies would be GBs
         detector = Detector(tuple(settings.secret_allowlist))
-        found = [checked_secrets(p, detector) for p in TABLES["task_packages"].first_copies(root, "task_id")]
-        secret_checks = pl.concat(found).unique("task_id") if found else None
+        per_batch = [checked_secrets(p, detector) for p in TABLES["task_packages"].first_copies(root, "task_id")]
+        secret_checks = pl.concat(per_batch).unique("task_id") if per_batch else None
     found = find_exclusions(
         trajectories,
         read("structure_findings"),
