@@ -266,6 +266,21 @@ def phase_peaks(samples: list[Sample], spans: dict) -> dict[str, dict]:
     return peaks
 
 
+def cross_batch_step_peaks(instance, since: float, samples: list[Sample]) -> dict[str, int]:
+    """The largest memory sample (MB, all processes) while each step of the cross-batch runs ran, largest first: the
+    selection's steps (dedup_clusters, exclusions) hold one task bucket at a time."""
+    times, peaks = [s.at for s in samples], {}
+    for record in _runs_since(instance, since):
+        if record.dagster_run.tags.get("dagster/partition"):  # a batch run
+            continue
+        for step in instance.get_run_step_stats(record.dagster_run.run_id):
+            if step.start_time and step.end_time:
+                lo, hi = bisect.bisect_left(times, step.start_time), bisect.bisect_right(times, step.end_time)
+                if inside := samples[lo:hi]:
+                    peaks[step.step_key] = max(peaks.get(step.step_key, 0), round(max(x.mb for x in inside)))
+    return dict(sorted(peaks.items(), key=lambda kv: -kv[1]))
+
+
 def phase_seconds(spans: dict, since: float, wall: float) -> dict[str, float]:
     """Where the wall time went: before the first batch run, the batch phase (runs in parallel), the
     cross-batch phase (one run after another), and the rest (between and after runs)."""
@@ -497,6 +512,7 @@ def bench(size: int, batches: int, out: Path, seed: int = 1, extras: Extras | No
         "phase_seconds": phase_seconds(spans, since, wall),
         "phase_cpu_seconds": phase_cpu_seconds(memory.samples, spans, since),
         "phase_peaks": phase_peaks(memory.samples, spans) if spans["batches"] else {},
+        "cross_batch_step_peaks": cross_batch_step_peaks(instance, since, memory.samples),
         "per_asset_seconds": steps,
         "per_asset_cpu_seconds": step_cpu,
         "content_digests": digests,  # to compare outputs across code versions
@@ -604,6 +620,12 @@ def report(figures: dict) -> str:
                 )
             ]
             if (peaks := figures.get("phase_peaks"))
+            else []
+        ),
+        *(
+            ["  cross-batch step peaks (MB, all processes; the selection's a task bucket at a time): "]
+            + [f"    {k:<40} {v:>8} MB" for k, v in steps.items()]
+            if (steps := figures.get("cross_batch_step_peaks"))
             else []
         ),
         "  time per asset (summed over runs):                wall        cpu",

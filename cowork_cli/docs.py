@@ -17,7 +17,7 @@ def tables_md() -> str:
     from cowork_assets.store.registry import REGISTRY
 
     where = {
-        "tables": "`tables/{name}/batch=<batch>/data.parquet`",
+        "tables": "`tables/{name}/{part}data.parquet`",
         "candidate": "`candidates/{dataset}/<digest>/*.parquet` (not a warehouse view)",
         "published": "`published/{name}/current/*.parquet`",
     }
@@ -27,16 +27,18 @@ def tables_md() -> str:
         GENERATED,
         "",
         "Every table and dataset the pipeline writes, in pipeline order, under the data root. Each table is a view",
-        "of the same name in the DuckDB file (`cowork-curate sql`), over every batch.",
+        "of the same name in the DuckDB file (`cowork-curate sql`), over every batch. The selection's tables are",
+        "computed a task bucket at a time and written a file per bucket: a task's bucket is the first hex digit of",
+        "the SHA-256 of its id (`cowork_assets/selection/buckets.py`).",
         "",
-        "| table | group | per batch | files |",
+        "| table | group | a file per | files |",
         "|---|---|---|---|",
     ]
     for t in REGISTRY:
-        files = where[t.location].format(name=t.name, dataset=t.dataset)
-        if t.location == "tables" and not t.per_batch:
-            files = f"`tables/{t.name}/data.parquet`"
-        lines.append(f"| [`{t.name}`](#{t.name}) | {t.group} | {'yes' if t.per_batch else 'no'} | {files} |")
+        part = f"{t.partitioned_by}=<{t.partitioned_by}>/" if t.partitioned_by else ""
+        files = where[t.location].format(name=t.name, dataset=t.dataset, part=part)
+        per = {"batch": "batch", "bucket": "task bucket"}.get(t.partitioned_by, "")
+        lines.append(f"| [`{t.name}`](#{t.name}) | {t.group} | {per} | {files} |")
     for t in REGISTRY:
         lines += ["", f"## {t.name}", "", t.description, "", f"Computed from: {', '.join(t.inputs)}.", ""]
         lines += ["| column | type | nullable | description |", "|---|---|---|---|"]

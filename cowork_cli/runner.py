@@ -197,13 +197,29 @@ def materialize_all(
     ):
         _wait_for_runs_elsewhere(instance, echo)
         for job in CORPUS_JOBS:
-            result = execute(job, instance, config, CLI_TAG)
+            result = _execute_on_one_corpus(execute, job, instance, config, settings.root, echo)
             echo(f"{job}: {'ok' if result.success else 'FAILED'}")
             if not result.success:
                 outcome.failed[job] = _first_error(result)
             _collect_failed_checks(outcome, result, None)
     outcome.seconds = time.monotonic() - started
     return outcome
+
+
+REFRESH_ATTEMPTS = 3
+
+
+def _execute_on_one_corpus(execute: Callable, job: str, instance, config: dict, root: str, echo: Callable[[str], None]):
+    """Run a corpus job; again (REFRESH_ATTEMPTS in all) when it failed while the corpus changed under it. A batch
+    another process finished meanwhile makes the selection's tables refuse to be read with the batches' as they are
+    now (`Table.read_current`): the next attempt computes them from the corpus as it is."""
+    for attempt in range(1, REFRESH_ATTEMPTS + 1):
+        before = batch_state.corpus_version(root)
+        result = execute(job, instance, config, CLI_TAG)
+        if result.success or attempt == REFRESH_ATTEMPTS or batch_state.corpus_version(root) == before:
+            return result
+        echo(f"{job}: the corpus changed while it ran (a batch finished elsewhere); running it again")
+    return result
 
 
 def ready_batches(settings: CurateSettings, found: list[str], echo: Callable[[str], None]) -> list[str]:

@@ -7,6 +7,7 @@ from cowork_assets.datasets.assets import dataset_assets
 from cowork_assets.evidence.assets import evidence
 from cowork_assets.ingest.assets import staging_tables
 from cowork_assets.orchestration.assets import batch_manifest
+from cowork_assets.orchestration.partitions import ALL_BUCKETS
 from cowork_assets.selection.assets import dedup_clusters, dedup_signatures, exclusions
 from cowork_assets.validation.assets import regrade, structure_findings, task_findings
 from cowork_assets.warehouse.assets import trace_sample_op, warehouse
@@ -36,9 +37,9 @@ process_batch = dg.define_asset_job(
 refresh_corpus = dg.define_asset_job(
     "refresh_corpus",
     selection=dg.AssetSelection.assets(*CROSS_BATCH),
-    tags=CROSS_BATCH_TAG,
-    description="Everything across batches: task findings, dedup clusters, exclusions, the gated datasets and "
-    "their publication.",
+    tags=CROSS_BATCH_TAG | ALL_BUCKETS,
+    description="Everything across batches: task findings, dedup clusters and exclusions (every task bucket, one "
+    "at a time), the gated datasets and their publication.",
 )
 
 refresh_warehouse = dg.define_asset_job(

@@ -47,6 +47,7 @@ from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.selection.exclusions import first_batch_rows
 from cowork_assets.selection.holdout import corpus_held_out, load, training_side
 from cowork_assets.store import versions
+from cowork_assets.store.batch_state import corpus_version
 from cowork_assets.store.models import arrow_schema
 from cowork_assets.store.registry import TABLES, published
 from cowork_assets.store.storage import (
@@ -65,7 +66,10 @@ GATE_PART_ROWS = 5_000  # rows of a candidate its gate holds at once (an RL task
 
 
 def _excluded(settings: CurateSettings, dataset: str) -> pl.DataFrame:
-    return TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == dataset)
+    """The exclusions of `dataset`, every task bucket's computed from the corpus as it is (else an error): a bucket
+    that predates a new batch would let its runs through unfiltered."""
+    found = TABLES["exclusions"].read_current(settings.root, corpus_version(settings.root))
+    return found.filter(pl.col("dataset") == dataset)
 
 
 def _held_out(settings: CurateSettings) -> list[str]:

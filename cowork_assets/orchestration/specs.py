@@ -9,15 +9,23 @@ from dataclasses import dataclass
 import dagster as dg
 
 from cowork_assets.orchestration.metadata import column_schema
-from cowork_assets.orchestration.partitions import CROSS_BATCH_POOL, batches
+from cowork_assets.orchestration.partitions import CROSS_BATCH_POOL, batches, task_buckets
 from cowork_assets.store.registry import TABLES, Table
+
+
+def _dep(table: Table, name: str) -> dg.AssetDep:
+    """What a table reads of an input: a bucket reads every batch of a per-batch input, its own bucket of a per-bucket
+    one (Dagster's default), all of an unpartitioned one."""
+    if table.per_bucket and TABLES[name].per_batch:
+        return dg.AssetDep(name, partition_mapping=dg.AllPartitionMapping())
+    return dg.AssetDep(name)
 
 
 def _common(table: Table) -> dict:
     return {
         "group_name": table.group,
         "description": table.description,
-        "deps": [dg.AssetKey(name) for name in table.inputs],
+        "deps": [_dep(table, name) for name in table.inputs],
         "kinds": {"parquet"} if table.location == "published" else {"parquet", "polars"},
         "metadata": {"dagster/column_schema": column_schema(table.model)},
     }
@@ -31,7 +39,12 @@ def spec(name: str) -> dg.AssetSpec:
 def asset_args(name: str) -> dict:
     """The arguments of `@dg.asset` that compute a table: name, group, partitions or pool, deps, ..."""
     table = TABLES[name]
-    where = {"partitions_def": batches} if table.per_batch else {"pool": CROSS_BATCH_POOL}
+    if table.per_batch:
+        where = {"partitions_def": batches}
+    elif table.per_bucket:  # a run's buckets in one step, which holds one at a time
+        where = {"partitions_def": task_buckets, "pool": CROSS_BATCH_POOL}
+    else:
+        where = {"pool": CROSS_BATCH_POOL}
     return {"name": name, **_common(table), **where}
 
 
@@ -48,7 +61,8 @@ class StepCheck:
 def step_check(
     asset: str, description: str, name: str | None = None, additional_deps: Iterable[str] = ()
 ) -> Callable[[Callable[..., dg.AssetCheckResult]], StepCheck]:
-    """Declare `evaluate` as a check of `asset` (partitioned as the asset's table is), named after the function."""
+    """Declare `evaluate` as a check of `asset`, named after the function: one result per batch of a per-batch table,
+    one for the whole of any other (a per-bucket table's check looks at every bucket)."""
 
     def declare(evaluate: Callable[..., dg.AssetCheckResult]) -> StepCheck:
         partitions = {"partitions_def": batches} if TABLES[asset].per_batch else {}

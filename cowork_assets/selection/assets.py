@@ -2,6 +2,7 @@
 
 import dagster as dg
 import polars as pl
+import pyarrow as pa
 
 from cowork_assets.curation.redact import checked_secrets
 from cowork_assets.curation.secrets import Detector
@@ -9,11 +10,16 @@ from cowork_assets.markdown import EXAMPLES, table
 from cowork_assets.orchestration.metadata import as_metadata, written
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.specs import asset_args, check_results, step_check
+from cowork_assets.selection.buckets import task_buckets
 from cowork_assets.selection.dedup import clusters
-from cowork_assets.selection.exclusions import find_exclusions, first_batch_rows
+from cowork_assets.selection.exclusions import exclusions_by_bucket, first_batch_rows
 from cowork_assets.selection.holdout import corpus_held_out
+from cowork_assets.selection.schemas import DedupSignatures
 from cowork_assets.selection.signatures import signatures
+from cowork_assets.store.batch_state import corpus_version
+from cowork_assets.store.models import arrow_schema
 from cowork_assets.store.registry import TABLES
+from cowork_assets.store.storage import PartSpill
 
 
 @dg.asset(**asset_args("dedup_signatures"))
@@ -69,26 +75,37 @@ def duplicate_rate(settings: CurateSettings) -> dg.AssetCheckResult:
     )
 
 
+SIGNATURE_COLUMNS = ["trajectory_id", "batch", "task_id", "content_hash", "shingles", "minhash", "score", "chars"]
+
+
 @dg.asset(**asset_args("dedup_clusters"), check_specs=[duplicate_rate.spec])
 def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    scan = TABLES["dedup_signatures"].scan(settings.root)
-    # A repeated id is excluded as such, not clustered: only its first batch's row is read. Chosen on the two
-    # id columns: choosing on every signature held them twice.
-    first = first_batch_rows(scan.select("trajectory_id", "batch").collect())
-    sigs = (
-        scan.select("trajectory_id", "batch", "task_id", "content_hash", "shingles", "minhash", "score", "chars")
-        .join(first.lazy(), on=["trajectory_id", "batch"], how="semi")
-        .collect()
-    )
-    found = clusters(sigs, settings.near_dup_threshold)
-    path = TABLES["dedup_clusters"].write(found, settings.root)
-    removed = found.filter(~pl.col("kept")).height
+    root, buckets, corpus = settings.root, context.partition_keys, corpus_version(settings.root)
+    signatures = TABLES["dedup_signatures"]
+    # A repeated id is excluded as such, not clustered: only its first batch's row is read (chosen on the id
+    # columns of every batch: choosing on every signature held them twice).
+    first = first_batch_rows(signatures.scan(root).select("trajectory_id", "batch", "task_id").collect())
+    first = first.with_columns(task_buckets(first["task_id"])).filter(pl.col("bucket").is_in(buckets))
+    columns = pa.schema([arrow_schema(DedupSignatures).field(c) for c in SIGNATURE_COLUMNS])
+    # Every batch's signatures, a batch at a time, spilled by task bucket; then clustered a bucket at a time.
+    with PartSpill(signatures.folder(root), columns, "bucket") as spill:
+        for (batch,), ids in first.drop("task_id").partition_by("batch", as_dict=True).items():
+            spill.write(signatures.read(root, batch, SIGNATURE_COLUMNS).join(ids, on=["batch", "trajectory_id"]))
+        runs = clustered = removed = 0
+        for i, bucket in enumerate(buckets, 1):
+            sigs = spill.take(bucket)
+            found = clusters(sigs, settings.near_dup_threshold)
+            TABLES["dedup_clusters"].write(found, root, bucket, corpus)
+            runs, clustered = runs + sigs.height, clustered + found["cluster_id"].n_unique()
+            removed += found.filter(~pl.col("kept")).height
+            context.log.info(f"task bucket {bucket} ({i}/{len(buckets)}): {sigs.height} teacher runs clustered")
     return dg.MaterializeResult(
         metadata={
-            "dagster/row_count": found.height,
-            "path": dg.MetadataValue.path(str(path)),
-            "teacher_runs": sigs.height,
-            "clusters": found["cluster_id"].n_unique(),
+            "dagster/row_count": TABLES["dedup_clusters"].rows(root),
+            "path": dg.MetadataValue.path(TABLES["dedup_clusters"].folder(root)),
+            "task_buckets": len(buckets),
+            "teacher_runs": runs,
+            "clusters": clustered,
             "duplicates_removed": removed,
             "near_dup_threshold": settings.near_dup_threshold,
         },
@@ -98,7 +115,7 @@ def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) 
 
 @dg.asset(**asset_args("exclusions"))
 def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    root = settings.root
+    root, buckets, corpus = settings.root, context.partition_keys, corpus_version(settings.root)
     read = lambda t, cols=None: TABLES[t].scan(root).select(cols or pl.all()).collect()  # noqa: E731
     trajectories = read(
         "trajectories", ["batch", "trajectory_id", "task_id", "teacher_role", "grade_passed", "grade_score"]
@@ -109,20 +126,24 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
         detector = Detector(tuple(settings.secret_allowlist))
         per_batch = [checked_secrets(p, detector) for p in TABLES["task_packages"].first_copies(root, "task_id")]
         secret_checks = pl.concat(per_batch).unique("task_id") if per_batch else None
-    found = find_exclusions(
+    parts = exclusions_by_bucket(
+        buckets,
+        lambda bucket: TABLES["dedup_clusters"].read_current(root, corpus, [bucket]),
         trajectories,
         read("structure_findings"),
         TABLES["task_findings"].read(root),
         read("evidence_rollup", ["batch", "trajectory_id", "lost_to_truncation", "redacted_evidence"]),
         read("sample_stats", ["batch", "trajectory_id", "verdict", "reason", "chars_after"]),
-        TABLES["dedup_clusters"].read(root),
-        settings.max_per_task,
-        settings.lost_evidence_policy,
-        settings.accept_ungraded,
         held,
         secret_checks,
+        max_per_task=settings.max_per_task,
+        lost_evidence_policy=settings.lost_evidence_policy,
+        accept_ungraded=settings.accept_ungraded,
     )
-    path = TABLES["exclusions"].write(found, root)
+    for i, (bucket, found) in enumerate(parts, 1):
+        TABLES["exclusions"].write(found, root, bucket, corpus)
+        context.log.info(f"task bucket {bucket} ({i}/{len(buckets)}): {found.height} exclusion rows")
+    found = TABLES["exclusions"].read(root)
     sft = found.filter(pl.col("dataset") == "sft")
     selected = trajectories.join(
         sft.select("batch", "trajectory_id").unique(), on=["batch", "trajectory_id"], how="anti"
@@ -132,7 +153,8 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
         metadata=as_metadata(
             {
                 "dagster/row_count": found.height,
-                "path": dg.MetadataValue.path(str(path)),
+                "path": dg.MetadataValue.path(TABLES["exclusions"].folder(root)),
+                "task_buckets": len(buckets),
                 "trajectories": trajectories.height,
                 "selected_for_sft": selected,
                 "tasks_excluded_from_rl": found.filter(pl.col("dataset") == "rl_tasks")["task_id"].n_unique(),

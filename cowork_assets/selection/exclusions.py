@@ -10,8 +10,11 @@ benchmark task (`selection/holdout.py`) is kept out of every dataset: its runs o
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+
 import polars as pl
 
+from cowork_assets.selection.buckets import task_buckets
 from cowork_assets.selection.holdout import HELD_OUT_SCHEMA
 from cowork_assets.selection.schemas import CRITERIA, Exclusions
 from cowork_assets.store.models import polars_schema
@@ -88,9 +91,10 @@ def find_exclusions(
     held: pl.DataFrame | None = None,
     secret_checks: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """`trajectories`: batch, trajectory_id, task_id, teacher_role, grade_passed, grade_score; `held`: the held-out
-    tasks (task_id, benchmark, reason, detail; `selection/holdout.py`); `secret_checks`: tasks whose checks hold a
-    redacted secret (task_id, kinds; `curation/redact.py`)."""
+    """`trajectories`: batch, trajectory_id, task_id, teacher_role, grade_passed, grade_score, and, where they are
+    only some of the corpus's tasks, kept_in: the first batch of the id in the whole corpus (`FIRST_BATCH` of the
+    frame otherwise); `held`: the held-out tasks (task_id, benchmark, reason, detail; `selection/holdout.py`);
+    `secret_checks`: tasks whose checks hold a redacted secret (task_id, kinds; `curation/redact.py`)."""
     t = trajectories
     held = held if held is not None else pl.DataFrame(schema=HELD_OUT_SCHEMA)
     holdout = t.join(held.select("task_id", held_reason="reason", held_detail="detail"), on="task_id")
@@ -111,7 +115,8 @@ def find_exclusions(
     secret = t.join(rollup.filter(pl.col("redacted_evidence") > 0).select(*run, "redacted_evidence"), on=run)
     dropped = t.join(stats.filter(pl.col("verdict") == "dropped").select(*run, "reason"), on=run)
     duplicates = t.join(clusters.filter(~pl.col("kept")).select(*run, "kind", "representative", "similarity"), on=run)
-    repeated = t.with_columns(kept_in=FIRST_BATCH).filter(pl.col("batch") != pl.col("kept_in"))
+    kept_in = pl.col("kept_in") if "kept_in" in t.columns else FIRST_BATCH
+    repeated = t.with_columns(kept_in=kept_in).filter(pl.col("batch") != pl.col("kept_in"))
     frames = [
         _rows(holdout, "holdout", reason, pl.col("held_detail")),
         _rows(
@@ -191,3 +196,40 @@ def find_exclusions(
     return pl.concat(
         [sft, rl_task_exclusions(task_findings), held_out_rows(held), secret_check_rows(secret_checks), rollouts]
     )
+
+
+def exclusions_by_bucket(
+    buckets: Iterable[str],
+    clusters_of: Callable[[str], pl.DataFrame],
+    trajectories: pl.DataFrame,
+    structure: pl.DataFrame,
+    task_findings: pl.DataFrame,
+    rollup: pl.DataFrame,
+    stats: pl.DataFrame,
+    held: pl.DataFrame | None = None,
+    secret_checks: pl.DataFrame | None = None,
+    **policy,
+) -> Iterator[tuple[str, pl.DataFrame]]:
+    """`find_exclusions` of the corpus a task bucket at a time (`selection/buckets.py`): (bucket, its rows) for each of
+    `buckets`, with the dedup clusters of a bucket from `clusters_of(bucket)` and `policy` (max_per_task,
+    lost_evidence_policy, accept_ungraded) as `find_exclusions` takes them. Every bucket's rows together are the whole
+    corpus's: its rules look within a task, and a repeated id is kept in its first batch across all of them."""
+    t = trajectories.with_columns(kept_in=FIRST_BATCH)
+    run = ["batch", "trajectory_id"]
+    runs = t.select(*run, task_buckets(t["task_id"]))
+    by_run = lambda f: f.join(runs, on=run, maintain_order="left")  # noqa: E731 (in order: a finding's first detail)
+    by_task = lambda f: f.with_columns(task_buckets(f["task_id"])) if f is not None else None  # noqa: E731
+    inputs = {
+        "trajectories": by_run(t),
+        "structure": by_run(structure),
+        "task_findings": by_task(task_findings),
+        "rollup": by_run(rollup),
+        "stats": by_run(stats),
+        "held": by_task(held),
+        "secret_checks": by_task(secret_checks),
+    }
+    for bucket in buckets:
+        part = {
+            k: f.filter(pl.col("bucket") == bucket).drop("bucket") if f is not None else None for k, f in inputs.items()
+        }
+        yield bucket, find_exclusions(**part, clusters=clusters_of(bucket), **policy)

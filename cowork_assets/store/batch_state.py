@@ -97,6 +97,15 @@ def processed_batches(root: str) -> list[str]:
     )
 
 
+def corpus_version(root: str) -> str:
+    """Which state of the corpus the tables hold: a digest of each processed batch with the raw files, settings and
+    code its manifest says it was processed from (what its tables follow from; not which run wrote them, so a batch
+    another machine redid the same way is the same). A table computed across batches notes it, so that what reads
+    it can tell whether the corpus changed since."""
+    found = [(b, manifest(root, b) or {}) for b in processed_batches(root)]
+    return hashlib.sha256(orjson.dumps([(b, m.get("raw"), m.get("settings")) for b, m in found])).hexdigest()[:16]
+
+
 # A batch run
 def start(
     root: str, batch: str, raw: str, settings: str, run_id: str, waiting: Callable[[str], None] | None = None

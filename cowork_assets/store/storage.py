@@ -256,37 +256,66 @@ class ArrowScratch:
             self._file.close()
 
 
+class PartSpill:
+    """Frames routed by the value of their `by` column to one scratch Arrow file per value, each read back once:
+    a cross-batch step reads its input a batch at a time and then works on one part at a time. The files are
+    removed as they are read, and all of them when the spill closes (as a context manager)."""
+
+    def __init__(self, near: str, schema: pa.Schema, by: str):
+        self.near, self.schema, self.by = near, schema, by
+        self._parts: dict[str, ArrowScratch] = {}
+
+    def write(self, frame: pl.DataFrame) -> None:
+        for (value,), part in frame.partition_by(self.by, as_dict=True, include_key=False).items():
+            if value not in self._parts:
+                self._parts[value] = ArrowScratch(self.near, self.schema)
+            self._parts[value].write(part)
+
+    def written(self) -> list:
+        """The values with rows not yet taken."""
+        return list(self._parts)
+
+    def take(self, value) -> pl.DataFrame:
+        """The rows written with `value` (none: an empty frame of the schema); its file goes."""
+        part = self._parts.pop(value, None)
+        if part is None:
+            return pl.from_arrow(self.schema.empty_table())
+        try:
+            return part.scan().collect()
+        finally:
+            part.remove()
+
+    def __enter__(self) -> PartSpill:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for part in self._parts.values():
+            part.remove()
+
+
 class SortedSpill:
     """Frames written in any order, read back sorted by a key: a cross-batch step builds its rows a batch
     at a time and writes them in one order without holding them all. Rows are routed as they are written
     to buckets of about `bucket_rows` rows each, by ranges of the key taken from `keys` (every row's key,
-    known in advance); each bucket is a local scratch Arrow file (written and read once), and reading
-    sorts one bucket at a time."""
+    known in advance), spilled as parts (`PartSpill`); reading sorts one bucket at a time."""
 
     def __init__(self, near: str, schema: pa.Schema, key: pl.Expr, keys: pl.Series, bucket_rows: int = 5_000):
-        self.near, self.schema, self.key, self.rows = near, schema, key, 0
+        self.key, self.rows = key, 0
         ordered = keys.sort()
         self._bounds = ordered.gather_every(bucket_rows, offset=bucket_rows).unique(maintain_order=True)
-        self._buckets: dict[int, ArrowScratch] = {}
+        self._buckets = PartSpill(near, schema, "_bucket")
 
     def write(self, frame: pl.DataFrame) -> None:
         bucket = self._bounds.search_sorted(frame.select(self.key.cast(self._bounds.dtype)).to_series(), side="right")
-        for (b,), part in frame.with_columns(_bucket=bucket).partition_by("_bucket", as_dict=True).items():
-            if b not in self._buckets:
-                self._buckets[b] = ArrowScratch(self.near, self.schema)
-            self._buckets[b].write(part)
+        self._buckets.write(frame.with_columns(_bucket=bucket))
         self.rows += frame.height
 
     def sorted(self, *by: str | pl.Expr) -> Iterator[pl.DataFrame]:
         """Every row written, a bucket at a time, sorted by the key and then `by`; the scratch files go as
         they are read (and all of them if reading stops early)."""
-        try:
-            for b in sorted(self._buckets):
-                yield self._buckets[b].scan().sort(self.key, *by).collect()
-                self._buckets[b].remove()
-        finally:
-            for bucket in self._buckets.values():
-                bucket.remove()
+        with self._buckets:
+            for b in sorted(self._buckets.written()):
+                yield self._buckets.take(b).sort(self.key, *by)
 
 
 def write_text_atomic(final: str | Path, text: str) -> str:
@@ -295,10 +324,24 @@ def write_text_atomic(final: str | Path, text: str) -> str:
     return str(final)
 
 
-def write_parquet_atomic(frame: pl.DataFrame, final: str, schema: pa.Schema | None = None) -> str:
+def write_parquet_atomic(
+    frame: pl.DataFrame, final: str, schema: pa.Schema | None = None, notes: dict[str, str] | None = None
+) -> str:
+    """Write `frame` as `final` at once (with exactly `schema`'s columns), with `notes` in the file's footer."""
+    table = frame.to_arrow() if schema is None else _arrow(frame, schema)
+    if notes:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **notes})
     with atomic_path(final) as tmp:
-        pq.write_table(frame.to_arrow() if schema is None else _arrow(frame, schema), tmp, **PARQUET_OPTIONS)
+        pq.write_table(table, tmp, **PARQUET_OPTIONS)
     return final
+
+
+def parquet_notes(location: str) -> dict[str, str]:
+    """The notes `write_parquet_atomic` put in a Parquet file's footer (its key-value metadata)."""
+    fs, path = filesystem(location)
+    with fs.open_input_file(path) as f:
+        found = pq.read_schema(f).metadata or {}
+    return {k.decode(): v.decode() for k, v in found.items()}
 
 
 def _arrow(frame: pl.DataFrame, schema: pa.Schema) -> pa.Table:

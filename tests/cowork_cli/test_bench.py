@@ -92,6 +92,11 @@ def test_bench_writes_its_figures_and_the_growth_between_sizes(benched):
         assert 0 < peak["mb"] <= figures["peak_memory_mb"]
         assert abs(sum(p["mb"] for p in peak["processes"]) - peak["mb"]) <= 2 * len(peak["processes"])
     assert "main process" in [p["process"] for p in peaks["cross_batch"]["processes"]]
+    step_peaks = figures["cross_batch_step_peaks"]  # each cross-batch step's, within its phase's peak
+    assert {"dedup_clusters", "exclusions", "sft_candidate"} <= set(step_peaks)
+    assert list(step_peaks.values()) == sorted(step_peaks.values(), reverse=True)
+    assert 0 < max(step_peaks.values()) <= peaks["cross_batch"]["mb"]
+    assert f"    {'dedup_clusters':<40} {step_peaks['dedup_clusters']:>8} MB" in report(figures)
     cpu = figures["phase_cpu_seconds"]  # every phase's CPU, of every process
     assert set(cpu) == set(phases) and cpu["batches"] > 0 and cpu["cross_batch"] > 0
     steps = figures["per_asset_cpu_seconds"]  # each step's, from the process that ran it

@@ -145,3 +145,42 @@ def test_batches_too_small_to_pay_for_workers_run_in_the_runs_own_process(tmp_pa
     with pytest.raises(ZeroDivisionError):  # the pool this test stands in for
         runner.materialize_all(settings.model_copy(update={"parallel_from_mb": 0}), instance, force=True)
     assert [p["max_workers"] for p in pools] == [2]
+
+
+def test_a_refresh_that_failed_while_a_batch_finished_elsewhere_runs_again_and_only_then(tmp_path):
+    """The corpus changing under a refresh makes its selection refuse to be read (a bucket would predate the new
+    batch): the CLI runs the refresh again, once per change, and a failure on an unchanged corpus stands."""
+    from types import SimpleNamespace
+
+    from cowork_assets.store import storage
+    from cowork_assets.store.batch_state import STATE
+    from cowork_cli.runner import REFRESH_ATTEMPTS, _execute_on_one_corpus
+
+    root, calls, said = str(tmp_path), [], []
+
+    def finish_a_batch(name: str) -> None:  # what another process's batch run leaves: its manifest
+        storage.write_text_atomic(f"{root}/{STATE}/manifests/{name}.json", '{"raw": "r", "settings": "s"}')
+
+    def execute(job, instance, config, tags):
+        calls.append(job)
+        if len(calls) == 1:
+            finish_a_batch("b2")  # finished while the first attempt ran: it fails
+        return SimpleNamespace(success=len(calls) > 1)
+
+    finish_a_batch("b1")
+    assert _execute_on_one_corpus(execute, "refresh_corpus", None, {}, root, said.append).success
+    assert calls == ["refresh_corpus"] * 2
+    assert said == ["refresh_corpus: the corpus changed while it ran (a batch finished elsewhere); running it again"]
+    calls.clear()
+    failing = lambda *args: calls.append(1) or SimpleNamespace(success=False)  # noqa: E731
+    assert not _execute_on_one_corpus(failing, "refresh_corpus", None, {}, root, said.append).success
+    assert calls == [1]  # nothing changed: not run again
+
+    def always_changing(*args):
+        calls.append(1)
+        finish_a_batch(f"late-{len(calls)}")
+        return SimpleNamespace(success=False)
+
+    calls.clear()
+    assert not _execute_on_one_corpus(always_changing, "refresh_corpus", None, {}, root, said.append).success
+    assert len(calls) == REFRESH_ATTEMPTS == 3

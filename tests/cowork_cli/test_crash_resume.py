@@ -10,6 +10,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from cowork_assets.runtime import scratch
+from cowork_assets.store.registry import TABLES as REGISTRY
 
 TABLES = [
     "trajectories",
@@ -42,8 +43,8 @@ def _tables(data):
     for t in TABLES:
         files = sorted((data / "tables" / t).glob("batch=*/data.parquet"))
         out[t] = pl.concat([pl.read_parquet(f) for f in files]).sort(pl.all())
-    for t in ("task_findings", "dedup_clusters", "exclusions"):
-        out[t] = pl.read_parquet(data / "tables" / t / "data.parquet")
+    for t in ("task_findings", "dedup_clusters", "exclusions"):  # one file, or a file per task bucket
+        out[t] = REGISTRY[t].read(str(data)).sort(pl.all())
     for d in ("sft_dataset", "rl_tasks", "rl_rollouts"):
         out[d] = pl.concat([pl.read_parquet(f) for f in sorted((data / "published" / d / "current").glob("*.parquet"))])
     return out

@@ -2,6 +2,7 @@
 
 import dagster as dg
 
+from cowork_assets.orchestration.partitions import batches, task_buckets
 from cowork_assets.orchestration.resources import CurateSettings
 from dagster_project.definitions import defs
 from tests.conftest import ROOT
@@ -73,6 +74,10 @@ def test_definitions_load_with_groups_checks_and_jobs():
         "skipped_inputs",
     }
     assert {"process_batch", "refresh_corpus", "refresh_warehouse"} <= set(repo.job_names)
+    refresh = repo.get_job("refresh_corpus")  # however it is launched, a run of it covers every task bucket
+    assert refresh.partitions_def == task_buckets and task_buckets.get_partition_keys() == list("0123456789abcdef")
+    assert refresh.tags["dagster/asset_partition_range_start"] == "0"
+    assert refresh.tags["dagster/asset_partition_range_end"] == "f"
     assert {s.name for s in repo.sensor_defs} == {"new_batch_sensor", "corpus_refresh_sensor", "dead_run_sensor"}
     assert {repo.get_job(j).executor_def.name for j in repo.job_names} == {"in_process"}  # as the CLI runs them
     assert sorted({graph.get(k).group_name for k in graph.get_all_asset_keys()}) == [
@@ -167,7 +172,8 @@ def test_the_registry_is_what_dagster_and_the_warehouse_see(tmp_path):
         spec = specs[table.name]
         assert spec.group_name.endswith("_" + table.group) and spec.description == table.description, table.name
         assert {d.asset_key.to_user_string() for d in spec.deps} == set(table.inputs), table.name
-        assert (spec.partitions_def is not None) == table.per_batch, table.name
+        partitions = {"batch": batches, "bucket": task_buckets}.get(table.partitioned_by)
+        assert spec.partitions_def == partitions, table.name
     assert set(specs) - {t.name for t in REGISTRY} == {"raw_batches", "batch_manifest", "dataset_card", "warehouse"}
     views = {name for name, _ in view_statements(str(tmp_path))}
     assert views == {t.name for t in REGISTRY if t.location != "candidate"} | {

@@ -478,7 +478,7 @@ def test_rollouts_publish_without_waiting_for_exclusions(pipeline, tmp_path):
 
     settings, _, _ = pipeline
     shutil.copytree(settings.local_root, tmp_path / "curated", symlinks=True)
-    (tmp_path / "curated" / "tables" / "exclusions" / "data.parquet").unlink()
+    shutil.rmtree(tmp_path / "curated" / "tables" / "exclusions")
     copy = settings.model_copy(update={"data_root": str(tmp_path / "curated")})
     result = defs.resolve_job_def("refresh_corpus").execute_in_process(
         run_config=_run_config(copy),

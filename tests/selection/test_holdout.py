@@ -98,7 +98,7 @@ def test_no_official_tau2_test_task_reaches_a_published_split(tmp_path):
     assert sft.height > 0 and rl.height > 0
     assert not official & set(sft["task_id"]) and not official & set(rl["extra_info"].struct.field("task_id"))
     runs = pl.read_parquet(tmp_path / "curated" / "tables" / "trajectories" / "batch=*" / "data.parquet")
-    excluded = pl.read_parquet(tmp_path / "curated" / "tables" / "exclusions" / "data.parquet")
+    excluded = pl.read_parquet(tmp_path / "curated" / "tables" / "exclusions" / "bucket=*" / "data.parquet")
     held = excluded.filter(pl.col("criterion") == "holdout", pl.col("dataset") == "sft")
     assert set(held["trajectory_id"]) == set(runs.filter(pl.col("task_id").is_in(list(official)))["trajectory_id"])
     train_side = set(training_side(load(["tau2"])))

@@ -3,8 +3,9 @@
 import polars as pl
 import pytest
 
+from cowork_assets.selection.buckets import BUCKETS, task_buckets
 from cowork_assets.selection.dedup import candidate_pairs, clusters, compared
-from cowork_assets.selection.exclusions import find_exclusions
+from cowork_assets.selection.exclusions import exclusions_by_bucket, find_exclusions
 from cowork_assets.selection.signatures import signatures
 from cowork_assets.store.registry import TABLES
 from tests.helpers import flatten, trajectory
@@ -255,6 +256,52 @@ def test_a_trajectory_id_repeated_in_another_batch_is_kept_once():
     ]
 
 
+def test_exclusions_a_task_bucket_at_a_time_are_the_whole_corpus_s():
+    """Three tasks in three buckets (task: 0, task-a: 3, task-b: b), each rule at work, and r4 in two batches under
+    tasks of two buckets: the buckets' rows together are exactly the whole corpus's."""
+    f = _frames()
+    runs = pl.DataFrame(
+        {
+            "batch": ["b", "b", "b", "a"],
+            "trajectory_id": ["r4", "r5", "r6", "r4"],
+            "task_id": ["task-a", "task-a", "task-b", "task-b"],
+            "teacher_role": "teacher",
+            "grade_passed": [True, True, True, False],
+            "grade_score": [1.0, 1.0, 1.0, 0.0],
+        }
+    )
+    f["trajectories"] = pl.concat([f["trajectories"], runs])
+    every = f["trajectories"].select("batch", "trajectory_id")
+    f["rollup"] = every.with_columns(lost_to_truncation=0, redacted_evidence=0)
+    f["stats"] = every.with_columns(verdict=pl.lit("kept"), reason=pl.lit(None, pl.String), chars_after=100)
+    f["task_findings"] = pl.DataFrame(
+        {
+            "task_id": ["task-a"],
+            "trajectory_id": [None],
+            "batch": [None],
+            "kind": ["unknown_tool"],
+            "severity": ["error"],
+            "detail": ["calls a tool the interface lacks"],
+        },
+        schema=f["task_findings"].schema,
+    )
+    f["clusters"] = pl.DataFrame(
+        {"batch": "b", "trajectory_id": ["r1"], "task_id": "task", "kind": "exact", "representative": "r3"}
+    ).with_columns(similarity=1.0, kept=False)
+    held = pl.DataFrame({"task_id": ["task-b"], "benchmark": "b", "reason": "listed", "detail": "in a test split"})
+    secrets = pl.DataFrame({"task_id": ["task"], "kinds": ["api key"]})
+    policy = {"max_per_task": 2, "lost_evidence_policy": "drop", "held": held, "secret_checks": secrets}
+    whole = find_exclusions(**f, **policy)
+    clusters = f.pop("clusters")
+    of_bucket = lambda b: clusters.filter(task_buckets(clusters["task_id"]) == b)  # noqa: E731
+    parts = dict(exclusions_by_bucket(BUCKETS, of_bucket, **f, **policy))
+    assert list(parts) == list(BUCKETS)
+    assert {b for b, rows in parts.items() if rows.height} == {"0", "3", "b"}
+    together = pl.concat(parts.values())
+    assert sorted(together.rows(), key=str) == sorted(whole.rows(), key=str) and together.height == whole.height == 13
+    assert ("b", "r4", "duplicate trajectory id") in parts["3"].select("batch", "trajectory_id", "reason").rows()
+
+
 def test_every_teacher_run_not_selected_is_explained(pipeline):
     settings, _, _ = pipeline
     found = TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == "sft")
@@ -318,7 +365,7 @@ def test_dedup_clusters_reads_a_repeated_id_from_its_first_batch_only(tmp_path):
         rows = sigs.with_columns(batch=pl.lit(batch))
         TABLES["dedup_signatures"].write(rows, tmp_path, batch)
     settings = CurateSettings(raw_root=str(tmp_path / "raw"), data_root=str(tmp_path))
-    dedup_clusters(dg.build_asset_context(), settings)
+    dedup_clusters(dg.build_asset_context(partition_key_range=dg.PartitionKeyRange(BUCKETS[0], BUCKETS[-1])), settings)
     found = TABLES["dedup_clusters"].read(tmp_path)
     assert found.select("trajectory_id", "batch", "kind").sort("trajectory_id").rows() == [
         ("r0", "a", "representative"),

@@ -1,0 +1,101 @@
+"""The selection a task bucket at a time: stable buckets, identical results, one bucket alone, stale buckets refused."""
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from cowork_assets.selection.buckets import BUCKETS, task_buckets
+from cowork_assets.selection.dedup import clusters
+from cowork_assets.selection.exclusions import first_batch_rows
+from cowork_assets.store.batch_state import corpus_version
+from cowork_assets.store.registry import TABLES
+
+
+def test_a_tasks_bucket_is_the_first_hex_digit_of_the_sha256_of_its_id():
+    ids = pl.Series(["task", "task-a", "task-b", "task", None, "tau2-airline-7"])
+    expected = [hashlib.sha256(t.encode()).hexdigest()[0] if t else "0" for t in ids]
+    assert task_buckets(ids).to_list() == expected == ["0", "3", "b", "0", "0", expected[-1]]
+    assert len(BUCKETS) == 16 and set(expected) <= set(BUCKETS)
+
+
+def test_a_part_spill_gives_back_each_values_rows_once_and_leaves_no_file(tmp_path):
+    from cowork_assets.store.storage import PartSpill
+
+    rows = pl.DataFrame({"bucket": [str(i % 3) for i in range(30)], "n": range(30)})
+    with PartSpill(str(tmp_path / "out.parquet"), rows.drop("bucket").to_arrow().schema, "bucket") as spill:
+        for part in rows.iter_slices(7):
+            spill.write(part)
+        assert sorted(spill.written()) == ["0", "1", "2"]
+        assert spill.take("1")["n"].to_list() == list(range(1, 30, 3))
+        assert spill.take("1").height == 0 and spill.take("9").columns == ["n"]  # taken once; never written
+    assert list(tmp_path.iterdir()) == []
+
+
+def _by_bucket(table: str, root: str) -> dict[str, pl.DataFrame]:
+    return {b: TABLES[table].read(root, b) for b in BUCKETS}
+
+
+def test_each_bucket_holds_its_tasks_and_the_clusters_are_those_of_the_whole_corpus(pipeline):
+    settings, _, _ = pipeline
+    for table in ("dedup_clusters", "exclusions"):
+        for bucket, rows in _by_bucket(table, settings.root).items():
+            assert set(task_buckets(rows["task_id"])) <= {bucket}, (table, bucket)
+    sigs = first_batch_rows(TABLES["dedup_signatures"].scan(settings.root).collect())
+    whole = clusters(sigs, settings.near_dup_threshold)
+    found = TABLES["dedup_clusters"].read(settings.root)
+    assert whole.height == found.height > 0
+    assert_frame_equal(found.sort("trajectory_id"), whole.sort("trajectory_id"))
+
+
+@pytest.fixture()
+def copied(pipeline, tmp_path):
+    settings, _, _ = pipeline
+    shutil.copytree(settings.local_root, tmp_path / "curated", symlinks=True)
+    return type(settings)(**settings.model_dump() | {"data_root": str(tmp_path / "curated")})
+
+
+def test_one_bucket_runs_alone_and_rewrites_only_its_own_files(copied):
+    from cowork_assets.selection.assets import dedup_clusters, exclusions
+
+    root = copied.root
+    before = {t: _by_bucket(t, root) for t in ("dedup_clusters", "exclusions")}
+    files = {(t, b): TABLES[t].committed_file(root, b) for t in before for b in BUCKETS}
+    stamps = {k: os.stat(f).st_mtime_ns for k, f in files.items()}
+    result = dg.materialize([dedup_clusters, exclusions], partition_key="3", resources={"settings": copied})
+    assert result.success
+    assert {e.partition for e in result.get_asset_materialization_events()} == {"3"}
+    changed = {k for k, f in files.items() if os.stat(f).st_mtime_ns != stamps[k]}
+    assert changed == {("dedup_clusters", "3"), ("exclusions", "3")}
+    for table, rows in before.items():
+        for bucket in BUCKETS:
+            assert_frame_equal(TABLES[table].read(root, bucket), rows[bucket])
+
+
+def test_a_bucket_computed_from_another_state_of_the_corpus_is_never_read(copied):
+    from cowork_cli.runner import _run_config, ensure_instance
+    from dagster_project.definitions import defs
+
+    root, corpus = copied.root, corpus_version(copied.root)
+    for bucket in BUCKETS:  # as a refresh of the corpus as it is leaves them
+        TABLES["exclusions"].write(TABLES["exclusions"].read(root, bucket), root, bucket, corpus)
+    assert TABLES["exclusions"].read_current(root, corpus).height == TABLES["exclusions"].rows(root)
+    stale = TABLES["exclusions"].read(root, "3")
+    TABLES["exclusions"].write(stale, root, "3", corpus="a corpus before the latest batch")
+    TABLES["exclusions"].write(TABLES["exclusions"].read(root, "5"), root, "5")  # noted by nothing
+    with pytest.raises(RuntimeError, match=r"exclusions: task bucket\(s\) 3, 5 were not computed from the corpus"):
+        TABLES["exclusions"].read_current(root, corpus)
+    assert TABLES["exclusions"].read_current(root, corpus, ["4"]).height == TABLES["exclusions"].rows(root, "4")
+    result = defs.resolve_job_def("refresh_corpus").execute_in_process(
+        run_config=_run_config(copied),
+        instance=ensure_instance(Path(root).parent / "home"),
+        raise_on_error=False,
+        asset_selection=[dg.AssetKey("sft_candidate")],
+    )
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert "task bucket(s) 3, 5 were not computed from the corpus as it is now" in str(failure.step_failure_data.error)
