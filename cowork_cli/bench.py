@@ -623,7 +623,7 @@ def report(figures: dict) -> str:
             else []
         ),
         *(
-            ["  cross-batch step peaks (MB, all processes; the selection's a task bucket at a time): "]
+            ["  cross-batch step peaks (MB, all processes; the selection steps hold one task bucket at a time):"]
             + [f"    {k:<40} {v:>8} MB" for k, v in steps.items()]
             if (steps := figures.get("cross_batch_step_peaks"))
             else []
