@@ -86,9 +86,9 @@ def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) 
     # columns of every batch: choosing on every signature held them twice).
     first = first_batch_rows(signatures.scan(root).select("trajectory_id", "batch", "task_id").collect())
     first = first.with_columns(task_buckets(first["task_id"])).filter(pl.col("bucket").is_in(buckets))
-    columns = pa.schema([arrow_schema(DedupSignatures).field(c) for c in SIGNATURE_COLUMNS])
+    schema = pa.schema([arrow_schema(DedupSignatures).field(c) for c in SIGNATURE_COLUMNS])
     # Every batch's signatures, a batch at a time, spilled by task bucket; then clustered a bucket at a time.
-    with PartSpill(signatures.folder(root), columns, "bucket") as spill:
+    with PartSpill(signatures.folder(root), schema, "bucket") as spill:
         for (batch,), ids in first.drop("task_id").partition_by("batch", as_dict=True).items():
             spill.write(signatures.read(root, batch, SIGNATURE_COLUMNS).join(ids, on=["batch", "trajectory_id"]))
         runs = clustered = removed = 0

@@ -220,7 +220,7 @@ def exclusions_by_bucket(
     by_run = lambda f: f.join(runs, on=run, maintain_order="left")  # noqa: E731 (in order: a finding's first detail)
     by_task = lambda f: f.with_columns(task_buckets(f["task_id"])) if f is not None else None  # noqa: E731
     inputs = {
-        "trajectories": by_run(t),
+        "trajectories": t.with_columns(runs["bucket"]),
         "structure": by_run(structure),
         "task_findings": by_task(task_findings),
         "rollup": by_run(rollup),

@@ -164,7 +164,7 @@ class Table:
                 "batch was added, redone or dropped since, or they never were); materialize every bucket of it "
                 "(the refresh_corpus job does) before what reads it"
             )
-        return pl.concat([pl.read_parquet(f) for f in files.values()]) if files else pl.DataFrame()
+        return pl.concat([pl.read_parquet(f) for f in files.values()])
 
     # Writing
     def write(self, frame: pl.DataFrame, root: str, part: str | None = None, corpus: str | None = None) -> str:
