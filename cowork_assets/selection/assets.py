@@ -143,7 +143,7 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
     for i, (bucket, found) in enumerate(parts, 1):
         TABLES["exclusions"].write(found, root, bucket, corpus)
         context.log.info(f"task bucket {bucket} ({i}/{len(buckets)}): {found.height} exclusion rows")
-    found = TABLES["exclusions"].read(root)
+    found = TABLES["exclusions"].read(root)  # every bucket's, not only this run's: the metadata describes the table
     sft = found.filter(pl.col("dataset") == "sft")
     selected = trajectories.join(
         sft.select("batch", "trajectory_id").unique(), on=["batch", "trajectory_id"], how="anti"
