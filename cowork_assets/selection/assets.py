@@ -10,7 +10,7 @@ from cowork_assets.markdown import EXAMPLES, table
 from cowork_assets.orchestration.metadata import as_metadata, written
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.specs import asset_args, check_results, step_check
-from cowork_assets.selection.buckets import task_buckets
+from cowork_assets.selection.buckets import bucket_groups, split_by_bucket, task_buckets
 from cowork_assets.selection.dedup import clusters
 from cowork_assets.selection.exclusions import exclusions_by_bucket, first_batch_rows
 from cowork_assets.selection.holdout import corpus_held_out
@@ -87,18 +87,22 @@ def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) 
     first = first_batch_rows(signatures.scan(root).select("trajectory_id", "batch", "task_id").collect())
     first = first.with_columns(task_buckets(first["task_id"])).filter(pl.col("bucket").is_in(buckets))
     schema = pa.schema([arrow_schema(DedupSignatures).field(c) for c in SIGNATURE_COLUMNS])
-    # Every batch's signatures, a batch at a time, spilled by task bucket; then clustered a bucket at a time.
+    # Every batch's signatures, a batch at a time, spilled by task bucket; then clustered a group of buckets at a time.
+    groups = bucket_groups(buckets, first["bucket"])
     with PartSpill(signatures.folder(root), schema, "bucket") as spill:
         for (batch,), ids in first.drop("task_id").partition_by("batch", as_dict=True).items():
             spill.write(signatures.read(root, batch, SIGNATURE_COLUMNS).join(ids, on=["batch", "trajectory_id"]))
         runs = clustered = removed = 0
-        for i, bucket in enumerate(buckets, 1):
-            sigs = spill.take(bucket)
+        for i, group in enumerate(groups, 1):
+            sigs = pl.concat([spill.take(bucket) for bucket in group])
             found = clusters(sigs, settings.near_dup_threshold)
-            TABLES["dedup_clusters"].write(found, root, bucket, corpus)
+            for bucket, part in split_by_bucket(found, group):
+                TABLES["dedup_clusters"].write(part, root, bucket, corpus)
             runs, clustered = runs + sigs.height, clustered + found["cluster_id"].n_unique()
             removed += found.filter(~pl.col("kept")).height
-            context.log.info(f"task bucket {bucket} ({i}/{len(buckets)}): {sigs.height} teacher runs clustered")
+            context.log.info(
+                f"task buckets {', '.join(group)} ({i}/{len(groups)}): {sigs.height} teacher runs clustered"
+            )
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": TABLES["dedup_clusters"].rows(root),

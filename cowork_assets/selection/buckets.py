@@ -9,6 +9,7 @@ SHA-256 of its id: stable across processes, machines and library versions (polar
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Iterator
 
 import polars as pl
 
@@ -25,3 +26,32 @@ def task_buckets(task_ids: pl.Series) -> pl.Series:
         .fill_null(BUCKETS[0])
         .alias("bucket")
     )
+
+
+# Runs a selection step holds at once: buckets smaller than this are worked together (a bucket's fixed cost, paid
+# 16 times on a small corpus, is most of its time); a larger bucket is worked alone.
+GROUP_RUNS = 20_000
+
+
+def bucket_groups(buckets: Iterable[str], bucket_of_runs: pl.Series, max_runs: int | None = None) -> list[list[str]]:
+    """`buckets` in order, gathered into consecutive groups of at most `max_runs` (by default `GROUP_RUNS`) runs, a
+    bucket over it alone; `bucket_of_runs` is each run's bucket."""
+    max_runs = max_runs or GROUP_RUNS
+    counts = dict(bucket_of_runs.value_counts().iter_rows())
+    groups: list[list[str]] = []
+    held = 0
+    for bucket in buckets:
+        n = counts.get(bucket, 0)
+        if not groups or held + n > max_runs:
+            groups.append([])
+            held = 0
+        groups[-1].append(bucket)
+        held += n
+    return groups
+
+
+def split_by_bucket(frame: pl.DataFrame, group: list[str]) -> Iterator[tuple[str, pl.DataFrame]]:
+    """(bucket, its rows of `frame`, by task_id) for each bucket of `group`, one with no rows included."""
+    parts = frame.with_columns(task_buckets(frame["task_id"])).partition_by("bucket", as_dict=True, include_key=False)
+    for bucket in group:
+        yield bucket, parts.get((bucket,), frame.clear())

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import polars as pl
 
-from cowork_assets.selection.buckets import task_buckets
+from cowork_assets.selection.buckets import bucket_groups, split_by_bucket, task_buckets
 from cowork_assets.selection.holdout import HELD_OUT_SCHEMA
 from cowork_assets.selection.schemas import CRITERIA, Exclusions
 from cowork_assets.store.models import polars_schema
@@ -208,12 +208,14 @@ def exclusions_by_bucket(
     stats: pl.DataFrame,
     held: pl.DataFrame | None = None,
     secret_checks: pl.DataFrame | None = None,
+    max_runs: int | None = None,
     **policy,
 ) -> Iterator[tuple[str, pl.DataFrame]]:
     """`find_exclusions` of the corpus a task bucket at a time (`selection/buckets.py`): (bucket, its rows) for each of
     `buckets`, with the dedup clusters of a bucket from `clusters_of(bucket)` and `policy` (max_per_task,
-    lost_evidence_policy, accept_ungraded) as `find_exclusions` takes them. Every bucket's rows together are the whole
-    corpus's: its rules look within a task, and a repeated id is kept in its first batch across all of them."""
+    lost_evidence_policy, accept_ungraded) as `find_exclusions` takes them. Buckets of at most `max_runs` runs together
+    are computed together (`bucket_groups`). Every bucket's rows together are the whole corpus's: its rules look within
+    a task, and a repeated id is kept in its first batch across all of them."""
     t = trajectories.with_columns(kept_in=FIRST_BATCH)
     run = ["batch", "trajectory_id"]
     runs = t.select(*run, task_buckets(t["task_id"]))
@@ -228,8 +230,10 @@ def exclusions_by_bucket(
         "held": by_task(held),
         "secret_checks": by_task(secret_checks),
     }
-    for bucket in buckets:
+    for group in bucket_groups(buckets, runs["bucket"], max_runs):
         part = {
-            k: f.filter(pl.col("bucket") == bucket).drop("bucket") if f is not None else None for k, f in inputs.items()
+            k: f.filter(pl.col("bucket").is_in(group)).drop("bucket") if f is not None else None
+            for k, f in inputs.items()
         }
-        yield bucket, find_exclusions(**part, clusters=clusters_of(bucket), **policy)
+        clusters = pl.concat([clusters_of(bucket) for bucket in group])
+        yield from split_by_bucket(find_exclusions(**part, clusters=clusters, **policy), group)

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from cowork_assets.selection.buckets import BUCKETS, task_buckets
+from cowork_assets.selection.buckets import BUCKETS, bucket_groups, split_by_bucket, task_buckets
 from cowork_assets.selection.dedup import clusters
 from cowork_assets.selection.exclusions import first_batch_rows
 from cowork_assets.store.batch_state import corpus_version
@@ -22,6 +22,19 @@ def test_a_tasks_bucket_is_the_first_hex_digit_of_the_sha256_of_its_id():
     expected = [hashlib.sha256(t.encode()).hexdigest()[0] if t else "0" for t in ids]
     assert task_buckets(ids).to_list() == expected == ["0", "3", "b", "0", "0", expected[-1]]
     assert len(BUCKETS) == 16 and set(expected) <= set(BUCKETS)
+
+
+def test_small_buckets_are_worked_together_up_to_a_number_of_runs_and_a_large_one_alone():
+    runs = pl.Series(["0"] * 5 + ["1"] * 2 + ["2"] * 2 + ["3"] + ["f"] * 4)
+    assert bucket_groups(BUCKETS, runs, 4) == [["0"], ["1", "2"], ["3", *BUCKETS[4:-1]], ["f"]]
+    assert bucket_groups(BUCKETS, runs, 14) == [list(BUCKETS)]
+    assert bucket_groups(BUCKETS, runs, 13) == [list(BUCKETS[:-1]), ["f"]]
+    assert bucket_groups(["2", "0", "1"], runs, 100) == [["2", "0", "1"]]  # in the order asked, only those
+    assert bucket_groups(["a", "b"], runs, 1) == [["a", "b"]]  # buckets with no runs are in a group too
+    rows = pl.DataFrame({"task_id": ["task", "task-a", "task-b", "task"], "n": [1, 2, 3, 4]})
+    parts = dict(split_by_bucket(rows, ["0", "3", "5"]))  # task: 0, task-a: 3, task-b: b
+    assert {b: f["n"].to_list() for b, f in parts.items()} == {"0": [1, 4], "3": [2], "5": []}
+    assert all(f.columns == ["task_id", "n"] for f in parts.values())
 
 
 def test_a_part_spill_gives_back_each_values_rows_once_and_leaves_no_file(tmp_path):
@@ -75,6 +88,28 @@ def test_one_bucket_runs_alone_and_rewrites_only_its_own_files(copied):
     for table, rows in before.items():
         for bucket in BUCKETS:
             assert_frame_equal(TABLES[table].read(root, bucket), rows[bucket])
+
+
+def test_buckets_worked_one_at_a_time_write_what_they_write_worked_together(copied, monkeypatch):
+    """The pipeline's corpus is small: its refresh worked every bucket in one group. A bucket at a time, the same
+    rows."""
+    from cowork_assets.selection import buckets
+    from cowork_assets.selection.assets import dedup_clusters, exclusions
+
+    together = {t: _by_bucket(t, copied.root) for t in ("dedup_clusters", "exclusions")}
+    assert sum(f.height for f in together["dedup_clusters"].values()) > 0
+    monkeypatch.setattr(buckets, "GROUP_RUNS", 1)
+    ranges = {"dagster/asset_partition_range_start": BUCKETS[0], "dagster/asset_partition_range_end": BUCKETS[-1]}
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize(
+        [dedup_clusters, exclusions], tags=ranges, resources={"settings": copied}, instance=instance
+    )
+    assert result.success
+    logged = [e.user_message for e in instance.all_logs(result.run_id)]
+    assert [m.split(" (")[0] for m in logged if "teacher runs clustered" in m] == [f"task buckets {b}" for b in BUCKETS]
+    for table, rows in together.items():
+        for bucket in BUCKETS:
+            assert_frame_equal(TABLES[table].read(copied.root, bucket), rows[bucket], check_row_order=False)
 
 
 def test_a_bucket_computed_from_another_state_of_the_corpus_is_never_read(copied):

@@ -256,9 +256,10 @@ def test_a_trajectory_id_repeated_in_another_batch_is_kept_once():
     ]
 
 
-def test_exclusions_a_task_bucket_at_a_time_are_the_whole_corpus_s():
+@pytest.mark.parametrize("max_runs", [1, 4, None])  # each bucket alone; "0" alone, then "1"-"f"; all together
+def test_exclusions_a_task_bucket_at_a_time_are_the_whole_corpus_s(max_runs):
     """Three tasks in three buckets (task: 0, task-a: 3, task-b: b), each rule at work, and r4 in two batches under
-    tasks of two buckets: the buckets' rows together are exactly the whole corpus's."""
+    tasks of two buckets: the buckets' rows together are exactly the whole corpus's, however they are grouped."""
     f = _frames()
     runs = pl.DataFrame(
         {
@@ -294,7 +295,7 @@ def test_exclusions_a_task_bucket_at_a_time_are_the_whole_corpus_s():
     whole = find_exclusions(**f, **policy)
     clusters = f.pop("clusters")
     of_bucket = lambda b: clusters.filter(task_buckets(clusters["task_id"]) == b)  # noqa: E731
-    parts = dict(exclusions_by_bucket(BUCKETS, of_bucket, **f, **policy))
+    parts = dict(exclusions_by_bucket(BUCKETS, of_bucket, **f, **policy, max_runs=max_runs))
     assert list(parts) == list(BUCKETS)
     assert {b for b, rows in parts.items() if rows.height} == {"0", "3", "b"}
     together = pl.concat(parts.values())
