@@ -12,6 +12,7 @@ names the tables there are.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Literal
 
@@ -125,18 +126,19 @@ class Table:
         copy, or as none."""
         committed = {n.removeprefix("batch=") for n in storage.list_names(self.folder(root), directories=True)}
         in_progress = aside.in_progress(root)
-        total = 0
-        for other in sorted((committed | set(in_progress)) - {batch}):
-            for f in [
+        copies = [
+            [
                 *(storage.join(a, self.name, FILE_NAME) for a in in_progress.get(other, [])),
                 self.committed_file(root, other),
-            ]:
-                try:
-                    total += storage.parquet_rows(f)
-                    break
-                except (OSError, pl.exceptions.PolarsError):  # not there (any more): its next copy
-                    continue
-        return total
+            ]
+            for other in sorted((committed | set(in_progress)) - {batch})
+        ]
+        settled = [files[0] for files in copies if len(files) == 1]
+        with suppress(
+            OSError, pl.exceptions.PolarsError
+        ):  # every footer in one read: a file a read each is O(batches²)
+            return storage.parquet_rows(settled) + sum(_first_rows(files) for files in copies if len(files) > 1)
+        return sum(_first_rows(files) for files in copies)
 
     def chunks(self, root: str, batch: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
         """A per-trajectory table of a batch, whole trajectories a chunk at a time (`storage.trajectory_chunks`)."""
@@ -177,6 +179,16 @@ class Table:
         """A sink for the table's (or a part's) file: frames streamed in, committed whole or aborted (as a
         context manager: committed when the block ends, aborted when it raises)."""
         return storage.ParquetSink(self.file(root, part), arrow_schema(self.model))
+
+
+def _first_rows(files: list[str]) -> int:
+    """Rows of the first of `files` there is (none: 0)."""
+    for f in files:
+        try:
+            return storage.parquet_rows(f)
+        except (OSError, pl.exceptions.PolarsError):  # not there (any more): its next copy
+            continue
+    return 0
 
 
 def _noted_corpus(location: str) -> str | None:
