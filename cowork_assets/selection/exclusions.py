@@ -213,9 +213,9 @@ def exclusions_by_bucket(
 ) -> Iterator[tuple[str, pl.DataFrame]]:
     """`find_exclusions` of the corpus a task bucket at a time (`selection/buckets.py`): (bucket, its rows) for each of
     `buckets`, with the dedup clusters of a bucket from `clusters_of(bucket)` and `policy` (max_per_task,
-    lost_evidence_policy, accept_ungraded) as `find_exclusions` takes them. Buckets of at most `max_runs` runs together
-    are computed together (`bucket_groups`). Every bucket's rows together are the whole corpus's: its rules look within
-    a task, and a repeated id is kept in its first batch across all of them."""
+    lost_evidence_policy, accept_ungraded) as `find_exclusions` takes them. Consecutive buckets are computed together
+    while their runs number at most `max_runs` (`bucket_groups`). Every bucket's rows together are the whole corpus's:
+    its rules look within a task, and a repeated id is kept in its first batch across all of them."""
     t = trajectories.with_columns(kept_in=FIRST_BATCH)
     run = ["batch", "trajectory_id"]
     runs = t.select(*run, task_buckets(t["task_id"]))
