@@ -133,10 +133,10 @@ class Table:
             ]
             for other in sorted((committed | set(in_progress)) - {batch})
         ]
+        # The settled batches' footers in one read (a read each made every batch run's metadata O(batches)); a file
+        # gone meanwhile fails it, and each batch is then read on its own.
         settled = [files[0] for files in copies if len(files) == 1]
-        with suppress(
-            OSError, pl.exceptions.PolarsError
-        ):  # every footer in one read: a file a read each is O(batches²)
+        with suppress(OSError, pl.exceptions.PolarsError):
             return storage.parquet_rows(settled) + sum(_first_rows(files) for files in copies if len(files) > 1)
         return sum(_first_rows(files) for files in copies)
 
