@@ -132,7 +132,7 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
         secret_checks = pl.concat(per_batch).unique("task_id") if per_batch else None
     parts = exclusions_by_bucket(
         buckets,
-        lambda bucket: TABLES["dedup_clusters"].read_current(root, corpus, [bucket]),
+        lambda group: TABLES["dedup_clusters"].read_current(root, corpus, group),
         trajectories,
         read("structure_findings"),
         TABLES["task_findings"].read(root),

@@ -200,7 +200,7 @@ def find_exclusions(
 
 def exclusions_by_bucket(
     buckets: Iterable[str],
-    clusters_of: Callable[[str], pl.DataFrame],
+    clusters_of: Callable[[list[str]], pl.DataFrame],
     trajectories: pl.DataFrame,
     structure: pl.DataFrame,
     task_findings: pl.DataFrame,
@@ -212,7 +212,7 @@ def exclusions_by_bucket(
     **policy,
 ) -> Iterator[tuple[str, pl.DataFrame]]:
     """`find_exclusions` of the corpus a task bucket at a time (`selection/buckets.py`): (bucket, its rows) for each of
-    `buckets`, with the dedup clusters of a bucket from `clusters_of(bucket)` and `policy` (max_per_task,
+    `buckets`, with the dedup clusters of some buckets from `clusters_of(buckets)` and `policy` (max_per_task,
     lost_evidence_policy, accept_ungraded) as `find_exclusions` takes them. Consecutive buckets are computed together
     while their runs number at most `max_runs` (`bucket_groups`). Every bucket's rows together are the whole corpus's:
     its rules look within a task, and a repeated id is kept in its first batch across all of them."""
@@ -235,5 +235,4 @@ def exclusions_by_bucket(
             k: f.filter(pl.col("bucket").is_in(group)).drop("bucket") if f is not None else None
             for k, f in inputs.items()
         }
-        clusters = pl.concat([clusters_of(bucket) for bucket in group])
-        yield from split_by_bucket(find_exclusions(**part, clusters=clusters, **policy), group)
+        yield from split_by_bucket(find_exclusions(**part, clusters=clusters_of(group), **policy), group)
