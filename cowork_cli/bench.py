@@ -227,12 +227,39 @@ def _runs_since(instance, since: float) -> list:
     return [r for r in instance.get_run_records() if r.create_timestamp.timestamp() >= since]
 
 
+def step_spans(instance, run_id: str) -> list[tuple[str, float, float]]:
+    """(name, start, end) of each step of a run, the batch step's stages as steps of their own: a stage ends at its
+    last materialization or check result, and the next starts there (orchestration/stages.py)."""
+    import dagster as dg
+
+    from dagster_project.jobs import BATCH_STAGES
+
+    stage_of = {key: stage.name for stage in BATCH_STAGES for key in stage.keys}
+    spans = []
+    for step in instance.get_run_step_stats(run_id):
+        if not (step.start_time and step.end_time):
+            continue
+        if step.step_key != "batch_stages":
+            spans.append((step.step_key, step.start_time, step.end_time))
+            continue
+        ends: dict[str, float] = {}
+        kinds = {dg.DagsterEventType.ASSET_MATERIALIZATION, dg.DagsterEventType.ASSET_CHECK_EVALUATION}
+        for record in instance.get_records_for_run(run_id, of_type=kinds).records:
+            event = record.event_log_entry.dagster_event
+            key = event.asset_key if event.is_step_materialization else event.event_specific_data.asset_key
+            ends[stage_of[key]] = record.event_log_entry.timestamp
+        start = step.start_time
+        for name, end in sorted(ends.items(), key=lambda kv: kv[1]):
+            spans.append((name, start, end))
+            start = end
+    return spans
+
+
 def per_asset_seconds(instance, since: float) -> dict[str, float]:
     seconds: dict[str, float] = defaultdict(float)
     for record in _runs_since(instance, since):
-        for step in instance.get_run_step_stats(record.dagster_run.run_id):
-            if step.start_time and step.end_time:
-                seconds[step.step_key] += step.end_time - step.start_time
+        for name, start, end in step_spans(instance, record.dagster_run.run_id):
+            seconds[name] += end - start
     return dict(sorted(seconds.items(), key=lambda kv: -kv[1]))
 
 
@@ -333,11 +360,10 @@ def per_asset_cpu_seconds(instance, since: float, memory: PeakMemory) -> dict[st
     times = [s.at for s in memory.samples]
     seconds: dict[str, float] = defaultdict(float)
     for run_id, pid in runs.items():
-        for step in instance.get_run_step_stats(run_id):
-            if step.start_time and step.end_time:
-                lo, hi = bisect.bisect_right(times, step.start_time), bisect.bisect_right(times, step.end_time)
-                for sample in memory.samples[lo:hi]:
-                    seconds[step.step_key] += sum(c for p, c in sample.cpu.items() if owners[p] == pid)
+        for name, start, end in step_spans(instance, run_id):
+            lo, hi = bisect.bisect_right(times, start), bisect.bisect_right(times, end)
+            for sample in memory.samples[lo:hi]:
+                seconds[name] += sum(c for p, c in sample.cpu.items() if owners[p] == pid)
     return {k: round(v, 1) for k, v in seconds.items()}
 
 

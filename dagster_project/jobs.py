@@ -8,11 +8,13 @@ from cowork_assets.evidence.assets import evidence
 from cowork_assets.ingest.assets import staging_tables
 from cowork_assets.orchestration.assets import batch_manifest
 from cowork_assets.orchestration.partitions import ALL_BUCKETS
+from cowork_assets.orchestration.stages import one_step
 from cowork_assets.selection.assets import dedup_clusters, dedup_signatures, exclusions
 from cowork_assets.validation.assets import regrade, structure_findings, task_findings
 from cowork_assets.warehouse.assets import trace_sample_op, warehouse
 
-PER_BATCH = [
+# A batch run's stages, in order, as one step (orchestration/stages.py): a step's fixed cost is paid once per run.
+BATCH_STAGES = (
     staging_tables,
     evidence,
     curation,
@@ -21,7 +23,14 @@ PER_BATCH = [
     regrade,
     dedup_signatures,
     batch_manifest,
-]
+)
+batch_stages = one_step(
+    "batch_stages",
+    BATCH_STAGES,
+    "A batch's stages in one step: ingest -> evidence -> curation -> truncation sweep -> structure findings -> "
+    "re-grade -> dedup signatures -> the batch's manifest.",
+)
+PER_BATCH = [batch_stages]
 CROSS_BATCH = [task_findings, dedup_clusters, exclusions, *dataset_assets]
 WAREHOUSE = [warehouse]
 # Cross-batch runs rewrite shared tables and publications: the run queue lets one run at a time.

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import pkgutil
 import re
 import subprocess
 import warnings
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from functools import cache
 from pathlib import Path
@@ -19,6 +21,7 @@ import dagster as dg
 
 import cowork_assets
 from cowork_assets.orchestration.lineage import COLUMN_LINEAGE
+from cowork_assets.orchestration.stages import BatchStage
 from cowork_assets.runtime.code_versions import code_version
 from cowork_assets.store.registry import published
 
@@ -33,10 +36,8 @@ def ordered(group: str) -> str:
     return f"{GROUPS.index(group) + 1}_{group}" if group in GROUPS else group
 
 
-@cache
-def defining_modules() -> dict[str, str]:
-    """Asset key -> the module that defines it: a stage's `assets.py` (no stage's imports another's assets)."""
-    found: dict[str, str] = {}
+def _stage_values() -> Iterator[tuple[str, object]]:
+    """(module name, value) of every stage's `assets.py`: its assets, specs and batch stages."""
     for info in pkgutil.iter_modules(cowork_assets.__path__):
         name = f"{cowork_assets.__name__}.{info.name}.assets"
         if not info.ispkg or importlib.util.find_spec(name) is None:
@@ -44,16 +45,48 @@ def defining_modules() -> dict[str, str]:
         values = list(vars(importlib.import_module(name)).values())
         made = [item for v in values if isinstance(v, list) for item in v]  # assets a stage makes in a loop
         for value in [*values, *made]:
-            keys = (
-                value.keys
-                if isinstance(value, dg.AssetsDefinition)
-                else [value.key]
-                if isinstance(value, dg.AssetSpec)
-                else []
-            )
-            for key in keys:
-                found.setdefault(key.to_user_string(), name)
+            yield name, value
+
+
+@cache
+def defining_modules() -> dict[str, str]:
+    """Asset key -> the module that defines it: a stage's `assets.py` (no stage's imports another's assets)."""
+    found: dict[str, str] = {}
+    for name, value in _stage_values():
+        keys = (
+            value.keys
+            if isinstance(value, dg.AssetsDefinition | BatchStage)
+            else [value.key]
+            if isinstance(value, dg.AssetSpec)
+            else []
+        )
+        for key in keys:
+            found.setdefault(key.to_user_string(), name)
     return found
+
+
+@cache
+def stage_functions() -> dict[dg.AssetKey, Callable]:
+    """Asset key -> the function of the batch stage that computes it: the source link of a table of the batch step."""
+    return {key: value.compute for _, value in _stage_values() if isinstance(value, BatchStage) for key in value.keys}
+
+
+def with_code_references(assets: dg.AssetsDefinition | dg.AssetSpec):
+    """Source links: a batch step's tables to their stages' functions, any other asset to its own function."""
+    stages = stage_functions()
+    if not isinstance(assets, dg.AssetsDefinition) or not all(k in stages for k in assets.keys):
+        return dg.with_source_code_references([assets])[0]
+
+    def linked(s: dg.AssetSpec) -> dg.AssetSpec:
+        compute = stages[s.key]
+        where = dg.LocalFileCodeReference(
+            file_path=inspect.getsourcefile(compute), line_number=inspect.getsourcelines(compute)[1]
+        )
+        return s.merge_attributes(
+            metadata={"dagster/code_references": dg.CodeReferencesMetadataValue(code_references=[where])}
+        )
+
+    return assets.map_asset_specs(linked)
 
 
 def with_sources(schema: dg.TableSchema, lineage: dict[str, list[tuple[str, str]]]) -> dg.TableSchema:
@@ -111,7 +144,7 @@ def present(assets: list, refresh_cron: str, per_batch: set[str]) -> list:
 
     with warnings.catch_warnings():  # source links are a beta feature; say so once in the docs, not per asset
         warnings.simplefilter("ignore", dg.BetaWarning)
-        referenced = dg.with_source_code_references(dg.map_asset_specs(spec, assets))
+        referenced = [with_code_references(a) for a in dg.map_asset_specs(spec, assets)]
         if remote := git_remote(REPO_ROOT):  # links to the repository, not to files on the machine that loaded it
             url, commit = remote
             mapping = dg.AnchorBasedFilePathMapping(local_file_anchor=REPO_ROOT, file_anchor_path_in_repository="")

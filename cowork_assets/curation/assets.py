@@ -12,9 +12,9 @@ from cowork_assets.curation.sweep import ALLOWANCES, recommendation, sweep, swee
 from cowork_assets.markdown import Markdown
 from cowork_assets.orchestration.lineage import column_lineage
 from cowork_assets.orchestration.metadata import as_metadata, written
-from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.orchestration.specs import asset_args, check_results, spec, step_check
+from cowork_assets.orchestration.specs import check_results, step_check
+from cowork_assets.orchestration.stages import batch_stage
 from cowork_assets.runtime.progress import throttled
 from cowork_assets.store.models import polars_schema
 from cowork_assets.store.registry import TABLES, batch_chunks, group
@@ -77,12 +77,7 @@ def strategy_comparison(settings: CurateSettings, b: str) -> dg.AssetCheckResult
 CURATION_CHECKS = [evidence_lost_to_truncation, evidence_lost_to_budget, strategy_comparison]
 
 
-@dg.multi_asset(
-    specs=[spec(name) for name in CURATED],
-    check_specs=[c.spec for c in CURATION_CHECKS],
-    partitions_def=batches,
-    can_subset=False,
-)
+@batch_stage(*CURATED, checks=CURATION_CHECKS)
 def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
     """Truncate observations, apply the budget, and audit which evidence each step removed."""
     batch, root = context.partition_key, settings.root
@@ -114,7 +109,7 @@ def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
     yield from check_results(CURATION_CHECKS, settings, batch)
 
 
-@dg.asset(**asset_args("truncation_sweep"))
+@batch_stage("truncation_sweep")
 def truncation_sweep(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     batch, root = context.partition_key, settings.root
     allowances = tuple(sorted(set(ALLOWANCES) | {settings.max_observation_chars}))

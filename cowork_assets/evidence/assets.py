@@ -8,14 +8,14 @@ import polars as pl
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.orchestration.metadata import counts_md, md_table, written
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.orchestration.specs import asset_args
+from cowork_assets.orchestration.stages import batch_stage
 from cowork_assets.runtime.progress import throttled
 from cowork_assets.store.registry import TABLES, batch_chunks
 
 CALL_COLUMNS = ["trajectory_id", "message_index", "tool_name", "arguments"]
 
 
-@dg.asset(**asset_args("evidence"))
+@batch_stage("evidence")
 def evidence(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     batch, root = context.partition_key, settings.root
     packages = TABLES["task_packages"].read(root, batch, columns=["task_hash", "checks", "tools"])

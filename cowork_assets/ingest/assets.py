@@ -10,7 +10,8 @@ from cowork_assets.markdown import EXAMPLES, table
 from cowork_assets.orchestration.metadata import as_metadata, counts_md, md_table, written
 from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.orchestration.specs import StepCheck, check_results, spec, step_check
+from cowork_assets.orchestration.specs import StepCheck, check_results, step_check
+from cowork_assets.orchestration.stages import batch_stage
 from cowork_assets.runtime.progress import throttled
 from cowork_assets.store import batch_state
 from cowork_assets.store.models import validate_table
@@ -84,12 +85,7 @@ def _schema_check(name: str) -> StepCheck:
 INGEST_CHECKS = [records_accounted_for, *(_schema_check(name) for name in BATCH_TABLES)]
 
 
-@dg.multi_asset(
-    specs=[spec(name) for name in group("staging")],
-    check_specs=[c.spec for c in INGEST_CHECKS],
-    partitions_def=batches,
-    can_subset=False,
-)
+@batch_stage(*group("staging"), checks=INGEST_CHECKS)
 def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
     """Parse one raw batch into the staging tables; bad records go to `quarantine`, never fail the run."""
     batch = context.partition_key

@@ -1,24 +1,27 @@
-"""The last step of a batch run: the batch's manifest (store/batch_state.py), written once every per-batch table is."""
+"""The last stage of a batch run: the batch's manifest (store/batch_state.py), written once every per-batch table is."""
 
 import dagster as dg
 
-from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.resources import CurateSettings
+from cowork_assets.orchestration.stages import batch_stage
 from cowork_assets.store import batch_state
 from cowork_assets.store.registry import REGISTRY
 
 PER_BATCH_TABLES = [t.name for t in REGISTRY if t.per_batch and t.location == "tables"]
 
 
-@dg.asset(
+MANIFEST = dg.AssetSpec(
+    "batch_manifest",
     group_name="batches",
-    partitions_def=batches,
     deps=PER_BATCH_TABLES,
     kinds={"json"},
     description="The batch as processed: its raw files' fingerprint when ingest read them, the settings and code it "
     "ran with, and each per-batch table's file with its size and sha256 (<data_root>/state/manifests/<batch>.json). "
     "A batch counts as processed only while its manifest verifies; publication checks every batch's.",
 )
+
+
+@batch_stage(specs=[MANIFEST])
 def batch_manifest(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     written = batch_state.finish(settings.root, context.partition_key, context.run.run_id)
     return dg.MaterializeResult(

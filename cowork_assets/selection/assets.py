@@ -10,6 +10,7 @@ from cowork_assets.markdown import EXAMPLES, table
 from cowork_assets.orchestration.metadata import as_metadata, written
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.specs import asset_args, check_results, step_check
+from cowork_assets.orchestration.stages import batch_stage
 from cowork_assets.selection.buckets import bucket_groups, split_by_bucket, task_buckets
 from cowork_assets.selection.dedup import clusters
 from cowork_assets.selection.exclusions import exclusions_by_bucket, first_batch_rows
@@ -22,7 +23,7 @@ from cowork_assets.store.registry import TABLES
 from cowork_assets.store.storage import PartSpill
 
 
-@dg.asset(**asset_args("dedup_signatures"))
+@batch_stage("dedup_signatures")
 def dedup_signatures(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     b, root = context.partition_key, settings.root
     teachers = (

@@ -9,6 +9,7 @@ from cowork_assets.markdown import EXAMPLES, table
 from cowork_assets.orchestration.metadata import as_metadata, counts_md, written
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.specs import asset_args, check_results, step_check
+from cowork_assets.orchestration.stages import batch_stage
 from cowork_assets.store.models import polars_schema
 from cowork_assets.store.registry import TABLES, batch_chunks
 from cowork_assets.validation.regrade import RUN_FIELDS, UNDECIDABLE, agreement, replay_grades
@@ -107,7 +108,7 @@ def tasks_consistent(settings: CurateSettings) -> dg.AssetCheckResult:
     )
 
 
-@dg.asset(**asset_args("structure_findings"), check_specs=[samples_structurally_valid.spec])
+@batch_stage("structure_findings", checks=[samples_structurally_valid])
 def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     b, root = context.partition_key, settings.root
     packages = TABLES["task_packages"].read(root, b, columns=["task_hash", "tools"])
@@ -154,7 +155,7 @@ def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -
     )
 
 
-@dg.asset(**asset_args("regrade"), check_specs=[grader_agreement.spec])
+@batch_stage("regrade", checks=[grader_agreement])
 def regrade(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     b, root = context.partition_key, settings.root
     packages = TABLES["task_packages"].read(root, b, columns=["task_hash", "category", "checks"])

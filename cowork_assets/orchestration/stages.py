@@ -1,0 +1,86 @@
+"""A batch run's stages as one Dagster step.
+
+Each stage (ingest, evidence, curation, ...) declares the tables it writes and the checks it reports in its own
+folder's `assets.py`, as a `BatchStage`. `one_step` makes them one multi-asset: one step per batch run instead of one
+per stage. The tables stay assets of their own, with their own checks, lineage and code versions. A step has a fixed
+cost that does not depend on the records: Dagster's step events, and a lookup of each input's latest materialization.
+On a small batch that fixed cost outweighs the stage's own work.
+"""
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import dagster as dg
+
+from cowork_assets.orchestration.partitions import batches
+from cowork_assets.orchestration.resources import CurateSettings
+from cowork_assets.orchestration.specs import StepCheck, spec
+
+
+@dataclass(frozen=True)
+class BatchStage:
+    """What a stage writes (`specs`), the checks it reports, and `compute(context, settings)`, which returns or
+    yields their results (a `MaterializeResult` without an asset key is for the stage's only table)."""
+
+    name: str
+    specs: tuple[dg.AssetSpec, ...]
+    checks: tuple[StepCheck, ...]
+    compute: Callable
+
+    @property
+    def keys(self) -> list[dg.AssetKey]:
+        return [s.key for s in self.specs]
+
+    def results(self, context: dg.AssetExecutionContext, settings: CurateSettings) -> Iterator:
+        """The stage's results, each naming its asset, with only the checks the run selected."""
+        out = self.compute(context, settings)
+        checks = context.selected_asset_check_keys
+        chosen = lambda r: dg.AssetCheckKey(r.asset_key, r.check_name) in checks  # noqa: E731
+        for result in [out] if isinstance(out, dg.MaterializeResult) else out:
+            if isinstance(result, dg.AssetCheckResult):
+                if chosen(result):
+                    yield result
+                continue
+            yield dg.MaterializeResult(
+                asset_key=result.asset_key or self.keys[0],
+                metadata=result.metadata,
+                check_results=[c for c in result.check_results or [] if chosen(c)],
+                data_version=result.data_version,
+                tags=result.tags,
+            )
+
+
+def batch_stage(
+    *tables: str, checks: Iterable[StepCheck] = (), specs: Sequence[dg.AssetSpec] = ()
+) -> Callable[[Callable], BatchStage]:
+    """Declare `compute` as the stage that writes `tables` (registered tables) or `specs`, and reports `checks`."""
+
+    def declare(compute: Callable) -> BatchStage:
+        return BatchStage(compute.__name__, (*map(spec, tables), *specs), tuple(checks), compute)
+
+    return declare
+
+
+def one_step(name: str, stages: Sequence[BatchStage], description: str) -> dg.AssetsDefinition:
+    """The stages, in order, as one step of a batch partition. A run may select some of them (the UI's
+    Materialize of one asset): a stage runs when its tables are selected, all of them, as it writes them together."""
+
+    @dg.multi_asset(
+        name=name,
+        description=description,
+        specs=[s for stage in stages for s in stage.specs],
+        check_specs=[c.spec for stage in stages for c in stage.checks],
+        partitions_def=batches,
+        can_subset=True,
+    )
+    def _step(context: dg.AssetExecutionContext, settings: CurateSettings):
+        selected = context.selected_asset_keys
+        for stage in stages:
+            chosen = [k for k in stage.keys if k in selected]
+            if chosen and len(chosen) < len(stage.keys):
+                names = ", ".join(k.to_user_string() for k in stage.keys)
+                raise dg.Failure(f"{stage.name} writes its tables together: select all of {names}")
+            if chosen:
+                yield from stage.results(context, settings)
+
+    return _step
