@@ -27,6 +27,7 @@ from cowork_assets.ingest.raw_files import batch_entries, discover_batches, not_
 from cowork_assets.orchestration.partitions import batches as batches_partitions
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.run_health import in_flight, publication_blocked, reap_dead_runs
+from cowork_assets.orchestration.stages import failed_stage
 from cowork_assets.runtime import scratch
 from cowork_assets.runtime.procfs import die_with_parent
 from cowork_assets.store import batch_state
@@ -352,12 +353,20 @@ def _collect_failed_checks(outcome: RunOutcome, result, batch: str | None) -> No
 
 
 def _first_error(result) -> str:
-    """The first failed step and its root cause, in one line."""
+    """The first failed step (of a batch run, the stage it stopped in) and its root cause, in one line."""
+    from dagster_project.jobs import BATCH_STAGES, batch_stages
+
     for event in result.all_events:
         if event.is_failure and event.event_specific_data is not None:
             error = getattr(event.event_specific_data, "error", None)
-            if error is not None:
-                return f"{event.step_key}: {root_cause(error)}" if event.step_key else root_cause(error)
+            if error is None:
+                continue
+            where = event.step_key
+            if where == batch_stages.op.name:
+                reported = {e.asset_key for e in result.get_asset_materialization_events()}
+                reported |= {dg.AssetCheckKey(e.asset_key, e.check_name) for e in result.get_asset_check_evaluations()}
+                where = failed_stage(BATCH_STAGES, reported) or where
+            return f"{where}: {root_cause(error)}" if where else root_cause(error)
     return "run failed (see the Dagster UI for the event log)"
 
 

@@ -31,6 +31,10 @@ class BatchStage:
     def keys(self) -> list[dg.AssetKey]:
         return [s.key for s in self.specs]
 
+    @property
+    def check_keys(self) -> list[dg.AssetCheckKey]:
+        return [c.spec.key for c in self.checks]
+
     def results(self, context: dg.AssetExecutionContext, settings: CurateSettings) -> Iterator:
         """The stage's results, each naming its asset, with only the checks the run selected."""
         out = self.compute(context, settings)
@@ -84,3 +88,9 @@ def one_step(name: str, stages: Sequence[BatchStage], description: str) -> dg.As
                 yield from stage.results(context, settings)
 
     return _step
+
+
+def failed_stage(stages: Sequence[BatchStage], reported: set) -> str | None:
+    """The stage a failed batch step stopped in: the first whose tables and checks (`AssetKey`s and `AssetCheckKey`s)
+    were not all reported."""
+    return next((s.name for s in stages if not {*s.keys, *s.check_keys} <= reported), None)
