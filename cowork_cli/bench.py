@@ -232,14 +232,14 @@ def step_spans(instance, run_id: str) -> list[tuple[str, float, float]]:
     last materialization or check result, and the next starts there (orchestration/stages.py)."""
     import dagster as dg
 
-    from dagster_project.jobs import BATCH_STAGES
+    from dagster_project.jobs import BATCH_STAGES, batch_stages
 
     stage_of = {key: stage.name for stage in BATCH_STAGES for key in stage.keys}
     spans = []
     for step in instance.get_run_step_stats(run_id):
         if not (step.start_time and step.end_time):
             continue
-        if step.step_key != "batch_stages":
+        if step.step_key != batch_stages.op.name:
             spans.append((step.step_key, step.start_time, step.end_time))
             continue
         ends: dict[str, float] = {}
