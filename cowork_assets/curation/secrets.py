@@ -104,6 +104,13 @@ def _random(value: str) -> bool:
     )
 
 
+def _ascii_boundaries(pattern: str) -> str:
+    """`pattern` with each word boundary `\\b` made ASCII, `(?-u:\\b)`. A Unicode boundary sends Rust's regex engine
+    from its DFA to a slower one (7x on JSON text); every `\\b` here sits beside an ASCII letter or digit of the
+    pattern, where an ASCII boundary is found wherever a Unicode one is, so the screen still passes every secret."""
+    return re.sub(r"\\(.)", lambda m: r"(?-u:\b)" if m.group(1) == "b" else m.group(0), pattern, flags=re.S)
+
+
 @dataclass
 class Detector:
     """Finds secrets in texts; `allow`: regular expressions of values that are not secrets."""
@@ -120,7 +127,7 @@ class Detector:
     def screen(self) -> str:
         """One Rust-syntax regular expression every text holding a secret matches (and a few others do)."""
         plugin = [re.sub(r"\(\?!\\w\)", "", p.pattern) for _, p in _plugin_patterns()]  # lookaheads: not in Rust
-        return "|".join(f"(?:{p})" for p in [*plugin, *OWN.values(), *CONTEXT.values()])
+        return "|".join(f"(?:{_ascii_boundaries(p)})" for p in [*plugin, *OWN.values(), *CONTEXT.values()])
 
     def find(self, text: str) -> dict[str, str]:
         """secret -> its kind, for every secret in `text`."""

@@ -50,6 +50,20 @@ def test_each_kind_is_found_and_replaced_by_its_placeholder(secret, kind):
     assert Detector().candidates(pl.Series([text])).to_list() == [True]  # the screen lets it through
 
 
+# Letters, digits and marks of other scripts, and non-ASCII spaces: where Unicode and ASCII word boundaries differ.
+NEIGHBOURS = ["", " ", "_", "é", "ß", "日", "\u00a0", "\u2003", "К", "1"]
+
+
+@pytest.mark.parametrize("secret", PLANTED, ids=list(PLANTED.values()))
+def test_the_screen_passes_every_text_in_which_a_secret_is_found_whatever_surrounds_it(secret):
+    texts = [f"{before}{_in_text(secret)}{after}" for before in NEIGHBOURS for after in NEIGHBOURS]
+    texts += [f"token: {before}Bearer Zq8vR2mK9xT4wY7p{after}" for before in NEIGHBOURS for after in NEIGHBOURS]
+    found = [bool(Detector().find(text)) for text in texts]
+    passed = Detector().candidates(pl.Series(texts)).to_list()
+    assert found[0] and found[len(NEIGHBOURS) ** 2]  # the secret alone, and the bearer token alone, are found
+    assert [t for t, f, p in zip(texts, found, passed) if f and not p] == []
+
+
 def test_values_graders_check_are_not_secrets_and_an_allow_list_exempts_a_known_example():
     assert Detector().find("\n".join(BENIGN)) == {}
     example = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example key
