@@ -1,16 +1,20 @@
 """Locate evidence values: where the agent first uses each, and every earlier message showing it.
 
-Each message is searched, in conversation order, for the values of its trajectory not yet used: a
-literal search (in polars) for each value's longest alphanumeric run rejects most (message, value)
-pairs, and the rest are matched exactly, boundary-aware, for character offsets in the original text.
+Each message is searched for the values of its trajectory: a literal search (in polars) for each value's
+longest alphanumeric run rejects most (message, value) pairs, and the rest are matched exactly,
+boundary-aware, for character offsets in the original text, by polars where the match is a plain search
+and by `values.matches` where it is not. A value's use is its first match in an assistant's message; the
+sightings kept are those before it.
 """
 
 from __future__ import annotations
 
+import itertools
+
 import polars as pl
 
 from cowork_assets.evidence.schemas import SHOWN
-from cowork_assets.evidence.values import ALNUM, GROUPED_DIGITS, matches, ungrouped
+from cowork_assets.evidence.values import ALNUM, GROUPED_DIGITS, NUMBER, matches, ungrouped
 
 OCCURRENCE_SCHEMA = {
     "trajectory_id": pl.String,
@@ -51,9 +55,9 @@ def searchable(messages: pl.DataFrame) -> pl.DataFrame:
 # Matching is on ASCII alphanumeric boundaries, so wherever a value occurs, each maximal alphanumeric
 # run of the value is also a whole run of the (normalised) text. A value is matched exactly only in the
 # messages that contain its longest run, its anchor: polars looks for each anchor in every message of its
-# trajectory (a literal search per (message, value) pair, ~10 pairs per message), and only the messages
-# with some anchor cross into Python. (Splitting every text into runs with a regex and joining them on
-# the anchors was measured 35-50% slower; the same search as a Python loop over the pairs, 15% slower.)
+# trajectory (a literal search per (message, value) pair, ~10 pairs per message). (Splitting every text
+# into runs with a regex and joining them on the anchors was measured 35-50% slower; the same search as a
+# Python loop over the pairs, 15% slower.)
 RUN = r"[0-9a-z]+"
 PAIRS_AT_ONCE = 1_000_000
 # A trajectory with more (message, value) pairs than this is searched with one automaton of its anchors instead.
@@ -99,8 +103,8 @@ def _texts(keys: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _crossing(texts: pl.DataFrame, anchored: pl.DataFrame) -> pl.DataFrame:
-    """The messages that contain some value's anchor, in conversation order, each with those values."""
+def _pairs(texts: pl.DataFrame, anchored: pl.DataFrame) -> pl.DataFrame:
+    """Each (message, value) pair whose message contains the value's anchor."""
     searched = texts.select("row", "trajectory_id", searched=pl.coalesce("ntext", "text"))
     key = pl.coalesce("anchor", "norm")  # no run: containment of the value itself
     pairs = (
@@ -116,8 +120,7 @@ def _crossing(texts: pl.DataFrame, anchored: pl.DataFrame) -> pl.DataFrame:
         .select("row", "norm", "anchor"),
         *(_searched_at_once(searched, anchored, tid) for tid in large),
     ]
-    candidates = pl.concat(found).group_by("row").agg("norm", "anchor")
-    return texts.join(candidates, on="row", maintain_order="left").select(
+    return texts.join(pl.concat(found), on="row").select(
         "trajectory_id", "message_index", "role", "text", "lowered", "ntext", "norm", "anchor"
     )
 
@@ -137,6 +140,47 @@ def _searched_at_once(searched: pl.DataFrame, anchored: pl.DataFrame, tid: str) 
     return hits.join(values, on="key").select("row", "norm", "anchor")
 
 
+# A value in the engine's reach: ASCII text and value, and no grouping comma to see past (a number in a text with a
+# comma). There `matches` is a plain search, which polars does: a pair whose value occurs once, or an assistant's
+# pair whose first occurrence has its boundaries, is decided by the engine; the others go to `matches`.
+_PLAIN = (
+    pl.col("lowered")
+    & pl.col("ntext").is_null()
+    & (pl.col("norm").str.len_bytes() == pl.col("norm").str.len_chars())
+    & ~(pl.col("norm").str.contains(NUMBER) & pl.col("text").str.contains(",", literal=True))
+)
+_EDGE = "[0-9a-z]"  # where a value's end is alphanumeric, the text's next character must not be
+
+
+def _bounded(pairs: pl.DataFrame) -> pl.DataFrame:
+    """`pairs` with `at`, the first occurrence of the value (null: none), `count`, how many there are without
+    overlapping, and `bounded`, whether the first has the boundaries `matches` asks for."""
+    n, text, at = pl.col("norm").str.len_bytes(), pl.col("text"), pl.col("at")
+    left = ~pl.col("norm").str.contains(f"^{_EDGE}") | (at == 0) | ~text.str.slice(at - 1, 1).str.contains(_EDGE)
+    right = (
+        ~pl.col("norm").str.contains(f"{_EDGE}$")
+        | (at + n == text.str.len_bytes())
+        | ~text.str.slice(at + n, 1).str.contains(_EDGE)
+    )
+    return pairs.with_columns(
+        at=text.str.find(pl.col("norm"), literal=True).cast(pl.Int64),
+        count=text.str.count_matches(pl.col("norm"), literal=True),
+    ).with_columns(bounded=left & right)
+
+
+def _matched_in_python(pairs: pl.DataFrame) -> list[tuple]:
+    """OCCURRENCE_SCHEMA rows of the pairs the engine left: an assistant's pair its first match only."""
+    rows = []
+    for tid, index, role, text, lowered, ntext, norm, anchor in pairs.iter_rows():
+        normalised = text if ntext is None else ntext
+        if anchor is not None and not _is_run(normalised, anchor, normalised.find(anchor)):
+            continue
+        found = matches(norm, text, text if lowered else None)
+        for start, length in itertools.islice(found, 1) if role == "assistant" else found:
+            rows.append((tid, norm, index, role, start, length, len(text)))
+    return rows
+
+
 def scan(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """For distinct (trajectory_id, norm) keys: (first use per key, every occurrence before that use)."""
     anchored = keys.select("trajectory_id", "norm").unique().with_columns(anchor=_anchor(pl.col("norm")))
@@ -148,31 +192,41 @@ def scan(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.D
         .join(anchored.group_by("trajectory_id").len("values"), on="trajectory_id", maintain_order="left")
         .with_columns(slice=pl.col("values").cum_sum() // PAIRS_AT_ONCE)
     )
-    uses: dict[tuple[str, str], int] = {}
-    occurrences = []
+    found = []
     for part in texts.partition_by("slice", maintain_order=True):
-        for tid, index, role, text, lowered, ntext, norms, anchors in _crossing(part, anchored).iter_rows():
-            normalised = text if ntext is None else ntext
-            for norm, anchor in zip(norms, anchors):
-                if (tid, norm) in uses:  # what follows a value's first use is irrelevant
-                    continue
-                if anchor is not None and not _is_run(normalised, anchor, normalised.find(anchor)):
-                    continue
-                if role == "assistant":
-                    if next(matches(norm, text, text if lowered else None), None):
-                        uses[(tid, norm)] = index
-                elif text:
-                    occurrences += [
-                        (tid, norm, index, role, start, length, len(text))
-                        for start, length in matches(norm, text, text if lowered else None)
-                    ]
-    used = pl.DataFrame(
-        [(t, n, i) for (t, n), i in uses.items()],
-        orient="row",
-        schema={"trajectory_id": pl.String, "norm": pl.String, "used_at": pl.Int32},
-    ).sort("trajectory_id", "norm")
-    occurrences = pl.DataFrame(occurrences, schema=OCCURRENCE_SCHEMA, orient="row").sort(
-        "trajectory_id", "norm", "message_index", "offset"
+        pairs = _pairs(part, anchored)
+        plain = _bounded(pairs.filter(_PLAIN))
+        # decided here: no occurrence; one, bounded; an assistant's first, bounded (its use)
+        decided = (pl.col("count") == 0) | pl.col("bounded") & (
+            (pl.col("count") == 1) | (pl.col("role") == "assistant")
+        )
+        found.append(
+            plain.filter(decided, pl.col("count") > 0).select(
+                "trajectory_id",
+                "norm",
+                "message_index",
+                "role",
+                offset="at",
+                length=pl.col("norm").str.len_bytes().cast(pl.Int64),
+                message_chars=pl.col("text").str.len_bytes().cast(pl.Int64),
+            )
+        )
+        rest = pl.concat([pairs.filter(~_PLAIN), plain.filter(~decided).select(pairs.columns)])
+        found.append(pl.DataFrame(_matched_in_python(rest), schema=OCCURRENCE_SCHEMA, orient="row"))
+    found = pl.concat(found) if found else pl.DataFrame(schema=OCCURRENCE_SCHEMA)
+    # a value's use is its first match in an assistant's message; what follows it is irrelevant
+    used = (
+        found.filter(pl.col("role") == "assistant")
+        .group_by("trajectory_id", "norm")
+        .agg(used_at=pl.col("message_index").min())
+        .sort("trajectory_id", "norm")
+    )
+    occurrences = (
+        found.filter(pl.col("role") != "assistant")
+        .join(used, on=["trajectory_id", "norm"], how="left")
+        .filter(pl.col("used_at").is_null() | (pl.col("message_index") < pl.col("used_at")))
+        .select(list(OCCURRENCE_SCHEMA))
+        .sort("trajectory_id", "norm", "message_index", "offset")
     )
     return used, occurrences
 

@@ -31,7 +31,8 @@ import polars as pl
 MIN_CHARS = 3
 MIN_RECORD_CHARS = 4
 MIN_DIGITS = 3
-_NUMBER = re.compile(r"^[+-]?[\d,]*\.?\d+$")
+NUMBER = r"^[+-]?[\d,]*\.?\d+$"  # a number, grouped or not (Python and polars regex)
+_NUMBER = re.compile(NUMBER)
 _RECORD_MARK = re.compile(r"[\d@#/:\s]")
 # Identifier-like tokens inside JSON argument text (polars regex: no look-arounds): links, emails, file
 # paths with an extension (what coding agents open and edit), and tokens holding a digit.

@@ -1,5 +1,7 @@
 """Evidence: what counts, how it is matched, and where it is located."""
 
+import random
+
 import polars as pl
 import pytest
 
@@ -255,6 +257,75 @@ def test_a_large_trajectory_searched_with_one_automaton_finds_what_the_pairs_fin
     assert paired[0].height > 100 and paired[1].height > 100
     assert paired[0].equals(at_once[0]) and paired[1].equals(at_once[1])
     test_location_search_edge_cases()
+
+
+def _scanned_pair_by_pair(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """What `scan` must find, decided the plain way: each message in conversation order, each value of its
+    trajectory not used yet whose anchor it contains, matched by `matches`."""
+    from cowork_assets.evidence import locate
+    from cowork_assets.evidence.values import matches
+
+    anchors = dict(keys.select("norm", anchor=locate._anchor(pl.col("norm"))).unique().iter_rows())
+    values: dict[str, list[str]] = {}
+    for tid, norm in keys.unique().sort("norm").iter_rows():
+        values.setdefault(tid, []).append(norm)
+    uses: dict[tuple[str, str], int] = {}
+    shown = []
+    for tid, index, role, text, lowered, ntext in locate._texts(keys, messages).iter_rows():
+        normalised = text if ntext is None else ntext
+        for norm in values.get(tid, []):
+            anchor = anchors[norm]
+            if (tid, norm) in uses or (anchor or norm) not in normalised:
+                continue
+            if anchor is not None and not locate._is_run(normalised, anchor, normalised.find(anchor)):
+                continue
+            found = list(matches(norm, text, text if lowered else None))
+            if role == "assistant" and found:
+                uses[(tid, norm)] = index
+            elif role != "assistant":
+                shown += [(tid, norm, index, role, start, length, len(text)) for start, length in found]
+    used = pl.DataFrame(
+        [(t, n, i) for (t, n), i in uses.items()],
+        orient="row",
+        schema={"trajectory_id": pl.String, "norm": pl.String, "used_at": pl.Int32},
+    ).sort("trajectory_id", "norm")
+    return used, pl.DataFrame(shown, schema=locate.OCCURRENCE_SCHEMA, orient="row").sort(
+        "trajectory_id", "norm", "message_index", "offset"
+    )
+
+
+def test_the_engine_finds_what_matching_each_message_in_turn_finds():
+    """Most (message, value) pairs are decided by polars (a value found once, or an assistant's first sighting with
+    its boundaries); the rest by `matches`. On random texts made to trip them (overlapping sightings, sightings
+    inside longer runs, grouping commas, upper case, non-ASCII letters), every use and sighting is what deciding
+    each pair with `matches` gives."""
+    from cowork_assets.evidence import locate
+
+    rng = random.Random(11)
+    fillers = [" ", " ", "; ", "x", "q", "7", ".", "-", ","]
+    foreign = ["é", "É", "ß"]  # in a few texts: those are searched by `matches`
+    pieces = ["a-a", "ab", "AB", "1,234", "1234", "12", "34", "1,2", "a-12,345", "12,34 1234"]
+    norms = ["a-a", "ab", "a-12", "1234", "1,234", "12,3", "x-ab", "é-ab", "-a", "1.2", "ab ab"]
+    frames, keys = [], []
+    for t in range(60):
+        tid = f"t{t}"
+        said = [
+            {
+                "role": rng.choice(["assistant", "tool", "user"]),
+                "content": "".join(rng.choice(pieces) if rng.random() < 0.3 else rng.choice(fillers) for _ in range(12))
+                + (rng.choice(foreign) if rng.random() < 0.2 else ""),
+            }
+            for _ in range(8)
+        ]
+        frames.append(flatten(trajectory([{"role": "user", "content": "go"}, *said], tid=tid))["messages"])
+        keys += [(tid, normalise(n)) for n in rng.sample(norms, 6)]
+    messages = pl.concat(frames)
+    keys = pl.DataFrame(keys, orient="row", schema={"trajectory_id": pl.String, "norm": pl.String})
+    used, shown = locate.scan(keys, messages)
+    expected_used, expected_shown = _scanned_pair_by_pair(keys, messages)
+    assert used.height > 30 and shown.height > 50
+    assert used.equals(expected_used)
+    assert shown.equals(expected_shown)
 
 
 def test_matching_one_long_trajectory_makes_frames_in_proportion_to_its_messages_plus_values(monkeypatch):
