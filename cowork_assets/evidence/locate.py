@@ -14,7 +14,7 @@ import itertools
 import polars as pl
 
 from cowork_assets.evidence.schemas import SHOWN
-from cowork_assets.evidence.values import ALNUM, GROUPED_DIGITS, NUMBER, matches, ungrouped
+from cowork_assets.evidence.values import ALNUM, GROUPED_DIGITS, matches, searched_plainly, sightings, ungrouped
 
 OCCURRENCE_SCHEMA = {
     "trajectory_id": pl.String,
@@ -140,32 +140,9 @@ def _searched_at_once(searched: pl.DataFrame, anchored: pl.DataFrame, tid: str) 
     return hits.join(values, on="key").select("row", "norm", "anchor")
 
 
-# A value in the engine's reach: ASCII text and value, and no grouping comma to see past (a number in a text with a
-# comma). There `matches` is a plain search, which polars does: a pair whose value occurs once, or an assistant's
-# pair whose first occurrence has its boundaries, is decided by the engine; the others go to `matches`.
-_PLAIN = (
-    pl.col("lowered")
-    & pl.col("ntext").is_null()
-    & (pl.col("norm").str.len_bytes() == pl.col("norm").str.len_chars())
-    & ~(pl.col("norm").str.contains(NUMBER) & pl.col("text").str.contains(",", literal=True))
-)
-_EDGE = "[0-9a-z]"  # where a value's end is alphanumeric, the text's next character must not be
-
-
-def _bounded(pairs: pl.DataFrame) -> pl.DataFrame:
-    """`pairs` with `at`, the first occurrence of the value (null: none), `count`, how many there are without
-    overlapping, and `bounded`, whether the first has the boundaries `matches` asks for."""
-    n, text, at = pl.col("norm").str.len_bytes(), pl.col("text"), pl.col("at")
-    left = ~pl.col("norm").str.contains(f"^{_EDGE}") | (at == 0) | ~text.str.slice(at - 1, 1).str.contains(_EDGE)
-    right = (
-        ~pl.col("norm").str.contains(f"{_EDGE}$")
-        | (at + n == text.str.len_bytes())
-        | ~text.str.slice(at + n, 1).str.contains(_EDGE)
-    )
-    return pairs.with_columns(
-        at=text.str.find(pl.col("norm"), literal=True).cast(pl.Int64),
-        count=text.str.count_matches(pl.col("norm"), literal=True),
-    ).with_columns(bounded=left & right)
+# Pairs in the engine's reach: ASCII text (lower-cased) and value, and no digit grouping to see past. Where the
+# value occurs once, or an assistant's first sighting has its boundaries, polars decides; the rest go to `matches`.
+_PLAIN = pl.col("lowered") & pl.col("ntext").is_null() & searched_plainly(pl.col("text"), pl.col("norm"))
 
 
 def _matched_in_python(pairs: pl.DataFrame) -> list[tuple]:
@@ -195,7 +172,7 @@ def scan(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.D
     found = []
     for part in texts.partition_by("slice", maintain_order=True):
         pairs = _pairs(part, anchored)
-        plain = _bounded(pairs.filter(_PLAIN))
+        plain = sightings(pairs.filter(_PLAIN))
         # decided here: no occurrence; one, bounded; an assistant's first, bounded (its use)
         decided = (pl.col("count") == 0) | pl.col("bounded") & (
             (pl.col("count") == 1) | (pl.col("role") == "assistant")

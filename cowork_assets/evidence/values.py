@@ -165,3 +165,33 @@ def ungrouped(lowered: pl.Expr) -> pl.Expr:
     for _ in range(2):  # "1,234,567": each pass removes every other separator
         lowered = lowered.str.replace_all(GROUPED_DIGITS, "${1}${2}")
     return lowered
+
+
+# The same matching in the engine, where it is a plain search (polars `str.find`): the rest go to `matches`.
+_EDGE = "[0-9a-z]"  # where a value's end is alphanumeric, the text's character beside it must not be
+
+
+def searched_plainly(text: pl.Expr, norm: pl.Expr) -> pl.Expr:
+    """Whether `matches(norm, text)` is a plain search of `text`, an ASCII text already lower-cased: an ASCII value,
+    and no grouping comma to see past (a number in a text with a comma)."""
+    return (norm.str.len_bytes() == norm.str.len_chars()) & ~(
+        norm.str.contains(NUMBER) & text.str.contains(",", literal=True)
+    )
+
+
+def sightings(frame: pl.DataFrame, text: str = "text", norm: str = "norm") -> pl.DataFrame:
+    """`frame` (where `searched_plainly`) with `at`, the first occurrence of the value in the text (null: none),
+    `count`, how many there are without overlapping, and `bounded`, whether the first has the boundaries `matches`
+    asks for. One occurrence, bounded, is the one match; a first one bounded is the first match; the rest is for
+    `matches` to decide."""
+    value, body, at = pl.col(norm), pl.col(text), pl.col("at")
+    n = value.str.len_bytes()
+    left = ~value.str.contains(f"^{_EDGE}") | (at == 0) | ~body.str.slice(at - 1, 1).str.contains(_EDGE)
+    right = (
+        ~value.str.contains(f"{_EDGE}$")
+        | (at + n == body.str.len_bytes())
+        | ~body.str.slice(at + n, 1).str.contains(_EDGE)
+    )
+    return frame.with_columns(
+        at=body.str.find(value, literal=True).cast(pl.Int64), count=body.str.count_matches(value, literal=True)
+    ).with_columns(bounded=left & right)
