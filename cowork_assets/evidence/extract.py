@@ -48,8 +48,11 @@ def enum_values(tools_json: str) -> frozenset[str]:
     return frozenset(found)
 
 
+# A batch's chunks share many of their packages (about half of a chunk's come again in another): each is read once.
+@lru_cache(maxsize=4096)
 def package_items(checks_json: str, tools_json: str) -> tuple[list[dict], list[dict], Counter]:
-    """(value items, created-item specs {check_id, tool, key}, unknown check types) of one package."""
+    """(value items, created-item specs {check_id, tool, key}, unknown check types) of one package; shared by
+    the calls for the same package, so not to be changed."""
     enums = enum_values(tools_json)
     items, specs, unknown = [], [], Counter()
     for check in check_types.parse(checks_json):
