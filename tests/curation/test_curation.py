@@ -1,6 +1,7 @@
 """Curation: spans and markers, truncation strategies, the budget, and the evidence audit."""
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 
 from cowork_assets.curation import strategies
 from cowork_assets.curation.curate import curate_chunk
-from cowork_assets.curation.spans import MARKER_RE, evidence_spans, merge, render, total
+from cowork_assets.curation.spans import MARKER_RE, SPAN, evidence_spans, merge, render, total
 from cowork_assets.curation.truncate import Shown
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.evidence.values import normalise
@@ -46,6 +47,36 @@ def test_evidence_spans(length, allowance, cores, context, spans, overflow):
     got, over = evidence_spans(length, allowance, cores, context)
     assert (got, over) == (spans, overflow)
     assert total(got) <= max(allowance, total(merge(cores))) or over
+
+
+def test_evidence_aware_spans_for_many_observations_at_once_are_evidence_spans_one_at_a_time(monkeypatch):
+    """The strategy computes its spans in polars where the windows of full context fit (or the evidence alone does
+    not), and by `evidence_spans` where they must narrow: on random observations (evidence overlapping, touching,
+    beyond the text, near both ends), every row's spans and overflow are what `evidence_spans` gives it."""
+    from cowork_assets.curation.strategies import evidence_aware
+
+    rng = random.Random(5)
+    rows = []
+    for _ in range(400):
+        length = rng.randint(1, 6000)
+        cores = []
+        for _ in range(rng.randint(1, 6)):
+            start = rng.randint(-50, length + 50)
+            cores.append({"start": start, "end": start + rng.randint(0, 300)})
+        rows.append({"length": length, "cores": cores})
+    observations = pl.DataFrame(rows, schema={"length": pl.Int64, "cores": pl.List(SPAN)})
+    narrowed = []  # the rows the strategy leaves to evidence_spans
+    monkeypatch.setattr(evidence_aware, "evidence_spans", lambda *a: narrowed.append(a) or evidence_spans(*a))
+    overflowing = 0
+    for allowance, context in [(1000, 60), (200, 50), (50, 0), (3000, 400)]:
+        got = evidence_aware.kept(observations, allowance, context)
+        expected = [
+            evidence_spans(r["length"], allowance, [(c["start"], c["end"]) for c in r["cores"]], context) for r in rows
+        ]
+        assert got["kept_spans"].to_list() == [[{"start": s, "end": e} for s, e in spans] for spans, _ in expected]
+        assert got["overflow_chars"].to_list() == [over for _, over in expected]
+        overflowing += sum(over > 0 for _, over in expected)
+    assert overflowing > 0 and narrowed and overflowing + len(narrowed) < 4 * len(rows)  # all three ways are taken
 
 
 def _curate(*trajs, **params):

@@ -7,7 +7,7 @@ value by value (interval arithmetic, curation/spans.py).
 
 import polars as pl
 
-from cowork_assets.curation.spans import SPAN, evidence_spans
+from cowork_assets.curation.spans import SPAN, evidence_spans, merged
 from cowork_assets.curation.strategies import head
 from cowork_assets.store.models import nest
 
@@ -18,24 +18,97 @@ def kept(observations: pl.DataFrame, allowance: int, context: int) -> pl.DataFra
     has_evidence = pl.col("cores").list.len().fill_null(0) > 0
     plain = head.kept(observations.filter(~has_evidence), allowance, context)
     windowed = observations.filter(has_evidence)
-    # Spans cross into Python and back as flat columns (`nest`): per-span dicts each way took half the
-    # time of the interval arithmetic itself.
-    field = pl.col("cores").list.eval
-    cores = windowed.select(
-        "length", starts=field(pl.element().struct.field("start")), ends=field(pl.element().struct.field("end"))
-    )
-    rows, starts, ends, overflow = [], [], [], []
-    for row, (length, core_starts, core_ends) in enumerate(cores.iter_rows()):
-        found, over = evidence_spans(length, allowance, list(zip(core_starts, core_ends)), context)
-        rows += [row] * len(found)
-        starts += [s for s, _ in found]
-        ends += [e for _, e in found]
-        overflow.append(over)
-    spans = pl.DataFrame({"row": rows, "start": starts, "end": ends}, schema={"row": pl.UInt32} | SPAN.to_schema())
+    spans, overflow, left = _windows(windowed, allowance, context)
+    spans = pl.concat([spans, _in_python(windowed, left, allowance, context)]).sort("row", "start")
     windowed = nest(windowed, spans, "row", "kept_spans", SPAN).with_columns(
         overflow_chars=pl.Series(overflow, dtype=pl.Int64)
     )
     return pl.concat([plain, windowed.select(*observations.columns, "kept_spans", "overflow_chars")])
+
+
+def _total(spans: pl.DataFrame, name: str) -> pl.DataFrame:
+    return spans.group_by("row").agg((pl.col("end") - pl.col("start")).sum().alias(name))
+
+
+def _windows(windowed: pl.DataFrame, allowance: int, context: int) -> tuple[pl.DataFrame, list, pl.Series]:
+    """`evidence_spans` for every row at once where its windows of full context fit the allowance (the usual
+    case) or its evidence alone does not: (row, start, end) spans, each row's overflow, and the rows left to
+    `evidence_spans` (those whose windows must be narrowed)."""
+    rows = windowed.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"), "length", "cores")
+    length = pl.col("length")
+    cores = merged(
+        rows.explode("cores")
+        .unnest("cores")
+        .select("row", start=pl.col("start").clip(0, length), end=pl.col("end").clip(0, length))
+    )
+    windows = merged(
+        cores.join(rows.select("row", "length"), on="row").select(
+            "row", start=(pl.col("start") - context).clip(0), end=(pl.col("end") + context).clip(upper_bound=length)
+        )
+    )
+    sizes = (
+        rows.select("row", "length")
+        .join(_total(cores, "evidence"), on="row", how="left")
+        .join(_total(windows, "windows"), on="row", how="left")
+    )
+    alone = sizes.filter(pl.col("evidence") >= allowance)["row"]  # the evidence alone: kept, overflowing
+    fits = sizes.filter(pl.col("evidence") < allowance, pl.col("windows") <= allowance)["row"]
+    # The head takes what the windows leave: it reaches the point before which as many characters lie outside
+    # the windows as the allowance has left over (`evidence_spans` grows it by the slack until it does).
+    first = (pl.col("row") != pl.col("row").shift(1)).fill_null(True)  # a row's first window
+    gaps = (
+        windows.join(fits.to_frame(), on="row", how="semi")
+        .join(sizes.select("row", "length", "windows"), on="row", maintain_order="left")
+        .with_columns(
+            spare=allowance - pl.col("windows"),
+            gap=pl.col("start") - pl.when(first).then(0).otherwise(pl.col("end").shift(1)),
+        )
+        .with_columns(
+            before=pl.col("gap").cum_sum() - pl.when(first).then(pl.col("gap").cum_sum() - pl.col("gap")).forward_fill()
+        )
+    )
+    reached = gaps.filter(pl.col("before") >= pl.col("spare")).group_by("row", maintain_order=True).first()
+    ends = gaps.group_by("row", maintain_order=True).last()
+    heads = pl.concat(
+        [
+            reached.select("row", "length", end=pl.col("start") - (pl.col("before") - pl.col("spare"))),
+            ends.join(reached, on="row", how="anti").select(
+                "row", "length", end=pl.col("end") + pl.col("spare") - pl.col("before")
+            ),
+        ]
+    ).select("row", start=pl.lit(0, pl.Int64), end=pl.min_horizontal("end", "length"))
+    spans = pl.concat(
+        [
+            cores.join(alone.to_frame(), on="row", how="semi"),
+            merged(pl.concat([heads, windows.join(fits.to_frame(), on="row", how="semi")])),
+        ]
+    )
+    over = dict(
+        sizes.filter(pl.col("row").is_in(alone.implode())).select("row", pl.col("evidence") - allowance).iter_rows()
+    )
+    overflow = [over.get(row, 0) for row in range(windowed.height)]  # narrowed windows fit: no overflow
+    left = sizes.filter(~pl.col("row").is_in(pl.concat([alone, fits]).implode()))["row"]
+    return spans, overflow, left
+
+
+def _in_python(windowed: pl.DataFrame, left: pl.Series, allowance: int, context: int) -> pl.DataFrame:
+    """(row, start, end) spans of the `left` rows, by `evidence_spans`."""
+    field = pl.col("cores").list.eval
+    cores = (
+        windowed.with_row_index("row")
+        .filter(pl.col("row").is_in(left.implode()))
+        .select(
+            "row",
+            "length",
+            starts=field(pl.element().struct.field("start")),
+            ends=field(pl.element().struct.field("end")),
+        )
+    )
+    found = []
+    for row, length, starts, ends in cores.iter_rows():
+        spans, _ = evidence_spans(length, allowance, list(zip(starts, ends)), context)
+        found += [(row, s, e) for s, e in spans]
+    return pl.DataFrame(found, schema={"row": pl.UInt32} | SPAN.to_schema(), orient="row")
 
 
 # By construction every at-risk value is kept, so what the sweep needs of this strategy is only how many
