@@ -1,8 +1,9 @@
 """Spend the allowance on windows of `context` characters around at-risk evidence first, then on the head;
 keep every at-risk value, overflowing the allowance when the evidence alone needs more (this project's cut).
 
-Observations without evidence are cut as `head` (columnar); only those holding evidence are computed
-value by value (interval arithmetic, curation/spans.py).
+Observations without evidence are cut as `head`; those holding evidence get the spans of `spans.evidence_spans`,
+computed in polars where the windows of full context fit the allowance or the evidence alone does not, and by
+`evidence_spans` itself, one observation at a time, where the windows must narrow to fit.
 """
 
 import polars as pl
