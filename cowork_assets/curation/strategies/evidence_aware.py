@@ -21,9 +21,7 @@ def kept(observations: pl.DataFrame, allowance: int, context: int) -> pl.DataFra
     windowed = observations.filter(has_evidence)
     spans, overflow, left = _windows(windowed, allowance, context)
     spans = pl.concat([spans, _in_python(windowed, left, allowance, context)]).sort("row", "start")
-    windowed = nest(windowed, spans, "row", "kept_spans", SPAN).with_columns(
-        overflow_chars=pl.Series(overflow, dtype=pl.Int64)
-    )
+    windowed = nest(windowed, spans, "row", "kept_spans", SPAN).with_columns(overflow_chars=overflow.cast(pl.Int64))
     return pl.concat([plain, windowed.select(*observations.columns, "kept_spans", "overflow_chars")])
 
 
@@ -31,7 +29,7 @@ def _total(spans: pl.DataFrame, name: str) -> pl.DataFrame:
     return spans.group_by("row").agg((pl.col("end") - pl.col("start")).sum().alias(name))
 
 
-def _windows(windowed: pl.DataFrame, allowance: int, context: int) -> tuple[pl.DataFrame, list, pl.Series]:
+def _windows(windowed: pl.DataFrame, allowance: int, context: int) -> tuple[pl.DataFrame, pl.Series, pl.Series]:
     """`evidence_spans` for every row at once where its windows of full context fit the allowance (the usual
     case) or its evidence alone does not: (row, start, end) spans, each row's overflow, and the rows left to
     `evidence_spans` (those whose windows must be narrowed)."""
@@ -54,8 +52,26 @@ def _windows(windowed: pl.DataFrame, allowance: int, context: int) -> tuple[pl.D
     )
     alone = sizes.filter(pl.col("evidence") >= allowance)["row"]  # the evidence alone: kept, overflowing
     fits = sizes.filter(pl.col("evidence") < allowance, pl.col("windows") <= allowance)["row"]
-    # The head takes what the windows leave: it reaches the point before which as many characters lie outside
-    # the windows as the allowance has left over (`evidence_spans` grows it by the slack until it does).
+    spans = pl.concat(
+        [
+            cores.join(alone.to_frame(), on="row", how="semi"),
+            merged(
+                pl.concat(
+                    [_heads(windows, sizes, fits, allowance), windows.join(fits.to_frame(), on="row", how="semi")]
+                )
+            ),
+        ]
+    )
+    evidence = pl.col("evidence")
+    overflow = sizes.sort("row").select(pl.when(evidence >= allowance).then(evidence - allowance).otherwise(0))
+    left = sizes.filter(~pl.col("row").is_in(pl.concat([alone, fits]).implode()))["row"]
+    return spans, overflow.to_series(), left
+
+
+def _heads(windows: pl.DataFrame, sizes: pl.DataFrame, fits: pl.Series, allowance: int) -> pl.DataFrame:
+    """(row, 0, end): the head of each row whose windows fit. It takes what the windows leave: it reaches the point
+    before which as many characters lie outside the windows as the allowance has left over (`evidence_spans` grows
+    it by the slack until it does)."""
     first = (pl.col("row") != pl.col("row").shift(1)).fill_null(True)  # a row's first window
     gaps = (
         windows.join(fits.to_frame(), on="row", how="semi")
@@ -64,13 +80,13 @@ def _windows(windowed: pl.DataFrame, allowance: int, context: int) -> tuple[pl.D
             spare=allowance - pl.col("windows"),
             gap=pl.col("start") - pl.when(first).then(0).otherwise(pl.col("end").shift(1)),
         )
-        .with_columns(
+        .with_columns(  # the characters outside the windows up to each window's start
             before=pl.col("gap").cum_sum() - pl.when(first).then(pl.col("gap").cum_sum() - pl.col("gap")).forward_fill()
         )
     )
     reached = gaps.filter(pl.col("before") >= pl.col("spare")).group_by("row", maintain_order=True).first()
     ends = gaps.group_by("row", maintain_order=True).last()
-    heads = pl.concat(
+    return pl.concat(
         [
             reached.select("row", "length", end=pl.col("start") - (pl.col("before") - pl.col("spare"))),
             ends.join(reached, on="row", how="anti").select(
@@ -78,18 +94,6 @@ def _windows(windowed: pl.DataFrame, allowance: int, context: int) -> tuple[pl.D
             ),
         ]
     ).select("row", start=pl.lit(0, pl.Int64), end=pl.min_horizontal("end", "length"))
-    spans = pl.concat(
-        [
-            cores.join(alone.to_frame(), on="row", how="semi"),
-            merged(pl.concat([heads, windows.join(fits.to_frame(), on="row", how="semi")])),
-        ]
-    )
-    over = dict(
-        sizes.filter(pl.col("row").is_in(alone.implode())).select("row", pl.col("evidence") - allowance).iter_rows()
-    )
-    overflow = [over.get(row, 0) for row in range(windowed.height)]  # narrowed windows fit: no overflow
-    left = sizes.filter(~pl.col("row").is_in(pl.concat([alone, fits]).implode()))["row"]
-    return spans, overflow, left
 
 
 def _in_python(windowed: pl.DataFrame, left: pl.Series, allowance: int, context: int) -> pl.DataFrame:
