@@ -81,15 +81,21 @@ def evidence_spans(length: int, allowance: int, cores: Sequence[Span], context: 
     return spans, 0
 
 
+def reach() -> pl.Expr:
+    """Over (row, start, end) spans sorted by row and start: how far each span's earlier spans in its row reach
+    (below its start if it is its row's first, null for the first of all). A running maximum over the whole frame,
+    each row's ends shifted past every earlier row's: a running maximum per row, `.over`, is far slower."""
+    base = pl.col("row").cast(pl.Int64) * (pl.col("end").max() + 1)
+    return (pl.col("end") + base).cum_max().shift(1) - base
+
+
 def merged(spans: pl.DataFrame) -> pl.DataFrame:
     """`merge` for many rows at once: (row, start, end) spans, merged row by row, sorted by row and start."""
-    spans = spans.filter(pl.col("end") > pl.col("start")).sort("row", "start")
-    # How far the row's earlier spans reach: a running maximum over the whole frame, each row's ends shifted past
-    # every earlier row's (a running maximum per row, `.over`, is far slower).
-    base = pl.col("row").cast(pl.Int64) * (pl.col("end").max() + 1)
-    reach = (pl.col("end") + base).cum_max().shift(1) - base
+    reached = reach()
     return (
-        spans.with_columns(group=(reach.is_null() | (pl.col("start") > reach)).cum_sum())
+        spans.filter(pl.col("end") > pl.col("start"))
+        .sort("row", "start")
+        .with_columns(group=(reached.is_null() | (pl.col("start") > reached)).cum_sum())
         .group_by("group", maintain_order=True)
         .agg(pl.col("row").first(), pl.col("start").min(), pl.col("end").max())
         .drop("group")

@@ -52,7 +52,8 @@ def test_evidence_spans(length, allowance, cores, context, spans, overflow):
 def test_evidence_aware_spans_for_many_observations_at_once_are_evidence_spans_one_at_a_time(monkeypatch):
     """The strategy computes its spans in polars where the windows of full context fit (or the evidence alone does
     not), and by `evidence_spans` where they must narrow: on random observations (evidence overlapping, touching,
-    beyond the text, near both ends), every row's spans and overflow are what `evidence_spans` gives it."""
+    beyond the text, near both ends), every row's spans and overflow are what `evidence_spans` gives it, and
+    `kept_chars` counts them."""
     from cowork_assets.curation.strategies import evidence_aware
 
     rng = random.Random(5)
@@ -76,6 +77,12 @@ def test_evidence_aware_spans_for_many_observations_at_once_are_evidence_spans_o
         assert got["kept_spans"].to_list() == [[{"start": s, "end": e} for s, e in spans] for spans, _ in expected]
         assert got["overflow_chars"].to_list() == [over for _, over in expected]
         overflowing += sum(over > 0 for _, over in expected)
+        # The sweep's count of a long observation's kept characters, taken without its spans, is theirs.
+        long = observations.with_row_index("message_index").filter(pl.col("length") > allowance)
+        kept = evidence_aware.kept_chars(long.with_columns(trajectory_id=pl.lit("t")), allowance, context)
+        assert kept["kept_chars"].to_list() == [
+            total(s) for (s, _), r in zip(expected, rows) if r["length"] > allowance
+        ]
     assert overflowing > 0 and narrowed and overflowing + len(narrowed) < 4 * len(rows)  # all three ways are taken
 
 

@@ -8,7 +8,7 @@ computed in polars where the windows of full context fit the allowance or the ev
 
 import polars as pl
 
-from cowork_assets.curation.spans import SPAN, evidence_spans, merged
+from cowork_assets.curation.spans import SPAN, evidence_spans, merged, reach
 from cowork_assets.curation.strategies import head
 from cowork_assets.store.models import nest
 
@@ -25,6 +25,16 @@ def kept(observations: pl.DataFrame, allowance: int, context: int) -> pl.DataFra
     return pl.concat([plain, windowed.select(*observations.columns, "kept_spans", "overflow_chars")])
 
 
+def _evidence(rows: pl.DataFrame) -> pl.DataFrame:
+    """(row, start, end): each row's evidence spans (`cores`) within its `length`."""
+    length = pl.col("length")
+    return (
+        rows.explode("cores")
+        .unnest("cores")
+        .select("row", start=pl.col("start").clip(0, length), end=pl.col("end").clip(0, length))
+    )
+
+
 def _total(spans: pl.DataFrame, name: str) -> pl.DataFrame:
     return spans.group_by("row").agg((pl.col("end") - pl.col("start")).sum().alias(name))
 
@@ -35,11 +45,7 @@ def _windows(windowed: pl.DataFrame, allowance: int, context: int) -> tuple[pl.D
     `evidence_spans` (those whose windows must be narrowed)."""
     rows = windowed.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"), "length", "cores")
     length = pl.col("length")
-    cores = merged(
-        rows.explode("cores")
-        .unnest("cores")
-        .select("row", start=pl.col("start").clip(0, length), end=pl.col("end").clip(0, length))
-    )
+    cores = merged(_evidence(rows))
     windows = merged(
         cores.join(rows.select("row", "length"), on="row").select(
             "row", start=(pl.col("start") - context).clip(0), end=(pl.col("end") + context).clip(upper_bound=length)
@@ -126,26 +132,15 @@ def kept_chars(observations: pl.DataFrame, allowance: int, context: int) -> pl.D
     """`trajectory_id`, `message_index`, `kept_chars` of each long observation: max(allowance, the union
     of its evidence spans)."""
     key = ["trajectory_id", "message_index"]
-    spans = (
-        observations.select("length", "cores")
-        .with_row_index("row")
-        .explode("cores")
-        .unnest("cores")
-        .with_columns(start=pl.col("start").clip(0, pl.col("length")), end=pl.col("end").clip(0, pl.col("length")))
-        .sort("row", "start")
-    )
-    # How far the row's earlier spans reach: a running maximum over the whole frame, each row's ends
-    # shifted past every earlier row's (a running maximum per row, `.over`, is far slower).
-    base = pl.col("row").cast(pl.Int64) * (pl.col("length").max() + 1)
-    reach = (pl.col("end") + base).cum_max().shift(1).fill_null(0) - base
-    union = (
-        spans.with_columns(reach=reach)  # before grouping: in `agg` it would run group by group
+    spans = _evidence(observations.select("length", "cores").with_row_index("row")).sort("row", "start")
+    covered = (  # each span's characters past the reach of its row's earlier ones
+        spans.with_columns(reach=reach())  # before grouping: in `agg` it would run group by group
         .group_by("row")
-        .agg(covered=(pl.col("end") - pl.max_horizontal("start", "reach")).clip(0).sum().fill_null(0))
+        .agg(covered=(pl.col("end") - pl.max_horizontal("start", "reach")).clip(0).sum())
     )
     return (
         observations.select(key)
         .with_row_index("row")
-        .join(union, on="row", how="left", maintain_order="left")
+        .join(covered, on="row", how="left", maintain_order="left")
         .select(*key, kept_chars=pl.max_horizontal(pl.lit(allowance), pl.col("covered").fill_null(0)).cast(pl.Int64))
     )
