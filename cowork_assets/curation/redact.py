@@ -11,28 +11,10 @@ from __future__ import annotations
 import orjson
 import polars as pl
 
-from cowork_assets.curation.secrets import Detector, digest, growth, redact
+from cowork_assets.curation.secrets import Detector, digest, growth, readable, redact
 
 FOUND = {"trajectory_id": pl.String, "secret": pl.String, "kind": pl.String}
 KEY = ["trajectory_id", "message_index"]
-
-
-def _strings(value) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
-def _decoded(arguments: str) -> str:
-    """A call's arguments as its string values, one per line (JSON escapes undone), or as written."""
-    try:
-        return "\n".join(_strings(orjson.loads(arguments)))
-    except orjson.JSONDecodeError:
-        return arguments
 
 
 def texts(messages: pl.DataFrame) -> pl.DataFrame:
@@ -57,7 +39,7 @@ def find(messages: pl.DataFrame, detector: Detector) -> pl.DataFrame:
     every = texts(messages)
     rows = []
     for trajectory_id, text in every.filter(detector.candidates(every["text"])).iter_rows():
-        rows += [(trajectory_id, s, k) for s, k in detector.find(_decoded(text) if text[:1] in "{[" else text).items()]
+        rows += [(trajectory_id, s, k) for s, k in detector.find(readable(text)).items()]
     return pl.DataFrame(rows, schema=FOUND, orient="row").unique(["trajectory_id", "secret"], maintain_order=True)
 
 
@@ -82,7 +64,7 @@ def reserve(messages: pl.DataFrame, found: pl.DataFrame) -> pl.DataFrame:
 
 
 def _arguments(arguments: str, secrets: dict[str, str]) -> str:
-    if not any(s in _decoded(arguments) for s in secrets):
+    if not any(s in readable(arguments) for s in secrets):
         return arguments
     try:
         return orjson.dumps(_replaced(orjson.loads(arguments), secrets)).decode()
@@ -94,7 +76,7 @@ def _replaced(value, secrets: dict[str, str]):
     if isinstance(value, str):
         return redact(value, secrets)
     if isinstance(value, dict):
-        return {k: _replaced(v, secrets) for k, v in value.items()}
+        return {redact(k, secrets): _replaced(v, secrets) for k, v in value.items()}
     if isinstance(value, list):
         return [_replaced(v, secrets) for v in value]
     return value
@@ -122,7 +104,7 @@ def apply(curated: pl.DataFrame, found: pl.DataFrame, batch: str) -> tuple[pl.Da
         ):
             for secret, kind in mine.items():
                 if before != after and (
-                    n := _decoded(before).count(secret) if field == "arguments" else before.count(secret)
+                    n := readable(before).count(secret) if field == "arguments" else before.count(secret)
                 ):
                     records.append((batch, row["trajectory_id"], row["message_index"], field, kind, digest(secret), n))
         grown = sum(len(new[f] or "") - len(row[f] or "") for f in ("content", "reasoning_content"))
@@ -171,7 +153,7 @@ def rows(frame: pl.DataFrame, texts: list[str], json_texts: list[str], detector:
     changed = []
     for row in hit.select("_row", *columns).iter_rows(named=True):
         found = detector.find(
-            "\n".join([*(row[c] or "" for c in texts), *(_decoded(row[c] or "") for c in json_texts)])
+            "\n".join([*(row[c] or "" for c in texts), *(readable(row[c] or "") for c in json_texts)])
         )
         if found:
             changed.append(
@@ -198,8 +180,8 @@ def checked_secrets(packages: pl.DataFrame, detector: Detector) -> pl.DataFrame:
     hit = packages.filter(detector.candidates(packages.select(texts).to_series()))
     out = []
     for task_id, request, state, checks in hit.select("task_id", "request", "initial_state", "checks").iter_rows():
-        found = detector.find("\n".join([request or "", _decoded(state or ""), _decoded(checks or "")]))
-        kinds = sorted({k for s, k in found.items() if s in _decoded(checks or "")})
+        found = detector.find("\n".join([request or "", readable(state or ""), readable(checks or "")]))
+        kinds = sorted({k for s, k in found.items() if s in readable(checks or "")})
         if kinds:
             out.append((task_id, ", ".join(kinds)))
     return pl.DataFrame(out, schema={"task_id": pl.String, "kinds": pl.String}, orient="row").unique("task_id")

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 
+import orjson
 import polars as pl
 
 PLACEHOLDER = "<REDACTED:{}>"
@@ -56,14 +57,34 @@ CONTEXT = {
     "bearer_token": r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{16,})",
     "credential_assignment": (
         r"(?i)(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?key|auth[_-]?token|access[_-]?token"
-        r"|client[_-]?secret|private[_-]?key)[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+_.!@#$%^&*=-]{12,})"
-    ),
+        r"|client[_-]?secret|private[_-]?key)(?:\\*[\"'])?\s*[:=]\s*(?:\\*[\"'])?([A-Za-z0-9/+_.!@#$%^&*=-]{12,})"
+    ),  # the quotes around a key and its value may be escaped (`\"password\": \"...\"`, JSON inside a JSON string)
 }
 BOUNDARY = " \t\r\n=:\"'"
 # Hosts reserved for documentation and tests (RFC 2606, RFC 6761): a password in a URL to one is an example
 # (`http://user:pass@example.com` in a test suite), not a credential.
 EXAMPLE_HOST = re.compile(r"(?i)(?:[\w-]+\.)*(?:example\.(?:com|net|org)|[\w-]+\.(?:example|test|invalid))(?![\w.-])")
 MIN_ENTROPY = 3.2  # bits per character of a value called secret (a random 16-character key has ~3.5-4)
+
+
+def readable(text: str) -> str:
+    """The text a secret is sought in: JSON text as its string values, one per line, each after the key it is under
+    (`password: ...`: the key is what may say the value is secret), escapes undone; any other text as written."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+    return "\n".join(_strings(value)) if isinstance(value, (dict, list, str)) else text
+
+
+def _strings(value, key: str | None = None) -> list[str]:
+    if isinstance(value, str):
+        return [value if key is None else f"{key}: {value}"]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in _strings(v, k)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v, key)]
+    return []
 
 
 def _kind(secret_type: str) -> str:

@@ -16,7 +16,7 @@ import orjson
 import pandera.errors
 import polars as pl
 
-from cowork_assets.curation.secrets import Detector
+from cowork_assets.curation.secrets import Detector, readable
 from cowork_assets.datasets.described import PUBLISHED
 from cowork_assets.datasets.suites import SuiteProcess
 from cowork_assets.ingest.roles import ROLES
@@ -36,25 +36,31 @@ def _is_tool_list(text: str | None) -> bool:
     return isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
 
 
+def _strings(part: pl.DataFrame) -> pl.DataFrame:
+    """(row, text): every string of the `text` column, however deep in its lists and structs."""
+    dtype = part.schema["text"]
+    if isinstance(dtype, pl.List):
+        return _strings(part.explode("text"))
+    if isinstance(dtype, pl.Struct):
+        fields = [_strings(part.select("row", text=pl.col("text").struct.field(f.name))) for f in dtype.fields]
+        return pl.concat(fields) if fields else part.clear().cast({"text": pl.String})
+    return part.filter(pl.col("text").is_not_null()) if dtype == pl.String else part.clear().cast({"text": pl.String})
+
+
 def secrets_found(frame: pl.DataFrame, columns: list[str], rules: dict) -> pl.Series:
     """Per row, the distinct secrets a scan of its published text finds (none when redaction is off:
-    `redact_secrets`). Each element of a list column (a message) is scanned as its own JSON text: the screen's
-    regular expression is linear in short texts but slows down many times over on a whole sample's text."""
+    `redact_secrets`). Each string of a row, however deep in its lists and structs (a message's content, a call's
+    arguments, a task's state), is a text of its own, read as `readable` gives it (JSON text: each value after its
+    key); the screen's regular expression is linear in short texts but slows down many times over on a whole
+    sample's text."""
     if not rules.get("redact_secrets") or frame.is_empty():
         return pl.Series("secrets", [0] * frame.height, dtype=pl.Int32)
     detector = Detector(tuple(rules.get("secret_allowlist") or ()))
-    pieces = []
-    for column in columns:
-        part = plain(frame.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"), pl.col(column).alias("text")))
-        if isinstance(part.schema["text"], pl.List):
-            part = part.explode("text")
-        if isinstance(part.schema["text"], pl.Struct):
-            part = part.with_columns(pl.col("text").struct.json_encode())
-        pieces.append(part.with_columns(pl.col("text").cast(pl.String)))
-    texts = pl.concat(pieces).drop_nulls("text")
+    index = pl.int_range(pl.len(), dtype=pl.UInt32).alias("row")
+    texts = pl.concat([_strings(plain(frame.select(index, pl.col(column).alias("text")))) for column in columns])
     found: dict[int, set[str]] = {}
     for row, text in texts.filter(detector.candidates(texts["text"])).iter_rows():
-        found.setdefault(row, set()).update(detector.find(text))
+        found.setdefault(row, set()).update(detector.find(readable(text)))
     return pl.Series("secrets", [len(found.get(i, ())) for i in range(frame.height)], dtype=pl.Int32)
 
 

@@ -11,7 +11,8 @@ import orjson
 import polars as pl
 import pytest
 
-from cowork_assets.curation.secrets import Detector, redact
+from cowork_assets.curation import redact as redaction
+from cowork_assets.curation.secrets import Detector, readable, redact
 
 # One planted credential of each kind (shapes of real ones, made up here), and the kind its placeholder names.
 PLANTED = {
@@ -22,9 +23,13 @@ PLANTED = {
     "AIzaSyD-1234567890abcdefghijklmnopqrstu": "google_api_key",
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U": "jwt",
     "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx7vN2kq8\nq9Zr4L==\n-----END RSA PRIVATE KEY-----": "private_key",
+    "Xk9mP2qL7vR4tZ8w": "credential_assignment",  # under a key that says it is secret, in JSON
     "S3cr3tPassw0rdQ7": "basic_auth_credentials",  # in a connection string
 }
-CONTEXT = {"S3cr3tPassw0rdQ7": "postgres://admin:{}@db.internal:5432/app"}
+CONTEXT = {
+    "S3cr3tPassw0rdQ7": "postgres://admin:{}@db.internal:5432/app",
+    "Xk9mP2qL7vR4tZ8w": '{{"db": {{"host": "db.internal", "password": "{}"}}}}',
+}
 # Values graders check, which look random too: never touched.
 BENIGN = [
     "commit 3f2a9c1b7e4d5a6b8c9d0e1f2a3b4c5d6e7f8091",
@@ -64,16 +69,48 @@ def test_the_screen_passes_every_text_in_which_a_secret_is_found_whatever_surrou
     assert [t for t, f, p in zip(texts, found, passed) if f and not p] == []
 
 
+# JSON text holding a credential under a key that says it is secret, as tool results, call arguments and task states
+# hold them: nested, in a list, compact, and as JSON text inside a JSON string (its quotes escaped).
+HELD = "Xk9mP2qL7vR4tZ8w"
+HOLDERS = [
+    json.dumps({"db": {"host": "db.internal", "password": HELD}}),
+    json.dumps([{"name": "deploy", "env": {"CLIENT_SECRET": HELD}}]),
+    orjson.dumps({"auth_token": HELD}).decode(),
+    json.dumps({"status": 200, "body": json.dumps({"api_key": HELD})}),
+]
+
+
+@pytest.mark.parametrize("text", HOLDERS, ids=["nested", "in a list", "compact", "JSON in a JSON string"])
+def test_a_credential_json_text_holds_under_its_key_is_found_and_replaced_wherever_it_is(text):
+    """Sought in JSON's string values (escapes undone), a value alone no longer says it is secret: each is read
+    after its key. The screen passes the text as written; messages, call arguments and task packages lose it."""
+    detector = Detector()
+    assert detector.candidates(pl.Series([text])).to_list() == [True]
+    assert detector.find(readable(text)) == {HELD: "credential_assignment"}
+    call = {"id": "c1", "name": "deploy", "arguments": text}
+    messages = pl.DataFrame(
+        [{"trajectory_id": "t1", "content": text, "reasoning_content": None, "tool_calls": [call]}],
+        schema={**{c: pl.String for c in ("trajectory_id", "content", "reasoning_content")}, "tool_calls": None},
+    )
+    assert redaction.find(messages, detector).rows() == [("t1", HELD, "credential_assignment")]
+    placeholder = "<REDACTED:credential_assignment>"
+    arguments = redaction.rows(pl.DataFrame({"state": [text]}), [], ["state"], detector)["state"][0]
+    assert HELD not in arguments and placeholder in readable(arguments)
+    assert readable(arguments) == readable(text).replace(HELD, placeholder)  # nothing else changed
+
+
 def test_values_graders_check_are_not_secrets_and_an_allow_list_exempts_a_known_example():
     assert Detector().find("\n".join(BENIGN)) == {}
+    settings = {"password_policy": "at least 12 characters", "pwd": "/home/agent/project", "secret": "hunter2"}
+    assert Detector().find(readable(json.dumps(settings))) == {}  # keys that say secret, values that are not
     example = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example key
     assert Detector().find(f"key {example}") == {example: "aws_access_key"}
     assert Detector(("AKIA[A-Z0-9]+EXAMPLE",)).find(f"key {example}") == {}
 
 
 def _plant(raw: Path) -> dict[str, str]:
-    """Every credential planted in a passing teacher run's user turn or tool observation (raw JSON Lines edited
-    in place); one more made a keyword a check depends on. Returns trajectory id -> what was planted there."""
+    """Every credential planted in a passing teacher run's user turn or tool observation (a JSON result holding the
+    original as its output; raw JSON Lines edited in place). Returns trajectory id -> what was planted there."""
     planted, secrets = {}, list(PLANTED)
     for path in sorted(raw.glob("*/*.jsonl")):
         lines = path.read_bytes().splitlines()
@@ -92,7 +129,12 @@ def _plant(raw: Path) -> dict[str, str]:
             if message is None:
                 secrets.append(secret)
                 continue
-            message["content"] = f"{message['content']}\nconfig: {_in_text(secret)}"
+            shown = _in_text(secret)
+            if where == "tool":  # a tool's result as JSON, as tools return it (a JSON setting as an object)
+                config = json.loads(shown) if shown.startswith("{") else shown
+                message["content"] = json.dumps({"config": config, "output": message["content"]})
+            else:
+                message["content"] = f"{message['content']}\nconfig: {shown}"
             planted[run["trajectory_id"]] = secret
             lines[i] = orjson.dumps(run)
         path.write_bytes(b"\n".join(lines) + b"\n")

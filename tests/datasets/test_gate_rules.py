@@ -26,6 +26,7 @@ BUDGETS = {
     "redact_secrets": True,
 }
 SECRET = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"  # the shape of a GitHub token
+HELD = json.dumps({"db": {"password": "Xk9mP2qL7vR4tZ8w"}})  # JSON holding a credential under its key
 
 
 def _first(column: str, value: pl.Expr) -> pl.Expr:
@@ -95,6 +96,7 @@ BREAKS = {
             {"tools": pl.lit(f'[{{"name": "x", "description": "use {SECRET}"}}]')},
             {"expect_column_values_to_be_in_set secrets"},
         ),
+        ("a credential in a message's JSON", "secret_in_json_content", {"expect_column_values_to_be_in_set secrets"}),
     ],
     "rl_tasks": [
         ("duplicate task", {"extra_info": "copy task_id of row 2"}, {"expect_column_values_to_be_unique task_id"}),
@@ -116,6 +118,15 @@ BREAKS = {
         ("pass rate above 1", "pass_rate_above_1", {"expect_column_values_to_be_between pass_rate"}),
         ("a held-out task", "held_out_task", {"expect_column_values_to_be_in_set held_out"}),
         ("a secret in its ground truth", "secret_ground_truth", {"expect_column_values_to_be_in_set secrets"}),
+        (
+            "a credential in a tool's state",
+            {
+                "extra_info": pl.col("extra_info").struct.with_fields(
+                    tools_kwargs=pl.lit(json.dumps({"db": {"create_kwargs": json.loads(HELD)}}))
+                )
+            },
+            {"expect_column_values_to_be_in_set secrets"},
+        ),
     ],
     "rl_rollouts": [
         (
@@ -168,7 +179,7 @@ def _break(dataset: str, frame: pl.DataFrame, change) -> pl.DataFrame:
         return frame.with_columns(_field("extra_info", **{field: pl.lit(second)}))
     if isinstance(change, dict):
         return frame.with_columns(_first(c, v) for c, v in change.items())
-    role = pl.element().struct.field("role")
+    role, content = pl.element().struct.field("role"), pl.element().struct.field("content")
     named = {
         "task_in_both_splits": lambda f: f.with_columns(
             pl.when(pl.col("task_id") == f["task_id"][0], pl.int_range(pl.len()).over("task_id") == 0)
@@ -188,6 +199,15 @@ def _break(dataset: str, frame: pl.DataFrame, change) -> pl.DataFrame:
                 pl.col("messages").list.eval(
                     pl.element().struct.with_fields(
                         role=pl.when(pl.int_range(pl.len()) == pl.len() - 1).then(pl.lit("tool")).otherwise(role)
+                    )
+                )
+            )
+        ),
+        "secret_in_json_content": lambda f: f.with_columns(
+            _messages(
+                pl.col("messages").list.eval(
+                    pl.element().struct.with_fields(
+                        content=pl.when(role == "user").then(pl.lit(HELD)).otherwise(content)
                     )
                 )
             )
