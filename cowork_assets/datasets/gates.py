@@ -36,15 +36,17 @@ def _is_tool_list(text: str | None) -> bool:
     return isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
 
 
-def _strings(part: pl.DataFrame) -> pl.DataFrame:
+def _leaves(part: pl.DataFrame) -> pl.DataFrame:
     """(row, text): every string of the `text` column, however deep in its lists and structs."""
     dtype = part.schema["text"]
-    if isinstance(dtype, pl.List):
-        return _strings(part.explode("text"))
+    if isinstance(dtype, (pl.List, pl.Array)):
+        return _leaves(part.explode("text"))
     if isinstance(dtype, pl.Struct):
-        fields = [_strings(part.select("row", text=pl.col("text").struct.field(f.name))) for f in dtype.fields]
+        fields = [_leaves(part.select("row", text=pl.col("text").struct.field(f.name))) for f in dtype.fields]
         return pl.concat(fields) if fields else part.clear().cast({"text": pl.String})
-    return part.filter(pl.col("text").is_not_null()) if dtype == pl.String else part.clear().cast({"text": pl.String})
+    if dtype == pl.String or isinstance(dtype, (pl.Categorical, pl.Enum)):
+        return part.filter(pl.col("text").is_not_null()).cast({"text": pl.String})
+    return part.clear().cast({"text": pl.String})  # numbers and flags hold no secret
 
 
 def secrets_found(frame: pl.DataFrame, columns: list[str], rules: dict) -> pl.Series:
@@ -57,7 +59,7 @@ def secrets_found(frame: pl.DataFrame, columns: list[str], rules: dict) -> pl.Se
         return pl.Series("secrets", [0] * frame.height, dtype=pl.Int32)
     detector = Detector(tuple(rules.get("secret_allowlist") or ()))
     index = pl.int_range(pl.len(), dtype=pl.UInt32).alias("row")
-    texts = pl.concat([_strings(plain(frame.select(index, pl.col(column).alias("text")))) for column in columns])
+    texts = pl.concat([_leaves(plain(frame.select(index, pl.col(column).alias("text")))) for column in columns])
     found: dict[int, set[str]] = {}
     for row, text in texts.filter(detector.candidates(texts["text"])).iter_rows():
         found.setdefault(row, set()).update(detector.find(readable(text)))
