@@ -14,6 +14,7 @@ import pytest
 from cowork_assets.curation import redact as redaction
 from cowork_assets.curation.secrets import Detector, readable, redact
 
+HELD = "Xk9mP2qL7vR4tZ8w"  # a password a JSON object holds under its key
 # One planted credential of each kind (shapes of real ones, made up here), and the kind its placeholder names.
 PLANTED = {
     "AKIAQYLPMN5HHHFPZAM2": "aws_access_key",
@@ -23,12 +24,12 @@ PLANTED = {
     "AIzaSyD-1234567890abcdefghijklmnopqrstu": "google_api_key",
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U": "jwt",
     "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx7vN2kq8\nq9Zr4L==\n-----END RSA PRIVATE KEY-----": "private_key",
-    "Xk9mP2qL7vR4tZ8w": "credential_assignment",  # under a key that says it is secret, in JSON
+    HELD: "credential_assignment",
     "S3cr3tPassw0rdQ7": "basic_auth_credentials",  # in a connection string
 }
 CONTEXT = {
     "S3cr3tPassw0rdQ7": "postgres://admin:{}@db.internal:5432/app",
-    "Xk9mP2qL7vR4tZ8w": '{{"db": {{"host": "db.internal", "password": "{}"}}}}',
+    HELD: '{{"db": {{"host": "db.internal", "password": "{}"}}}}',
 }
 # Values graders check, which look random too: never touched.
 BENIGN = [
@@ -71,7 +72,6 @@ def test_the_screen_passes_every_text_in_which_a_secret_is_found_whatever_surrou
 
 # JSON text holding a credential under a key that says it is secret, as tool results, call arguments and task states
 # hold them: nested, in a list, compact, and as JSON text inside a JSON string (its quotes escaped).
-HELD = "Xk9mP2qL7vR4tZ8w"
 HOLDERS = [
     json.dumps({"db": {"host": "db.internal", "password": HELD}}),
     json.dumps([{"name": "deploy", "env": {"CLIENT_SECRET": HELD}}]),
@@ -82,8 +82,8 @@ HOLDERS = [
 
 @pytest.mark.parametrize("text", HOLDERS, ids=["nested", "in a list", "compact", "JSON in a JSON string"])
 def test_a_credential_json_text_holds_under_its_key_is_found_and_replaced_wherever_it_is(text):
-    """Sought in JSON's string values (escapes undone), a value alone no longer says it is secret: each is read
-    after its key. The screen passes the text as written; messages, call arguments and task packages lose it."""
+    """JSON text is read as its string values, each after its key (the key is what says the value is secret), its
+    escapes undone. The screen passes the text as written; messages, call arguments and task packages lose it."""
     detector = Detector()
     assert detector.candidates(pl.Series([text])).to_list() == [True]
     assert detector.find(readable(text)) == {HELD: "credential_assignment"}
@@ -92,11 +92,15 @@ def test_a_credential_json_text_holds_under_its_key_is_found_and_replaced_wherev
         [{"trajectory_id": "t1", "content": text, "reasoning_content": None, "tool_calls": [call]}],
         schema={**{c: pl.String for c in ("trajectory_id", "content", "reasoning_content")}, "tool_calls": None},
     )
-    assert redaction.find(messages, detector).rows() == [("t1", HELD, "credential_assignment")]
+    found = redaction.find(messages, detector)
+    assert found.rows() == [("t1", HELD, "credential_assignment")]
+    curated = messages.with_columns(message_index=pl.lit(0, pl.Int32), chars=pl.lit(len(text) * 2, pl.Int64))
+    replaced, _ = redaction.apply(curated, found, "b")
+    assert HELD not in replaced["content"][0] and HELD not in replaced["tool_calls"][0][0]["arguments"]
     placeholder = "<REDACTED:credential_assignment>"
-    arguments = redaction.rows(pl.DataFrame({"state": [text]}), [], ["state"], detector)["state"][0]
-    assert HELD not in arguments and placeholder in readable(arguments)
-    assert readable(arguments) == readable(text).replace(HELD, placeholder)  # nothing else changed
+    state = redaction.rows(pl.DataFrame({"state": [text]}), [], ["state"], detector)["state"][0]
+    assert HELD not in state and placeholder in readable(state)
+    assert readable(state) == readable(text).replace(HELD, placeholder)  # nothing else changed
 
 
 def test_values_graders_check_are_not_secrets_and_an_allow_list_exempts_a_known_example():
