@@ -387,12 +387,14 @@ class Extras(NamedTuple):
     """The runs beside the main one that separate the fixed cost from the per-record cost (issue: performance,
     re-based): the same pipeline on `fixed` trajectories in the main run's batch layout; `small_batches` batches
     of `small_batch` trajectories against the same trajectories in one batch; and one new batch of `incremental`
-    trajectories dropped onto the corpus the main run built."""
+    trajectories dropped onto the corpus the main run built; and Dagster's own cost of these runs, `floor_runs`
+    batch runs and the corpus jobs of a copy of the jobs whose steps do no work (`framework_floor.py`)."""
 
     fixed: int = 40
     small_batches: int = 50
     small_batch: int = 20
     incremental: int = 1_000
+    floor_runs: int = 10
 
 
 def timed_pipeline(raw: Path, data: Path, home: Path) -> dict:
@@ -415,7 +417,9 @@ def timed_pipeline(raw: Path, data: Path, home: Path) -> dict:
 
 
 def extra_runs(out: Path, size: int, batches: int, raw: Path, settings, instance, extras: Extras, seed: int) -> dict:
-    """The fixed cost, the cost per small batch, and the incremental refresh (`Extras`), each timed."""
+    """The fixed cost, the cost per small batch, the incremental refresh and Dagster's own part (`Extras`), each
+    timed."""
+    from cowork_cli.framework_floor import framework_floor
     from cowork_cli.runner import materialize_all
 
     def corpus(name: str, trajectories: int, in_batches: int) -> Path:
@@ -456,6 +460,7 @@ def extra_runs(out: Path, size: int, batches: int, raw: Path, settings, instance
             ),
         },
         "incremental": {"trajectories": extras.incremental, **incremental},
+        "dagster_alone": framework_floor(out / "home-no-work", extras.floor_runs),
     }
 
 
@@ -610,6 +615,10 @@ def report(figures: dict) -> str:
                 f"{x['small_batches']['seconds_per_batch']} s per batch beyond the one-batch run",
                 f"  incremental     one batch of {x['incremental']['trajectories']} dropped onto the corpus: "
                 f"{x['incremental']['wall_seconds']} s (its batch run and the corpus refresh)",
+                f"  Dagster alone   {x['dagster_alone']['seconds_per_batch_run']} s per batch run, "
+                f"{sum(x['dagster_alone']['corpus_runs_seconds'].values()):.2f} s for the corpus jobs "
+                f"(these jobs' assets and checks with no work done, {x['dagster_alone']['batch_runs']} batch runs "
+                "one after another)",
             ]
             if (x := figures.get("extra_runs")) and (m := figures["marginal"])
             else []

@@ -31,7 +31,7 @@ EARLIER = {  # runs already in the bench folder: the growth is from the smallest
 }
 
 
-EXTRAS = Extras(fixed=4, small_batches=2, small_batch=2, incremental=3)
+EXTRAS = Extras(fixed=4, small_batches=2, small_batch=2, incremental=3, floor_runs=2)
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +68,13 @@ def test_bench_separates_the_fixed_cost_small_batches_and_a_daily_drop(benched):
     assert f"{small['seconds_per_batch']} s per batch beyond the one-batch run" in printed
     assert f"one batch of 3 dropped onto the corpus: {drop['wall_seconds']} s" in printed
     assert f"x{marginal['over_naive_reference']}" in printed
+    alone = extra["dagster_alone"]  # its runs: tests/cowork_cli/test_framework_floor.py
+    assert alone["batch_runs"] == 2 and set(alone["corpus_runs_seconds"]) == {"refresh_corpus", "refresh_warehouse"}
+    corpus = sum(alone["corpus_runs_seconds"].values())
+    assert (
+        f"Dagster alone   {alone['seconds_per_batch_run']} s per batch run, {corpus:.2f} s for the corpus jobs"
+        in printed
+    )
 
 
 def test_bench_writes_its_figures_and_the_growth_between_sizes(benched):

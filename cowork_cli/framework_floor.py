@@ -1,0 +1,102 @@
+"""Dagster's own cost of this pipeline's runs: the jobs' assets and checks, each step reporting them with no work.
+
+`make bench` prints it beside the small batches and the fixed cost. A copy of the code location whose steps do
+nothing still pays what Dagster does for each run: creating it with its planned materializations and checks, each
+step's start, outputs and success, a materialization per asset and an evaluation per check with their data-version
+look-ups, every event stored in the instance's SQLite files. A batch run, or the corpus refresh, of these assets and
+checks on this storage costs at least as much, whatever the pipeline's own code does.
+"""
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from statistics import mean
+
+import dagster as dg
+
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+
+def _no_work_assets(assets: dg.AssetsDefinition) -> dg.AssetsDefinition:
+    """The same assets and checks in one step, partitioned, subset and pooled as the original, each reported
+    materialized (in the original's order: a step reports its assets upstream first) and passed."""
+    specs = list(assets.specs)
+
+    @dg.multi_asset(
+        name=assets.op.name,
+        specs=[s.replace_attributes(partitions_def=None) for s in specs],
+        check_specs=list(assets.check_specs),
+        partitions_def=assets.partitions_def,
+        backfill_policy=assets.backfill_policy,
+        can_subset=assets.can_subset,
+        pool=assets.op.pool,
+    )
+    def step(context: dg.AssetExecutionContext) -> Iterator:
+        chosen = context.selected_asset_keys
+        yield from (dg.MaterializeResult(asset_key=s.key) for s in specs if s.key in chosen)
+        yield from _passed(context.selected_asset_check_keys)
+
+    return step
+
+
+def _no_work_checks(checks: dg.AssetChecksDefinition) -> dg.AssetChecksDefinition:
+    """The same checks (blocking as the original) in one step, each reported passed."""
+
+    @dg.multi_asset_check(name=checks.op.name, specs=list(checks.check_specs), pool=checks.op.pool)
+    def step(context: dg.AssetCheckExecutionContext) -> Iterator:
+        yield from _passed(context.selected_asset_check_keys)
+
+    return step
+
+
+def _passed(keys) -> Iterator[dg.AssetCheckResult]:
+    for key in sorted(keys, key=lambda k: (k.asset_key.to_user_string(), k.name)):
+        yield dg.AssetCheckResult(asset_key=key.asset_key, check_name=key.name, passed=True)
+
+
+def no_work_definitions() -> dg.Definitions:
+    """The code location's batch and corpus jobs, over no-work copies of their assets and checks."""
+    from cowork_assets.datasets.assets import dataset_checks
+    from dagster_project.jobs import CROSS_BATCH, PER_BATCH, WAREHOUSE, process_batch, refresh_corpus, refresh_warehouse
+
+    return dg.Definitions(
+        assets=[_no_work_assets(a) for a in (*PER_BATCH, *CROSS_BATCH, *WAREHOUSE)],
+        asset_checks=[_no_work_checks(c) for c in dataset_checks],
+        jobs=[
+            dg.define_asset_job(job.name, selection=job.selection, tags=job.tags)
+            for job in (process_batch, refresh_corpus, refresh_warehouse)
+        ],
+        executor=dg.in_process_executor,
+    )
+
+
+def framework_floor(home: Path, batch_runs: int) -> dict:
+    """Seconds Dagster alone takes for a batch run (the mean of `batch_runs` runs after a first one, each a new
+    batch partition, one after another in this process) and for the corpus jobs once after them, on a fresh
+    instance at `home`, as `cowork-curate run` configures it."""
+    from cowork_assets.orchestration.partitions import batches
+    from cowork_cli.runner import ensure_instance
+    from dagster_project.jobs import BATCH_JOB, CORPUS_JOBS
+
+    shutil.rmtree(home, ignore_errors=True)
+    instance = ensure_instance(home)
+    defs = no_work_definitions()
+    names = [f"floor-{i:03d}" for i in range(batch_runs + 1)]
+    instance.add_dynamic_partitions(batches.name, names)
+
+    def timed(job: str, **partition) -> float:
+        started = time.monotonic()
+        result = defs.resolve_job_def(job).execute_in_process(instance=instance, run_config=QUIET, **partition)
+        if not result.success:
+            raise RuntimeError(f"the no-work copy of {job} failed")
+        return time.monotonic() - started
+
+    first, *rest = (timed(BATCH_JOB, partition_key=name) for name in names)
+    corpus = {job: round(timed(job), 2) for job in CORPUS_JOBS}
+    return {
+        "batch_runs": batch_runs,
+        "first_batch_run_seconds": round(first, 2),
+        "seconds_per_batch_run": round(mean(rest), 2) if rest else round(first, 2),
+        "corpus_runs_seconds": corpus,
+    }

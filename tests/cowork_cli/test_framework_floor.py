@@ -1,0 +1,60 @@
+"""Dagster's own cost is measured on a copy of the jobs with the very assets, checks and partitions of the code
+location: a copy that drifted from it would measure another graph."""
+
+import dagster as dg
+import pytest
+
+from cowork_cli.framework_floor import framework_floor, no_work_definitions
+from dagster_project.definitions import defs
+from dagster_project.jobs import BATCH_JOB, CORPUS_JOBS
+
+JOBS = (BATCH_JOB, *CORPUS_JOBS)
+
+
+def _shape(definitions: dg.Definitions, job: str) -> tuple:
+    """A job's assets with their partitions, steps (subsettable or not, pooled) and dependencies, its checks
+    (blocking or not), and its tags."""
+    resolved = definitions.resolve_job_def(job)
+    graph = resolved.asset_layer.asset_graph
+    assets = {
+        k.to_user_string(): (
+            repr(graph.get(k).partitions_def),
+            graph.get(k).assets_def.op.name,
+            graph.get(k).assets_def.can_subset,
+            graph.get(k).assets_def.op.pool,
+            sorted(p.to_user_string() for p in graph.get(k).parent_keys),
+        )
+        for k in resolved.asset_layer.executable_asset_keys
+    }
+    checks = {
+        (k.asset_key.to_user_string(), k.name, graph.get_check_spec(k).blocking)
+        for k in resolved.asset_layer.asset_graph.asset_check_keys
+        if k.asset_key in resolved.asset_layer.executable_asset_keys
+    }
+    return assets, checks, dict(resolved.tags)
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_the_no_work_copy_has_the_jobs_assets_checks_partitions_and_steps(job):
+    real, copy = _shape(defs, job), _shape(no_work_definitions(), job)
+    assert copy == real
+    assets, checks, _ = real
+    assert len(assets) == {BATCH_JOB: 17, "refresh_corpus": 10, "refresh_warehouse": 1}[job]
+    assert len(checks) == {BATCH_JOB: 12, "refresh_corpus": 8, "refresh_warehouse": 0}[job]
+
+
+def test_dagster_alone_is_timed_on_runs_that_report_every_asset_and_check(tmp_path):
+    figures = framework_floor(tmp_path / "home", batch_runs=2)
+    assert figures["batch_runs"] == 2 and set(figures["corpus_runs_seconds"]) == set(CORPUS_JOBS)
+    assert figures["first_batch_run_seconds"] > 0 and figures["seconds_per_batch_run"] > 0
+    assert all(seconds > 0 for seconds in figures["corpus_runs_seconds"].values())
+    instance = dg.DagsterInstance.from_config(str(tmp_path / "home"))
+    runs = instance.get_run_records()
+    assert sorted(r.dagster_run.job_name for r in runs) == [BATCH_JOB] * 3 + sorted(CORPUS_JOBS)
+    assert all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in runs)
+    batch_run = next(r.dagster_run for r in runs if r.dagster_run.job_name == BATCH_JOB)
+    events = instance.all_logs(batch_run.run_id)
+    materialized = [e for e in events if e.dagster_event and e.dagster_event.is_step_materialization]
+    evaluated = [e for e in events if e.dagster_event and e.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"]
+    assert (len(materialized), len(evaluated)) == (17, 12)
+    assert {e.dagster_event.partition for e in materialized} == {batch_run.tags["dagster/partition"]}
