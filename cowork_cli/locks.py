@@ -1,37 +1,20 @@
-"""Exclusive locks for the few steps two runs must not interleave: across processes of one machine (fcntl), and
-across machines publishing to one S3 data root (a lease object in it: store/lease.py)."""
+"""The lock of the cross-batch steps, which two runs must not interleave: across processes of one machine (a lock
+file), and across machines publishing to one S3 data root (a lease object in it); both in store/lease.py."""
 
 from __future__ import annotations
 
-import fcntl
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-
-@contextmanager
-def file_lock(path: Path, waiting: Callable[[], None] | None = None) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if waiting:
-                waiting()
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+from cowork_assets.store import lease
 
 
 @contextmanager
 def publisher_lock(root: str, local_root: Path, waiting: Callable[[str], None]) -> Iterator[None]:
     """One cross-batch step at a time on this data root: among this machine's processes by a file lock, and on
     an S3 data root among machines by its `publisher` lease. `waiting` is told who holds it."""
-    from cowork_assets.store import lease
-
-    with file_lock(local_root / ".cross-batch.lock", waiting=lambda: waiting("another run on this machine")):
+    with lease.file_lock(local_root / ".cross-batch.lock", waiting=lambda: waiting("another run on this machine")):
         if not lease.applies(root):
             yield
             return

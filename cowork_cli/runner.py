@@ -30,9 +30,9 @@ from cowork_assets.orchestration.run_health import in_flight, publication_blocke
 from cowork_assets.orchestration.stages import failed_stage
 from cowork_assets.runtime import scratch
 from cowork_assets.runtime.procfs import die_with_parent
-from cowork_assets.store import batch_state
+from cowork_assets.store import batch_state, lease
 from cowork_assets.tokens import TokenizerUnavailable, get_encoding
-from cowork_cli.locks import file_lock, publisher_lock
+from cowork_cli.locks import publisher_lock
 
 # Every run the CLI makes says so (the UI lists it with the tag; a launched run has none).
 CLI_TAG = {"cowork/launched_by": "cli"}
@@ -83,7 +83,7 @@ def ensure_instance(home: Path) -> dg.DagsterInstance:
     """The instance at `home`, created if needed (its `dagster.yaml` brought up to date if this tool wrote
     it). Creation is serialised: two processes creating the SQLite schema at once would corrupt it."""
     home.mkdir(parents=True, exist_ok=True)
-    with file_lock(home / ".create.lock"):
+    with lease.file_lock(home / ".create.lock"):
         home_path = json.dumps(str(home.resolve()))
         config = home / "dagster.yaml"
         wanted = INSTANCE_YAML.format(home=home_path)

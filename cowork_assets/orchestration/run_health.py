@@ -77,13 +77,10 @@ def corpus_batches(instance: dg.DagsterInstance, settings: Settings, deep: bool 
     from cowork_assets.store import batch_state
 
     fingerprint = batch_state.settings_fingerprint(settings.batch_content())
-    out = []
-    for batch in batch_state.processed_batches(settings.root):
-        state = batch_state.check(settings.root, settings.raw_path, batch, fingerprint, deep)
-        out.append(
-            {"state": state, "failed_checks": failed_checks(instance, state.run_id) if not state.problem else {}}
-        )
-    return out
+    return [
+        {"state": state, "failed_checks": failed_checks(instance, state.run_id) if not state.problem else {}}
+        for state in batch_state.processed_states(settings.root, settings.raw_path, fingerprint, deep)
+    ]
 
 
 def batch_checks_summary(batches: list[dict]) -> str:

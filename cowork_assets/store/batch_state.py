@@ -6,6 +6,10 @@ manifest (`finish`) once every per-batch table is written. A batch counts as pro
 verifies: every file it lists is there with its size and digest, the raw files are those it was read from and
 the settings are the current ones. A table file missing or rewritten since (a step re-run alone, a run that failed
 half-way, a deleted file) is damage, never "no rows".
+
+Moving a batch's tables into place and writing its manifest is one commit to what reads the batches' states on this
+machine: both hold its lock file (`committing`), so a run publishing while another run's batch finishes sees that
+batch before its commit or after it, never half-way (tables there, no manifest yet: damage).
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import functools
 import hashlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +27,8 @@ import orjson
 
 from cowork_assets.ingest.raw_files import batch_entries
 from cowork_assets.runtime.code_versions import batch_code_version
-from cowork_assets.store import aside, storage
+from cowork_assets.settings import local_root
+from cowork_assets.store import aside, lease, storage
 from cowork_assets.store.registry import REGISTRY, TABLES
 
 STATE = "state"
@@ -97,12 +103,27 @@ def processed_batches(root: str) -> list[str]:
     )
 
 
+@contextmanager
+def committing(root: str, shared: bool = False) -> Iterator[None]:
+    """Exclusive: a batch's commit (`finish`) is under way. `shared`: no commit is under way on this machine while
+    the block lists the processed batches and reads their manifests."""
+    with lease.file_lock(local_root(root) / ".batches.lock", shared=shared):
+        yield
+
+
+def processed_states(root: str, raw_root: Path, settings: str, deep: bool = True) -> list[BatchState]:
+    """The state (`check`) of each batch the corpus reads, as of one moment between batches' commits."""
+    with committing(root, shared=True):
+        return [check(root, raw_root, b, settings, deep) for b in processed_batches(root)]
+
+
 def corpus_version(root: str) -> str:
     """Which state of the corpus the tables hold: a digest of each processed batch with the raw files, settings and
     code its manifest says it was processed from (what its tables follow from; not which run wrote them, so a batch
     another machine redid the same way is the same). A table computed across batches notes it, so that what reads
     it can tell whether the corpus changed since."""
-    found = [(b, manifest(root, b) or {}) for b in processed_batches(root)]
+    with committing(root, shared=True):
+        found = [(b, manifest(root, b) or {}) for b in processed_batches(root)]
     return hashlib.sha256(orjson.dumps([(b, m.get("raw"), m.get("settings")) for b, m in found])).hexdigest()[:16]
 
 
@@ -128,16 +149,17 @@ def finish(root: str, batch: str, run_id: str) -> dict:
         )
     begun = orjson.loads(storage.read_bytes(started))
     written = {t.name: t.file(root, batch) for t in REGISTRY if t.per_batch and t.location == "tables"}
-    for name, final in per_batch_files(root, batch).items():
-        if storage.exists(written[name]):
-            storage.move_file(written[name], final)
-        else:  # not written by this run: not the batch's as it is now
-            storage.delete(final)
-    aside.end(root, batch)
-    tables = {name: _digest(f) for name, f in per_batch_files(root, batch).items() if storage.exists(f)}
-    manifest = {**begun, "tables": tables}
-    storage.write_text_atomic(_path(root, batch), orjson.dumps(manifest, option=orjson.OPT_INDENT_2).decode())
-    storage.delete(started)
+    with committing(root):
+        for name, final in per_batch_files(root, batch).items():
+            if storage.exists(written[name]):
+                storage.move_file(written[name], final)
+            else:  # not written by this run: not the batch's as it is now
+                storage.delete(final)
+        aside.end(root, batch)
+        tables = {name: _digest(f) for name, f in per_batch_files(root, batch).items() if storage.exists(f)}
+        manifest = {**begun, "tables": tables}
+        storage.write_text_atomic(_path(root, batch), orjson.dumps(manifest, option=orjson.OPT_INDENT_2).decode())
+        storage.delete(started)
     aside.release(root, batch)
     return manifest
 
@@ -155,10 +177,11 @@ def manifest(root: str, batch: str) -> dict | None:
 
 def drop(root: str, batch: str) -> None:
     """Remove a batch from the corpus: its tables and its manifest."""
-    for f in per_batch_files(root, batch).values():
-        storage.delete(f.rsplit("/", 1)[0])
-    storage.delete(_path(root, batch))
-    storage.delete(_path(root, batch, "started.json"))
+    with committing(root):
+        for f in per_batch_files(root, batch).values():
+            storage.delete(f.rsplit("/", 1)[0])
+        storage.delete(_path(root, batch))
+        storage.delete(_path(root, batch, "started.json"))
 
 
 # Checking a batch

@@ -1,4 +1,5 @@
-"""Work on an S3 data root that one machine at a time may do: a lease object beside the data.
+"""Work that one holder at a time may do: among one machine's processes, a lock file (`file_lock`, fcntl); on an
+S3 data root, among machines, a lease object beside the data.
 
 A lease is `state/leases/<name>.lease` in the data root, created with S3's conditional put (`If-None-Match: *`), so
 of two machines that try at once exactly one creates it. Its holder rewrites it (`If-Match` its own ETag) every
@@ -10,6 +11,7 @@ agree to well within TTL_SECONDS. Leases: `publisher` (the cross-batch steps) an
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 import threading
@@ -17,6 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import orjson
 
@@ -25,6 +28,25 @@ from cowork_assets.store.storage import join
 TTL_SECONDS = 60.0
 POLL_SECONDS = 1.0
 _TAKEN = {"PreconditionFailed", "ConditionalRequestConflict"}  # another writer came first
+
+
+@contextmanager
+def file_lock(path: Path, waiting: Callable[[], None] | None = None, shared: bool = False) -> Iterator[None]:
+    """Hold the lock file `path` for the block: alone, or (`shared`) beside other shared holders. `waiting` is
+    called once if another process holds it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+    with open(path, "a") as fh:
+        try:
+            fcntl.flock(fh, mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting:
+                waiting()
+            fcntl.flock(fh, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def applies(root: str) -> bool:
