@@ -362,6 +362,14 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
         batches = corpus_batches(context.instance, settings)
         if blocked := publication_blocked(context.instance, settings, batches=batches):  # every path, the UI's too
             raise dg.Failure(f"{dataset} not published: {blocked}")
+        # The candidate was built after the exclusions: if they are not of the corpus as it is now (read after the
+        # batches above), a batch was committed, redone or dropped since, and the candidate may hold its runs
+        # unfiltered, or lack them while the card names them.
+        if TABLES["exclusions"].stale_parts(settings.root, corpus_version(settings.root)):
+            raise dg.Failure(
+                f"{dataset} not published: the corpus changed after its candidate's exclusions were computed (a batch "
+                "finished, was redone or dropped meanwhile): materialize refresh_corpus again"
+            )
         candidate = versions.parquet_files(versions.candidate(settings.root, dataset))
         counts = {p.rsplit("/", 1)[-1].removesuffix(".parquet"): parquet_rows(p) for p in candidate}
         rows = sum(counts.values())

@@ -158,15 +158,17 @@ class Table:
         """The rows of `parts` (task buckets), each computed from the corpus as it is now (`corpus`:
         `batch_state.corpus_version`): a bucket computed from another state of it, or never, is an error that
         names it. Rows a bucket kept from before a batch was added, redone or dropped would select wrongly."""
-        files = {part: self.committed_file(root, part) for part in parts}
-        stale = [part for part, f in files.items() if _noted_corpus(f) != corpus]
-        if stale:
+        if stale := self.stale_parts(root, corpus, parts):
             raise RuntimeError(
                 f"{self.name}: task bucket(s) {', '.join(stale)} were not computed from the corpus as it is now (a "
                 "batch was added, redone or dropped since, or they never were); materialize every bucket of it "
                 "(the refresh_corpus job does) before what reads it"
             )
-        return pl.concat([pl.read_parquet(f) for f in files.values()])
+        return pl.concat([pl.read_parquet(self.committed_file(root, part)) for part in parts])
+
+    def stale_parts(self, root: str, corpus: str, parts: Iterable[str] = BUCKETS) -> list[str]:
+        """The parts (task buckets) not computed from the corpus as it is now (`corpus`), or never computed."""
+        return [part for part in parts if _noted_corpus(self.committed_file(root, part)) != corpus]
 
     # Writing
     def write(self, frame: pl.DataFrame, root: str, part: str | None = None, corpus: str | None = None) -> str:

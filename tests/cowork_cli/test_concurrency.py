@@ -41,7 +41,7 @@ def test_two_runs_on_different_batches_at_once_corrupt_nothing(tmp_path):
         for b in batches
     ]
     outputs = [r.communicate(timeout=600)[0] for r in runs]
-    assert [r.returncode for r in runs] == [0, 0], outputs
+    assert [r.returncode for r in runs] == [0, 0], "\n\n".join(outputs)  # whole: what failed is in the summary
     for b in batches:
         for table in ("trajectories", "messages", "curated_messages", "evidence_audit"):
             pq.read_table(TABLES[table].file(tmp_path / "data", b))  # whole, readable files
@@ -56,6 +56,46 @@ def test_two_runs_on_different_batches_at_once_corrupt_nothing(tmp_path):
     assert final.returncode == 0 and final.stdout.count("up to date") == 2, final.stdout
     sft = pl.read_parquet(tmp_path / "data" / "published" / "sft_dataset" / "current" / "*.parquet")
     assert set(sft["batch"]) == set(batches)
+
+
+def test_a_candidate_built_before_a_batch_was_committed_is_not_published(tmp_path):
+    """A batch that another process commits after the exclusions were computed: the candidate may hold its runs
+    unfiltered (or lack them while the card names them). Its publication is refused until the corpus is refreshed."""
+    import dagster as dg
+
+    from cowork_assets.datasets.described import PUBLISHED
+    from cowork_assets.orchestration.partitions import batches
+    from cowork_assets.orchestration.resources import CurateSettings
+    from cowork_cli.runner import _run_config, ensure_instance, materialize_all
+    from dagster_project.definitions import defs
+
+    raw = tmp_path / "raw"
+    generate(raw, 16, 2, 11)
+    first, late = sorted(p.name for p in raw.iterdir() if p.is_dir())
+    settings = CurateSettings(raw_root=str(raw), data_root=str(tmp_path / "data"))
+    instance = ensure_instance(tmp_path / "home")
+    instance.add_dynamic_partitions(batches.name, [first, late])
+    config = _run_config(settings)
+    corpus, published = defs.resolve_job_def("refresh_corpus"), [dg.AssetKey(d) for d in PUBLISHED]
+    after = [*published, dg.AssetKey("dataset_card")]  # what reads the publications
+
+    def process(batch: str) -> None:
+        job = defs.resolve_job_def("process_batch")
+        assert job.execute_in_process(config, instance=instance, partition_key=batch).success
+
+    process(first)
+    selection = [key for key in corpus.asset_layer.executable_asset_keys if key not in after]
+    assert corpus.execute_in_process(config, instance=instance, asset_selection=selection).success  # candidates
+    process(late)  # committed after the exclusions and candidates were computed
+    publish = corpus.execute_in_process(config, instance=instance, asset_selection=published, raise_on_error=False)
+    failures = [str(e.event_specific_data.error) for e in publish.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert len(failures) == len(published) and all(
+        "not published: the corpus changed after its candidate's exclusions were computed" in f for f in failures
+    )
+    assert not (tmp_path / "data" / "published").exists()
+    assert materialize_all(settings, instance, echo=lambda _: None).failed == {}  # the refresh publishes both
+    sft = pl.read_parquet(tmp_path / "data" / "published" / "sft_dataset" / "current" / "*.parquet")
+    assert set(sft["batch"]) == {first, late}
 
 
 def test_the_duckdb_file_is_rebuilt_while_a_reader_has_it_open(pipeline):
