@@ -15,8 +15,6 @@ from statistics import mean
 
 import dagster as dg
 
-QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-
 
 def _no_work_assets(assets: dg.AssetsDefinition) -> dg.AssetsDefinition:
     """The same assets and checks in one step, partitioned, subset and pooled as the original, each reported
@@ -76,7 +74,7 @@ def framework_floor(home: Path, batch_runs: int) -> dict:
     batch partition, one after another in this process) and for the corpus jobs once after them, on a fresh
     instance at `home`, as `cowork-curate run` configures it."""
     from cowork_assets.orchestration.partitions import batches
-    from cowork_cli.runner import ensure_instance
+    from cowork_cli.runner import console_logger, ensure_instance
     from dagster_project.jobs import BATCH_JOB, CORPUS_JOBS
 
     shutil.rmtree(home, ignore_errors=True)
@@ -87,7 +85,9 @@ def framework_floor(home: Path, batch_runs: int) -> dict:
 
     def timed(job: str, **partition) -> float:
         started = time.monotonic()
-        result = defs.resolve_job_def(job).execute_in_process(instance=instance, run_config=QUIET, **partition)
+        result = defs.resolve_job_def(job).execute_in_process(
+            instance=instance, run_config={"loggers": console_logger()}, **partition
+        )
         if not result.success:
             raise RuntimeError(f"the no-work copy of {job} failed")
         return time.monotonic() - started

@@ -108,10 +108,12 @@ class RunOutcome:
 def _run_config(settings: CurateSettings, debug: bool = False) -> dict:
     """The run config of every job a run executes. A failed step's traceback reaches the console only with
     `debug`: without it the summary names each failure in one line (the UI's event log keeps them all)."""
-    return {
-        "resources": {"settings": {"config": settings.model_dump()}},
-        "loggers": {"console": {"config": {"log_level": "WARNING" if debug else "CRITICAL"}}},
-    }
+    return {"resources": {"settings": {"config": settings.model_dump()}}, "loggers": console_logger(debug)}
+
+
+def console_logger(debug: bool = False) -> dict:
+    """The run config's loggers: the console says nothing below CRITICAL unless `debug`."""
+    return {"console": {"config": {"log_level": "WARNING" if debug else "CRITICAL"}}}
 
 
 def materialize_all(
