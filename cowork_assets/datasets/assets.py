@@ -362,10 +362,11 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
         batches = corpus_batches(context.instance, settings)
         if blocked := publication_blocked(context.instance, settings, batches=batches):  # every path, the UI's too
             raise dg.Failure(f"{dataset} not published: {blocked}")
-        # The candidate was built after the exclusions: if they are not of the corpus as it is now (read after the
-        # batches above), a batch was committed, redone or dropped since, and the candidate may hold its runs
-        # unfiltered, or lack them while the card names them.
-        if TABLES["exclusions"].stale_parts(settings.root, corpus_version(settings.root)):
+        # A selected dataset's candidate was built after the exclusions: if they are not of the corpus as it is now
+        # (read after the batches above), a batch was committed, redone or dropped since, and the candidate may hold
+        # its runs unfiltered, or lack them while the card names them.
+        described = PUBLISHED[dataset]
+        if described.exclusions and TABLES["exclusions"].stale_parts(settings.root, corpus_version(settings.root)):
             raise dg.Failure(
                 f"{dataset} not published: the corpus changed after its candidate's exclusions were computed (a batch "
                 "finished, was redone or dropped meanwhile): materialize refresh_corpus again"
@@ -378,7 +379,6 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
         now = pub.current_rows(settings.root, dataset)
         inputs = {**card_inputs(settings, dataset, candidate, rows), "previous_rows": now[1] if now else None}
         inputs["batches"] = batch_card(batches)
-        described = PUBLISHED[dataset]
         examples = trace_examples(candidate) if described.trace_examples else {}  # before publishing moves the files
         cards = {}
 
