@@ -18,7 +18,7 @@ import orjson
 import polars as pl
 
 from cowork_assets.runtime import scratch
-from cowork_assets.runtime.helper_process import HelperProcess
+from cowork_assets.runtime.helper_process import HelperProcess, write_line
 from cowork_assets.runtime.procfs import die_with_parent
 from cowork_assets.store.paths import project_dir
 
@@ -125,8 +125,7 @@ def _serve() -> None:
             answer = {"failures": run_suite(request["dataset"], pl.read_ipc(request["view"]), request["parameters"])}
         except Exception as exc:  # noqa: BLE001 - reported to the gate, which fails with it
             answer = {"error": "".join(traceback.format_exception_only(exc)).strip()}
-        replies.write(orjson.dumps(answer, default=str, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
-        replies.flush()
+        write_line(replies, orjson.dumps(answer, default=str, option=orjson.OPT_SERIALIZE_NUMPY))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,17 @@ import subprocess
 import sys
 import tempfile
 from contextlib import suppress
+from typing import BinaryIO
+
+
+def write_line(stream: BinaryIO, line: bytes) -> None:
+    """Write `line` and a newline, all of it. A write to a full pipe that a signal interrupts (the run suspended
+    with Ctrl-Z and resumed, a profiler attaching) returns having written part: the rest is written after, or the
+    reader waits forever for the end of the line."""
+    view = memoryview(line + b"\n")
+    while view:
+        view = view[stream.write(view) :]
+    stream.flush()
 
 
 class HelperProcess:
@@ -27,8 +38,7 @@ class HelperProcess:
     def send(self, request: bytes) -> None:
         """Send one request line (a process that has exited is reported by `receive`)."""
         try:
-            self._process.stdin.write(request + b"\n")
-            self._process.stdin.flush()
+            write_line(self._process.stdin, request)
         except OSError:
             pass
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import orjson
 
+from cowork_assets.runtime.helper_process import write_line
 from cowork_assets.tokens import get_encoding
 
 encode = get_encoding(sys.argv[1]).encode_ordinary
 for line in sys.stdin.buffer:
     texts = orjson.loads(Path(line.strip().decode()).read_bytes())
-    sys.stdout.buffer.write(orjson.dumps([len(encode(text)) for text in texts]) + b"\n")
-    sys.stdout.buffer.flush()
+    write_line(sys.stdout.buffer, orjson.dumps([len(encode(text)) for text in texts]))
