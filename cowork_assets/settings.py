@@ -108,9 +108,10 @@ class RunSettings(Group):
     parallel_from_mb: float = Field(
         default=64,
         ge=0,
-        description="`cowork-curate run` processes batches in worker processes (max_concurrent at once) only when "
-        "the batches it processes hold at least this many MB of raw files; smaller ones run one after another in "
-        "its own process, which is faster than starting workers (each a few seconds of imports). 0: always workers.",
+        description="`cowork-curate run` processes batches in worker processes (max_concurrent at once) when the "
+        "batches it processes hold at least this many MB of raw files, or are 6 or more; fewer and smaller ones run "
+        "one after another in its own process, which is faster than starting workers (each a few seconds of "
+        "imports). 0: always workers; max_concurrent=1: never.",
     )
     settle_seconds: float = Field(
         default=float(os.environ.get("COWORK_SETTLE_SECONDS") or SETTLE_SECONDS),

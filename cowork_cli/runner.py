@@ -157,7 +157,7 @@ def materialize_all(
             todo.append(batch)
     start_early()  # the gates' Great Expectations helper imports while the batches run (at the lowest priority)
     workers = min(settings.max_concurrent, len(todo))
-    if workers > 1 and raw_megabytes(settings.raw_path, todo) >= settings.parallel_from_mb:
+    if workers > 1 and in_workers(settings, todo):
         # Workers start first: they import the code and open the instance while this process does the same.
         with environment(**worker_environment(workers)):
             pool = ProcessPoolExecutor(
@@ -274,6 +274,19 @@ def _warm_up(encoding: str) -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
     with suppress(TokenizerUnavailable):  # reported by the step that needs it
         get_encoding(encoding)
+
+
+# From this many batches, workers pay for their start-up however small the batches: a batch run is seconds of
+# Dagster's own work, which two processes do side by side (docs/performance.md, "What is left").
+PARALLEL_FROM_BATCHES = 6
+
+
+def in_workers(settings: CurateSettings, batches: Sequence[str]) -> bool:
+    """Whether `batches` run in `max_concurrent` worker processes rather than one after another in this one: when
+    they are many, or hold `parallel_from_mb` MB of raw files or more."""
+    return (
+        len(batches) >= PARALLEL_FROM_BATCHES or raw_megabytes(settings.raw_path, batches) >= settings.parallel_from_mb
+    )
 
 
 def raw_megabytes(raw_root: Path, batches: Sequence[str]) -> float:

@@ -186,6 +186,25 @@ def test_batches_too_small_to_pay_for_workers_run_in_the_runs_own_process(tmp_pa
     assert [p["max_workers"] for p in pools] == [2]
 
 
+def test_many_small_batches_run_in_workers(tmp_path, monkeypatch):
+    """PARALLEL_FROM_BATCHES batches of a few KB start the workers, one fewer does not: from there, a batch run's
+    seconds of Dagster work done two at a time outweigh the workers' start-up."""
+    from cowork_assets.orchestration.resources import CurateSettings
+    from cowork_cli import runner
+
+    raw = tmp_path / "raw"
+    generate(raw, 2 * runner.PARALLEL_FROM_BATCHES, runner.PARALLEL_FROM_BATCHES, 11)
+    batches = sorted(p.name for p in raw.iterdir() if p.is_dir())
+    settings = CurateSettings(raw_root=str(raw), data_root=str(tmp_path / "data"))
+    assert len(batches) == runner.PARALLEL_FROM_BATCHES and runner.raw_megabytes(raw, batches) < 1
+    assert runner.in_workers(settings, batches) and not runner.in_workers(settings, batches[1:])
+    pools = []
+    monkeypatch.setattr(runner, "ProcessPoolExecutor", lambda **options: pools.append(options) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):  # the pool this test stands in for
+        runner.materialize_all(settings, runner.ensure_instance(tmp_path / "home"), echo=lambda _: None)
+    assert [p["max_workers"] for p in pools] == [2]
+
+
 def test_a_refresh_that_failed_while_a_batch_finished_elsewhere_runs_again_and_only_then(tmp_path):
     """The corpus changing under a refresh makes its selection refuse to be read (a bucket would predate the new
     batch): the CLI runs the refresh again, once per change, and a failure on an unchanged corpus stands."""
