@@ -196,7 +196,8 @@ def text_findings(messages: pl.DataFrame, encoding: str) -> list[pl.DataFrame]:
     unchanged."""
     text = pl.col("content").fill_null("")
     # tool observations are shown as a terminal shows them (curation/terminal.py): no control text survives there
-    control = messages.filter(pl.col("role") != "tool", text.str.contains(CONTROL))
+    # (the role first: the search then reads only the other messages' text, under a tenth of a batch's bytes)
+    control = messages.filter(pl.col("role") != "tool").filter(text.str.contains(CONTROL))
     specials = SPECIAL_TOKENS.get(encoding) or get_encoding(encoding).special_tokens_set  # unknown: a clear error
     special = messages.filter(text.str.contains_any(sorted(specials)))
     enc = get_encoding(encoding) if special.height else None  # its rank file loads only when needed
