@@ -29,6 +29,9 @@ CODING = "coding"
 # Upper bounds of the sizes (a typo of a few zeros is refused, not run): characters and tokens of a sample.
 MAX_CHARS = 100_000_000
 MAX_TOKENS = 10_000_000
+# From this many batches, `cowork-curate run` starts its workers however small the batches: a batch run is seconds of
+# Dagster's own work, which two processes do side by side (docs/performance.md, "What is left").
+PARALLEL_FROM_BATCHES = 6
 SETTLE_SECONDS = 5.0  # the documented default of settle_seconds; COWORK_SETTLE_SECONDS replaces it (0 in tests)
 WAREHOUSE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}\.duckdb")
 
@@ -109,9 +112,9 @@ class RunSettings(Group):
         default=64,
         ge=0,
         description="`cowork-curate run` processes batches in worker processes (max_concurrent at once) when the "
-        "batches it processes hold at least this many MB of raw files, or are 6 or more; fewer and smaller ones run "
-        "one after another in its own process, which is faster than starting workers (each a few seconds of "
-        "imports). 0: always workers; max_concurrent=1: never.",
+        f"batches it processes hold at least this many MB of raw files, or are {PARALLEL_FROM_BATCHES} or more; "
+        "fewer and smaller ones run one after another in its own process, which is faster than starting workers "
+        "(each a few seconds of imports). 0: always workers; max_concurrent=1: never.",
     )
     settle_seconds: float = Field(
         default=float(os.environ.get("COWORK_SETTLE_SECONDS") or SETTLE_SECONDS),

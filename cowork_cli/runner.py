@@ -30,6 +30,7 @@ from cowork_assets.orchestration.run_health import in_flight, publication_blocke
 from cowork_assets.orchestration.stages import failed_stage
 from cowork_assets.runtime import scratch
 from cowork_assets.runtime.procfs import die_with_parent
+from cowork_assets.settings import PARALLEL_FROM_BATCHES
 from cowork_assets.store import batch_state, lease
 from cowork_assets.tokens import TokenizerUnavailable, get_encoding
 from cowork_cli.locks import publisher_lock
@@ -274,11 +275,6 @@ def _warm_up(encoding: str) -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
     with suppress(TokenizerUnavailable):  # reported by the step that needs it
         get_encoding(encoding)
-
-
-# From this many batches, workers pay for their start-up however small the batches: a batch run is seconds of
-# Dagster's own work, which two processes do side by side (docs/performance.md, "What is left").
-PARALLEL_FROM_BATCHES = 6
 
 
 def in_workers(settings: CurateSettings, batches: Sequence[str]) -> bool:

@@ -190,13 +190,14 @@ def test_many_small_batches_run_in_workers(tmp_path, monkeypatch):
     """PARALLEL_FROM_BATCHES batches of a few KB start the workers, one fewer does not: from there, a batch run's
     seconds of Dagster work done two at a time outweigh the workers' start-up."""
     from cowork_assets.orchestration.resources import CurateSettings
+    from cowork_assets.settings import PARALLEL_FROM_BATCHES
     from cowork_cli import runner
 
     raw = tmp_path / "raw"
-    generate(raw, 2 * runner.PARALLEL_FROM_BATCHES, runner.PARALLEL_FROM_BATCHES, 11)
+    generate(raw, 2 * PARALLEL_FROM_BATCHES, PARALLEL_FROM_BATCHES, 11)
     batches = sorted(p.name for p in raw.iterdir() if p.is_dir())
     settings = CurateSettings(raw_root=str(raw), data_root=str(tmp_path / "data"))
-    assert len(batches) == runner.PARALLEL_FROM_BATCHES and runner.raw_megabytes(raw, batches) < 1
+    assert len(batches) == PARALLEL_FROM_BATCHES and runner.raw_megabytes(raw, batches) < 1
     assert runner.in_workers(settings, batches) and not runner.in_workers(settings, batches[1:])
     pools = []
     monkeypatch.setattr(runner, "ProcessPoolExecutor", lambda **options: pools.append(options) or 1 / 0)
