@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from cowork_assets.check_types.db_match import FREE_TEXT_ARGUMENTS, READ_ONLY_TOOLS, StateRules
 from cowork_assets.store.storage import is_remote, normalize_root
+from cowork_assets.tokens import HELPER_MIN_TEXTS
 
 DEFAULT_RAW_ROOT = "data/raw"
 DEFAULT_DATA_ROOT = "data/curated"
@@ -95,7 +96,8 @@ class RunSettings(Group):
         le=64,
         description="Processes counting tokens with tiktoken at once (threads would take turns: tiktoken "
         "holds the GIL). The SFT candidate's are all helpers: its own process builds a batch's samples while "
-        "they count the next batch's tokens.",
+        "they count the next batch's tokens. A corpus of fewer than "
+        f"{HELPER_MIN_TEXTS:,} messages is counted in one process, without helpers (each costs a start).",
     )
     refresh_cron: str = Field(
         default="0 3 * * *",

@@ -60,7 +60,7 @@ from cowork_assets.store.storage import (
     write_text_atomic,
 )
 from cowork_assets.store.versions import candidates_folder
-from cowork_assets.tokens import TokenCounter
+from cowork_assets.tokens import HELPER_MIN_TEXTS, TokenCounter
 
 GATE_PART_ROWS = 5_000  # rows of a candidate its gate holds at once (an RL task row is ~20 KB)
 
@@ -138,8 +138,10 @@ def _one_ahead(items: Iterable) -> Iterator:
 def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     run = ["batch", "trajectory_id"]
     # The tokenizer's helper processes start first: they load the encoding while the samples are read. Texts
-    # repeat from batch to batch: each is counted once.
-    with TokenCounter(settings.token_encoding, settings.tokenizer_processes, ahead=True) as counter:
+    # repeat from batch to batch: each is counted once. A corpus with fewer messages than a helper's share is
+    # worth is counted in this process (a helper costs ~0.7 s of CPU to start).
+    helpers = settings.tokenizer_processes if TABLES["curated_messages"].rows(settings.root) >= HELPER_MIN_TEXTS else 0
+    with TokenCounter(settings.token_encoding, helpers, ahead=True) as counter:
         excluded = _excluded(settings, "sft").select(run).unique()
         selected = (
             TABLES["trajectories"]

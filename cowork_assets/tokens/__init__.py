@@ -92,7 +92,8 @@ class TokenCounter:
     a corpus counted a batch at a time repeats about half its text from batch to batch.
 
     With `ahead`, all `workers` processes are helpers and the counter remembers: `count_later` hands texts
-    to the helpers and returns at once, and the caller prepares its next texts while they count.
+    to the helpers and returns at once, and the caller prepares its next texts while they count. With `ahead`
+    and no workers, `count_later` counts in this process before it returns (texts too few to repay a helper).
     """
 
     def __init__(self, encoding: str, workers: int = 2, remember: bool = False, ahead: bool = False):
@@ -119,6 +120,9 @@ class TokenCounter:
         them if need be. A text counted or sent before is not sent again. Needs a counter made with `ahead`."""
         if not self._ahead:
             raise ValueError("count_later needs a TokenCounter made with ahead=True")
+        if not self._helpers:
+            counted = self.count(texts)
+            return lambda: counted
         texts = keyed(texts)
         new = self._memo.unknown(texts)
         if self._sent:

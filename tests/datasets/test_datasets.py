@@ -2,6 +2,7 @@
 
 import json
 import math
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -54,6 +55,35 @@ def test_sft_tokens_count_exactly_the_published_text(pipeline):
     for row in _published(settings, "sft_dataset").head(40).iter_rows(named=True):
         assert row["tokens"] == sum(len(enc.encode_ordinary(t)) for t in published_texts(row["messages"]))
         assert row["chars"] == published_chars(row["messages"])
+
+
+def test_the_sft_candidate_counts_tokens_in_helpers_only_for_a_corpus_that_repays_them(pipeline, tmp_path, monkeypatch):
+    """A helper costs a start: below HELPER_MIN_TEXTS messages the candidate's tokens are counted in its own process,
+    from there in `tokenizer_processes` helpers; the candidate is the same either way."""
+    import shutil
+
+    import dagster as dg
+
+    from cowork_assets import tokens
+    from cowork_assets.datasets import assets
+
+    settings, _, _ = pipeline
+    shutil.copytree(settings.local_root, tmp_path / "curated", symlinks=True)
+    copied = type(settings)(**settings.model_dump() | {"data_root": str(tmp_path / "curated")})
+    started, start = [], tokens._Helper.__init__
+    monkeypatch.setattr(tokens._Helper, "__init__", lambda helper, *args: started.append(1) or start(helper, *args))
+
+    def candidate() -> dict[str, pl.DataFrame]:
+        result = dg.materialize([assets.sft_candidate], resources={"settings": copied})
+        folder = Path(result.asset_materializations_for_node("sft_candidate")[0].metadata["candidate"].value)
+        return {p.name: pl.read_parquet(p) for p in sorted(folder.glob("*.parquet"))}
+
+    small = candidate()
+    assert started == [] and sum(f.height for f in small.values()) == _published(settings, "sft_dataset").height
+    monkeypatch.setattr(assets, "HELPER_MIN_TEXTS", TABLES["curated_messages"].rows(copied.root))  # exactly enough
+    large = candidate()
+    assert len(started) == settings.tokenizer_processes == 2
+    assert large.keys() == small.keys() and all(large[f].equals(small[f]) for f in small)
 
 
 def published_texts(messages: list[dict]) -> list[str]:

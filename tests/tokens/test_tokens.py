@@ -148,6 +148,15 @@ def test_a_count_after_counting_ahead_takes_the_answers_in_order(monkeypatch):
         assert later() == [len(enc.encode_ordinary(t)) for t in ahead]
 
 
+def test_counting_ahead_without_workers_counts_here_and_starts_no_helper():
+    enc = tokens.get_encoding("o200k_base")
+    texts = ["a b c", "ünï côdé", "", "a b c"]
+    with tokens.TokenCounter("o200k_base", 0, ahead=True) as counter:
+        later = counter.count_later(texts)
+        assert counter._helpers == [] and later() == [len(enc.encode_ordinary(t)) for t in texts]
+        assert counter.count_later(texts[:2])() == later()[:2]
+
+
 def test_counting_ahead_needs_a_counter_made_for_it():
     with tokens.TokenCounter("o200k_base", 1, remember=True) as counter, pytest.raises(ValueError, match="ahead"):
         counter.count_later(["a"])
