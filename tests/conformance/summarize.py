@@ -27,7 +27,11 @@ EXPECTED = "expected.json"
 NOT_RUNS = ("LICENSE", "SOURCES", "README", EXPECTED)
 HARNESS_TEXT = re.compile(
     r"\s*(<command-|<local-command-|<bash-|<task-notification>|<system-reminder>|<environment_context>|"
-    r"<user_instructions>|# AGENTS\.md|\[Request interrupted|Caveat:|This session is being continued)"
+    r"<user_instructions>|# AGENTS\.md|\[Request interrupted|Caveat:|This session is being continued|"
+    # Codex's other contextual user fragments (codex-rs core/src/context/*.rs: each its START_MARKER)
+    r"<turn_aborted>|<user_shell_command>|<recommended_plugins>|<plugins_instructions>|<skills_instructions>|"
+    r"<apps_instructions>|<app-context>|<skill>|<extension_context>|<hook_context>|<subagent_notification>)",
+    re.IGNORECASE,
 )
 SHELL_BLOCK = re.compile(r"```(bash|sh|shell|mswea_bash_command)?[ \t]*\n")
 

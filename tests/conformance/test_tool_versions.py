@@ -116,6 +116,70 @@ def test_a_codex_compaction_starts_a_segment_and_a_request_recorded_only_as_an_e
     assert notes["codex_requests_read_from_event_messages"] == 1
 
 
+def test_a_codex_rollout_of_late_2026_reads_each_message_once_and_never_its_harness_context_as_the_request(tmp_path):
+    """Codex 0.149 and later: numbered lines, each item written again as an `item_completed` event, usage lines, and
+    the plugins on offer, AGENTS.md and the environment injected as one user message before the request."""
+
+    def line(n: int, kind: str, payload: dict) -> dict:
+        return {"timestamp": "2026-11-20T09:00:00Z", "ordinal": n, "type": kind, "payload": payload}
+
+    def mirror(item: dict) -> dict:
+        return {"type": "item_completed", "thread_id": "t-9", "turn_id": "u1", "item": item}
+
+    plugins = "<recommended_plugins>\nHere is a list of plugins...\n- Google Drive (gdrive)\n</recommended_plugins>"
+    context = [plugins, "# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>\nrun tests\n</INSTRUCTIONS>"]
+    injected = _item("message", role="user", content=[{"type": "input_text", "text": t} for t in context])
+    items = [
+        ("response_item", _say("developer", "<permissions instructions>\nsandboxed\n</permissions instructions>")),
+        ("response_item", injected),
+        ("response_item", _say("user", "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>")),
+        ("response_item", {**_say("user", "fix the build"), "id": "msg_1"}),
+        (
+            "event_msg",
+            mirror({"type": "UserMessage", "id": "u", "content": [{"type": "text", "text": "fix the build"}]}),
+        ),
+        (
+            "response_item",
+            _item("reasoning", summary=[{"type": "summary_text", "text": "look"}], encrypted_content="x"),
+        ),
+        ("event_msg", mirror({"type": "Reasoning", "id": "rs_1"})),
+        ("response_item", _item("function_call", name="exec_command", arguments='{"cmd": "make"}', call_id="c1")),
+        ("event_msg", mirror({"type": "CommandExecution", "id": "c1", "command": "make", "exit_code": 0})),
+        ("response_item", _item("function_call_output", call_id="c1", output="built")),
+        ("token_usage_record", {"session_id": "t-9", "usage": {"input_tokens": 10, "output_tokens": 5}}),
+        ("response_item", {**_say("assistant", "Built."), "phase": "final_answer"}),
+        ("event_msg", mirror({"type": "AgentMessage", "id": "msg_2", "content": [{"type": "Text", "text": "Built."}]})),
+        ("event_msg", {"type": "task_complete", "turn_id": "u1"}),
+    ]
+    meta = {"id": "t-9", "originator": "codex-cli", "cli_version": "0.153.4", "base_instructions": {"text": "Codex."}}
+    lines = [
+        line(0, "session_meta", meta),
+        line(1, "event_msg", {"type": "task_started", "turn_id": "u1"}),
+        line(2, "turn_context", {"turn_id": "u1", "root_turn_id": "u1", "model": "gpt-5.6", "workspace_roots": ["/w"]}),
+        *(line(n, kind, payload) for n, (kind, payload) in enumerate(items, 3)),
+    ]
+    raw = _batch(tmp_path, {"sessions/2026/11/20/rollout-2026-11-20T09-00-00-t-9.jsonl": _lines(*lines)})
+    (run,), bad, notes = _runs(raw)
+    assert bad == [] and run["trajectory_id"] == "t-9" and run["teacher"]["model"] == "gpt-5.6"
+    assert [m["role"] for m in run["messages"]] == [
+        "system",
+        "system",
+        "user",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert run["messages"][2]["content"] == "".join(context)  # kept as the model saw it, but not the request
+    assert run["task"]["request"] == "fix the build"
+    assert (_calls(run["messages"]), run["messages"][4]["reasoning_content"], run["messages"][-1]["content"]) == (
+        ["exec_command"],
+        "look",
+        "Built.",
+    )
+    assert notes["codex_environment_context_left_out"] == 1
+
+
 # --- Claude Code
 
 

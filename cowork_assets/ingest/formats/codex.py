@@ -2,7 +2,9 @@
 in each layout Codex has written:
 
 * since Codex 0.3x: `{timestamp, type, payload}` lines: `session_meta` (first), `response_item`, `event_msg`,
-  `turn_context` (its `model` is the run's), `compacted`;
+  `turn_context` (its `model` is the run's), `compacted`; since 0.149 each line also has an `ordinal`, usage has
+  `token_usage_record` lines, and each item is written again as an `event_msg` `item_completed` for the desktop
+  app (the conversation is read from the response items alone, so each message once);
 * mid 2025 (0.1x-0.2x): a bare header `{id, timestamp, instructions, git}`, `{"record_type": "state"}` markers
   and bare response items;
 * the TypeScript CLI of April 2025: one JSON document `{session: {id, instructions}, items: [...]}`.
@@ -14,7 +16,8 @@ readable `summary` and `content` text; encrypted reasoning is not readable), its
 `function_call {name, arguments, call_id}`, `custom_tool_call {name, input, call_id}` and `local_shell_call
 {action, call_id}` items — one assistant turn, however many calls; `*_output {call_id, output}` items their results
 (an output written as `{"output", "metadata"}` JSON gives its `output`). A user message that is harness context
-(`<environment_context>`, AGENTS.md or `<user_instructions>` instructions) is kept but never the request; an
+(`<environment_context>`, AGENTS.md or `<user_instructions>` instructions, the `<recommended_plugins>`, a
+`<skill>`: `CONTEXT_MARKERS`) is kept but never the request; an
 `<environment_context>`-only one is left out. A request recorded only as an `event_msg` `user_message` becomes the
 user's message where it was recorded. `web_search_call` items are left out (their results are not in the rollout),
 counted in the batch notes. A `compacted` line (Codex's context compaction) starts a new context: the session is
@@ -45,11 +48,28 @@ ROLES = {"user": "user", "assistant": "assistant", "developer": "system", "syste
 CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 ASSISTANT_SIDE = (*CALLS, "reasoning", "web_search_call")
 ENVIRONMENT = "<environment_context>"
-# User messages the harness writes: context (instructions, environment), an aborted turn, a `!` shell command.
-CONTEXT = re.compile(
-    r"\s*(<environment_context>|<user_instructions>|# AGENTS\.md instructions|<INSTRUCTIONS>|<turn_aborted>"
-    r"|<user_shell_command>)"
+# User messages the harness writes, by the opening marker of each of Codex's contextual user fragments (codex-rs
+# `core/src/context/`; matched as Codex matches them, ignoring case): instructions, the environment, the plugins,
+# skills and apps on offer, a skill's body, extension and hook context, an aborted turn, a `!` shell command, a
+# sub-agent's notification.
+CONTEXT_MARKERS = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+    "<turn_aborted>",
+    "<user_shell_command>",
+    "<recommended_plugins>",
+    "<plugins_instructions>",
+    "<skills_instructions>",
+    "<apps_instructions>",
+    "<app-context>",
+    "<skill>",
+    "<extension_context>",
+    "<hook_context>",
+    "<subagent_notification>",
 )
+CONTEXT = re.compile(r"\s*(" + "|".join(map(re.escape, CONTEXT_MARKERS)) + ")", re.IGNORECASE)
 
 
 def _is_header(obj) -> bool:
