@@ -138,8 +138,8 @@ def _one_ahead(items: Iterable) -> Iterator:
 def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     run = ["batch", "trajectory_id"]
     # The tokenizer's helper processes start first: they load the encoding while the samples are read. Texts
-    # repeat from batch to batch: each is counted once. A corpus with fewer messages than a helper's share is
-    # worth is counted in this process (a helper costs ~0.7 s of CPU to start).
+    # repeat from batch to batch: each is counted once. A corpus of fewer than HELPER_MIN_TEXTS messages is counted
+    # in this process: a helper's start (~0.7 s of CPU) would cost more than its share of the counting.
     helpers = settings.tokenizer_processes if TABLES["curated_messages"].rows(settings.root) >= HELPER_MIN_TEXTS else 0
     with TokenCounter(settings.token_encoding, helpers, ahead=True) as counter:
         excluded = _excluded(settings, "sft").select(run).unique()
