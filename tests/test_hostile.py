@@ -344,6 +344,7 @@ def test_a_runs_scratch_files_hold_trajectory_text_under_the_data_root_only(tmp_
     """Killed runs left tokenizer and gate scratch files holding trajectory text in a shared /tmp."""
     import tempfile
 
+    from cowork_assets.datasets import assets
     from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
@@ -356,6 +357,7 @@ def test_a_runs_scratch_files_hold_trajectory_text_under_the_data_root_only(tmp_
         return file
 
     monkeypatch.setattr(tempfile, "NamedTemporaryFile", recording)
+    monkeypatch.setattr(assets, "HELPER_MIN_TEXTS", 0)  # tokenizer helpers, and their shares, however few the texts
     (tmp_path / "raw" / "b").mkdir(parents=True)
     run = trajectory([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}])
     (tmp_path / "raw" / "b" / "a.jsonl").write_bytes(orjson.dumps(run) + b"\n")
