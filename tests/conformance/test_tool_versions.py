@@ -1,6 +1,7 @@
 """The shapes of the tools' logs the conformance corpus has no real file of, built here from each tool's schema:
-Codex's 2025 layouts and its compactions, Claude Code's retried branches, sub-agents inside a session and its own
-messages, mini-swe-agent's Responses API turns and text format errors, chat records that carry their grade."""
+Codex's 2025 layouts, its compactions and its late-2026 layout, Claude Code's retried branches, sub-agents inside a
+session and its own messages, mini-swe-agent's Responses API turns and text format errors, chat records that carry
+their grade."""
 
 from __future__ import annotations
 
