@@ -78,3 +78,14 @@ def pipeline(default_raw, tmp_path_factory):
     instance = ensure_instance(base / "dagster_home")
     outcome = materialize_all(settings, instance, echo=lambda _: None)
     return settings, instance, outcome
+
+
+@pytest.fixture()
+def pipeline_copy(pipeline, tmp_path):
+    """The settings of the default materialization over a copy of its data root (`tmp_path / "curated"`), for a test
+    that changes the data."""
+    import shutil
+
+    settings, _, _ = pipeline
+    shutil.copytree(settings.local_root, tmp_path / "curated", symlinks=True)
+    return type(settings)(**settings.model_dump() | {"data_root": str(tmp_path / "curated")})

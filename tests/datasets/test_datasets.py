@@ -57,19 +57,18 @@ def test_sft_tokens_count_exactly_the_published_text(pipeline):
         assert row["chars"] == published_chars(row["messages"])
 
 
-def test_the_sft_candidate_counts_tokens_in_helpers_only_for_a_corpus_that_repays_them(pipeline, tmp_path, monkeypatch):
+def test_the_sft_candidate_counts_tokens_in_helpers_only_for_a_corpus_that_repays_them(
+    pipeline, pipeline_copy, monkeypatch
+):
     """A helper costs a start: below HELPER_MIN_TEXTS messages the candidate's tokens are counted in its own process,
     from there in `tokenizer_processes` helpers; the candidate is the same either way."""
-    import shutil
-
     import dagster as dg
 
     from cowork_assets import tokens
     from cowork_assets.datasets import assets
 
     settings, _, _ = pipeline
-    shutil.copytree(settings.local_root, tmp_path / "curated", symlinks=True)
-    copied = type(settings)(**settings.model_dump() | {"data_root": str(tmp_path / "curated")})
+    copied = pipeline_copy
     started, start = [], tokens._Helper.__init__
     monkeypatch.setattr(tokens._Helper, "__init__", lambda helper, *args: started.append(1) or start(helper, *args))
 
@@ -496,7 +495,7 @@ def test_tools_kwargs_gives_each_tool_its_service_slice_of_the_state_as_written(
         }
 
 
-def test_rollouts_publish_without_waiting_for_exclusions(pipeline, tmp_path):
+def test_rollouts_publish_without_waiting_for_exclusions(pipeline, pipeline_copy, tmp_path):
     """The UI's runs execute independent steps in parallel, and nothing orders rl_rollouts after exclusions
     (rollouts are not selected): publishing them must not read exclusions, which a first run has not written."""
     import shutil
@@ -506,10 +505,8 @@ def test_rollouts_publish_without_waiting_for_exclusions(pipeline, tmp_path):
     from cowork_cli.runner import _run_config, ensure_instance
     from dagster_project.definitions import defs
 
-    settings, _, _ = pipeline
-    shutil.copytree(settings.local_root, tmp_path / "curated", symlinks=True)
+    settings, copy = pipeline[0], pipeline_copy
     shutil.rmtree(tmp_path / "curated" / "tables" / "exclusions")
-    copy = settings.model_copy(update={"data_root": str(tmp_path / "curated")})
     result = defs.resolve_job_def("refresh_corpus").execute_in_process(
         run_config=_run_config(copy),
         instance=ensure_instance(tmp_path / "home"),

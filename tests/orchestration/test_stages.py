@@ -2,7 +2,6 @@
 stage a failed run stopped in."""
 
 import os
-import shutil
 
 import dagster as dg
 import pytest
@@ -54,11 +53,9 @@ def test_the_stage_a_failed_run_stopped_in_is_the_first_that_did_not_report_ever
 
 
 @pytest.fixture()
-def copied(pipeline, tmp_path):
-    settings, instance, _ = pipeline
-    shutil.copytree(settings.local_root, tmp_path / "curated", symlinks=True)
-    batch = sorted(instance.get_dynamic_partitions("batches"))[0]
-    return type(settings)(**settings.model_dump() | {"data_root": str(tmp_path / "curated")}), batch
+def copied(pipeline, pipeline_copy):
+    _, instance, _ = pipeline
+    return pipeline_copy, sorted(instance.get_dynamic_partitions("batches"))[0]
 
 
 def _run(settings, batch, selection):

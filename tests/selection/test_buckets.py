@@ -2,7 +2,6 @@
 
 import hashlib
 import os
-import shutil
 from pathlib import Path
 
 import dagster as dg
@@ -66,21 +65,14 @@ def test_each_bucket_holds_its_tasks_and_the_clusters_are_those_of_the_whole_cor
     assert_frame_equal(found.sort("trajectory_id"), whole.sort("trajectory_id"))
 
 
-@pytest.fixture()
-def copied(pipeline, tmp_path):
-    settings, _, _ = pipeline
-    shutil.copytree(settings.local_root, tmp_path / "curated", symlinks=True)
-    return type(settings)(**settings.model_dump() | {"data_root": str(tmp_path / "curated")})
-
-
-def test_one_bucket_runs_alone_and_rewrites_only_its_own_files(copied):
+def test_one_bucket_runs_alone_and_rewrites_only_its_own_files(pipeline_copy):
     from cowork_assets.selection.assets import dedup_clusters, exclusions
 
-    root = copied.root
+    root = pipeline_copy.root
     before = {t: _by_bucket(t, root) for t in ("dedup_clusters", "exclusions")}
     files = {(t, b): TABLES[t].committed_file(root, b) for t in before for b in BUCKETS}
     inodes = {k: os.stat(f).st_ino for k, f in files.items()}  # an atomic rewrite is a new file
-    result = dg.materialize([dedup_clusters, exclusions], partition_key="3", resources={"settings": copied})
+    result = dg.materialize([dedup_clusters, exclusions], partition_key="3", resources={"settings": pipeline_copy})
     assert result.success
     assert {e.partition for e in result.get_asset_materialization_events()} == {"3"}
     changed = {k for k, f in files.items() if os.stat(f).st_ino != inodes[k]}
@@ -90,33 +82,33 @@ def test_one_bucket_runs_alone_and_rewrites_only_its_own_files(copied):
             assert_frame_equal(TABLES[table].read(root, bucket), rows[bucket])
 
 
-def test_buckets_worked_one_at_a_time_write_what_they_write_worked_together(copied, monkeypatch):
+def test_buckets_worked_one_at_a_time_write_what_they_write_worked_together(pipeline_copy, monkeypatch):
     """The pipeline's corpus is small: its refresh worked every bucket in one group. A bucket at a time, the same
     rows."""
     from cowork_assets.selection import buckets
     from cowork_assets.selection.assets import dedup_clusters, exclusions
 
-    together = {t: _by_bucket(t, copied.root) for t in ("dedup_clusters", "exclusions")}
+    together = {t: _by_bucket(t, pipeline_copy.root) for t in ("dedup_clusters", "exclusions")}
     assert sum(f.height for f in together["dedup_clusters"].values()) > 0
     monkeypatch.setattr(buckets, "GROUP_RUNS", 1)
     ranges = {"dagster/asset_partition_range_start": BUCKETS[0], "dagster/asset_partition_range_end": BUCKETS[-1]}
     instance = dg.DagsterInstance.ephemeral()
     result = dg.materialize(
-        [dedup_clusters, exclusions], tags=ranges, resources={"settings": copied}, instance=instance
+        [dedup_clusters, exclusions], tags=ranges, resources={"settings": pipeline_copy}, instance=instance
     )
     assert result.success
     logged = [e.user_message for e in instance.all_logs(result.run_id)]
     assert [m.split(" (")[0] for m in logged if "teacher runs clustered" in m] == [f"task buckets {b}" for b in BUCKETS]
     for table, rows in together.items():
         for bucket in BUCKETS:
-            assert_frame_equal(TABLES[table].read(copied.root, bucket), rows[bucket], check_row_order=False)
+            assert_frame_equal(TABLES[table].read(pipeline_copy.root, bucket), rows[bucket], check_row_order=False)
 
 
-def test_a_bucket_computed_from_another_state_of_the_corpus_is_never_read(copied):
+def test_a_bucket_computed_from_another_state_of_the_corpus_is_never_read(pipeline_copy):
     from cowork_cli.runner import _run_config, ensure_instance
     from dagster_project.definitions import defs
 
-    root, corpus = copied.root, corpus_version(copied.root)
+    root, corpus = pipeline_copy.root, corpus_version(pipeline_copy.root)
     for bucket in BUCKETS:  # as a refresh of the corpus as it is leaves them
         TABLES["exclusions"].write(TABLES["exclusions"].read(root, bucket), root, bucket, corpus)
     assert TABLES["exclusions"].read_current(root, corpus).height == TABLES["exclusions"].rows(root)
@@ -127,7 +119,7 @@ def test_a_bucket_computed_from_another_state_of_the_corpus_is_never_read(copied
         TABLES["exclusions"].read_current(root, corpus)
     assert TABLES["exclusions"].read_current(root, corpus, ["4"]).height == TABLES["exclusions"].rows(root, "4")
     result = defs.resolve_job_def("refresh_corpus").execute_in_process(
-        run_config=_run_config(copied),
+        run_config=_run_config(pipeline_copy),
         instance=ensure_instance(Path(root).parent / "home"),
         raise_on_error=False,
         asset_selection=[dg.AssetKey("sft_candidate")],
