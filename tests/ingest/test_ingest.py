@@ -258,7 +258,7 @@ def test_a_record_with_a_repeated_key_is_quarantined_alone(tmp_path):
     assert (r.parsed, r.quarantined) == (3, 1)
     assert q.select("raw_record", "reason").rows() == [(3, "unreadable_record")]
     assert q["detail"][0].startswith("Invalid Input Error: JSON transform error: Object {")
-    assert q["detail"][0].endswith('has duplicate key "trajectory_id"') and "/tmp" not in q["detail"][0]
+    assert q["detail"][0].endswith('has duplicate key "trajectory_id"') and str(tmp_path) not in q["detail"][0]
     assert sorted(TABLES["trajectories"].read(tmp_path / "out", "b")["trajectory_id"]) == [
         "t0",
         "t1",
