@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+from pyarrow.fs import FileInfo
 
 from cowork_assets.ingest.raw_files import batch_entries
 from cowork_assets.runtime.code_versions import batch_code_version
@@ -156,7 +157,8 @@ def finish(root: str, batch: str, run_id: str) -> dict:
             else:  # not written by this run: not the batch's as it is now
                 storage.delete(final)
         aside.end(root, batch)
-        tables = {name: _digest(f) for name, f in per_batch_files(root, batch).items() if storage.exists(f)}
+        found = {name: (f, storage.file_info(f)) for name, f in per_batch_files(root, batch).items()}
+        tables = {name: _digest(f, info) for name, (f, info) in found.items() if info is not None}
         manifest = {**begun, "tables": tables}
         storage.write_text_atomic(_path(root, batch), orjson.dumps(manifest, option=orjson.OPT_INDENT_2).decode())
         storage.delete(started)
@@ -221,27 +223,21 @@ def check(
 def _damage(root: str, batch: str, recorded: dict, deep: bool) -> str | None:
     files = per_batch_files(root, batch)
     for name in sorted(set(files) | set(recorded)):
-        present = storage.exists(files[name]) if name in files else False
+        info = storage.file_info(files[name]) if name in files else None
         if name not in recorded:
-            if present:
+            if info is not None:
                 return f"its table {name} was written after its manifest"
             continue
-        if not present:
+        if info is None:
             return f"its table {name} is missing"
-        altered = _digest(files[name]) != recorded[name] if deep else _size(files[name]) != recorded[name]["bytes"]
+        altered = _digest(files[name], info) != recorded[name] if deep else info.size != recorded[name]["bytes"]
         if altered:
             return f"its table {name} was altered since its run"
     return None
 
 
-def _size(location: str) -> int:
-    fs, path = storage.filesystem(location)
-    return fs.get_file_info(path).size
-
-
-def _digest(location: str) -> dict:
-    fs, path = storage.filesystem(location)
-    info = fs.get_file_info(path)
+def _digest(location: str, info: FileInfo) -> dict:
+    """The file's size and sha256; `info`: its `storage.file_info`."""
     size, sha256 = _file_digest(location, info.size, info.mtime_ns, _inode(location))
     return {"bytes": size, "sha256": sha256}
 

@@ -76,6 +76,14 @@ def exists(location: str | Path) -> bool:
     return fs.get_file_info(path).type != pafs.FileType.NotFound
 
 
+def file_info(location: str | Path) -> pafs.FileInfo | None:
+    """The size and modification time of a file, None when there is no file there: whether it exists and what it
+    is in one request to an object store."""
+    fs, path = filesystem(location)
+    info = fs.get_file_info(path)
+    return info if info.type == pafs.FileType.File else None
+
+
 def read_bytes(location: str | Path) -> bytes:
     with open_input(location) as fh:
         return fh.read()
