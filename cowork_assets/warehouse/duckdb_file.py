@@ -17,11 +17,11 @@ import threading
 from pathlib import Path
 
 import duckdb
-from fsspec.implementations.arrow import ArrowFSWrapper
 
 from cowork_assets.runtime import scratch
 from cowork_assets.store.paths import project_dir
-from cowork_assets.store.storage import atomic_path, filesystem, is_remote, join, normalize_root
+from cowork_assets.store.storage import atomic_path, is_remote, join, normalize_root
+from cowork_assets.warehouse.object_store import object_store
 
 _VIEW = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", re.IGNORECASE)
 
@@ -65,26 +65,18 @@ def view_statements(data_root: str) -> list[tuple[str, str]]:
     return out
 
 
-def connect(db_path: Path, data_root: str | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection that can read the data root, wherever it is."""
-    con = duckdb.connect(str(db_path), read_only=read_only)
-    if data_root is not None and is_remote(data_root):
-        # pyarrow's filesystem as the fsspec one DuckDB routes `<scheme>://` paths to
-        scheme = data_root.split("://", 1)[0]
-        wrapper = type(f"{scheme.title()}Store", (ArrowFSWrapper,), {"protocol": scheme})
-        con.register_filesystem(wrapper(filesystem(data_root)[0]))
-    return con
-
-
 def build_warehouse(data_root: str, db_path: Path, count: bool = True) -> tuple[dict[str, int | None], dict[str, str]]:
     """Create every view whose Parquet files exist. Returns (rows per view (None unless `count`), skipped view ->
     why)."""
     rows, skipped = {}, {}
     db_path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(db_path) as tmp:
-        con = connect(tmp, data_root)
+        con = duckdb.connect(str(tmp))
+        store = object_store(con, data_root)
         try:
             for name, sql in view_statements(data_root):
+                if store:  # a view and its count read the files as they are when the view is made
+                    store.forget()
                 try:
                     con.execute(sql)
                     rows[name] = con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0] if count else None
@@ -151,10 +143,7 @@ def confined(
         root = con.execute("SELECT root FROM cowork_data_root").fetchone()[0]
     except duckdb.CatalogException:  # a file built before the view existed
         root = normalize_root(data_root or db_path.parent)
-    if is_remote(root):
-        scheme = root.split("://", 1)[0]
-        wrapper = type(f"{scheme.title()}Store", (ArrowFSWrapper,), {"protocol": scheme})
-        con.register_filesystem(wrapper(filesystem(root)[0]))
+    object_store(con, root)  # one query per connection: it sees the files as they are when it starts
     folders = {
         join(base, part) + "/"
         for base in {root, *([] if is_remote(root) else [os.path.realpath(root)])}

@@ -272,3 +272,37 @@ def test_two_machines_publishing_to_one_bucket_at_once_take_turns(s3, tmp_path):
     assert [run.returncode for run in runs] == [0, 0], failed
     keys = _keys(s3, "two-machines/")
     assert {"published/CARD.md", "published/sft_dataset/CURRENT"} <= keys and not any("leases/" in k for k in keys)
+
+
+def test_the_warehouse_asks_the_store_about_a_file_once_until_told_to_forget(tmp_path):
+    """DuckDB asked an object store for a file's size and time each time a statement opened it: ten requests for
+    a statement reading one file twice, 1,134 HEAD requests to build the views of a 3-batch data root."""
+    import duckdb
+    import pyarrow.fs as pafs
+    from fsspec.implementations.local import LocalFileSystem
+
+    from cowork_assets.warehouse.object_store import ObjectStore
+
+    asked: list[str] = []
+
+    class Counted(LocalFileSystem):  # the store: every question about a path counted
+        def info(self, path, **kwargs):
+            asked.append(path)
+            return super().info(path, **kwargs)
+
+    backend = pafs.PyFileSystem(pafs.FSSpecHandler(Counted(skip_instance_cache=True)))
+    store = type("TestStore", (ObjectStore,), {"protocol": "teststore"})(backend, skip_instance_cache=True)
+    pl.DataFrame({"n": [1, 2, 3]}).write_parquet(tmp_path / "a.parquet")
+    file = f"teststore://{tmp_path}/a.parquet"
+    twice = f"SELECT (SELECT sum(n) FROM read_parquet('{file}')) + (SELECT count(*) FROM read_parquet('{file}'))"
+    con = duckdb.connect()
+    try:
+        con.register_filesystem(store)
+        assert con.execute(twice).fetchone() == (9,) and asked == [str(tmp_path / "a.parquet")]
+        assert con.execute(twice).fetchone() == (9,) and len(asked) == 1  # kept
+        (tmp_path / "a.parquet").unlink()
+        pl.DataFrame({"n": [1, 2, 3, 4]}).write_parquet(tmp_path / "a.parquet")  # replaced, as tables are
+        store.forget()
+        assert con.execute(twice).fetchone() == (14,) and len(asked) == 2  # asked again: the new file is read
+    finally:
+        con.close()
