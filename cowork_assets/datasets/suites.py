@@ -47,7 +47,9 @@ def run_suite(dataset: str, view: pl.DataFrame, parameters: dict) -> list[dict]:
         .add_batch_definition_whole_dataframe("all")
         .get_batch(batch_parameters={"dataframe": view.to_pandas()})
     )
-    result = batch.validate(suite, expectation_parameters=parameters)
+    # BASIC holds all a failure reports (its count, or the value observed, and up to 20 examples); the default,
+    # SUMMARY, also counts each unexpected value: a third more of the suites' time.
+    result = batch.validate(suite, expectation_parameters=parameters, result_format="BASIC")
     return [
         {
             "expectation": r.expectation_config.type,
