@@ -157,8 +157,8 @@ def finish(root: str, batch: str, run_id: str) -> dict:
             else:  # not written by this run: not the batch's as it is now
                 storage.delete(final)
         aside.end(root, batch)
-        found = {name: (f, storage.file_info(f)) for name, f in per_batch_files(root, batch).items()}
-        tables = {name: _digest(f, info) for name, (f, info) in found.items() if info is not None}
+        files = per_batch_files(root, batch).items()
+        tables = {name: _digest(f, info) for name, f in files if (info := storage.file_info(f)) is not None}
         manifest = {**begun, "tables": tables}
         storage.write_text_atomic(_path(root, batch), orjson.dumps(manifest, option=orjson.OPT_INDENT_2).decode())
         storage.delete(started)
