@@ -25,9 +25,9 @@ def pytest_configure(config: pytest.Config) -> None:
     """Tests' files go to the RAM disk where there is one with room (pytest's own `PYTEST_DEBUG_TEMPROOT`; set it
     to choose another place). Every pipeline run commits Dagster's SQLite events and this code's atomic writes with
     fsync, which a RAM disk skips: a quarter of a run's time in a test. Nothing a test checks depends on it."""
-    if "PYTEST_DEBUG_TEMPROOT" not in os.environ and os.access(RAM_DISK, os.W_OK):
-        if shutil.disk_usage(RAM_DISK).free >= 8 << 30:
-            os.environ["PYTEST_DEBUG_TEMPROOT"] = str(RAM_DISK)
+    roomy = os.access(RAM_DISK, os.W_OK) and shutil.disk_usage(RAM_DISK).free >= 8 << 30
+    if roomy and "PYTEST_DEBUG_TEMPROOT" not in os.environ:
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = str(RAM_DISK)
 
 
 def read_jsonl(path: Path) -> list[dict]:

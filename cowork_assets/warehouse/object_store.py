@@ -11,9 +11,7 @@ from cowork_assets.store.storage import filesystem, is_remote
 
 
 class ObjectStore(ArrowFSWrapper):
-    """pyarrow's filesystem of an object-store data root as the fsspec one DuckDB routes `<scheme>://` paths to.
-
-    DuckDB lists a folder each time a statement expands a file name, and asks for a file's size and its time each
+    """DuckDB lists a folder each time a statement expands a file name, and asks for a file's size and its time each
     time it opens it (two requests to the store, besides the one opening it makes). What a path is, and what a
     folder holds, once asked, is kept until `forget` (before each statement that should see files as they are
     then)."""
