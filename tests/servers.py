@@ -26,14 +26,20 @@ from cowork_cli.runner import environment
 def s3_server(bucket: str, work_dir: Path) -> Iterator:
     """A moto S3 server with one bucket, and the AWS environment pointing at it: yields a boto3 client."""
     moto_server = pytest.importorskip("moto.server")
+    import threading
+
     import boto3
+    from werkzeug.serving import make_server
 
     from cowork_assets.store import storage
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
+    # moto's S3 app alone: moto's ThreadedMotoServer works out the service of every request first, which costs as
+    # much as serving it.
+    app, handler = moto_server.create_backend_app("s3"), moto_server.MotoRequestHandler
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host, port = server.server_address[:2]
     env = {
         "AWS_ENDPOINT_URL": f"http://{host}:{port}",
         "AWS_ACCESS_KEY_ID": "test",
@@ -49,7 +55,7 @@ def s3_server(bucket: str, work_dir: Path) -> Iterator:
             boto3.client("s3").create_bucket(Bucket=bucket)
             yield boto3.client("s3")
     finally:
-        server.stop()
+        server.shutdown()
         storage._remote_filesystem.cache_clear()
 
 
