@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,8 +27,6 @@ from cowork_cli.runner import environment
 def s3_server(bucket: str, work_dir: Path) -> Iterator:
     """A moto S3 server with one bucket, and the AWS environment pointing at it: yields a boto3 client."""
     moto_server = pytest.importorskip("moto.server")
-    import threading
-
     import boto3
     from werkzeug.serving import make_server
 
