@@ -38,21 +38,27 @@ def read_jsonl(path: Path) -> list[dict]:
 # the test workers (pytest-xdist, one module per worker at a time) finish together instead of one waiting on
 # the other's last long module.
 LONGEST_FIRST = (
-    "test_deployment.py",
-    "test_hostile.py",
-    "test_ui_browser.py",
-    "test_pipeline.py",
     "test_whole_batches.py",
-    "test_automation_live.py",
+    "test_deployment.py",
     "test_object_store.py",
-    "test_datasets.py",
-    "test_crash_resume.py",
-    "test_trainers.py",
-    "test_realdata_round4.py",
-    "test_concurrency.py",
-    "test_run_health.py",
-    "test_bench.py",
+    "test_ui_browser.py",
+    "test_hostile.py",
+    "test_automation_live.py",
     "test_gate_rules.py",
+    "test_bench.py",
+    "test_concurrency.py",
+    "test_datasets.py",
+    "test_check_failures.py",
+    "test_evidence.py",
+    "test_code_changes.py",
+    "test_pipeline.py",
+    "test_realdata.py",
+    "test_trainers.py",
+    "test_damage.py",
+    "test_realdata_round4.py",
+    "test_run_health.py",
+    "test_trainer_tokenizer.py",
+    "test_crash_resume.py",
 )
 
 
@@ -78,17 +84,22 @@ def labels(default_raw) -> list[dict]:
     return read_jsonl(default_raw / "labels.jsonl")
 
 
-@pytest.fixture(scope="session")
-def pipeline(default_raw, tmp_path_factory):
-    """The `make run` path: every asset for every batch through Dagster, on a temporary instance."""
+def materialized(raw: Path, base: Path):
+    """(settings, instance, outcome) of the `make run` path: every asset for every batch of `raw` through Dagster,
+    on a new instance and data root under `base`."""
     from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
-    base = tmp_path_factory.mktemp("pipeline")
-    settings = CurateSettings(raw_root=str(default_raw), data_root=str(base / "curated"))
+    settings = CurateSettings(raw_root=str(raw), data_root=str(base / "curated"))
     instance = ensure_instance(base / "dagster_home")
-    outcome = materialize_all(settings, instance, echo=lambda _: None)
-    return settings, instance, outcome
+    return settings, instance, materialize_all(settings, instance, echo=lambda _: None)
+
+
+@pytest.fixture(scope="session")
+def pipeline(default_raw, tmp_path_factory):
+    """The default data materialized once per test worker, shared: a test that launches runs on it or changes its
+    data uses a materialization of its own (`materialized`) or `pipeline_copy`."""
+    return materialized(default_raw, tmp_path_factory.mktemp("pipeline"))
 
 
 @pytest.fixture()

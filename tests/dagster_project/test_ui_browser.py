@@ -15,9 +15,17 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from tests.conftest import materialized
 from tests.live_ui import ROOT, Browser, dagster_dev, graphql, launch
 
 ARTIFACTS = ROOT / "test-artifacts" / "ui"
+
+
+@pytest.fixture(scope="module")
+def pipeline(default_raw, tmp_path_factory):
+    """A materialization of the default data for this module alone: its tests launch runs on the instance, which
+    the session's shared `pipeline` must not see."""
+    return materialized(default_raw, tmp_path_factory.mktemp("ui-pipeline"))
 
 
 @pytest.fixture(scope="module")
