@@ -88,6 +88,15 @@ def verl_tool_config(tool_names: Iterable[str]) -> str:
     return yaml.safe_dump({"tools": tools}, sort_keys=False)
 
 
+def _sandbox(states: pl.Series) -> pl.Series:
+    """Each initial state's `sandbox` entry as JSON text (null: none). Only the states whose text holds the key are
+    parsed (a state is compact JSON from ingest, where a key is written as is): parsing all 18,534 tasks' states of
+    the 80,000-run bench corpus took 0.57 s, the screen 0.02 s."""
+    named = states.str.contains('"sandbox"', literal=True).fill_null(False)
+    found = states.filter(named).str.json_path_match("$.sandbox")
+    return pl.repeat(None, len(states), dtype=pl.String, eager=True).alias("sandbox").scatter(named.arg_true(), found)
+
+
 def build_rl_tasks(
     packages: pl.DataFrame,
     systems: pl.DataFrame,
@@ -122,8 +131,10 @@ def build_rl_tasks(
         },
         schema={"tools": pl.String, "tool_selection": pl.List(pl.String), "tools_simulated": pl.Boolean},
     )
-    p = p.with_columns(tools_kwargs=kwargs).join(lists, on="tools", how="left", maintain_order="left")
-    sandbox = pl.col("initial_state").str.json_path_match("$.sandbox")  # a coding task: graded by its tests
+    p = p.with_columns(tools_kwargs=kwargs, sandbox=_sandbox(p["initial_state"])).join(
+        lists, on="tools", how="left", maintain_order="left"
+    )
+    sandbox = pl.col("sandbox")  # a coding task: graded by its tests
     return p.select(
         data_source=pl.lit(data_source),
         agent_name=pl.lit(AGENT_NAME),
