@@ -36,7 +36,8 @@ def read_jsonl(path: Path) -> list[dict]:
 
 # The longest modules start first, longest first (their summed durations in `pytest --durations=0`), so that
 # the test workers (pytest-xdist, one module per worker at a time) finish together instead of one waiting on
-# the other's last long module.
+# the other's last long module. pyproject's `--no-loadscope-reorder` keeps this order: without it xdist starts the
+# modules with the most tests first, and these have few.
 LONGEST_FIRST = (
     "test_whole_batches.py",
     "test_deployment.py",
