@@ -174,6 +174,9 @@ SANDBOX_FIELDS = ("instance_id", "repo", "base_commit", "version", "image", "pro
 # What a sandbox needs to rebuild a coding task besides its instance id: the repository, or an image holding it.
 SANDBOX_SOURCES = ("repo", "image")
 SANDBOX_TESTS = ("FAIL_TO_PASS", "PASS_TO_PASS")
+# A stored initial state is compact JSON that ingest wrote, keys as they are: a state without this text names no
+# sandbox, and need not be parsed to say so.
+SANDBOX_KEY = '"sandbox"'
 
 
 def rebuildable(box: dict) -> bool:
