@@ -103,6 +103,26 @@ def test_coding_tasks_are_sandbox_rl_rows_with_what_the_logs_carry(coding):
     ]
 
 
+def test_a_sandbox_is_found_however_the_raw_task_spells_its_key():
+    """The RL tasks and the task findings parse only the stored states whose text holds `"sandbox"`: that holds
+    because ingest stores a state as compact JSON, keys as they are, whatever the raw line's spacing and escapes."""
+    from cowork_assets.datasets.rl import _sandbox
+    from cowork_assets.ingest.flatten import TaskPackages
+    from cowork_assets.validation.consistency import sandbox_of
+
+    spelled = (  # spaced, and the key with an escape
+        '{"task_id": "t", "category": "coding", "request": "fix it",\n'
+        ' "initial_state": {"sand\\u0062ox": {"repo": "a/b"}}}'
+    )
+    plain_state = (
+        '{"task_id": "u", "category": "coding", "request": "fix it", "initial_state": {"other": {"repo": "a/b"}}}'
+    )
+    _, packages = TaskPackages()(pl.Series([spelled, plain_state]))
+    states = packages["initial_state"]
+    assert [sandbox_of(s) for s in states] == [{"repo": "a/b"}, None]
+    assert _sandbox(states).to_list() == ['{"repo":"a/b"}', None]
+
+
 def test_the_card_shows_the_coding_budgets_and_the_terminal_text_it_cleaned(coding):
     folder = coding.local_root / "published" / "sft_dataset" / "current"
     card = orjson.loads((folder / "card.json").read_bytes())
