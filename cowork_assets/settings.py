@@ -225,6 +225,14 @@ class CurationSettings(Group):
         "messages: `keep` publishes it in each message's `reasoning_content` (counted in lengths and budgets, never "
         "truncated), `drop` leaves it out of the curated messages and the datasets.",
     )
+    action_format: Literal["native", "tool_calls"] = Field(
+        default="native",
+        description="How a text-protocol harness's action (mini-swe-agent, SWE-agent, SWE-smith: a shell block or an "
+        "XML-style call in the assistant's text) is published, once: `native` as the agent wrote it, with the "
+        "observation the user turn the harness sent and no tool call; `tool_calls` as a tool call, taken out of the "
+        "text, the block the harness executed. Inside the pipeline it is a call either way (truncation and the "
+        "evidence audit see its observation); the budget's `tokenizer` renders the sample in its published form.",
+    )
 
     @field_validator("tokenizer")
     @classmethod
@@ -403,13 +411,6 @@ class DatasetSettings(Group):
         description="While a processed batch's run failed an ERROR-severity check (records not accounted for, "
         "evidence lost to truncation, ...), nothing is published: true publishes it as it is, and the card names "
         "each such batch and check.",
-    )
-    action_format: Literal["native", "tool_calls"] = Field(
-        default="native",
-        description="How a text-protocol harness's action (mini-swe-agent, SWE-agent, SWE-smith: a shell block or an "
-        "XML-style call in the assistant's text) is published, once: `native` as the agent wrote it, with the "
-        "observation the user turn the harness sent and no tool call; `tool_calls` as a tool call, taken out of the "
-        "text. Inside the pipeline it is a call either way (truncation and the evidence audit see its observation).",
     )
     max_shrink: float = Field(
         default=0.5,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+import orjson
 import polars as pl
 
 TEXT_ACTION = "text"  # the `type` of a tool call read from an assistant's text
@@ -38,15 +39,33 @@ def text_action(text: str | None) -> tuple[str, dict] | None:
     return None if command is None else ("bash", {"command": command})
 
 
-def without_action(content: pl.Expr) -> pl.Expr:
-    """The text of an assistant turn with its one action taken out (the block `text_action` read), trimmed."""
-    labelled = r"(?s)```(?:bash|sh|shell|mswea_bash_command)[ \t]*\n.*?\n?```"
-    unlabelled = r"(?s)```[ \t]*\n.*?\n?```"
-    return (
-        pl.when(content.str.contains(XML_FUNCTION.pattern))
-        .then(content.str.replace(r"(?s)" + XML_FUNCTION.pattern, ""))
-        .when(content.str.contains(labelled))
-        .then(content.str.replace(labelled, ""))
-        .otherwise(content.str.replace(unlabelled, ""))
-        .str.strip_chars()
+def action_removed(text: str | None, arguments: str | None) -> str | None:
+    """The text of an assistant turn with the action its harness executed taken out, trimmed: its XML-style call,
+    else the shell block whose body is the executed command (`arguments`: the call's JSON; the last such block, as
+    SWE-agent runs the last block of a response), else its only block. A turn with several blocks none of which
+    was executed keeps them all: they are what the agent wrote, not the call."""
+    if text is None:
+        return None
+    found = XML_FUNCTION.search(text)
+    if found is None:
+        command = _command(arguments)
+        blocks = list(SHELL_FENCE.finditer(text))
+        executed = [b for b in blocks if command is not None and b.group(2).strip() == command.strip()]
+        found = executed[-1] if executed else (blocks[0] if len(blocks) == 1 else None)
+    return (text[: found.start()] + text[found.end() :] if found else text).strip()
+
+
+def _command(arguments: str | None) -> str | None:
+    try:
+        parsed = orjson.loads(arguments) if arguments else None
+    except orjson.JSONDecodeError:
+        return None
+    return parsed.get("command") if isinstance(parsed, dict) and isinstance(parsed.get("command"), str) else None
+
+
+def without_action(content: pl.Expr, arguments: pl.Expr) -> pl.Expr:
+    """`action_removed` of each turn (`arguments`: its text call's arguments). Only text-protocol turns published
+    as calls (`action_format=tool_calls`) are given to it."""
+    return pl.struct(text=content, arguments=arguments).map_elements(
+        lambda r: action_removed(r["text"], r["arguments"]), return_dtype=pl.String, skip_nulls=False
     )

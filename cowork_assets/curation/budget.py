@@ -12,6 +12,7 @@ from operator import itemgetter
 
 import polars as pl
 
+from cowork_assets.chat_form import published_messages, published_tools, text_protocol_runs, with_action_format
 from cowork_assets.curation.spans import intersect, render, total, widen
 from cowork_assets.settings import CurationSettings
 from cowork_assets.store.models import function_calls
@@ -32,24 +33,36 @@ def count(texts: list[str], settings: CurationSettings) -> list[int]:
     return count_tokens(texts, settings.token_encoding, workers=1)
 
 
-def template_markup(messages: pl.DataFrame, tools: pl.DataFrame, tokenizer: str) -> pl.DataFrame:
-    """trajectory_id, markup: the tokens a trainer's chat template adds to each trajectory's counted messages
-    (`messages`: their rows with `tokens` and `task_hash`; `tools`: task_hash, tools), measured by rendering it
-    whole, tool list included. Measured before the sample's trailing turns are cut and with every action as a
-    call, so it is never less than what the published sample's markup adds."""
+def template_markup(messages: pl.DataFrame, tools: pl.DataFrame, tokenizer: str, action_format: str) -> pl.DataFrame:
+    """trajectory_id, markup, template_error: the tokens a trainer's chat template adds to each trajectory's counted
+    messages (`messages`: their curated rows with `tokens` and `task_hash`; `tools`: task_hash, tools), measured by
+    rendering the sample in its published form (`chat_form`); or, for a sample the template cannot render, its
+    error (markup null). The messages' own tokens are summed as curated: a text action is counted with its call
+    even where it is published as text alone, so the budget never counts less than the published rendering."""
+    published = with_action_format(published_messages(messages), action_format)
     chat = (
-        messages.sort("trajectory_id", "message_index")
-        .with_columns(tool_calls=function_calls(pl.col("tool_calls")))
+        published.with_columns(tool_calls=function_calls(pl.col("tool_calls")))
         .group_by("trajectory_id", "task_hash", maintain_order=True)
-        .agg(messages=pl.struct(*CHAT_FIELDS), texts=pl.col("tokens").sum())
+        .agg(messages=pl.struct(*CHAT_FIELDS))
+        .join(messages.group_by("trajectory_id").agg(texts=pl.col("tokens").sum()), on="trajectory_id", how="left")
         .join(tools, on="task_hash", how="left", maintain_order="left")
+        .join(text_protocol_runs(messages).with_columns(text=pl.lit(True)), on="trajectory_id", how="left")
+        .with_columns(tools=published_tools(pl.col("tools").fill_null("[]"), pl.col("text"), action_format))
     )
     counter = chat_tokenizer(tokenizer)
-    rendered = [
-        counter.count_sample(*for_chat_template(m, openai_tools(t or "[]")))
-        for m, t in chat.select("messages", "tools").iter_rows()
-    ]
-    return chat.select("trajectory_id", markup=pl.Series(rendered, dtype=pl.Int64) - pl.col("texts"))
+    rendered, errors = [], []
+    for m, t in chat.select("messages", "tools").iter_rows():
+        try:
+            rendered.append(counter.count_sample(*for_chat_template(m, openai_tools(t))))
+            errors.append(None)
+        except Exception as error:  # a template raises what it likes: raise_exception, TypeError, UndefinedError
+            rendered.append(None)
+            errors.append(f"{type(error).__name__}: {error}")
+    return chat.select(
+        "trajectory_id",
+        markup=pl.Series(rendered, dtype=pl.Int64) - pl.col("texts"),
+        template_error=pl.Series(errors, dtype=pl.String),
+    )
 
 
 def over_budget(char_budget: int, token_budget: int | None, chars: int, tokens: int | None) -> str | None:

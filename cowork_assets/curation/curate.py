@@ -100,7 +100,9 @@ def curate_chunk(
     )
     counted = budgets.filter(pl.col("token_budget").is_not_null())["trajectory_id"]
     curated = apply_cuts(messages, cuts[settings.truncation_strategy], settings, counted)
-    budgets = budgets.join(_markup(curated, counted, trajectories, tools, settings), on="trajectory_id", how="left")
+    rendered = _markup(curated, trajectories, tools, settings)
+    unrenderable = rendered.filter(pl.col("template_error").is_not_null())
+    budgets = budgets.join(rendered.select("trajectory_id", "markup"), on="trajectory_id", how="left")
     budgets = budgets.with_columns(pl.col("markup").fill_null(0))
 
     totals = (
@@ -119,6 +121,7 @@ def curate_chunk(
     over = (pl.col("chars_after") > pl.col("char_budget")) | (
         pl.col("tokens_after") > pl.col("token_budget")
     ).fill_null(False)
+    over = over & ~pl.col("trajectory_id").is_in(unrenderable["trajectory_id"].implode())  # excluded anyway
     over_ids = sized.filter(over)["trajectory_id"].to_list()
     if settings.budget_policy == "trim" and over_ids:
         replaced, verdict = trim(
@@ -136,7 +139,14 @@ def curate_chunk(
             .then(pl.format("over budget: {} chars, {} tokens", "chars_after", "tokens_after"))
             .otherwise(pl.format("over budget: {} chars", "chars_after")),
         )
-    stats = _sample_stats(batch, trajectories, cuts, totals, verdict)
+    stats = _sample_stats(batch, trajectories, cuts, totals, verdict).update(
+        unrenderable.select(
+            "trajectory_id",
+            verdict=pl.lit("unrenderable"),
+            reason=pl.format("the tokenizer's chat template cannot render it: {}", "template_error"),
+        ),
+        on="trajectory_id",
+    )
 
     # What the budget took: dropped samples lose everything; trimmed ones are re-checked.
     final_cuts = curated.filter(pl.col("truncated") | pl.col("trimmed")).select(*KEY, "kept_spans")
@@ -154,17 +164,18 @@ def curate_chunk(
     }
 
 
-def _markup(curated, counted, trajectories, tools, settings: CurationSettings) -> pl.DataFrame:
-    """trajectory_id, markup: the tokens the trainer's chat template adds to each counted sample (none without a
-    `tokenizer`: tiktoken counts the texts alone)."""
-    if not settings.tokenizer or counted.is_empty():
-        return pl.DataFrame(schema={"trajectory_id": pl.String, "markup": pl.Int64})
+def _markup(curated, trajectories, tools, settings: CurationSettings) -> pl.DataFrame:
+    """trajectory_id, markup, template_error: the tokens the trainer's chat template adds to each sample, or why it
+    cannot render it (`budget.template_markup`); every sample is rendered, so one its template cannot render is
+    excluded rather than failing its publication. Nothing without a `tokenizer`: tiktoken counts the texts alone."""
+    if not settings.tokenizer or curated.is_empty():
+        return pl.DataFrame(schema={"trajectory_id": pl.String, "markup": pl.Int64, "template_error": pl.String})
     if tools is None:
         raise ValueError("counting with a tokenizer needs the batch's tool lists (curate_chunk's `tools`)")
-    rows = curated.filter(pl.col("trajectory_id").is_in(counted.implode())).join(
+    rows = curated.join(
         trajectories.select("trajectory_id", "task_hash"), on="trajectory_id", how="left", maintain_order="left"
     )
-    return template_markup(rows, tools, settings.tokenizer)
+    return template_markup(rows, tools, settings.tokenizer, settings.action_format)
 
 
 def _recounted(stats: pl.DataFrame, curated: pl.DataFrame, redactions: pl.DataFrame) -> pl.DataFrame:

@@ -7,7 +7,7 @@ from cowork_assets.curation.spans import SPAN
 from cowork_assets.curation.strategies import names
 from cowork_assets.store.models import TOOL_CALL
 
-VERDICTS = ["kept", "trimmed", "dropped"]
+VERDICTS = ["kept", "trimmed", "dropped", "unrenderable"]
 CHARS_UNDER = pl.Struct({"strategy": pl.String, "chars": pl.Int64})
 
 
@@ -58,8 +58,12 @@ class SampleStats(pa.DataFrameModel):
     truncated_messages: pl.Int32 = pa.Field(ge=0, description="observations cut by truncation")
     trimmed_messages: pl.Int32 = pa.Field(ge=0, description="observations cut further by trim")
     overflow_chars: pl.Int64 = pa.Field(ge=0, description="characters kept beyond the allowance for evidence")
-    verdict: str = pa.Field(isin=VERDICTS, description="kept / trimmed / dropped")
-    reason: str = pa.Field(nullable=True, description="why trimmed or dropped")
+    verdict: str = pa.Field(
+        isin=VERDICTS,
+        description="kept / trimmed / dropped (over budget) / unrenderable (the `tokenizer`'s chat template "
+        "cannot render it)",
+    )
+    reason: str = pa.Field(nullable=True, description="why trimmed, dropped or unrenderable")
 
 
 class EvidenceAudit(pa.DataFrameModel):

@@ -12,6 +12,7 @@ import orjson
 import polars as pl
 from pydantic import PrivateAttr
 
+from cowork_assets.chat_form import published_messages, text_protocol_runs, with_action_format
 from cowork_assets.curation import redact
 from cowork_assets.curation.secrets import Detector
 from cowork_assets.datasets import publish as pub
@@ -21,15 +22,7 @@ from cowork_assets.datasets.funnel import card_inputs
 from cowork_assets.datasets.gates import run_gate
 from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks, verl_tool_config
 from cowork_assets.datasets.schemas import JSON_FIELDS, SPLITS
-from cowork_assets.datasets.sft import (
-    CURATED_COLUMNS,
-    build_sft,
-    chat_messages,
-    published_messages,
-    rendered_tokens,
-    token_texts,
-    with_action_format,
-)
+from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft, chat_messages, rendered_tokens, token_texts
 from cowork_assets.datasets.suites import SuiteProcess, give_back, suite_process
 from cowork_assets.ingest.formats import coding_categories
 from cowork_assets.markdown import table
@@ -166,11 +159,11 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
             for (batch,), runs in selected.partition_by("batch", as_dict=True, maintain_order=True).items():
                 curated = _rows_of(settings, "curated_messages", batch, runs).select(CURATED_COLUMNS).collect()
                 messages = with_action_format(published_messages(curated), settings.action_format)
-                yield batch, runs, messages, counter.count_later(token_texts(messages))
+                yield batch, runs, text_protocol_runs(curated), messages, counter.count_later(token_texts(messages))
 
         # The helpers count a batch's tokens while the one before is built: two batches' messages are held at
         # a time, never the corpus's.
-        for batch, runs, messages, tokens in _one_ahead(sent_ahead()):
+        for batch, runs, text_runs, messages, tokens in _one_ahead(sent_ahead()):
             rows = build_sft(
                 runs,
                 chat_messages(messages, tokens()),
@@ -180,6 +173,8 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
                 _training_side(settings),
                 settings.truncation_strategy,
                 settings.max_observation_chars,
+                text_runs,
+                settings.action_format,
             )
             if settings.tokenizer:  # the trainer's own count: the sample as its chat template renders it
                 rows = rows.with_columns(tokens=pl.Series(rendered_tokens(rows, settings.tokenizer), dtype=pl.Int64))

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from cowork_assets.chat_form import published_tools
 from cowork_assets.datasets.split import split_expr
 from cowork_assets.store.models import function_calls, message_chars
-from cowork_assets.text_actions import TEXT_ACTION, without_action
 from cowork_assets.tokens import token_text
 from cowork_assets.tool_lists import openai_tools
 
@@ -33,53 +33,6 @@ MESSAGE = pl.Struct(
 CURATED_COLUMNS = ["batch", "trajectory_id", "message_index", *(f.name for f in MESSAGE.fields)]
 
 
-def published_messages(curated: pl.DataFrame) -> pl.DataFrame:
-    """The curated message rows (of the selected runs) their samples publish, in conversation order.
-
-    A sample ends at its last assistant turn: a trailing user turn (a simulated user's "###STOP###")
-    teaches nothing and would end the sample on a turn the model does not produce."""
-    last_answer = pl.col("message_index").filter(pl.col("role") == "assistant").max().over("batch", "trajectory_id")
-    return curated.filter(pl.col("message_index") <= last_answer).sort("batch", "trajectory_id", "message_index")
-
-
-def with_action_format(messages: pl.DataFrame, action_format: str) -> pl.DataFrame:
-    """Published message rows with each text-protocol action once (calls of type TEXT_ACTION, read from the
-    assistant's text at ingest). `native`: the turn as the agent wrote it, without the call, and its observation
-    the user turn the harness sent; `tool_calls`: the call, of type `function`, and the action taken out of the
-    text."""
-    e = pl.element()
-    text_call = pl.col("tool_calls").list.eval(e.struct.field("type") == TEXT_ACTION).list.any().fill_null(False)
-    if action_format == "tool_calls":
-        as_function = pl.struct(
-            id=e.struct.field("id"),
-            type=pl.lit("function"),
-            name=e.struct.field("name"),
-            arguments=e.struct.field("arguments"),
-        )
-        return messages.with_columns(
-            content=pl.when(text_call).then(without_action(pl.col("content"))).otherwise("content"),
-            tool_calls=pl.when(text_call).then(pl.col("tool_calls").list.eval(as_function)).otherwise("tool_calls"),
-        )
-    run = ["batch", "trajectory_id"]
-    answers = (
-        messages.filter(text_call)
-        .select(*run, tool_call_id=pl.col("tool_calls").list.eval(e.struct.field("id")))
-        .explode("tool_call_id")
-        .with_columns(harness_turn=pl.lit(True))
-    )
-    observation = pl.col("harness_turn").fill_null(False) & (pl.col("role") == "tool")
-    return (
-        messages.join(answers, on=[*run, "tool_call_id"], how="left", maintain_order="left")
-        .with_columns(
-            role=pl.when(observation).then(pl.lit("user")).otherwise("role"),
-            tool_call_id=pl.when(observation).then(None).otherwise("tool_call_id"),
-            name=pl.when(observation).then(None).otherwise("name"),
-            tool_calls=pl.when(text_call).then(pl.col("tool_calls").list.head(0)).otherwise("tool_calls"),
-        )
-        .drop("harness_turn")
-    )
-
-
 def rendered_tokens(rows: pl.DataFrame, tokenizer: str) -> list[int]:
     """Each SFT row's tokens as a trainer counts them: its messages and tools rendered by the tokenizer's chat
     template (as `apply_chat_template` is given them: `for_chat_template`), then encoded."""
@@ -98,7 +51,7 @@ def token_texts(messages: pl.DataFrame) -> pl.Series:
 
 def chat_messages(messages: pl.DataFrame, tokens: list[int]) -> pl.DataFrame:
     """batch, trajectory_id, messages (list of MESSAGE), chars and tokens from published message rows and their
-    tokens: both describe exactly the messages published."""
+    tokens: both describe exactly the messages published (`chat_form.published_messages`)."""
     chars = message_chars(pl.col("content"), pl.col("tool_calls"), pl.col("reasoning_content"))
     return (
         messages.with_columns(tokens=pl.Series(tokens, dtype=pl.Int64), chars=chars)
@@ -122,9 +75,12 @@ def build_sft(
     training_side: pl.Series | None,
     strategy: str,
     allowance: int,
+    text_runs: pl.DataFrame,
+    action_format: str,
 ) -> pl.DataFrame:
     """`selected`: the trajectories rows of the runs that passed selection; `chat`: their `chat_messages`;
-    `training_side`: tasks that always land in `train` (`split.split_expr`)."""
+    `training_side`: tasks that always land in `train` (`split.split_expr`); `text_runs`: the runs that act in
+    text (`chat_form.text_protocol_runs`), published with the tools their agent saw."""
     run = ["batch", "trajectory_id"]
     distinct = packages["tools"].unique()  # thousands of packages share a few dozen tool lists
     converted = pl.DataFrame({"tools": distinct, "openai": [openai_tools(t) for t in distinct]})
@@ -137,6 +93,7 @@ def build_sft(
     return (
         selected.join(chat, on=run, maintain_order="left")
         .join(tools, on="task_hash", how="left", maintain_order="left")
+        .join(text_runs.with_columns(text_protocol=pl.lit(True)), on=run, how="left", maintain_order="left")
         .join(
             stats.select(
                 "batch",
@@ -153,7 +110,7 @@ def build_sft(
         .select(
             pl.col("trajectory_id").alias("sample_id"),
             "messages",
-            "tools",
+            published_tools(pl.col("tools"), pl.col("text_protocol"), action_format).alias("tools"),
             "task_id",
             "category",
             teacher="teacher_model",

@@ -1,11 +1,12 @@
 """Why a trajectory is not in the SFT set (one row per trajectory, criterion and reason), and why a task is
 not in the RL dataset (`dataset` = rl_tasks, one row per task and kind of consistency error).
 
-Criteria, in the order they apply: holdout, role, grade, structure, task_consistency, evidence, budget, dedup,
-cap. A trajectory gets a row for every criterion that excludes it, so "why is X not in the dataset?" has the
-whole answer. The per-task cap applies last, to the trajectories no other criterion excluded. A held-out
-benchmark task (`selection/holdout.py`) is kept out of every dataset: its runs out of SFT and of the RL rollouts
-(`dataset` = rl_rollouts), the task out of the RL tasks.
+Criteria, in the order they apply: holdout, role, grade, structure, task_consistency, evidence, budget,
+chat_template (the `tokenizer`'s template cannot render the sample), dedup, cap. A trajectory gets a row for
+every criterion that excludes it, so "why is X not in the dataset?" has the whole answer. The per-task cap applies
+last, to the trajectories no other criterion excluded. A held-out benchmark task (`selection/holdout.py`) is kept
+out of every dataset: its runs out of SFT and of the RL rollouts (`dataset` = rl_rollouts), the task out of the RL
+tasks.
 """
 
 from __future__ import annotations
@@ -114,6 +115,7 @@ def find_exclusions(
     evidence = t.join(rollup.filter(pl.col("lost_to_truncation") > 0).select(*run, "lost_to_truncation"), on=run)
     secret = t.join(rollup.filter(pl.col("redacted_evidence") > 0).select(*run, "redacted_evidence"), on=run)
     dropped = t.join(stats.filter(pl.col("verdict") == "dropped").select(*run, "reason"), on=run)
+    unrenderable = t.join(stats.filter(pl.col("verdict") == "unrenderable").select(*run, "reason"), on=run)
     duplicates = t.join(clusters.filter(~pl.col("kept")).select(*run, "kind", "representative", "similarity"), on=run)
     kept_in = pl.col("kept_in") if "kept_in" in t.columns else FIRST_BATCH
     repeated = t.with_columns(kept_in=kept_in).filter(pl.col("batch") != pl.col("kept_in"))
@@ -155,6 +157,7 @@ def find_exclusions(
         if lost_evidence_policy == "drop"
         else pl.DataFrame(schema=SCHEMA),
         _rows(dropped, "budget", pl.lit("over budget"), pl.col("reason")),
+        _rows(unrenderable, "chat_template", pl.lit("the chat template cannot render it"), pl.col("reason")),
         _rows(
             duplicates,
             "dedup",

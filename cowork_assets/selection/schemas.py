@@ -4,7 +4,18 @@ import pandera.polars as pa
 import polars as pl
 
 # The criteria that keep a trajectory out of SFT, in the order they apply (exclusions.py applies them).
-CRITERIA = ("holdout", "role", "grade", "structure", "task_consistency", "evidence", "budget", "dedup", "cap")
+CRITERIA = (
+    "holdout",
+    "role",
+    "grade",
+    "structure",
+    "task_consistency",
+    "evidence",
+    "budget",
+    "chat_template",
+    "dedup",
+    "cap",
+)
 DATASETS = ("sft", "rl_tasks", "rl_rollouts")  # the datasets of exclusions rows
 
 
@@ -43,7 +54,7 @@ class Exclusions(pa.DataFrameModel):
     task_id: str = pa.Field(description="its task")
     criterion: str = pa.Field(
         isin=list(CRITERIA),
-        description="holdout, role, grade, structure, task_consistency, evidence, budget, dedup, cap",
+        description=", ".join(CRITERIA),
     )
     reason: str = pa.Field(description="short reason")
     detail: str = pa.Field(nullable=True, description="the specifics")

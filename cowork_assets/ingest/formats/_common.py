@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from cowork_assets.ingest.raw_files import RawLine
+from cowork_assets.ingest.reasoning import is_reasoning_part
 from cowork_assets.text_actions import TEXT_ACTION, fenced_command, text_action  # noqa: F401 (readers use them here)
 
 NO_PARAMETERS = {"type": "object", "properties": {}}
@@ -22,9 +23,12 @@ EXCERPT_BYTES = 2000
 
 
 def text(content: Any) -> str | None:
-    """Message content as text: a list of parts is joined (their `text`), a string kept, anything else None."""
+    """Message content as text: a list of parts is joined (their `text`; reasoning parts are not text:
+    `ingest/reasoning.py`), a string kept, anything else None."""
     if isinstance(content, list):
-        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+        return "".join(
+            p.get("text", "") if isinstance(p, dict) else str(p) for p in content if not is_reasoning_part(p)
+        )
     return content if isinstance(content, str) else None
 
 

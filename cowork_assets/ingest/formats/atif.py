@@ -18,7 +18,7 @@ embedded in the file (`subagent_trajectories`) are not read; they are counted in
 
 from __future__ import annotations
 
-from cowork_assets.ingest import recount
+from cowork_assets.ingest import reasoning, recount
 from cowork_assets.ingest.formats import _common, harbor_result
 
 NAME = "atif"
@@ -68,8 +68,8 @@ def _step_messages(step: dict, i: int) -> list[dict]:
     if not isinstance(step, dict) or step.get("source") not in ROLE:
         raise _common.Malformed(f"step {i} has no source ATIF writes (system, user, agent)")
     message = {"role": ROLE[step["source"]], "content": _common.text(step.get("message"))}
-    if message["role"] == "assistant" and isinstance(step.get("reasoning_content"), str):
-        message["reasoning_content"] = step["reasoning_content"] or None
+    if message["role"] == "assistant":
+        message["content"], message["reasoning_content"] = reasoning.assistant_turn(step, step.get("message"))
     calls = step.get("tool_calls") or []
     if calls:
         message["tool_calls"] = [_common.call(c["tool_call_id"], c["function_name"], c.get("arguments")) for c in calls]

@@ -21,7 +21,7 @@ import zipfile
 import zlib
 from functools import partial
 
-from cowork_assets.ingest import recount
+from cowork_assets.ingest import reasoning, recount
 from cowork_assets.ingest.formats import _common
 from cowork_assets.ingest.raw_files import RawLine, too_large
 
@@ -94,14 +94,11 @@ def _message(m: dict, i: int) -> dict:
     if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "tool"):
         raise _common.Malformed(f"message {i} has no role Inspect writes (system, user, assistant, tool)")
     parts = m.get("content")
-    reasoning = None
     if isinstance(parts, list):  # images are not text the model is trained to write; reasoning is kept apart
-        found = [p.get("reasoning") for p in parts if isinstance(p, dict) and p.get("type") == "reasoning"]
-        reasoning = "\n\n".join(r for r in found if isinstance(r, str) and r) or None
-        parts = [p for p in parts if not isinstance(p, dict) or p.get("type", "text") == "text"]
+        parts = [p for p in parts if not isinstance(p, dict) or p.get("type", "text") in ("text", "reasoning")]
     out = {"role": m["role"], "content": _common.text(parts)}
     if m["role"] == "assistant":
-        out["reasoning_content"] = reasoning
+        out["content"], out["reasoning_content"] = reasoning.assistant_turn(m, parts)
     if m.get("tool_calls"):
         out["tool_calls"] = [
             _common.call(str(c.get("id")), str(c.get("function")), c.get("arguments")) for c in m["tool_calls"]

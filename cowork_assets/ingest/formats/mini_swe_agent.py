@@ -18,7 +18,7 @@ is ungraded."""
 
 from __future__ import annotations
 
-from cowork_assets.ingest import recount
+from cowork_assets.ingest import reasoning, recount
 from cowork_assets.ingest.formats import _common, swebench_report
 
 NAME = "mini_swe_agent"
@@ -68,13 +68,11 @@ def _response_turn(response: dict) -> dict:
     return {**out, "tool_calls": calls} if calls else out
 
 
-def _reasoning(m: dict) -> str | None:
-    """The reasoning a chat completion returned: on the message, or on the raw response kept in `extra`."""
-    if isinstance(m.get("reasoning_content"), str):
-        return m["reasoning_content"] or None
-    choices = (((m.get("extra") or {}).get("response") or {}).get("choices") or [{}]) if isinstance(m, dict) else []
-    found = (choices[0].get("message") or {}).get("reasoning_content") if isinstance(choices[0], dict) else None
-    return found if isinstance(found, str) and found else None
+def _returned(m: dict) -> dict:
+    """The message of the raw chat completion mini-swe-agent keeps in `extra` (where some providers' reasoning is)."""
+    choices = ((m.get("extra") or {}).get("response") or {}).get("choices") or [{}]
+    found = choices[0].get("message") if isinstance(choices[0], dict) else None
+    return found if isinstance(found, dict) else {}
 
 
 def conversation(raw: list, notes) -> list[dict]:
@@ -92,7 +90,8 @@ def conversation(raw: list, notes) -> list[dict]:
         elif m.get("role") in ROLES:
             message = {"role": m["role"], "content": _common.text(m.get("content"))}
             if m["role"] == "assistant":
-                message["reasoning_content"] = _reasoning(m)
+                message["content"], found = reasoning.assistant_turn(m)
+                message["reasoning_content"] = found or reasoning.field_reasoning(_returned(m))
                 calls = [
                     _common.call(c["id"], c["function"]["name"], c["function"].get("arguments"))
                     for c in m.get("tool_calls") or []

@@ -1,7 +1,8 @@
 """OpenAI chat JSONL: each line `{"messages": [...], "tools": [...]}` (optionally `id`, `model`), as chat datasets
 and exported agent runs (SWE-smith, SWE-Gym, nemo-style SFT records) are written.
 
-Content given as a list of parts is joined into text; an assistant's `reasoning_content` is kept. A record may
+Content given as a list of parts is joined into text; an assistant's reasoning is kept, wherever its provider
+wrote it (`ingest/reasoning.py`). A record may
 say how its run was graded, in the fields such records use: `resolved` or `success` (booleans), `reward` or
 `score` (numbers in [0, 1]), `test_result` (an OpenHands evaluation's); else it is ungraded (and reaches SFT only
 with `accept_ungraded`). A record with an `instance_id` is a coding-agent run (category `coding_chat`, the coding
@@ -12,7 +13,7 @@ hash, no checks (evidence is grounding only). Detected from the file's first rec
 
 from __future__ import annotations
 
-from cowork_assets.ingest import recount
+from cowork_assets.ingest import reasoning, recount
 from cowork_assets.ingest.formats import _common, openhands
 
 NAME = "openai_chat"
@@ -47,8 +48,8 @@ def _message(m, i: int) -> dict:
     if not isinstance(m, dict) or m.get("role") not in ROLES:
         raise _common.Malformed(f"message {i} has no role a chat record holds ({', '.join(ROLES)})")
     out = {"role": ROLES[m["role"]], "content": _common.text(m.get("content"))}
-    if out["role"] == "assistant" and isinstance(m.get("reasoning_content"), str):
-        out["reasoning_content"] = m["reasoning_content"] or None
+    if out["role"] == "assistant":
+        out["content"], out["reasoning_content"] = reasoning.assistant_turn(m)
     if m.get("tool_calls"):
         out["tool_calls"] = [
             _common.call(str(c.get("id")), c["function"]["name"], c["function"].get("arguments"))

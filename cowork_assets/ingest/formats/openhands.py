@@ -21,7 +21,7 @@ own `test_result` (`test_result_grade`), else the run is ungraded."""
 
 from __future__ import annotations
 
-from cowork_assets.ingest import recount
+from cowork_assets.ingest import reasoning, recount
 from cowork_assets.ingest.formats import _common, swebench_report
 
 NAME = "openhands"
@@ -130,14 +130,9 @@ def v1_conversation(history: list) -> list[dict]:
             if response is not None and e.get("llm_response_id") == response and out[-1].get("tool_calls"):
                 out[-1]["tool_calls"].append(made)  # another call of the same model response
             else:
-                reasoning = e.get("reasoning_content") if isinstance(e.get("reasoning_content"), str) else None
+                thought, found = reasoning.assistant_turn(e, e.get("thought"))
                 out.append(
-                    {
-                        "role": "assistant",
-                        "content": _common.text(e.get("thought")) or None,
-                        "reasoning_content": reasoning or None,
-                        "tool_calls": [made],
-                    }
+                    {"role": "assistant", "content": thought or None, "reasoning_content": found, "tool_calls": [made]}
                 )
             response = e.get("llm_response_id")
             continue

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import orjson
 
-from cowork_assets.ingest import recount
+from cowork_assets.ingest import reasoning, recount
 from cowork_assets.ingest.formats import _common
 
 NAME = "sharegpt"
@@ -66,7 +66,10 @@ def messages_of(obj: dict) -> list[dict]:
             messages += _common.answers(_common.text(value) or "", pending)[0]
             pending = []
         elif tag in ROLES:
-            messages.append({"role": ROLES[tag], "content": _common.text(value)})
+            message = {"role": ROLES[tag], "content": _common.text(value)}
+            if message["role"] == "assistant":  # a reasoning model's <think> span, as LLaMA-Factory writes it
+                message["content"], message["reasoning_content"] = reasoning.split_text(message["content"])
+            messages.append(message)
             pending = []
         else:
             raise _common.Malformed(f"turn {turn} is tagged {tag!r}, not a ShareGPT tag")
