@@ -17,7 +17,8 @@ def chat_template(name: str) -> str:
 
 def for_chat_template(messages: list[dict], tools_json: str) -> tuple[list[dict], list[dict]]:
     """A published sample read as text (polars, pyarrow) as `apply_chat_template(messages, tools=tools)` expects
-    it: tool-call arguments as objects (a template's `tojson` would encode the JSON text twice)."""
+    it: tool-call arguments as objects (a template's `tojson` would encode the JSON text twice); arguments that are not
+    JSON (a structure finding keeps such runs out of SFT) stay text, as a template is given them."""
     out = []
     for m in messages:
         message = {k: v for k, v in m.items() if v is not None and k != "tool_calls"}
@@ -26,9 +27,16 @@ def for_chat_template(messages: list[dict], tools_json: str) -> tuple[list[dict]
                 {
                     "id": c["id"],
                     "type": c["type"],
-                    "function": {"name": c["function"]["name"], "arguments": orjson.loads(c["function"]["arguments"])},
+                    "function": {"name": c["function"]["name"], "arguments": _arguments(c["function"]["arguments"])},
                 }
                 for c in m["tool_calls"]
             ]
         out.append(message)
     return out, orjson.loads(tools_json)
+
+
+def _arguments(text: str):
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
