@@ -235,6 +235,8 @@ def render_markdown(card: dict) -> str:
             ["criterion", "reason", "count"], [(d["criterion"], d["reason"], d["count"]) for d in card["drop_reasons"]]
         ),
     ]
+    if card["dataset"] == "sft_dataset":
+        lines += ["", "## Message form", "", _message_form(card.get("settings") or {})]
     if card["evidence_retention"]:
         lines += [
             "",
@@ -341,6 +343,26 @@ def render_markdown(card: dict) -> str:
         ]
     lines += ["", "## Settings", "", table(["setting", "value"], sorted(card["settings"].items()))]
     return "\n".join(lines) + "\n"
+
+
+def _message_form(settings: dict) -> str:
+    """What publication changed in the messages the agents saw (`chat_form`), so the official chat templates render
+    every row."""
+    common = (
+        'Every message renders under the official chat templates: `content` is text (`""` for a turn that only '
+        "calls tools), the system messages a harness wrote first are one, a later one and a tool message that "
+        "answers no call are user turns, and a sample ends at its last assistant turn. "
+    )
+    if settings.get("action_format") == "tool_calls":
+        return common + (
+            "Text-protocol runs (shell blocks or XML-style calls in the assistant's text) are published as tool "
+            "calls, the executed block taken out of the text, with a tool list their agents never saw "
+            "(`action_format=tool_calls`)."
+        )
+    return common + (
+        "Text-protocol runs are published as their agents acted, with no tool list: their actions are shell blocks "
+        "in the text, their outputs user turns (`action_format=native`)."
+    )
 
 
 def _counted_in(settings: dict) -> str:

@@ -281,9 +281,9 @@ REGISTRY: tuple[Table, ...] = (
         model=SampleStats,
         group="curation",
         partitioned_by="batch",
-        description="Per trajectory: characters and tokens before and after "
-        "curation, characters under each truncation strategy, and the budget's verdict (kept / trimmed / dropped) "
-        "and reason.",
+        description="Per trajectory: characters and tokens before and after curation, characters under each truncation "
+        "strategy, and the budget's verdict (kept / trimmed / dropped, or unrenderable by the `tokenizer`'s chat "
+        "template) and reason.",
         inputs=_RUN_TABLES,
     ),
     Table(
@@ -379,8 +379,8 @@ REGISTRY: tuple[Table, ...] = (
         group="selection",
         partitioned_by="bucket",
         description="Why each trajectory is not in the SFT set: one row per "
-        "(trajectory, stage, reason) — holdout, role, grade, structure, task_consistency, evidence, budget, dedup, "
-        "then the per-task cap; why a task is not in the RL tasks, and which rollouts are held out. Query it with "
+        "(trajectory, criterion, reason) — holdout, role, grade, structure, task_consistency, evidence, budget, "
+        "chat_template, dedup, then the per-task cap; why a task is not in the RL tasks, and which rollouts are held out. Query it with "
         "`cowork-curate sql --query why_excluded --param trajectory_id=...`.",
         inputs=(
             "trajectories",

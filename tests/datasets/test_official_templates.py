@@ -144,3 +144,5 @@ def test_a_row_its_template_cannot_render_is_excluded_and_its_batch_goes_on(tmp_
         assert all(len(m["tool_calls"] or []) <= 1 for m in messages)
     card = json.loads((settings.local_root / "published" / "sft_dataset" / "current" / "card.json").read_text())
     assert "chat_template" in json.dumps(card)
+    markdown = (settings.local_root / "published" / "sft_dataset" / "current" / "card.md").read_text()
+    assert "Text-protocol runs are published as their agents acted, with no tool list" in markdown
