@@ -381,7 +381,7 @@ REGISTRY: tuple[Table, ...] = (
         description="Why each trajectory is not in the SFT set: one row per (trajectory, criterion, reason) — "
         "holdout, role, grade, structure, task_consistency, evidence, budget, chat_template, dedup, then the per-task "
         "cap; why a task is not in the RL tasks, and which rollouts are held out. Query it with "
-        `cowork-curate sql --query why_excluded --param trajectory_id=...`.",
+        "`cowork-curate sql --query why_excluded --param trajectory_id=...`.",
         inputs=(
             "trajectories",
             "structure_findings",
