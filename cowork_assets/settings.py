@@ -348,17 +348,18 @@ class SelectionSettings(Group):
         description="A passing sample that lost evidence to truncation: `drop` it from SFT, or `flag` it and keep it.",
     )
     holdout: list[str] = Field(
-        default=["tau2"],
-        description="Benchmark task lists whose test tasks never reach a dataset (nor do near duplicates of them), "
-        "and whose train tasks always land in `train`: shipped lists by name (`tau2`: tau2-bench's official "
-        "airline and retail splits) and paths of list files or folders (docs/datasets.md, Holdouts); `[]` for none.",
+        default=["tau2", "swebench"],
+        description="Benchmark task lists whose test tasks never reach a dataset (nor does a run whose request "
+        "contains one's text), and whose train tasks always land in `train`: shipped lists by name (`tau2`: "
+        "tau2-bench's official airline and retail splits with their task texts; `swebench`: SWE-bench Verified's "
+        "and Lite's test instances) and paths of list files or folders (docs/datasets.md, Holdouts); `[]` for none.",
     )
     holdout_overlap: float = Field(
-        default=0.5,
+        default=0.3,
         gt=0.0,
         le=1.0,
-        description="Share of a task request's word 13-grams found in a held-out task's text at which the task is "
-        "held out too (a test task under another id).",
+        description="Share of a held-out task's word 13-grams (its own text, not a harness's) that a task's request "
+        "must contain to be held out too: a test task under another id.",
     )
 
     @field_validator("holdout")

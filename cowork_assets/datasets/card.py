@@ -156,6 +156,7 @@ def build_card(
     redactions: list[dict] | None = None,
     previous_rows: int | None = None,
     batches: list[dict] | None = None,
+    decontamination: dict | None = None,
 ) -> dict:
     bars = histogram(lengths)
     sweep = sweep or []
@@ -176,6 +177,7 @@ def build_card(
         "terminal_text": terminal_text,
         "budgets": budgets or [],
         "redactions": redactions or [],
+        "decontamination": decontamination or {},
         "length_chart": vega_lite(bars, f"{dataset}: characters per sample"),
         "settings": settings,
         "settings_hash": settings_hash(settings),
@@ -237,6 +239,24 @@ def render_markdown(card: dict) -> str:
     ]
     if card["dataset"] == "sft_dataset":
         lines += ["", "## Message form", "", _message_form(card.get("settings") or {})]
+    if checked := card.get("decontamination"):
+        lines += [
+            "",
+            "## Benchmarks held out",
+            "",
+            "A run is held out when its task is a listed test task (ids compared after normalisation) or when its "
+            "request contains a test task's own text (`holdout_overlap` of its word 13-grams).",
+            "",
+            table(
+                ["benchmark", "test tasks", "runs held out by id", "runs held out by text"],
+                [
+                    (c["benchmark"], c["test_tasks"], c["runs_held_out_by_id"], c["runs_held_out_by_text"])
+                    for c in checked["checked"]
+                ],
+            ),
+            "",
+            "Not checked: " + ("; ".join(checked["not_checked"]) or "none") + ".",
+        ]
     if card["evidence_retention"]:
         lines += [
             "",

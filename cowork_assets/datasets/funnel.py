@@ -9,7 +9,7 @@ from cowork_assets.curation.strategies import names
 from cowork_assets.curation.sweep import totals
 from cowork_assets.datasets.described import PUBLISHED
 from cowork_assets.ingest.formats import coding_categories
-from cowork_assets.selection.holdout import corpus_held_out
+from cowork_assets.selection.holdout import HOLDOUTS, corpus_held_out, load
 from cowork_assets.selection.schemas import CRITERIA
 from cowork_assets.settings import Settings
 from cowork_assets.store.registry import TABLES
@@ -126,6 +126,35 @@ def redactions(files: list[str]) -> list[dict]:
     return found.to_dicts()
 
 
+# Benchmarks agents are often reported on that no shipped list covers: the card names them as not checked.
+UNLISTED_BENCHMARKS = ("SWE-bench (full test set)", "SWE-bench Multimodal", "tau-bench", "Terminal-Bench")
+
+
+def decontamination(settings: Settings) -> dict:
+    """Each benchmark the `holdout` lists check (its test tasks, the corpus's runs held out by id and by text), and
+    the benchmarks not checked: shipped lists not named, and well-known ones no list covers."""
+    lists = load(settings.holdout)
+    held = corpus_held_out(settings.root, settings.holdout, settings.holdout_overlap)
+    runs = TABLES["trajectories"].scan(settings.root).select("task_id").collect()
+    removed = held.join(runs, on="task_id").group_by("benchmark", "reason").agg(runs=pl.len())
+    by = {(b, r): n for b, r, n in removed.iter_rows()}
+    tests = lists.filter(pl.col("side") == "test").group_by("benchmark", maintain_order=True).agg(test_tasks=pl.len())
+    checked = [
+        {
+            "benchmark": b,
+            "test_tasks": n,
+            "runs_held_out_by_id": by.get((b, "listed"), 0),
+            "runs_held_out_by_text": by.get((b, "contains_test_text"), 0),
+        }
+        for b, n in tests.iter_rows()
+    ]
+    shipped = sorted(p.name for p in HOLDOUTS.iterdir() if p.is_dir() and p.name not in settings.holdout)
+    return {
+        "checked": checked,
+        "not_checked": [*(f"{s} (shipped, not in `holdout`)" for s in shipped), *UNLISTED_BENCHMARKS],
+    }
+
+
 def card_inputs(settings: Settings, dataset: str, files: list[str], rows: int) -> dict:
     """What the card of a candidate (its Parquet `files`, `rows` in all) reports beside its row counts."""
     described = PUBLISHED[dataset]
@@ -144,6 +173,7 @@ def card_inputs(settings: Settings, dataset: str, files: list[str], rows: int) -
         "token_lengths": over_lengths(files) if training else [],
         "terminal_text": terminal_text(settings, files) if training else None,
         "redactions": redactions(files),
+        "decontamination": decontamination(settings),
         "budgets": settings.budgets(
             pl.scan_parquet(files).select("category").collect()["category"], coding_categories()
         ).to_dicts()

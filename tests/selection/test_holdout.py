@@ -1,5 +1,6 @@
-"""Benchmark holdouts: lists in each shape, the near-duplicate rule, the training side, and the shared tau2 runs
-(0 test tasks in any published split)."""
+"""Benchmark holdouts: lists in each shape, ids normalised on both sides, decontamination by a test task's own text
+(containment over the benchmark side, harness templates ignored), the training side, and the shared real runs (0
+tau2 or SWE-bench test tasks in any published split)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,20 @@ def test_the_shipped_tau2_splits_hold_out_their_test_tasks_under_the_tau2_reader
     test = set(lists.filter(pl.col("side") == "test")["task_id"])
     assert {"tau2-airline-2", "tau2-airline-6", "tau2-retail-5", "tau2-retail-9"} <= test
     assert "tau2-airline-0" in set(training_side(lists)) and "tau2-airline-0" not in test
+    assert lists["text"].null_count() == 0  # every task's own text: a renamed copy is caught without its original
+    retail_5 = lists.filter(pl.col("task_id") == "tau2-retail-5")["text"][0]
+    assert retail_5.startswith("You want to exchange the water bottle and the desk lamp.")
+
+
+def test_the_shipped_swebench_lists_hold_out_verified_and_lite_by_default():
+    from cowork_assets.settings import Settings
+
+    assert Settings().holdout == ["tau2", "swebench"]
+    lists = load(["swebench"])
+    by = lists.group_by("benchmark").len().sort("benchmark").rows()
+    assert by == [("swebench-lite", 300), ("swebench-verified", 407)]  # 93 Lite instances are in Verified too
+    assert {"astropy__astropy-12907", "psf__requests-1142", "sympy__sympy-24909"} <= set(lists["task_id"])
+    assert set(lists["side"]) == {"test"}
 
 
 def test_lists_of_ids_name_their_benchmark_and_id_scheme(tmp_path):
@@ -54,55 +69,155 @@ def test_lists_of_ids_name_their_benchmark_and_id_scheme(tmp_path):
         load([str(tmp_path / "nowhere")])
 
 
-def test_a_held_out_task_under_another_id_is_held_out_by_its_text():
-    text = "You want to return the water bottle and the desk lamp from order W123 and exchange the keyboard for one "
-    text += "with clicky switches and RGB backlight, paying the difference with your gift card"
-    tasks = pl.DataFrame(
-        {
-            "task_id": ["tau2-retail-5", "renamed-5", "copy-5", "other", "short"],
-            "request": [text, "Hi. " + text.upper() + " please.", text, "Book a flight from NYC to LAX " * 5, "hi"],
-        }
+HARNESS = (  # a harness's instructions around every task: never a benchmark's text
+    "You are a helpful assistant that can interact with a computer shell to solve programming tasks. "
+    "Every response must contain exactly one bash code block with one command. Do not ask questions. "
+    "When you are done, run echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT and nothing else after it. "
+) * 6
+
+
+def _problem(topic: str) -> str:
+    return (
+        f"The {topic} module raises a TypeError when the configuration file lists two handlers with the same name "
+        f"and one of them is disabled, because the loader in {topic} merges the entries before it filters them, "
+        f"so the disabled handler overwrites the enabled one and the {topic} service never starts."
     )
-    lists = pl.DataFrame(
-        {"benchmark": ["tau2"], "task_id": ["tau2-retail-5"], "side": ["test"], "text": [None], "source": ["s"]}
+
+
+def _lists(*rows) -> pl.DataFrame:
+    return pl.DataFrame(
+        [(b, t, "test", text, "s") for b, t, text in rows],
+        schema=["benchmark", "task_id", "side", "text", "source"],
+        orient="row",
+    )
+
+
+def test_ids_are_normalised_on_both_sides():
+    tasks = pl.DataFrame({"task_id": ["tau2-airline- 5", "tau2-airline-9 ", "tau2-airline-018", "tau2-airline-50"]})
+    tasks = tasks.with_columns(request=pl.lit("hi"))
+    lists = _lists(
+        ("tau2", "tau2-airline-5", None), ("tau2", "tau2-airline-9", None), ("tau2", "tau2-airline-18", None)
     )
     found = held_out(tasks, lists, overlap=0.5)
     assert found.select("task_id", "reason").rows() == [
-        ("copy-5", "near_duplicate"),
-        ("renamed-5", "near_duplicate"),
-        ("tau2-retail-5", "listed"),
+        ("tau2-airline- 5", "listed"),
+        ("tau2-airline-018", "listed"),
+        ("tau2-airline-9 ", "listed"),
     ]
-    share, rest = found["detail"][1].split(" ", 1)
-    assert float(share) > 0.9 and rest == "of its word 13-grams are in held-out task tau2-retail-5's text"
-    assert held_out(tasks, lists, overlap=1.0)["task_id"].to_list() == ["copy-5", "tau2-retail-5"]
 
 
-@pytest.mark.skipif(not (REAL / "tau2").is_dir(), reason="../shared/realdata is absent")
-def test_no_official_tau2_test_task_reaches_a_published_split(tmp_path):
+def test_a_test_task_inside_a_harness_request_is_caught_and_other_tasks_of_the_harness_are_kept():
+    """Containment over the benchmark side: the list's own text, found whole in a long harness request."""
+    scenario = _problem("scheduler")
+    tasks = pl.DataFrame(
+        {
+            "task_id": ["tau2-retail-5", "cand-5", "other-1", "other-2"],
+            "request": [
+                scenario,
+                HARNESS + scenario.upper(),
+                HARNESS + _problem("mailer"),
+                HARNESS + _problem("cache"),
+            ],
+        }
+    )
+    found = held_out(tasks, _lists(("tau2", "tau2-retail-5", scenario)), overlap=0.5)
+    assert found.select("task_id", "reason").rows() == [("cand-5", "contains_test_text"), ("tau2-retail-5", "listed")]
+    detail = found["detail"][0]
+    assert detail.startswith("1.00 of test task tau2-retail-5's 13-grams are in its request, e.g. \"the scheduler")
+
+
+def test_a_renamed_copy_is_caught_by_its_original_in_the_corpus_without_the_harness_template():
+    """No list text (SWE-bench ids only): the listed run's request is the text, less the 13-grams the harness's other
+    requests share, so runs of the harness on other tasks are kept."""
+    tasks = pl.DataFrame(
+        {
+            "task_id": ["astropy__astropy-12907", "cand-1", *(f"internal-{i}" for i in range(4))],
+            "request": [
+                HARNESS + _problem("modeling"),
+                HARNESS + _problem("modeling"),
+                *(HARNESS + _problem(t) for t in ("io", "units", "wcs", "table")),
+            ],
+        }
+    )
+    lists = _lists(("swebench-verified", "astropy__astropy-12907", None))
+    found = held_out(tasks, lists, overlap=0.5)
+    assert found.select("task_id", "benchmark", "reason").rows() == [
+        ("astropy__astropy-12907", "swebench-verified", "listed"),
+        ("cand-1", "swebench-verified", "contains_test_text"),
+    ]
+    assert held_out(tasks, lists, overlap=1.0)["task_id"].to_list() == ["astropy__astropy-12907", "cand-1"]
+
+
+@pytest.mark.skipif(not (REAL / "round4").is_dir(), reason="../shared/realdata is absent")
+def test_no_benchmark_test_task_reaches_a_published_split_under_its_id_or_another(tmp_path):
+    """The shared real runs with the default lists: tau2's test tasks (and renamed copies of them, ids `cand-N`), and
+    the mini-swe-agent runs on SWE-bench Verified and Lite instances, are held out of every dataset."""
     from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import ensure_instance, materialize_all
 
     # all 50 airline tasks (20 of them official test tasks); the retail file's 40 are all test tasks
+    (tmp_path / "raw" / "tau2").mkdir(parents=True)
     for name in ("judgeviewer_azure_gpt4o_airline.json", "sierra_gpt41_retail_1trial.json"):
-        (tmp_path / "raw" / "tau2").mkdir(parents=True, exist_ok=True)
         shutil.copy(REAL / "tau2" / name, tmp_path / "raw" / "tau2" / name)
-    settings = CurateSettings(raw_root=str(tmp_path / "raw"), data_root=str(tmp_path / "curated"))
+    renamed = json.loads((REAL / "tau2" / "sierra_gpt41_retail_1trial.json").read_text())
+    for item in (*renamed["tasks"], *renamed["simulations"]):
+        key = "id" if "user_scenario" in item else "task_id"
+        item[key] = f"cand-{item[key]}"
+    for sim in renamed["simulations"]:
+        sim["id"] = f"renamed-{sim['id']}"
+    (tmp_path / "raw" / "renamed").mkdir()
+    (tmp_path / "raw" / "renamed" / "retail.json").write_text(json.dumps(renamed))
+    shutil.copytree(REAL / "round4" / "mini_swe_agent_v2", tmp_path / "raw" / "mini")
+    settings = CurateSettings(raw_root=str(tmp_path / "raw"), data_root=str(tmp_path / "curated"), accept_ungraded=True)
     assert materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lambda _: None).failed == {}
-    official = set()
-    for domain in ("airline", "retail"):
-        split = json.loads((TAU2_SPLITS / f"{domain}_split_tasks.json").read_text())
-        official |= {f"tau2-{domain}-{i}" for i in split["test"]}
+    official = set(load(["tau2", "swebench"]).filter(pl.col("side") == "test")["task_id"])
     published = tmp_path / "curated" / "published"
     sft = pl.read_parquet(published / "sft_dataset" / "current" / "*.parquet")
     rl = pl.read_parquet(published / "rl_tasks" / "current" / "*.parquet")
     assert sft.height > 0 and rl.height > 0
     assert not official & set(sft["task_id"]) and not official & set(rl["extra_info"].struct.field("task_id"))
+    assert not any(t.startswith("tau2-retail-cand-") for t in sft["task_id"])  # renamed copies: held out by text
     runs = pl.read_parquet(tmp_path / "curated" / "tables" / "trajectories" / "batch=*" / "data.parquet")
     excluded = pl.read_parquet(tmp_path / "curated" / "tables" / "exclusions" / "bucket=*" / "data.parquet")
     held = excluded.filter(pl.col("criterion") == "holdout", pl.col("dataset") == "sft")
-    assert set(held["trajectory_id"]) == set(runs.filter(pl.col("task_id").is_in(list(official)))["trajectory_id"])
+    by_id = runs.filter(pl.col("task_id").is_in(list(official)))
+    # 12 of the 13 shared mini-swe-agent 2.x runs are on SWE-bench Verified or Lite instances (not marshmallow-1343)
+    assert by_id.filter(pl.col("batch") == "mini").height == 12
+    by_text = runs.filter(pl.col("batch") == "renamed")
+    assert set(held["trajectory_id"]) == set(by_id["trajectory_id"]) | set(by_text["trajectory_id"])
+    copies = held.filter(pl.col("batch") == "renamed")
+    assert copies["detail"].str.contains(r"^1\.00 of test task tau2-retail-\d+'s 13-grams are in its request").all()
     train_side = set(training_side(load(["tau2"])))
     assert set(sft.filter(pl.col("task_id").is_in(list(train_side)))["split"]) <= {"train"}
     card = json.loads((published / "sft_dataset" / "current" / "card.json").read_text())
     assert {"step": "after holdout", "remaining": runs.height - held.height} in card["funnel"]
-    assert any(r["criterion"] == "holdout" for r in card["drop_reasons"])
+    checked = {c["benchmark"]: c for c in card["decontamination"]["checked"]}
+    assert checked["tau2"]["runs_held_out_by_text"] == by_text.height
+    assert checked["swebench-lite"]["runs_held_out_by_id"] + checked["swebench-verified"]["runs_held_out_by_id"] == 12
+    assert "tau-bench" in card["decontamination"]["not_checked"]
+    assert "## Benchmarks held out" in (published / "sft_dataset" / "current" / "card.md").read_text()
+
+
+@pytest.mark.skipif(not (REAL / "tau2").is_dir(), reason="../shared/realdata is absent")
+def test_renamed_copies_of_real_tau2_test_tasks_are_caught_without_their_originals():
+    """The shared runs' task texts are an older tau2 release's (some sentences since added or changed): every
+    renamed copy still contains at least the default share of its test task's text; no training task is held out."""
+    from cowork_assets.ingest.formats.tau2 import SCENARIO_PARTS
+    from cowork_assets.settings import Settings
+
+    rows = []
+    for name, domain in (
+        ("sierra_gpt41_retail_1trial.json", "retail"),
+        ("judgeviewer_azure_gpt4o_airline.json", "airline"),
+    ):
+        for task in json.loads((REAL / "tau2" / name).read_text())["tasks"]:
+            scenario = task["user_scenario"]["instructions"]
+            request = "\n".join(str(scenario[k]) for k in SCENARIO_PARTS if scenario.get(k))
+            rows.append((f"cand-{domain}-{task['id']}", request, f"tau2-{domain}-{task['id']}"))
+    tasks = pl.DataFrame(rows, schema=["task_id", "request", "original"], orient="row")
+    lists = load(["tau2"])
+    found = held_out(tasks.drop("original"), lists, overlap=Settings().holdout_overlap)
+    test = set(lists.filter(pl.col("side") == "test")["task_id"])
+    copies_of_test = set(tasks.filter(pl.col("original").is_in(list(test)))["task_id"])
+    assert len(copies_of_test) == 60 and set(found["task_id"]) >= copies_of_test
+    assert set(found["reason"]) == {"contains_test_text"}
