@@ -39,7 +39,7 @@ def find(messages: pl.DataFrame, detector: Detector) -> pl.DataFrame:
     every = texts(messages)
     rows = []
     for trajectory_id, text in every.filter(detector.candidates(every["text"])).iter_rows():
-        rows += [(trajectory_id, s, k) for s, k in detector.find(readable(text)).items()]
+        rows += [(trajectory_id, s, k) for s, k in detector.find_written(text).items()]
     return pl.DataFrame(rows, schema=FOUND, orient="row").unique(["trajectory_id", "secret"], maintain_order=True)
 
 

@@ -4,10 +4,10 @@ The detector is `detect-secrets` (Yelp's maintained plugin set, pure Python, off
 (AWS, GitHub, GitLab, Slack, Stripe, Twilio, SendGrid, npm, PyPI, Azure, Discord, Telegram, Square, Mailchimp,
 Artifactory, OpenAI's classic keys, passwords in URLs except to hosts reserved for examples such as example.com).
 Its keyword, high-entropy and IP plugins are left out: in agent logs they fire on commit hashes, ids and addresses,
-which are what graders check. In their place, rules
-written for these logs: whole private-key blocks, whole JWTs, newer key formats the plugins lack (OpenAI project
-and Anthropic keys, Google API keys, GitHub fine-grained tokens, Hugging Face tokens), and high-entropy values
-where the text says they are secret (`Bearer <token>`, `password=...`, `api_key: ...`).
+which are what graders check. In their place, rules written for what agents print (docs/datasets.md, Secrets):
+whole private-key blocks, whole JWTs, newer key formats the plugins lack, Vault tokens, a value after a name that says
+secret whatever its entropy unless it is a reference or a stand-in, Authorization headers, URL passwords with any
+character RFC 3986 allows; texts with JSON or shell escapes are also searched unescaped (`find_written`).
 
 A secret found in any text of a trajectory is replaced wherever it occurs in that trajectory. Texts are first
 screened together (polars, one regular expression); only the few that may hold a secret are searched one by one.
@@ -52,14 +52,47 @@ OWN = {
     "github_token": r"\bgithub_pat_[A-Za-z0-9_]{40,}",
     "huggingface_token": r"\bhf_[A-Za-z0-9]{30,}",
 }
-# A value the text calls secret: it is one when it looks random (long, mixed, high entropy).
-CONTEXT = {
-    "bearer_token": r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{16,})",
-    "credential_assignment": (
-        r"(?i)(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?key|auth[_-]?token|access[_-]?token"
-        r"|client[_-]?secret|private[_-]?key)(?:\\*[\"'])?\s*[:=]\s*(?:\\*[\"'])?([A-Za-z0-9/+_.!@#$%^&*=-]{12,})"
-    ),  # the quotes around a key and its value may be escaped (`\"password\": \"...\"`, JSON inside a JSON string)
-}
+# A value the text calls secret with a bearer scheme alone: it is one when it looks random (long, mixed, high entropy).
+CONTEXT = {"bearer_token": r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{16,})"}
+# Rules for what agents print, each a secret whatever its entropy (people's passwords are words) unless its value is a
+# reference (`_reference`): a value after a name that says it is secret (`.env` lines, YAML, JSON keys, keyword
+# arguments), a credential in an Authorization header, the password of a URL's userinfo (RFC 3986: any unreserved,
+# percent-encoded or sub-delim character), and Vault tokens.
+SECRET_NAME = (
+    r"password|passwd|pwd|passphrase|secret|token|credentials?|api[_-]?key|apikey|access[_-]?key|secret[_-]?key"
+    r"|private[_-]?key|auth[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key"
+)
+NAMED = re.compile(
+    r"(?i)(?<![\w.-])[\w.-]*?(?:" + SECRET_NAME + r")(?:\\*[\"'])?[ \t]*(?<![=!<>])[:=](?!=)[ \t]*(?:\\*([\"']))?"
+)
+HEADER = re.compile(
+    r"(?i)\bauthorization(?:\\*[\"'])?\s*[:=]\s*(?:\\*[\"'])?\s*(?:basic|bearer|token|digest)\s+([^\s\"'\\,;]{8,})"
+)
+URL_PASSWORD = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@?#\"'<>]+:([^\s/@?#\"'<>]+)@(?=[^\s/@])")
+VAULT = re.compile(r"\bhv[sbr]\.[A-Za-z0-9_-]{20,}")
+SCREEN = (  # the rules above in Rust syntax (no look-arounds): every text they find a secret in matches
+    r"(?i)(?:" + SECRET_NAME + r")\\*[\"']?[ \t]*[:=]",
+    r"(?i)authorization",
+    r"://[^\s:/@]+:[^\s/@]+@",
+    r"hv[sbr]\.",
+)
+PASSWORD = re.compile(r"(?i)pass(?:word|wd|phrase)")
+UNQUOTED_VALUE = re.compile(r"[^\s\"',;)}\]]+")
+MIN_NAMED = 6  # characters of a value called secret (shorter ones are mostly flags, units, `str`)
+PLACEHOLDERS = frozenset(
+    "none null nil true false undefined str string int bool bytes any optional required yes no redacted hidden "
+    "password passwd secret token changeit xxx xxxx xxxxxx".split()
+)
+# A reference to a secret, not one: a variable or placeholder, a call or an index, a path, an attribute path, a
+# constant's or a variable's name (`$DB_PASSWORD`, `getpass()`, `/run/secrets/db`, `settings.CLIENT_SECRET`,
+# `API_KEY`, `user_password`).
+REFERENCE = re.compile(
+    r"^(?:[$%{<*]|~?/|\.\.?/|[A-Za-z]:\\)|[(\[]|^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$|^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$"
+    r"|^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$|^[a-z]+(?:[A-Z][a-z0-9]*)+$|^x{3,}$|^\*+$|^\.{3}$"
+)
+# A value that says it stands in for a secret (a test fixture's, a documentation's): `test-secret-key`,
+# `yourpassword`, `dummy-token`, `my-key`.
+DUMMY = re.compile(r"(?i)test|dummy|fake|example|sample|placeholder|your|mock|^my[-_]|changeme|redacted")
 BOUNDARY = " \t\r\n=:\"'"
 # Hosts reserved for documentation and tests (RFC 2606, RFC 6761): a password in a URL to one is an example
 # (`http://user:pass@example.com` in a test suite), not a credential.
@@ -125,6 +158,31 @@ def _random(value: str) -> bool:
     )
 
 
+def _reference(value: str) -> bool:
+    """Whether a value after a name that says secret refers to one, or stands in for one, rather than being one
+    (`REFERENCE`, `PLACEHOLDERS`, `DUMMY`)."""
+    return value.lower() in PLACEHOLDERS or bool(REFERENCE.search(value) or DUMMY.search(value))
+
+
+ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\(.)", re.S)
+JSON_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
+
+
+def unescaped(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """The text with its JSON and shell escapes undone, and for each of its characters the span of `text` it was."""
+    out, spans, at = [], [], 0
+    for match in ESCAPE.finditer(text):
+        out += text[at : match.start()]
+        spans += [(i, i + 1) for i in range(at, match.start())]
+        code, char = match.groups()
+        out.append(chr(int(code, 16)) if code else JSON_ESCAPES.get(char, char))
+        spans.append(match.span())
+        at = match.end()
+    out += text[at:]
+    spans += [(i, i + 1) for i in range(at, len(text))]
+    return "".join(out), spans
+
+
 def _ascii_boundaries(pattern: str) -> str:
     """`pattern` with each word boundary `\\b` made ASCII, `(?-u:\\b)`. A Unicode boundary sends Rust's regex engine
     from its DFA to a slower one (7x on JSON text); every `\\b` here sits beside an ASCII letter or digit of the
@@ -148,7 +206,8 @@ class Detector:
     def screen(self) -> str:
         """One Rust-syntax regular expression every text holding a secret matches (and a few others do)."""
         plugin = [re.sub(r"\(\?!\\w\)", "", p.pattern) for _, p in _plugin_patterns()]  # lookaheads: not in Rust
-        return "|".join(f"(?:{_ascii_boundaries(p)})" for p in [*plugin, *OWN.values(), *CONTEXT.values()])
+        patterns = [*plugin, *OWN.values(), *CONTEXT.values(), *SCREEN]
+        return "|".join(f"(?:{_ascii_boundaries(p)})" for p in patterns)
 
     def find(self, text: str) -> dict[str, str]:
         """secret -> its kind, for every secret in `text`."""
@@ -160,11 +219,63 @@ class Detector:
                 secret = _secret(match).strip(BOUNDARY)  # some plugins match the space or quote around a key
                 if secret:
                     found.setdefault(secret, kind)
+        for kind, value in self._agent_rules(text):
+            named = kind == "credential_assignment"
+            if not (named and _reference(value)) and not any(value in s for s in found):
+                found.setdefault(value, kind)
         for kind, pattern in self._context:
             for match in pattern.finditer(text):
                 if _random(match.group(1)) and not any(match.group(1) in s for s in found):
                     found.setdefault(match.group(1), kind)
         return {s: k for s, k in found.items() if not any(a.fullmatch(s) for a in self._allow)}
+
+    def _agent_rules(self, text: str):
+        """(kind, value) of every value the rules for agent logs (`VAULT`, `HEADER`, `URL_PASSWORD`, `NAMED`) find."""
+        for match in VAULT.finditer(text):
+            yield "vault_token", match.group(0)
+        for match in HEADER.finditer(text):
+            if not _reference(match.group(1)):
+                yield "authorization_header", match.group(1)
+        for match in URL_PASSWORD.finditer(text):
+            if not EXAMPLE_HOST.match(text, match.end()) and not _reference(match.group(1)):
+                yield "url_password", match.group(1)
+        for match in NAMED.finditer(text):
+            quote, at = match.group(1), match.end()
+            if quote:
+                end = text.find(quote, at)
+                value = text[at:end] if end > at and "\n" not in text[at:end] else ""
+                value = value.rstrip("\\")  # the escaped closing quote of JSON inside a JSON string
+                # A quoted literal set with spaces around its `=` or `:` is code (`api_key = 'x'`, `{apiKey: 'x'}`):
+                # it is a secret when it looks random, or when the name says password. Shell and .env lines
+                # (`PASSWORD="..."`) and JSON (read as `key: value`) say it whatever it looks like.
+                spaced = (
+                    match.group(0).rstrip("\\\"'")[-1:].isspace() or " =" in match.group(0) or " :" in match.group(0)
+                )
+                if spaced and not (_random(value) or PASSWORD.search(match.group(0))):
+                    continue
+            else:
+                found = UNQUOTED_VALUE.match(text, at)
+                value = found.group(0) if found else ""
+            if len(value) >= MIN_NAMED:
+                yield "credential_assignment", value
+
+    def find_written(self, text: str) -> dict[str, str]:
+        """`find` over a text as a log holds it: JSON text read as its string values (`readable`), and a text with
+        JSON or shell escapes (`\\/`, `\\u0041`, `\\$`; a truncated JSON result no longer parses) read unescaped; a
+        secret the text holds escaped is given as written too, so that replacing it replaces what is there."""
+        found = self.find(readable(text))
+        if "\\" not in text:
+            return found
+        plain, spans = unescaped(text)
+        for secret, kind in self.find(plain).items():
+            found.setdefault(secret, kind)
+        for secret, kind in list(found.items()):
+            if secret not in text:
+                at = plain.find(secret)
+                while at >= 0:
+                    found.setdefault(text[spans[at][0] : spans[at + len(secret) - 1][1]], kind)
+                    at = plain.find(secret, at + 1)
+        return found
 
     def candidates(self, texts: pl.Series) -> pl.Series:
         """Which of `texts` may hold a secret (the screen), as one vectorised pass."""
@@ -175,7 +286,7 @@ class Detector:
         series = pl.Series(list(texts), dtype=pl.String)
         found: dict[str, str] = {}
         for text in series.filter(self.candidates(series)).to_list():
-            for secret, kind in self.find(text).items():
+            for secret, kind in self.find_written(text).items():
                 found.setdefault(secret, kind)
         return found
 

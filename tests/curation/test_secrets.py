@@ -26,10 +26,23 @@ PLANTED = {
     "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx7vN2kq8\nq9Zr4L==\n-----END RSA PRIVATE KEY-----": "private_key",
     HELD: "credential_assignment",
     "S3cr3tPassw0rdQ7": "basic_auth_credentials",  # in a connection string
+    # What agents print that looks like nothing in particular: passwords people chose, generic tokens, headers
+    "correcthorsebatterystaple": "credential_assignment",
+    "Summer2024!": "credential_assignment",
+    "9a8b7c6d5e4f30211203f4e5d6c7b8a9f0e1d2c3": "credential_assignment",
+    "hvs.CAESIJlU9JMYEhOPYv4igdhm9PnZDrabHJkQ": "vault_token",
+    "YWRtaW46aHVudGVyMjAyNA==": "authorization_header",
+    "Tr0ub4dor&3xQ": "url_password",  # RFC 3986 sub-delims in a URL's password
 }
 CONTEXT = {
     "S3cr3tPassw0rdQ7": "postgres://admin:{}@db.internal:5432/app",
     HELD: '{{"db": {{"host": "db.internal", "password": "{}"}}}}',
+    "correcthorsebatterystaple": "POSTGRES_PASSWORD={}",
+    "Summer2024!": 'export ADMIN_PASSWORD="{}"',
+    "9a8b7c6d5e4f30211203f4e5d6c7b8a9f0e1d2c3": "CIRCLECI_TOKEN={}",
+    "hvs.CAESIJlU9JMYEhOPYv4igdhm9PnZDrabHJkQ": "VAULT_TOKEN={}",
+    "YWRtaW46aHVudGVyMjAyNA==": 'curl -H "Authorization: Basic {}" https://ci.acme.io/api',
+    "Tr0ub4dor&3xQ": "postgres://admin:{}@db.prod.acme.io:5432/prod",
 }
 # Values graders check, which look random too: never touched.
 BENIGN = [
@@ -105,17 +118,69 @@ def test_a_credential_json_text_holds_under_its_key_is_found_and_replaced_wherev
 
 def test_values_graders_check_are_not_secrets_and_an_allow_list_exempts_a_known_example():
     assert Detector().find("\n".join(BENIGN)) == {}
-    settings = {"password_policy": "at least 12 characters", "pwd": "/home/agent/project", "secret": "hunter2"}
+    settings = {"password_policy": "at least 12 characters", "pwd": "/home/agent/project", "token_type": "bearer"}
     assert Detector().find(readable(json.dumps(settings))) == {}  # keys that say secret, values that are not
+    assert Detector().find(readable(json.dumps({"secret": "hunter2"}))) == {"hunter2": "credential_assignment"}
     example = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example key
     assert Detector().find(f"key {example}") == {example: "aws_access_key"}
     assert Detector(("AKIA[A-Z0-9]+EXAMPLE",)).find(f"key {example}") == {}
 
 
-def _plant(raw: Path) -> dict[str, str]:
-    """Every credential planted in a passing teacher run's user turn or tool observation (a JSON result holding the
-    original as its output; raw JSON Lines edited in place). Returns trajectory id -> what was planted there."""
-    planted, secrets = {}, list(PLANTED)
+# Code an agent reads and writes, where a name says secret and the value refers to one (a setting, a call, a path,
+# a variable, a test fixture's stand-in): published as it is.
+CODE = [
+    "client_secret=settings.OAUTH2_CLIENT_SECRET",
+    "secret = base64.b64encode(data).decode()",
+    "pwd: /workspace/django__django-11099",
+    "PWD=/tmp/pytest-of-root/pytest-0/test_x0",
+    "access_key=boto3.client('s3')",
+    "token = self._get_token()",
+    'api_key = os.environ["OPENAI_API_KEY"]',
+    "password: str",
+    "secret_key: Optional[str] = None",
+    "if token == expected_token:",
+    "const csrfToken = document.querySelector('meta[name=csrf]').content;",
+    'headers = {"X-CSRFToken": csrfToken}',
+    "def login(user, password=DEFAULT_PASSWORD):",
+    "SECRET_KEY='test-secret-key'",
+    "env.OPENAI_API_KEY = 'proxy-handled';",
+    '"max_tokens": 4096, "token_count": 118',
+    'curl -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com/user',
+    "DATABASE_URL=postgres://app:${DB_PASSWORD}@db:5432/app",
+    "export GITHUB_TOKEN=$(gh auth token)",
+    "token: ${{ secrets.GITHUB_TOKEN }}",
+    'password="yourpassword", database="yourdatabase"',
+]
+
+
+@pytest.mark.parametrize("code", CODE)
+def test_code_that_refers_to_a_secret_is_published_unchanged(code):
+    assert Detector().find_written(code) == {}
+    assert Detector().find_written(json.dumps({"output": code})) == {}  # as a tool's JSON result holds it
+
+
+def test_a_credential_written_with_escapes_is_replaced_as_written():
+    """JSON escapes inside a tool result cut short (it no longer parses), and shell escapes: the text is searched
+    unescaped, and what is replaced is the secret as the text writes it."""
+    secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ8mV3kL9pTxR2"
+    escaped = secret_key.replace("/", "\\/")
+    text = f'{{"Credentials": {{"AccessKeyId": "\\u0041KIAQYLPMN5HHHFPZAM2", "SecretAccessKey": "{escaped}", "Expir'
+    shell = "mysql -u root --password=Pa\\$\\$w0rd-2024 app"
+    for written, kept in ((text, '{"Credentials": {"AccessKeyId": "'), (shell, "mysql -u root --password=")):
+        found = Detector().find_written(written)
+        replaced = redact(written, found)
+        assert replaced.startswith(kept) and "<REDACTED:" in replaced
+        for secret in ("AKIAQYLPMN5HHHFPZAM2", secret_key, "Pa$$w0rd-2024"):
+            assert secret not in replaced and secret not in readable(replaced)
+        assert "u0041KIA" not in replaced and "bPxRfiCY" not in replaced and "w0rd" not in replaced
+
+
+def _plant(raw: Path) -> dict[str, list[str]]:
+    """Every credential planted in three places of passing teacher runs (raw JSON Lines edited in place): a tool's
+    result (a JSON result holding it beside the original output), a call's arguments and the assistant's reasoning.
+    Returns trajectory id -> what was planted there."""
+    planted: dict[str, list[str]] = {}
+    plants = [(secret, place) for secret in PLANTED for place in ("tool", "arguments", "reasoning")]
     for path in sorted(raw.glob("*/*.jsonl")):
         lines = path.read_bytes().splitlines()
         for i, line in enumerate(lines):
@@ -123,26 +188,31 @@ def _plant(raw: Path) -> dict[str, str]:
                 run = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue
-            if not isinstance(run, dict) or not (run.get("grade") or {}).get("passed") or not secrets:
+            if not isinstance(run, dict) or not (run.get("grade") or {}).get("passed") or not plants:
                 continue
-            if run["teacher"]["role"] != "teacher":
+            calls = [m for m in run["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
+            results = [m for m in run["messages"] if m["role"] == "tool"]
+            if run["teacher"]["role"] != "teacher" or not calls or not results:
                 continue
-            secret = secrets.pop()
-            where = "tool" if len(secrets) % 2 else "user"
-            message = next((m for m in run["messages"] if m["role"] == where), None)
-            if message is None:
-                secrets.append(secret)
-                continue
-            shown = _in_text(secret)
-            if where == "tool":  # a tool's result as JSON, as tools return it (a JSON setting as an object)
-                config = json.loads(shown) if shown.startswith("{") else shown
-                message["content"] = json.dumps({"config": config, "output": message["content"]})
-            else:
-                message["content"] = f"{message['content']}\nconfig: {shown}"
-            planted[run["trajectory_id"]] = secret
+            for _ in range(2):  # two plants a run
+                if not plants:
+                    break
+                secret, place = plants.pop()
+                shown = _in_text(secret)
+                if place == "tool":  # a tool's result as JSON, as tools return it (a JSON setting as an object)
+                    config = json.loads(shown) if shown.startswith("{") else shown
+                    results[0]["content"] = json.dumps({"config": config, "output": results[0]["content"]})
+                elif place == "arguments":
+                    call = calls[0]["tool_calls"][0]["function"]
+                    arguments = call["arguments"]
+                    arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+                    call["arguments"] = json.dumps({**arguments, "note": shown})
+                else:
+                    calls[-1]["reasoning_content"] = f"The config says {shown}, so I go on."
+                planted.setdefault(run["trajectory_id"], []).append(secret)
             lines[i] = orjson.dumps(run)
         path.write_bytes(b"\n".join(lines) + b"\n")
-    assert not secrets
+    assert not plants
     return planted
 
 
@@ -153,8 +223,10 @@ def test_planted_credentials_reach_no_published_file_or_export(tmp_path, capsys)
     from cowork_cli.runner import ensure_instance, materialize_all
 
     raw = tmp_path / "raw"
-    generate(raw, trajectories=60, batches=1, seed=3)
+    generate(raw, trajectories=240, batches=1, seed=3)
     planted = _plant(raw)
+    secrets = {s for found in planted.values() for s in found}
+    assert len(secrets) == len(PLANTED)
     settings = CurateSettings(raw_root=str(raw), data_root=str(tmp_path / "curated"))
     assert materialize_all(settings, ensure_instance(tmp_path / "home"), echo=lambda _: None).failed == {}
     published = tmp_path / "curated" / "published"
@@ -167,7 +239,7 @@ def test_planted_credentials_reach_no_published_file_or_export(tmp_path, capsys)
     files += [p for p in tmp_path.glob("*.jsonl")] + list((tmp_path / "lf").rglob("*.json*"))
     for path in files:
         data = path.read_bytes()
-        leaked = [s for s in planted.values() if s.encode() in data or json.dumps(s)[1:-1].encode() in data]
+        leaked = [s for s in secrets if s.encode() in data or json.dumps(s)[1:-1].encode() in data]
         assert not leaked, (path, leaked)
     sft = pl.read_parquet(published / "sft_dataset" / "current" / "*.parquet")
     shown = {t for t in planted if t in set(sft["sample_id"])}
@@ -175,10 +247,11 @@ def test_planted_credentials_reach_no_published_file_or_export(tmp_path, capsys)
     tables = tmp_path / "curated" / "tables"
     redactions = pl.read_parquet(tables / "redactions" / "batch=*" / "data.parquet")
     curated = pl.read_parquet(tables / "curated_messages" / "batch=*" / "data.parquet")
-    text = "\n".join(curated.select(pl.struct("content", "tool_calls").struct.json_encode()).to_series())
-    assert not [s for s in planted.values() if s in text or json.dumps(s)[1:-1] in text]
+    fields = pl.struct("content", "reasoning_content", "tool_calls")
+    text = "\n".join(curated.select(fields.struct.json_encode()).to_series())
+    assert not [s for s in secrets if s in text or json.dumps(s)[1:-1] in text]
     # a row wherever a secret was replaced (a planted one a truncation cut away was never shown)
-    assert set(redactions["trajectory_id"]) <= set(planted) and set(redactions["secret_hash"]).isdisjoint(planted)
+    assert set(redactions["trajectory_id"]) <= set(planted) and set(redactions["secret_hash"]).isdisjoint(secrets)
     card = json.loads((published / "sft_dataset" / "current" / "card.json").read_text())
     replaced = set(redactions.filter(pl.col("trajectory_id").is_in(list(shown)))["kind"])
     counted = {r["kind"]: r["count"] for r in card["redactions"]}
