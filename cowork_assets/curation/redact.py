@@ -152,7 +152,7 @@ def rows(frame: pl.DataFrame, texts: list[str], json_texts: list[str], detector:
         return frame
     changed = []
     for row in hit.select("_row", *columns).iter_rows(named=True):
-        found = detector.find(
+        found = detector.find_written(
             "\n".join([*(row[c] or "" for c in texts), *(readable(row[c] or "") for c in json_texts)])
         )
         if found:
@@ -180,7 +180,7 @@ def checked_secrets(packages: pl.DataFrame, detector: Detector) -> pl.DataFrame:
     hit = packages.filter(detector.candidates(packages.select(texts).to_series()))
     out = []
     for task_id, request, state, checks in hit.select("task_id", "request", "initial_state", "checks").iter_rows():
-        found = detector.find("\n".join([request or "", readable(state or ""), readable(checks or "")]))
+        found = detector.find_written("\n".join([request or "", readable(state or ""), readable(checks or "")]))
         kinds = sorted({k for s, k in found.items() if s in readable(checks or "")})
         if kinds:
             out.append((task_id, ", ".join(kinds)))

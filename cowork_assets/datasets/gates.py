@@ -16,7 +16,7 @@ import orjson
 import pandera.errors
 import polars as pl
 
-from cowork_assets.curation.secrets import Detector, readable
+from cowork_assets.curation.secrets import Detector
 from cowork_assets.datasets.described import PUBLISHED
 from cowork_assets.datasets.suites import SuiteProcess
 from cowork_assets.ingest.roles import ROLES
@@ -62,7 +62,7 @@ def secrets_found(frame: pl.DataFrame, columns: list[str], rules: dict) -> pl.Se
     texts = pl.concat([_leaves(plain(frame.select(index, pl.col(column).alias("text")))) for column in columns])
     found: dict[int, set[str]] = {}
     for row, text in texts.filter(detector.candidates(texts["text"])).iter_rows():
-        found.setdefault(row, set()).update(detector.find(readable(text)))
+        found.setdefault(row, set()).update(detector.find_written(text))
     return pl.Series("secrets", [len(found.get(i, ())) for i in range(frame.height)], dtype=pl.Int32)
 
 
