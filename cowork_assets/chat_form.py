@@ -49,7 +49,17 @@ def published_messages(curated: pl.DataFrame) -> pl.DataFrame:
     )
     answers = called.drop_nulls().unique().with_columns(answers_a_call=pl.lit(True))
     rows = rows.join(answers, on=[*run, "tool_call_id"], how="left", maintain_order="left")
-    stray = (pl.col("role") == "tool") & pl.col("answers_a_call").is_null()
+    # A tool message answers the calls of the assistant turn its run of tool messages follows: one after a turn
+    # that made no call, or naming a call the run never made, answers none (a null id only cannot say which).
+    after_calls = (
+        pl.when(pl.col("role") != "tool")
+        .then((pl.col("role") == "assistant") & (pl.col("tool_calls").list.len() > 0).fill_null(False))
+        .forward_fill()
+        .over(run)
+        .fill_null(False)
+    )
+    unknown_id = pl.col("tool_call_id").is_not_null() & pl.col("answers_a_call").is_null()
+    stray = (pl.col("role") == "tool") & (~after_calls | unknown_id)
     leading = ((pl.col("role") != "system").cum_sum().over(run) == 0) & (pl.col("role") == "system")
     rows = rows.with_columns(
         role=pl.when(stray | ((pl.col("role") == "system") & ~leading)).then(pl.lit("user")).otherwise("role"),

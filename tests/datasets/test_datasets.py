@@ -32,7 +32,7 @@ def test_sft_rows_round_trip_to_the_curated_messages_of_their_source(pipeline):
         expected = [
             {
                 "role": m["role"],
-                "content": m["content"],
+                "content": m["content"] or "",  # text: a turn that only calls tools publishes ""
                 "reasoning_content": m["reasoning_content"],
                 "tool_call_id": m["tool_call_id"],
                 "name": m["name"],

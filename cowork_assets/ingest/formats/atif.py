@@ -69,7 +69,8 @@ def _step_messages(step: dict, i: int) -> list[dict]:
         raise _common.Malformed(f"step {i} has no source ATIF writes (system, user, agent)")
     message = {"role": ROLE[step["source"]], "content": _common.text(step.get("message"))}
     if message["role"] == "assistant":
-        message["content"], message["reasoning_content"] = reasoning.assistant_turn(step, step.get("message"))
+        message["content"], found = reasoning.assistant_turn(step, step.get("message"))
+        message |= {"reasoning_content": found} if found else {}
     calls = step.get("tool_calls") or []
     if calls:
         message["tool_calls"] = [_common.call(c["tool_call_id"], c["function_name"], c.get("arguments")) for c in calls]

@@ -49,7 +49,8 @@ def _message(m, i: int) -> dict:
         raise _common.Malformed(f"message {i} has no role a chat record holds ({', '.join(ROLES)})")
     out = {"role": ROLES[m["role"]], "content": _common.text(m.get("content"))}
     if out["role"] == "assistant":
-        out["content"], out["reasoning_content"] = reasoning.assistant_turn(m)
+        out["content"], found = reasoning.assistant_turn(m)
+        out |= {"reasoning_content": found} if found else {}
     if m.get("tool_calls"):
         out["tool_calls"] = [
             _common.call(str(c.get("id")), c["function"]["name"], c["function"].get("arguments"))
