@@ -37,6 +37,7 @@ FLAGS = [
     "--no-first-run",
     "--disable-quic",
     "--window-size=1600,1000",
+    "--remote-allow-origins=*",  # Debian's chromium refuses DevTools connections that send an Origin otherwise
 ]
 
 
@@ -155,7 +156,7 @@ class Browser:
         assert port, "chromium did not open its DevTools port"
         pages = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10))
         page = next(p for p in pages if p["type"] == "page")
-        self.socket = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=60)
+        self.socket = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=60, suppress_origin=True)
         self._id = 0
 
     def send(self, method: str, **params) -> dict:

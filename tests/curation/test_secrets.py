@@ -313,3 +313,24 @@ def test_a_task_whose_checks_compare_a_secret_is_kept_out_of_rl():
     assert found.rows() == [("ci-1", "github_token")]
     row = secret_check_rows(found).row(0, named=True)
     assert (row["dataset"], row["task_id"], row["criterion"]) == ("rl_tasks", "ci-1", "evidence")
+
+
+def test_the_real_logs_of_every_reader_hold_no_secret_but_the_password_a_task_gave(tmp_path):
+    """False positives, measured: every text of every run of the conformance corpus (real logs of every reader,
+    coding agents' included) is searched. The one value found is a real credential: the password OpenAgentSafety's
+    task prompt gives the agent for its service."""
+    import shutil
+
+    from cowork_assets.ingest.batch import ingest_batch
+    from cowork_assets.store.registry import TABLES
+    from tests.conftest import TESTS
+
+    corpus = TESTS / "conformance"
+    readers = sorted(p.name for p in corpus.iterdir() if p.is_dir() and not p.name.startswith("_"))
+    for reader in readers:
+        shutil.copytree(corpus / reader, tmp_path / "raw" / reader, ignore=shutil.ignore_patterns("LICENSE*", "*.md"))
+        ingest_batch(tmp_path / "raw", reader, tmp_path / "out")
+    messages = pl.concat([TABLES["messages"].read(tmp_path / "out", r) for r in readers], how="diagonal_relaxed")
+    found = redaction.find(messages, Detector())
+    assert messages.height > 3000
+    assert set(found["secret"]) == {"theagentcompany"}

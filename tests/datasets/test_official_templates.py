@@ -88,10 +88,17 @@ def every_reader(tmp_path_factory) -> CurateSettings:
 
 
 @pytest.fixture(scope="module")
-def rendered(pipeline, every_reader, tmp_path_factory) -> dict:
+def gemma(tmp_path_factory) -> CurateSettings:
+    """Every reader's real files counted by another family's template (Gemma 4's) in the same tokenizer."""
+    work = tmp_path_factory.mktemp("gemma")
+    return _materialized(work, tokenizer_folder(work / "tokenizer", "gemma-4"), token_budget=TOKEN_BUDGET)
+
+
+@pytest.fixture(scope="module")
+def rendered(pipeline, every_reader, gemma, tmp_path_factory) -> dict:
     default, _, _ = pipeline
-    facts = _rendered(tmp_path_factory.mktemp("rendered"), default.root, every_reader.root)
-    return {"default": facts[default.root], "every_reader": facts[every_reader.root]}
+    facts = _rendered(tmp_path_factory.mktemp("rendered"), default.root, every_reader.root, f"{gemma.root}=gemma-4")
+    return {"default": facts[default.root], "every_reader": facts[every_reader.root], "gemma": facts[gemma.root]}
 
 
 @pytest.mark.parametrize("corpus", ["default", "every_reader"])
@@ -104,13 +111,16 @@ def test_every_published_row_renders_under_every_official_template(rendered, cor
     assert facts["instructed"] == []
 
 
-def test_with_the_tokenizer_set_tokens_are_the_rendered_length_and_within_the_budget(rendered, every_reader):
-    counted = rendered["every_reader"]["qwen3_tokens"]
-    assert {sample: pair for sample, pair in counted.items() if pair[0] != pair[1]} == {}
-    sft = _sft(every_reader).with_columns(coding=pl.col("category").is_in(list(_coding())))
-    budget = pl.when(pl.col("coding")).then(CODING_TOKEN_BUDGET).otherwise(TOKEN_BUDGET)
+@pytest.mark.parametrize("corpus", ["every_reader", "gemma"])
+def test_with_the_tokenizer_set_tokens_are_the_rendered_length_and_within_the_budget(rendered, corpus, request):
+    counted = rendered[corpus]["tokens"]
+    assert len(counted) > 20 and {sample: pair for sample, pair in counted.items() if pair[0] != pair[1]} == {}
+    settings = request.getfixturevalue(corpus)
+    sft = _sft(settings).with_columns(coding=pl.col("category").is_in(list(_coding())))
+    coding_budget = CODING_TOKEN_BUDGET if corpus == "every_reader" else 65_536  # the default's for coding
+    budget = pl.when(pl.col("coding")).then(coding_budget).otherwise(TOKEN_BUDGET)
     assert sft.filter(pl.col("tokens") > budget).height == 0
-    stats = pl.read_parquet(every_reader.local_root / "tables" / "sample_stats" / "*" / "*.parquet")
+    stats = pl.read_parquet(settings.local_root / "tables" / "sample_stats" / "*" / "*.parquet")
     assert stats.filter(pl.col("verdict").is_in(["trimmed", "dropped"])).height > 0  # the budget bit
 
 

@@ -71,7 +71,8 @@ def rendered_facts(text: str, template: str) -> dict:
         )
         reasoning = re.findall(r"<think>\n(.*?)\n</think>\n\n", conversation, re.S)
     else:
-        system = text.split("<|eot_id|>", 1)[0].split("its value}.\n\n", 1)[-1]
+        head = text.split("<|eot_id|>", 1)[0]  # the tool list follows its preamble; a row with none has neither
+        system = head.split("its value}.\n\n", 1)[1] if "its value}.\n\n" in head else ""
         tools, decoder, at = [], json.JSONDecoder(), system.find("{")
         while at >= 0:
             tool, end = decoder.raw_decode(system, at)
