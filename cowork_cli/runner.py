@@ -100,6 +100,8 @@ def ensure_instance(home: Path) -> dg.DagsterInstance:
 class RunOutcome:
     batches: list[str]
     skipped: list[str] = field(default_factory=list)  # batches already up to date
+    waiting: list[str] = field(default_factory=list)  # batches not ready to be read yet
+    ghosts: list[str] = field(default_factory=list)  # batches processed here whose folder is gone from the raw root
     failed: dict[str, str] = field(default_factory=dict)  # job/batch -> error
     failed_checks: list[str] = field(default_factory=list)  # "asset:check [batch] (severity)"
     check_details: dict[str, str] = field(default_factory=dict)  # failed check -> its counts and examples
@@ -150,7 +152,17 @@ def materialize_all(
     config = _run_config(settings, debug)
     todo = []
     fingerprint = batch_state.settings_fingerprint(settings.batch_content())
-    for batch in ready_batches(settings, found, echo):
+    ready = ready_batches(settings, found, echo)
+    outcome.waiting = sorted(set(found) - set(ready))
+    if not only:
+        outcome.ghosts = sorted(
+            set(batch_state.processed_batches(settings.root)) - set(discover_batches(settings.raw_path))
+        )
+    if not ready:  # nothing to read yet is a normal state, not a failure: no corpus job either
+        echo(f"no batch is ready yet ({len(found)} waiting): nothing to do now")
+        outcome.seconds = time.monotonic() - started
+        return outcome
+    for batch in ready:
         if not force and batch_state.check(settings.root, settings.raw_path, batch, fingerprint).problem is None:
             echo(f"batch {batch}: up to date (use --force to redo)")
             outcome.skipped.append(batch)

@@ -13,6 +13,19 @@ from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.warehouse.duckdb_file import named_query, run_query
 from cowork_cli.runner import RunOutcome
 
+ROWS_PER_TABLE = (
+    "SELECT table_name, sum(n_rows)::BIGINT AS n_rows, count(*) AS batches FROM ("
+    + named_query("rows_per_table").rstrip().rstrip(";")
+    + ") GROUP BY table_name ORDER BY table_name"
+)
+QUARANTINE = "SELECT reason, count(*) AS n_records FROM quarantine GROUP BY reason ORDER BY 2 DESC, 1"
+SELECTED = (
+    "SELECT count(*) FILTER (WHERE teacher_role = 'teacher'), "
+    "count(*) FILTER (WHERE teacher_role = 'teacher' AND (batch, trajectory_id) NOT IN "
+    "(SELECT (batch, trajectory_id) FROM exclusions WHERE dataset = 'sft')) "
+    "FROM trajectories"
+)
+
 
 def format_rows(columns: Sequence[str], rows: Sequence[Sequence], limit: int = 200, total: int | None = None) -> str:
     """The first `limit` rows as a table; `total`: the rows of the whole result, when only the first were read."""
@@ -26,43 +39,43 @@ def format_rows(columns: Sequence[str], rows: Sequence[Sequence], limit: int = 2
     return "\n".join(lines) + f"\n({total} rows)"
 
 
+def _query(db: Path, sql: str) -> tuple[list[str], list[tuple]] | None:
+    """A query's columns and rows, or None when a table it reads does not exist yet (no batch processed, nothing
+    published)."""
+    try:
+        return run_query(db, sql)
+    except duckdb.CatalogException:
+        return None
+
+
 def print_summary(settings: CurateSettings, outcome: RunOutcome) -> None:
     db = settings.warehouse_path
     print(f"\n{len(outcome.batches)} batch(es) in {outcome.seconds:.1f}s")
-    if db.is_file():
-        columns, rows = run_query(
-            db,
-            "SELECT table_name, sum(n_rows)::BIGINT AS n_rows, count(*) AS batches FROM ("
-            + named_query("rows_per_table").rstrip().rstrip(";")
-            + ") GROUP BY table_name ORDER BY table_name",
-        )
-        print("\nrows per table:\n" + format_rows(columns, rows))
-        columns, rows = run_query(
-            db, "SELECT reason, count(*) AS n_records FROM quarantine GROUP BY reason ORDER BY 2 DESC, 1"
-        )
+    if outcome.waiting:
+        print(f"waiting (not read yet, see above): {', '.join(outcome.waiting)}")
+    if db.is_file() and (counts := _query(db, ROWS_PER_TABLE)):
+        print("\nrows per table:\n" + format_rows(*counts))
+    if db.is_file() and (found := _query(db, QUARANTINE)):
+        columns, rows = found
         total = sum(r[1] for r in rows)
         print(f"\nquarantined raw records: {total}" + (("\n" + format_rows(columns, rows)) if rows else ""))
-        columns, rows = run_query(db, "SELECT raw_file, reason FROM skipped_inputs ORDER BY raw_file")
+    if db.is_file() and (found := _query(db, "SELECT raw_file, reason FROM skipped_inputs ORDER BY raw_file")):
+        columns, rows = found
         print(
             f"\nskipped inputs (no format reads them): {len(rows)}"
             + (("\n" + format_rows(columns, rows)) if rows else "")
         )
-        _, [(teachers, selected)] = run_query(
-            db,
-            (
-                "SELECT count(*) FILTER (WHERE teacher_role = 'teacher'), "
-                "count(*) FILTER (WHERE teacher_role = 'teacher' AND (batch, trajectory_id) NOT IN "
-                "(SELECT (batch, trajectory_id) FROM exclusions WHERE dataset = 'sft')) "
-                "FROM trajectories"
-            ),
-        )
+    if db.is_file() and (found := _query(db, SELECTED)):
+        _, [(teachers, selected)] = found
         print(f"\nselected for SFT: {selected} of {teachers} teacher runs (why not: --query exclusions_by_criterion)")
-        for dataset in PUBLISHED:
-            try:
-                _, [(rows,)] = run_query(db, f"SELECT count(*) FROM {dataset}")
-            except duckdb.CatalogException:  # not published yet: no view
-                continue
-            print(f"published {dataset} (current version): {rows} rows")
+    for dataset in PUBLISHED if db.is_file() else ():
+        if published := _query(db, f"SELECT count(*) FROM {dataset}"):
+            print(f"published {dataset} (current version): {published[1][0][0]} rows")
+    for ghost in outcome.ghosts:
+        print(
+            f"\nbatch {ghost}: processed, but its folder is no longer under the raw root (renamed or removed); its "
+            f"runs are still in the datasets: `cowork-curate drop {ghost} --data-root {settings.root}` takes it out"
+        )
     for where, error in outcome.failed.items():
         print(f"\nFAILED {where}: {error}")
     for name in outcome.failed_checks:

@@ -71,12 +71,36 @@ def seconds_quiet(raw_root: Path, batch: str) -> float:
     return time.time() - max(times)
 
 
+# A batch folder whose files' times lie in the future: (its fingerprint, when this process first saw it so).
+_AHEAD: dict[tuple[str, str], tuple[str, float]] = {}
+
+
 def not_ready(raw_root: Path, batch: str, settle_seconds: float, marker: str) -> tuple[str, bool] | None:
     """Why the batch folder is not to be read yet, and whether waiting will do (it is still being written) rather
-    than its completion marker being missing; None when it is ready."""
+    than its completion marker being missing; None when it is ready.
+
+    A folder is quiet when nothing in it changed for `settle_seconds`. Files copied from a host with a skewed clock,
+    or unpacked from an archive, may have modification times in the future, which say nothing about when they
+    were written: such a folder is ready once its content (`raw_fingerprint`) stayed the same for `settle_seconds`
+    by this machine's clock, watched from when this process first saw it."""
     if marker and not (raw_root / batch / marker).exists():
         return f"no {marker} file in the folder yet (batch_ready_marker)", False
-    if settle_seconds > 0 and (quiet := seconds_quiet(raw_root, batch)) < settle_seconds:
+    if settle_seconds <= 0:
+        return None
+    quiet = seconds_quiet(raw_root, batch)
+    if quiet < -1:  # a modification time ahead of this machine's clock
+        fingerprint, key = raw_fingerprint(raw_root, batch), (str(raw_root), batch)
+        if _AHEAD.get(key, ("",))[0] != fingerprint:
+            _AHEAD[key] = (fingerprint, time.monotonic())
+        steady = time.monotonic() - _AHEAD[key][1]
+        if steady < settle_seconds:
+            return (
+                f"its files' modification times are {-quiet:.0f}s in the future (a skewed clock or an unpacked "
+                f"archive): it is read once its content is unchanged for {settle_seconds:g}s by this machine's clock",
+                True,
+            )
+        return None
+    if quiet < settle_seconds:
         return (
             f"its files changed {quiet:.0f}s ago: it is read once quiet for {settle_seconds:g}s (settle_seconds)",
             True,

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 from cowork_assets.store import storage
 from cowork_assets.store.versions import DamagedState
 
@@ -24,7 +26,7 @@ def found_format(root: str) -> int | None:
         written = any(storage.exists(storage.join(root, part)) for part in ("tables", "published", "state"))
         return 1 if written else None
     text = storage.read_bytes(pointer).decode(errors="replace").strip()
-    if not text.isdigit():
+    if not re.fullmatch(r"[0-9]{1,6}", text):  # ASCII digits only: "²" is a digit to str.isdigit, not to int
         raise DamagedState(f"{pointer} holds {text[:40]!r}, not a format number: the data root is damaged; {REBUILD}")
     return int(text)
 
