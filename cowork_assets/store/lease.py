@@ -4,9 +4,12 @@ S3 data root, among machines, a lease object beside the data.
 A lease is `state/leases/<name>.lease` in the data root, created with S3's conditional put (`If-None-Match: *`), so
 of two machines that try at once exactly one creates it. Its holder rewrites it (`If-Match` its own ETag) every
 third of its time to live, and deletes it when done; a lease whose holder stopped renewing (a killed process, a
-lost machine) expires and is taken over with `If-Match` on the expired version's ETag, so two waiters never both
-take it. Expiry is judged by the waiter's clock against the time the holder wrote: the machines' clocks must
-agree to well within TTL_SECONDS. Leases: `publisher` (the cross-batch steps) and `batch-<name>` (a batch's run).
+lost machine) is stale and is taken over with `If-Match` on the stale version's ETag, so two waiters never both
+take it. Staleness never compares two machines' clocks: a lease is stale once the store's own clock says it was
+last written a time to live ago (its `Last-Modified` against the response's `Date`), or once the waiter has seen
+it unchanged for a time to live by its own clock. A holder whose clock is years off, or a lease object that is not
+JSON (named to the waiter), is taken over the same way. Leases: `publisher` (the cross-batch steps) and
+`batch-<name>` (a batch's run).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 import orjson
@@ -86,25 +90,37 @@ class Lease:
 
     def acquire(self, waiting: Callable[[str], None] | None = None) -> None:
         """Take the lease, waiting while another holder's is live; `waiting` is told that holder, once."""
-        told = False
+        told, seen = False, ("", 0.0)  # the lease version last seen, and since when (this machine's clock)
         while (etag := self._put(IfNoneMatch="*")) is None:
             try:
                 current = self.s3.get_object(Bucket=self.bucket, Key=self.key)
             except self.s3.exceptions.NoSuchKey:
                 continue  # released meanwhile
-            lease = orjson.loads(current["Body"].read())
-            if lease["expires"] < time.time():  # its holder stopped renewing: take it over, unless another did
+            if current["ETag"] != seen[0]:
+                seen = (current["ETag"], time.monotonic())
+            # its holder stopped renewing (the store's clock counts whole seconds: a second's margin)
+            if _age(current) >= self.ttl + 1 or time.monotonic() - seen[1] >= self.ttl:
                 if (etag := self._put(IfMatch=current["ETag"])) is not None:
                     break
                 continue
             if waiting and not told:
-                waiting(lease["holder"])
+                waiting(self._holder(current["Body"].read()))
                 told = True
             time.sleep(POLL_SECONDS)
         self._etag = etag
         self._stop.clear()
         self._renewer = threading.Thread(target=self._renew, name=f"lease {self.key}", daemon=True)
         self._renewer.start()
+
+    def _holder(self, body: bytes) -> str:
+        """Who holds the lease, from its object; an object that is not a lease is named."""
+        try:
+            return str(orjson.loads(body)["holder"])
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            return (
+                f"an unreadable lease object s3://{self.bucket}/{self.key} (taken over once unchanged for "
+                f"{self.ttl:g}s)"
+            )
 
     def _renew(self) -> None:
         while not self._stop.wait(self.ttl / 3):
@@ -125,6 +141,16 @@ class Lease:
         except ClientError as exc:
             if not _taken(exc):  # taken over meanwhile: the lease is another holder's now
                 raise
+
+
+def _age(response: dict) -> float:
+    """Seconds since the object was last written, by the store's own clock (its `Last-Modified` against the
+    response's `Date`); 0 when the store does not say."""
+    try:
+        now = parsedate_to_datetime(response["ResponseMetadata"]["HTTPHeaders"]["date"])
+        return (now - response["LastModified"]).total_seconds()
+    except (KeyError, TypeError, ValueError):
+        return 0.0
 
 
 _held: dict[tuple[str, str], Lease] = {}  # leases this process holds: a nested hold of one is a no-op

@@ -201,16 +201,24 @@ def test_the_publisher_lease_admits_one_holder_renews_and_is_taken_over_once_its
     holder.join()
     assert times["acquired"] >= times["released"] and told == [first.holder]
     assert _keys(s3, "lease-test/") == set()  # released: deleted
-    # A holder killed without releasing: its lease expires and the next one takes it over at once.
-    dead = {"holder": "gone-host:1:x", "expires": time.time() - 1}
-    s3.put_object(Bucket=BUCKET, Key=key, Body=orjson.dumps(dead))
-    told.clear()
-    with held(root, "publisher", waiting=told.append):
-        assert orjson.loads(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())["holder"].count(":") == 2
-        with held(root, "publisher"):  # this process holds it already: at once
-            pass
-        assert _keys(s3, "lease-test/") == {"state/leases/publisher.lease"}
-    assert told == [] and _keys(s3, "lease-test/") == set()
+    # A holder killed without releasing, one whose clock ran ten years ahead, an object that is not a lease: each is
+    # taken over once unchanged for a time to live by the waiter's clock (no machine's clock is compared).
+    unreadable = f"an unreadable lease object s3://{BUCKET}/{key} (taken over once unchanged for 1.2s)"
+    for body, holder in (
+        (orjson.dumps({"holder": "gone-host:1:x", "expires": time.time() - 1}), "gone-host:1:x"),
+        (orjson.dumps({"holder": "ahead-host:2:y", "expires": time.time() + 10 * 365 * 86400}), "ahead-host:2:y"),
+        (b"{not json", unreadable),
+    ):
+        s3.put_object(Bucket=BUCKET, Key=key, Body=body)
+        told.clear()
+        started = time.monotonic()
+        with held(root, "publisher", waiting=told.append, ttl=1.2):
+            assert 1.1 < time.monotonic() - started < 6
+            assert orjson.loads(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())["holder"].count(":") == 2
+            with held(root, "publisher"):  # this process holds it already: at once
+                pass
+            assert _keys(s3, "lease-test/") == {"state/leases/publisher.lease"}
+        assert told == [holder] and _keys(s3, "lease-test/") == set()
 
 
 def test_a_refresh_launched_from_another_instance_waits_for_the_publisher_lease(remote_run, tmp_path):
