@@ -3,6 +3,7 @@
 import dagster as dg
 
 from cowork_assets.orchestration.resources import CurateSettings
+from cowork_assets.orchestration.run_health import run_verdict
 from cowork_assets.orchestration.stages import batch_stage
 from cowork_assets.store import batch_state
 from cowork_assets.store.registry import REGISTRY
@@ -16,14 +17,16 @@ MANIFEST = dg.AssetSpec(
     deps=PER_BATCH_TABLES,
     kinds={"json"},
     description="The batch as processed: its raw files' fingerprint when ingest read them, the settings and code it "
-    "ran with, and each per-batch table's file with its size and sha256 (<data_root>/state/manifests/<batch>.json). "
-    "A batch counts as processed only while its manifest verifies; publication checks every batch's.",
+    "ran with, each per-batch table's file with its size and sha256, and its verdict: each check its run evaluated, "
+    "with its result and severity, and the instance it ran on (<data_root>/state/manifests/<batch>.json). A batch "
+    "counts as processed only while its manifest verifies; publication judges every batch by its manifest.",
 )
 
 
 @batch_stage(specs=[MANIFEST])
 def batch_manifest(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    written = batch_state.finish(settings.root, context.partition_key, context.run.run_id)
+    run_id = context.run.run_id  # the batch's checks were evaluated by the stages before, in this step
+    written = batch_state.finish(settings.root, context.partition_key, run_id, run_verdict(context.instance, run_id))
     return dg.MaterializeResult(
         metadata={"tables": len(written["tables"]), "bytes": sum(t["bytes"] for t in written["tables"].values())}
     )

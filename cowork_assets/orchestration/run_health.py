@@ -73,14 +73,31 @@ def _errors(batch: dict) -> list[str]:
 
 
 def corpus_batches(instance: dg.DagsterInstance, settings: Settings, deep: bool = True) -> list[dict]:
-    """Each batch the corpus reads: its state (store/batch_state.py) and the checks its run failed."""
+    """Each batch the corpus reads: its state (store/batch_state.py) and the checks its run failed, as its manifest
+    records them (the same on every instance and machine); a manifest written before manifests held a verdict
+    falls back on this instance's record of the run."""
     from cowork_assets.store import batch_state
 
     fingerprint = batch_state.settings_fingerprint(settings.batch_content())
-    return [
-        {"state": state, "failed_checks": failed_checks(instance, state.run_id) if not state.problem else {}}
-        for state in batch_state.processed_states(settings.root, settings.raw_path, fingerprint, deep)
-    ]
+    states = batch_state.processed_states(settings.root, settings.raw_path, fingerprint, deep)
+    return [{"state": s, "failed_checks": _recorded(instance, s) if not s.problem else {}} for s in states]
+
+
+def _recorded(instance: dg.DagsterInstance, state) -> dict[str, str]:
+    found = state.failed_checks
+    return failed_checks(instance, state.run_id) if found is None else found
+
+
+def run_verdict(instance: dg.DagsterInstance, run_id: str) -> dict:
+    """What a batch's manifest keeps of its run's checks: each evaluated check's result and severity, and where the
+    run ran (the instance's folder, when it has one)."""
+    evaluations = (e.asset_check_evaluation for e in instance.all_logs(run_id, of_type=CHECK_EVALUATION))
+    checks = {
+        f"{e.asset_key.to_user_string()}:{e.check_name}": {"passed": e.passed, "severity": e.severity.value}
+        for e in evaluations
+        if e is not None
+    }
+    return {"checks": checks, "run_id": run_id, "instance": instance.root_directory, "host": socket.gethostname()}
 
 
 def batch_checks_summary(batches: list[dict]) -> str:

@@ -163,9 +163,12 @@ def start(
     storage.write_text_atomic(_path(root, batch, "started.json"), orjson.dumps(payload).decode())
 
 
-def finish(root: str, batch: str, run_id: str) -> dict:
+def finish(root: str, batch: str, run_id: str, verdict: dict | None = None) -> dict:
     """Every per-batch table is written: they replace the batch's tables, and the manifest the last one. Returns
-    it. (A crash between the two leaves tables that do not match the manifest: damage, and the batch is redone.)"""
+    it. (A crash between the two leaves tables that do not match the manifest: damage, and the batch is redone.)
+    `verdict`: the checks the run evaluated on the batch and where it ran (`{"checks": {name: {"passed",
+    "severity"}}, "instance": ...}`), kept in the manifest so that whoever publishes, on whatever instance or
+    machine, judges the batch by them."""
     started = _path(root, batch, "started.json")
     folder = aside.folder(root, batch)
     if folder is None or not storage.exists(started) or orjson.loads(storage.read_bytes(started))["run_id"] != run_id:
@@ -183,7 +186,7 @@ def finish(root: str, batch: str, run_id: str) -> dict:
         aside.end(root, batch)
         files = per_batch_files(root, batch).items()
         tables = {name: _digest(f, info) for name, f in files if (info := storage.file_info(f)) is not None}
-        manifest = {**begun, "tables": tables}
+        manifest = {**begun, "tables": tables, **({"verdict": verdict} if verdict is not None else {})}
         storage.write_text_atomic(_path(root, batch), orjson.dumps(manifest, option=orjson.OPT_INDENT_2).decode())
         storage.delete(started)
     aside.release(root, batch)
@@ -218,10 +221,19 @@ class BatchState:
     stale: str | None  # its raw files or the settings changed since it was processed
     run_id: str | None
     settings: str | None
+    verdict: dict | None = None  # the checks its run evaluated (`finish`); None in a manifest older than verdicts
 
     @property
     def problem(self) -> str | None:
         return self.damage or self.stale
+
+    @property
+    def failed_checks(self) -> dict[str, str] | None:
+        """The checks its run failed, `asset:check` -> severity, from its manifest (None: the manifest has none)."""
+        if self.verdict is None:
+            return None
+        checks = self.verdict.get("checks") or {}
+        return {name: c.get("severity", "ERROR") for name, c in checks.items() if not c.get("passed")}
 
 
 def check(
@@ -241,7 +253,8 @@ def check(
         stale = "it was processed with other settings or code"
     elif (raw_root / batch).is_dir() and found.get("raw") != (raw or raw_fingerprint(raw_root, batch)):
         stale = "its raw files changed since it was processed"
-    return BatchState(batch, damage, stale, found.get("run_id"), found.get("settings"))
+    verdict = found.get("verdict") if isinstance(found.get("verdict"), dict) else None
+    return BatchState(batch, damage, stale, found.get("run_id"), found.get("settings"), verdict)
 
 
 def _damage(root: str, batch: str, recorded: dict, deep: bool) -> str | None:

@@ -9,6 +9,7 @@ break ingest on purpose with monkeypatch. `strategy_comparison` is informational
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -99,6 +100,21 @@ def test_settings_that_lose_evidence_fail_the_error_checks_and_the_run(small_raw
     blocked = next(line for line in summary.splitlines() if line.startswith("not refreshing the corpus:"))
     assert f"ERROR check(s) failed on batch(es) {b} (evidence_audit:evidence_lost_to_truncation, " in blocked
     assert not (tmp_path / "curated" / "published").exists() and "dedup_clusters:duplicate_rate (WARN)" not in failed
+    # The verdict lives with the data: another instance (a fresh home, another machine on the bucket) finds the batch
+    # up to date and refuses it for the same checks, from its manifest.
+    fresh = ["--dagster-home", str(tmp_path / "other-home")]
+    args = ["run", "--raw-root", str(tmp_path / "raw"), "--data-root", str(tmp_path / "curated"), *fresh]
+    capsys.readouterr()
+    settings = ("truncation_strategy=head", "char_budget=2500", "budget_policy=drop", "max_duplicate_rate=0")
+    again = main(args + [a for s in settings for a in ("--set", s)])
+    elsewhere = capsys.readouterr().out
+    assert again == 1 and f"batch {b}: up to date" in elsewhere
+    assert f"ERROR check(s) failed on batch(es) {b} (evidence_audit:evidence_lost_to_truncation, " in elsewhere
+    assert not (tmp_path / "curated" / "published").exists()
+    manifest = json.loads((tmp_path / "curated" / "state" / "manifests" / f"{b}.json").read_text())
+    verdict = manifest["verdict"]
+    assert verdict["checks"]["evidence_audit:evidence_lost_to_truncation"] == {"passed": False, "severity": "ERROR"}
+    assert verdict["instance"] == str(tmp_path / "home") and len(verdict["checks"]) >= 10
     # The same on the UI's path: a refresh launched by hand or by the schedule fails at its publish steps.
     launched = _launch_refresh(tmp_path, truncation_strategy="head", char_budget=2500, budget_policy="drop")
     assert len(launched) == 3 and all(f"ERROR check(s) failed on batch(es) {b} (" in e for e in launched)
