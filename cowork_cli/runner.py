@@ -26,7 +26,7 @@ from cowork_assets.datasets.suites import start_early
 from cowork_assets.ingest.raw_files import batch_entries, discover_batches, not_batches
 from cowork_assets.orchestration.partitions import batches as batches_partitions
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.orchestration.run_health import in_flight, publication_blocked, reap_dead_runs
+from cowork_assets.orchestration.run_health import in_flight, last_data_root, publication_blocked, reap_dead_runs
 from cowork_assets.orchestration.stages import failed_stage
 from cowork_assets.runtime import scratch
 from cowork_assets.runtime.procfs import die_with_parent
@@ -132,6 +132,11 @@ def materialize_all(
     Batches already processed with the same raw files, settings and code are skipped unless `force`."""
     if reaped := reap_dead_runs(instance):
         echo(f"marked {len(reaped)} run(s) failed whose process had died: {', '.join(reaped)}")
+    if (last := last_data_root(instance)) and last != settings.root:
+        echo(
+            f"this instance's last run wrote the data root {last}, this one writes {settings.root}: its UI shows the "
+            "runs of both, each tagged cowork/data_root (a --dagster-home per data root keeps them apart)"
+        )
     found = discover_batches(settings.raw_path)
     for name, why in not_batches(settings.raw_path):
         echo(f"skipped {name!r} at the raw root: {why}")

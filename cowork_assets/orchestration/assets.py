@@ -28,5 +28,9 @@ def batch_manifest(context: dg.AssetExecutionContext, settings: CurateSettings) 
     run_id = context.run.run_id  # the batch's checks were evaluated by the stages before, in this step
     written = batch_state.finish(settings.root, context.partition_key, run_id, run_verdict(context.instance, run_id))
     return dg.MaterializeResult(
-        metadata={"tables": len(written["tables"]), "bytes": sum(t["bytes"] for t in written["tables"].values())}
+        metadata={
+            "tables": len(written["tables"]),
+            "bytes": sum(t["bytes"] for t in written["tables"].values()),
+            "data_root": dg.MetadataValue.path(settings.root),
+        }
     )

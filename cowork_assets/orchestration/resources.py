@@ -8,7 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from cowork_assets.orchestration.run_health import record_process
+from cowork_assets.orchestration.run_health import DATA_ROOT_TAG, record_process
 from cowork_assets.runtime import scratch
 from cowork_assets.settings import DEFAULT_DATA_ROOT, DEFAULT_RAW_ROOT, Settings, cron_problem
 from cowork_assets.store import aside, lease
@@ -25,13 +25,15 @@ class CurateSettings(dg.ConfigurableResource, Settings):
     """Settings of the cowork-curate pipeline: every stage's group in one resource."""
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        """Every run records the process that executes it, so a run whose process dies can be found, sweeps
-        what killed runs left, and keeps its scratch files under the data root."""
+        """Every run records the process that executes it, so a run whose process dies can be found, and the data
+        root it writes (a tag the UI shows: one instance may hold the runs of several), sweeps what killed runs
+        left, and keeps its scratch files under the data root."""
         if context.run is None:  # a sensor's evaluation
             return
         ensure_format(self.root)  # a root this code cannot read fails the run in one line, before any step
         if context.instance is not None:
             record_process(context.instance, context.run.run_id)
+            context.instance.add_run_tags(context.run.run_id, {DATA_ROOT_TAG: self.root})
         if swept := scratch.sweep(self.local_root):
             context.log.info(f"removed {swept} scratch or temporary file(s) left by killed runs")
         scratch.use(self.local_root)

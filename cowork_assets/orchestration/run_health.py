@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # settings reads the machine's limits from here
     from cowork_assets.settings import Settings
 
 PROCESS_TAG = "cowork/process"
+DATA_ROOT_TAG = "cowork/data_root"  # the data root a run wrote: an instance may hold the runs of several
 IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 CHECK_EVALUATION = dg.DagsterEventType.ASSET_CHECK_EVALUATION
 WAITING = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, *IN_PROGRESS]
@@ -169,6 +170,14 @@ def record_process(instance: dg.DagsterInstance, run_id: str) -> None:
     parent's tags, and the parent's process must not be taken for its own."""
     if identity := process_identity(os.getpid()):
         instance.add_run_tags(run_id, {PROCESS_TAG: f"{run_id}@{identity}"})
+
+
+def last_data_root(instance: dg.DagsterInstance) -> str | None:
+    """The data root the instance's latest run that names one wrote."""
+    for record in instance.get_run_records(limit=50):
+        if root := record.dagster_run.tags.get(DATA_ROOT_TAG):
+            return root
+    return None
 
 
 def recorded_process(run: dg.DagsterRun) -> str | None:

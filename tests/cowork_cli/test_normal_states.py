@@ -73,3 +73,30 @@ def test_a_renamed_batch_folder_is_named_with_the_command_that_drops_it(tmp_path
         f" its runs are still in the datasets: `cowork-curate drop 2026-11-29-teacher-b --data-root {data}` takes it"
         " out"
     ) in " ".join(out.split())
+
+
+def test_each_run_names_the_data_root_it_wrote_and_a_change_of_root_is_said(tmp_path, capsys):
+    import dagster as dg
+
+    generate(tmp_path / "raw", trajectories=4, batches=1, seed=1)
+    home = tmp_path / "home"
+    for data in ("first", "second"):
+        code, out = _run(
+            capsys,
+            "--raw-root",
+            str(tmp_path / "raw"),
+            "--data-root",
+            str(tmp_path / data),
+            "--dagster-home",
+            str(home),
+        )
+        assert code == 0
+    assert (
+        f"this instance's last run wrote the data root {tmp_path / 'first'}, this one writes {tmp_path / 'second'}"
+        in " ".join(out.split())
+    )
+    instance = dg.DagsterInstance.from_config(str(home))
+    roots = {r.dagster_run.tags.get("cowork/data_root") for r in instance.get_run_records()}
+    assert roots == {str(tmp_path / "first"), str(tmp_path / "second")}  # every run names its own
+    manifest = instance.get_latest_materialization_event(dg.AssetKey("batch_manifest"))
+    assert manifest.asset_materialization.metadata["data_root"].value == str(tmp_path / "second")
