@@ -36,13 +36,18 @@ def spec(name: str) -> dg.AssetSpec:
     return dg.AssetSpec(name, **_common(TABLES[name]))
 
 
+# The UI's "Materialize all" on refresh_corpus, and a backfill of its buckets, launch one run over the bucket range
+# (each bucket's run would redo every cross-batch step and republish), as the CLI and the sensor do.
+SINGLE_RUN = dg.BackfillPolicy.single_run()
+
+
 def asset_args(name: str) -> dict:
     """The arguments of `@dg.asset` that compute a table: name, group, partitions or pool, deps, ..."""
     table = TABLES[name]
     if table.per_batch:
         where = {"partitions_def": batches}
-    elif table.per_bucket:  # a run's buckets in one step, which holds one at a time
-        where = {"partitions_def": task_buckets, "pool": CROSS_BATCH_POOL}
+    elif table.per_bucket:  # a run's buckets in one step, which holds one at a time; a backfill of them is one run
+        where = {"partitions_def": task_buckets, "pool": CROSS_BATCH_POOL, "backfill_policy": SINGLE_RUN}
     else:
         where = {"pool": CROSS_BATCH_POOL}
     return {"name": name, **_common(table), **where}
