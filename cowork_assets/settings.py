@@ -413,6 +413,13 @@ class DatasetSettings(Group):
         "evidence lost to truncation, ...), nothing is published: true publishes it as it is, and the card names "
         "each such batch and check.",
     )
+    hold_back_refused_batches: bool = Field(
+        default=False,
+        description="While a batch's run failed an ERROR-severity check, true publishes the other batches and "
+        "leaves that batch's runs out of every dataset (criterion `batch` in exclusions), naming it and its checks in "
+        "the cards and the run's summary; false (the default) publishes nothing until the cause is fixed, since a "
+        "check that fails on one batch for a setting (a truncation too tight) usually holds for the others.",
+    )
     max_shrink: float = Field(
         default=0.5,
         ge=0.0,

@@ -26,7 +26,13 @@ from cowork_assets.datasets.suites import start_early
 from cowork_assets.ingest.raw_files import batch_entries, discover_batches, not_batches
 from cowork_assets.orchestration.partitions import batches as batches_partitions
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.orchestration.run_health import in_flight, last_data_root, publication_blocked, reap_dead_runs
+from cowork_assets.orchestration.run_health import (
+    held_back,
+    in_flight,
+    last_data_root,
+    publication_blocked,
+    reap_dead_runs,
+)
 from cowork_assets.orchestration.stages import failed_stage
 from cowork_assets.runtime import scratch
 from cowork_assets.runtime.procfs import die_with_parent
@@ -205,6 +211,9 @@ def materialize_all(
     finally:
         if pool:  # finished workers exit on their own; waiting for their teardown would only delay what follows
             pool.shutdown(wait=False, cancel_futures=True)
+    if held := held_back(instance, settings):
+        named = "; ".join(f"{b} ({checks})" for b, checks in held.items())
+        echo(f"holding back batch(es) {named}: their runs are in no dataset (hold_back_refused_batches)")
     if blocked := publication_blocked(instance, settings):
         echo(f"not refreshing the corpus: {blocked}")
         outcome.failed["publication"] = blocked

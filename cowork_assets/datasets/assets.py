@@ -34,6 +34,7 @@ from cowork_assets.orchestration.run_health import (
     batch_card,
     batch_checks_summary,
     corpus_batches,
+    held_back,
     publication_blocked,
 )
 from cowork_assets.orchestration.specs import asset_args
@@ -246,9 +247,11 @@ def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSet
     runs = TABLES["trajectories"].scan(settings.root)
     if settings.rl_rollout_role != "all":
         runs = runs.filter(pl.col("teacher_role") == settings.rl_rollout_role)
-    # Runs of held-out tasks are left out; found here, not read from exclusions, which rollouts do not wait for.
+    # Runs of held-out tasks, and of held-back batches, are left out; found here, not read from exclusions, which
+    # rollouts do not wait for.
     held = corpus_held_out(settings.root, settings.holdout, settings.holdout_overlap).select("task_id")
     runs = first_batch_rows(runs.collect()).join(held, on="task_id", how="anti")
+    runs = runs.filter(~pl.col("batch").is_in(list(held_back(context.instance, settings))))
     # regrade has replayed every run's checks on its transcript: the rewards and first turns come from there
     replayed = (
         TABLES["regrade"]
@@ -375,7 +378,7 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
             raise dg.Failure(f"{dataset} not published: {refused}")
         now = pub.current_rows(settings.root, dataset)
         inputs = {**card_inputs(settings, dataset, candidate, rows), "previous_rows": now[1] if now else None}
-        inputs["batches"] = batch_card(batches)
+        inputs["batches"] = batch_card(batches, settings.hold_back_refused_batches)
         examples = trace_examples(candidate) if described.trace_examples else {}  # before publishing moves the files
         cards = {}
 

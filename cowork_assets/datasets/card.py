@@ -344,19 +344,32 @@ def render_markdown(card: dict) -> str:
             ),
         ]
     if batches := card.get("batches"):
-        overridden = [b for b in batches if b["failed_error_checks"]]
+        held = [b for b in batches if b.get("held_back")]
+        overridden = [b for b in batches if b["failed_error_checks"] and not b.get("held_back")]
         lines += [
             "",
             "## Batches",
             "",
-            f"Built from {len(batches)} batch(es), each processed with the settings below (settings fingerprint "
-            f"`{batches[0]['settings']}`)"
-            + (", published although ERROR checks failed (publish_despite_failed_checks):" if overridden else "."),
+            f"Built from {len(batches) - len(held)} batch(es), each processed with the settings below (settings "
+            f"fingerprint `{batches[0]['settings']}`)"
+            + (", published although ERROR checks failed (publish_despite_failed_checks):" if overridden else ".")
+            + (
+                " Held back, their runs in no dataset (hold_back_refused_batches): "
+                + ", ".join(b["batch"] for b in held)
+                + "."
+                if held
+                else ""
+            ),
             "",
             table(
-                ["batch", "run", "ERROR checks failed"],
+                ["batch", "run", "ERROR checks failed", "published"],
                 [
-                    (b["batch"], b["run_id"] or "unknown", ", ".join(b["failed_error_checks"]) or "none")
+                    (
+                        b["batch"],
+                        b["run_id"] or "unknown",
+                        ", ".join(b["failed_error_checks"]) or "none",
+                        "no: held back" if b.get("held_back") else "yes",
+                    )
                     for b in batches
                 ],
             ),

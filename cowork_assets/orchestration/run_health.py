@@ -117,15 +117,27 @@ def batch_checks_summary(batches: list[dict]) -> str:
     return table(["check", "severity", "batches failed", "batches"], rows)
 
 
-def batch_card(batches: list[dict]) -> list[dict]:
+def refused(batches: list[dict]) -> dict[str, str]:
+    """The batches whose run failed an ERROR-severity check: batch -> those checks."""
+    return {b["state"].batch: ", ".join(errors) for b in batches if (errors := _errors(b))}
+
+
+def held_back(instance: dg.DagsterInstance, settings: Settings) -> dict[str, str]:
+    """The batches publication leaves out (`hold_back_refused_batches`): batch -> the ERROR checks that refused it."""
+    return refused(corpus_batches(instance, settings, deep=False)) if settings.hold_back_refused_batches else {}
+
+
+def batch_card(batches: list[dict], held: bool = False) -> list[dict]:
     """What a dataset card says of the batches it was built from: the run and the settings each was processed with
-    (one fingerprint for all: publication refuses a mix), and the ERROR checks it failed if published anyway."""
+    (one fingerprint for all: publication refuses a mix), and the ERROR checks it failed, whether it was published
+    anyway or (`held`: hold_back_refused_batches) held back."""
     return [
         {
             "batch": b["state"].batch,
             "run_id": b["state"].run_id,
             "settings": (b["state"].settings or "")[:16],
             "failed_error_checks": _errors(b),
+            "held_back": held and bool(_errors(b)),
         }
         for b in batches
     ]
@@ -150,11 +162,12 @@ def publication_blocked(
         reasons.append(f"batch(es) {'; '.join(damaged)}: run them again, or `cowork-curate drop` them")
     if stale := [f"{s.batch} ({s.stale})" for s in states if s.stale and not s.damage]:
         reasons.append(f"batch(es) {'; '.join(stale)}: they are redone before a dataset is built from them")
-    if not settings.publish_despite_failed_checks:
+    if not settings.publish_despite_failed_checks and not settings.hold_back_refused_batches:
         if named := [f"{b['state'].batch} ({', '.join(_errors(b))})" for b in batches if _errors(b)]:
             reasons.append(
                 f"ERROR check(s) failed on batch(es) {'; '.join(named)} (fix the cause and run them again, or set "
-                "publish_despite_failed_checks=true to publish them as they are)"
+                "publish_despite_failed_checks=true to publish them as they are, or hold_back_refused_batches=true to "
+                "publish the other batches without them)"
             )
     return "; ".join(reasons) or None
 

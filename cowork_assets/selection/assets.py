@@ -9,6 +9,7 @@ from cowork_assets.curation.secrets import Detector
 from cowork_assets.markdown import EXAMPLES, table
 from cowork_assets.orchestration.metadata import as_metadata, written
 from cowork_assets.orchestration.resources import CurateSettings
+from cowork_assets.orchestration.run_health import held_back
 from cowork_assets.orchestration.specs import asset_args, check_results, step_check
 from cowork_assets.orchestration.stages import batch_stage
 from cowork_assets.selection.buckets import bucket_groups, split_by_bucket, task_buckets
@@ -144,6 +145,7 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
         max_per_task=settings.max_per_task,
         lost_evidence_policy=settings.lost_evidence_policy,
         accept_ungraded=settings.accept_ungraded,
+        refused=held_back(context.instance, settings),
     )
     for i, (bucket, found) in enumerate(parts, 1):
         TABLES["exclusions"].write(found, root, bucket, corpus)

@@ -1,7 +1,8 @@
 """Why a trajectory is not in the SFT set (one row per trajectory, criterion and reason), and why a task is
 not in the RL dataset (`dataset` = rl_tasks, one row per task and kind of consistency error).
 
-Criteria, in the order they apply: holdout, role, grade, structure, task_consistency, evidence, budget,
+Criteria, in the order they apply: batch (its batch was refused by an ERROR check and is held back:
+`hold_back_refused_batches`), holdout, role, grade, structure, task_consistency, evidence, budget,
 chat_template (the `tokenizer`'s template cannot render the sample), dedup, cap. A trajectory gets a row for
 every criterion that excludes it, so "why is X not in the dataset?" has the whole answer. The per-task cap applies
 last, to the trajectories no other criterion excluded. A held-out benchmark task (`selection/holdout.py`) is kept
@@ -91,11 +92,13 @@ def find_exclusions(
     accept_ungraded: bool = False,
     held: pl.DataFrame | None = None,
     secret_checks: pl.DataFrame | None = None,
+    refused: dict[str, str] | None = None,
 ) -> pl.DataFrame:
     """`trajectories`: batch, trajectory_id, task_id, teacher_role, grade_passed, grade_score, and, where they are
     only some of the corpus's tasks, kept_in: the first batch of the id in the whole corpus (`FIRST_BATCH` of the
     frame otherwise); `held`: the held-out tasks (task_id, benchmark, reason, detail; `selection/holdout.py`);
-    `secret_checks`: tasks whose checks hold a redacted secret (task_id, kinds; `curation/redact.py`)."""
+    `secret_checks`: tasks whose checks hold a redacted secret (task_id, kinds; `curation/redact.py`); `refused`: the
+    batches held back (batch -> the ERROR checks that refused it), whose runs are in no dataset."""
     t = trajectories
     held = held if held is not None else pl.DataFrame(schema=HELD_OUT_SCHEMA)
     holdout = t.join(held.select("task_id", held_reason="reason", held_detail="detail"), on="task_id")
@@ -119,7 +122,11 @@ def find_exclusions(
     duplicates = t.join(clusters.filter(~pl.col("kept")).select(*run, "kind", "representative", "similarity"), on=run)
     kept_in = pl.col("kept_in") if "kept_in" in t.columns else FIRST_BATCH
     repeated = t.with_columns(kept_in=kept_in).filter(pl.col("batch") != pl.col("kept_in"))
+    refused = pl.DataFrame(list((refused or {}).items()), schema=["batch", "checks"], orient="row")
+    in_refused = t.join(refused, on="batch")
+    refused_reason, refused_detail = pl.lit("batch held back"), pl.format("its run failed ERROR check(s): {}", "checks")
     frames = [
+        _rows(in_refused, "batch", refused_reason, refused_detail),
         _rows(holdout, "holdout", reason, pl.col("held_detail")),
         _rows(
             t.filter(pl.col("teacher_role") != "teacher"),
@@ -192,12 +199,32 @@ def find_exclusions(
         .unique(maintain_order=True)
         .sort("trajectory_id", "batch", pl.col("criterion").replace_strict(order, return_dtype=pl.Int32), "reason")
     )
-    rollouts = _rows(holdout, "holdout", reason, pl.col("held_detail"), "rl_rollouts")
+    rollouts = pl.concat(
+        [
+            _rows(in_refused, "batch", refused_reason, refused_detail, "rl_rollouts"),
+            _rows(holdout, "holdout", reason, pl.col("held_detail"), "rl_rollouts"),
+        ]
+    )
+    # A task only the held-back batches hold is not an RL task either.
+    only_refused = in_refused.join(t.join(refused, on="batch", how="anti").select("task_id"), on="task_id", how="anti")
+    tasks_refused = _task_rows(
+        only_refused.group_by("task_id", maintain_order=True).agg(pl.col("checks").first()),
+        "batch",
+        refused_reason,
+        pl.format("only held-back batches hold it: {}", "checks"),
+    )
     secret_checks = (
         secret_checks if secret_checks is not None else pl.DataFrame(schema={"task_id": pl.String, "kinds": pl.String})
     )
     return pl.concat(
-        [sft, rl_task_exclusions(task_findings), held_out_rows(held), secret_check_rows(secret_checks), rollouts]
+        [
+            sft,
+            rl_task_exclusions(task_findings),
+            held_out_rows(held),
+            secret_check_rows(secret_checks),
+            tasks_refused,
+            rollouts,
+        ]
     )
 
 

@@ -5,6 +5,7 @@ import polars as pl
 
 # The criteria that keep a trajectory out of SFT, in the order they apply (exclusions.py applies them).
 CRITERIA = (
+    "batch",
     "holdout",
     "role",
     "grade",

@@ -224,3 +224,48 @@ def test_candidates_that_fail_their_gates_fail_the_run_and_are_never_published(
         assert "failed_expectations: 0" not in details and "failed_expectations: " in details, dataset
         assert all(column in details for column in change), (dataset, details)  # the failing column is named
         assert versions.current(str(tmp_path / "curated"), dataset) is None  # nothing was ever published
+
+
+def test_a_refused_batch_is_held_back_and_the_others_publish(small_raw, tmp_path, capsys):
+    """hold_back_refused_batches: a tight drop budget refuses the synthetic batch (its long runs lose evidence); a
+    batch of short real tau-bench runs passes; the second is published alone, the first named with its checks."""
+    shutil.copytree(small_raw, tmp_path / "raw")
+    (bad,) = [p.name for p in (tmp_path / "raw").iterdir() if p.is_dir()]
+    good = tmp_path / "raw" / "2026-12-01-short"
+    good.mkdir()
+    run = {
+        "schema": "cowork.trajectory/v1",
+        "trajectory_id": "short-1",
+        "task": {"task_id": "short-task", "category": "single_turn", "request": "Say hi to Ana.", "checks": []},
+        "teacher": {"model": "m", "role": "teacher"},
+        "messages": [{"role": "user", "content": "Say hi to Ana."}, {"role": "assistant", "content": "Hi Ana!"}],
+        "grade": {"score": 1.0, "passed": True, "checks": {}},
+    }
+    other = {
+        **run,
+        "trajectory_id": "short-2",
+        "task": {**run["task"], "task_id": "short-task-2", "request": "Say bye to Bo."},
+        "messages": [{"role": "user", "content": "Say bye to Bo."}, {"role": "assistant", "content": "Bye Bo!"}],
+    }
+    (good / "runs.jsonl").write_text(json.dumps(run) + "\n" + json.dumps(other) + "\n")
+    settings = ("char_budget=2500", "budget_policy=drop", "hold_back_refused_batches=true")
+    args = ["run", "--raw-root", str(tmp_path / "raw"), "--data-root", str(tmp_path / "curated")]
+    capsys.readouterr()
+    status = main([*args, "--dagster-home", str(tmp_path / "home"), *(a for s in settings for a in ("--set", s))])
+    summary = capsys.readouterr().out
+    assert status == 1  # an ERROR check failed: something to look at, though the rest is published
+    held = next(line for line in summary.splitlines() if line.startswith("holding back batch(es)"))
+    assert held.startswith(f"holding back batch(es) {bad} (sample_stats:evidence_lost_to_budget")
+    published = tmp_path / "curated" / "published"
+    sft = pl.read_parquet(published / "sft_dataset" / "current" / "*.parquet")
+    assert set(sft["batch"]) == {"2026-12-01-short"} and sft.height == 2
+    rollouts = pl.read_parquet(published / "rl_rollouts" / "current" / "*.parquet")
+    assert bad not in set(rollouts["batch"]) if rollouts.height else True
+    exclusions = pl.read_parquet(tmp_path / "curated" / "tables" / "exclusions" / "*" / "*.parquet")
+    refused = exclusions.filter(pl.col("criterion") == "batch", pl.col("dataset") == "sft")
+    runs = pl.read_parquet(tmp_path / "curated" / "tables" / "trajectories" / f"batch={bad}" / "*.parquet")
+    assert set(refused["trajectory_id"]) == set(runs["trajectory_id"])
+    assert refused["detail"][0].startswith("its run failed ERROR check(s): sample_stats:evidence_lost_to_budget")
+    card = (published / "sft_dataset" / "current" / "card.md").read_text()
+    assert f"Held back, their runs in no dataset (hold_back_refused_batches): {bad}." in card
+    assert f"| {bad} |" in card and "| no: held back |" in card
