@@ -122,7 +122,9 @@ def find_exclusions(
     duplicates = t.join(clusters.filter(~pl.col("kept")).select(*run, "kind", "representative", "similarity"), on=run)
     kept_in = pl.col("kept_in") if "kept_in" in t.columns else FIRST_BATCH
     repeated = t.with_columns(kept_in=kept_in).filter(pl.col("batch") != pl.col("kept_in"))
-    refused = pl.DataFrame(list((refused or {}).items()), schema=["batch", "checks"], orient="row")
+    refused = pl.DataFrame(
+        list((refused or {}).items()), schema={"batch": pl.String, "checks": pl.String}, orient="row"
+    )
     in_refused = t.join(refused, on="batch")
     refused_reason, refused_detail = pl.lit("batch held back"), pl.format("its run failed ERROR check(s): {}", "checks")
     frames = [

@@ -140,10 +140,17 @@ class Batch:
         return [s for s, fmt in self.samples.values() if fmt.NAME == name]
 
     def unique_id(self, trajectory_id: str, sample: Sample) -> str:
-        """The id, or, when another file of the batch already used it, the id made unique with this file's name."""
+        """The id, or, when another file of the batch already used it, the id made unique with this file's path in
+        the batch: a harness writes the same file name in each run's folder (SWE-agent's `<instance>.traj`), and
+        two runs of one instance are two runs, not a duplicate."""
         if trajectory_id in self._ids:
             self.notes["ids_made_unique_with_file_name"] += 1
-            trajectory_id = f"{trajectory_id}@{sample.path.name}"
+            within = sample.rel.split("/", 1)[-1]
+            trajectory_id = next(
+                candidate
+                for n in itertools.count(1)
+                if (candidate := f"{trajectory_id}@{within}" + (f"#{n}" if n > 1 else "")) not in self._ids
+            )
         self._ids.add(trajectory_id)
         return trajectory_id
 

@@ -224,11 +224,33 @@ def trajectory(
         "task": task,
         "teacher": {"model": model, "run_id": run_id, "role": role},
         "group_id": group_id or task["task_id"],
-        "messages": unique_call_ids(messages),
+        "messages": results_next_to_calls(unique_call_ids(messages)),
     }
     if grade is not None:
         record["grade"] = grade
     return record
+
+
+def results_next_to_calls(messages: list[dict]) -> list[dict]:
+    """Each call's result next to its call, whatever the harness wrote in between: a user, system or developer
+    message logged while a call ran (Codex writes one) is kept, after the results of the calls it interrupted. An
+    assistant turn ends the wait (its calls' results never came: an unanswered call)."""
+    out, pending, held = [], set(), []
+    for m in messages:
+        role = m.get("role") if isinstance(m, dict) else None
+        if role == "tool":
+            out.append(m)
+            pending.discard(m.get("tool_call_id"))
+            if not pending:
+                out, held = out + held, []
+        elif role == "assistant" or not pending:
+            out, held = out + held, []
+            out.append(m)
+            calls = m.get("tool_calls") if role == "assistant" else None
+            pending = {c.get("id") for c in calls or [] if isinstance(c, dict)}
+        else:
+            held.append(m)
+    return out + held
 
 
 class Malformed(ValueError):

@@ -11,7 +11,8 @@ trial `result.json` beside it (`harbor_result`), else the run is ungraded.
 
 Sub-trajectories (ATIF v1.6+): a result's `subagent_trajectory_ref [{session_id, trajectory_path}]` points at
 another ATIF file of the batch, e.g. a context-summarization run. That file is its own trajectory, and its
-`teacher.run_id` names the parent (`subagent-of:<parent session_id>`), so lineage leads from one to the other.
+`teacher.run_id` names the parent (`subagent-of:<parent session_id>`), so lineage leads from one to the other;
+in the parent, a result that only holds such a reference is no message, and a step left with nothing else is none.
 Its steps marked `is_copied_context` repeat the parent's conversation: they become one user message holding
 their text, context to the sub-run, so no assistant turn of the parent is trained on twice. Sub-trajectories
 embedded in the file (`subagent_trajectories`) are not read; they are counted in the batch notes."""
@@ -77,9 +78,12 @@ def _step_messages(step: dict, i: int) -> list[dict]:
     names = {c["tool_call_id"]: c["function_name"] for c in calls}
     only = calls[0]["tool_call_id"] if len(calls) == 1 else None
     out = [message]
-    for r in (step.get("observation") or {}).get("results") or []:
+    results = (step.get("observation") or {}).get("results") or []
+    for r in results:
         call_id = r.get("source_call_id") or only
         content = r.get("content")
+        if not content and r.get("subagent_trajectory_ref"):
+            continue  # it only points at sub-trajectories (a context summarisation's): no message of this run
         out.append(
             {
                 "role": "tool",
@@ -88,6 +92,8 @@ def _step_messages(step: dict, i: int) -> list[dict]:
                 "content": _common.text(content) if isinstance(content, list) else str(content or ""),
             }
         )
+    if len(out) == 1 and results and not calls and not (message["content"] or "").strip():
+        return []  # a step that only referred to sub-trajectories
     return out
 
 

@@ -19,6 +19,9 @@ conversation it holds:
   none is trained in a context it did not have; all segments share the session's task;
 * **sub-agents**: sidechain entries (`isSidechain`, the runs the `Task` tool starts) form runs of their own,
   `<session>:agent-<agentId>`, with `teacher.run_id` `subagent-of:<session>`; a sub-agent's transcript file is one.
+  A run whose only request is the `Warmup` prompt Claude Code 2.x sends each sub-agent as it starts, and which calls
+  no tool, is the harness's warm-up, not a sample (`is_warmup`): left out, and a file holding nothing else is
+  quarantined saying so.
 
 An assistant model message (`message.id`) is one turn: `text` blocks its content, `thinking` blocks its
 `reasoning_content`, `tool_use {id, name, input}` blocks its calls. Claude Code's own messages (`<synthetic>`
@@ -229,7 +232,7 @@ def request(messages: list[dict]) -> str:
 def convert(entries: list[dict], sample, batch) -> list[dict]:
     # The last entry's session: a resumed session's file starts with entries copied from the one it continues.
     session = next((e["sessionId"] for e in entries[::-1] if isinstance(e.get("sessionId"), str)), sample.path.stem)
-    out, task = [], None
+    out, task, warmups = [], None, 0
     for run in runs_of(entries):
         run.entries = conversation(run.entries)
         parts = [s for s in segments(run.entries, batch.notes) if any(m["role"] == "assistant" for m in s)]
@@ -238,6 +241,10 @@ def convert(entries: list[dict], sample, batch) -> list[dict]:
                 batch.notes["claude_code_conversations_without_an_assistant_turn_left_out"] += 1
             continue
         first = request([m for s in parts for m in s])
+        if is_warmup(first, parts):
+            batch.notes["claude_code_warmup_exchanges_left_out"] += 1
+            warmups += 1
+            continue
         model = next(
             (
                 e["message"]["model"]
@@ -267,9 +274,23 @@ def convert(entries: list[dict], sample, batch) -> list[dict]:
             )
         if len(parts) > 1:
             batch.notes["claude_code_compactions_split_into_segments"] += len(parts) - 1
+    if not out and warmups:
+        raise _common.Malformed(
+            "the transcript holds only the harness's warm-up exchange (its `Warmup` prompt to a sub-agent), not a run"
+        )
     if not out:
         raise _common.Malformed("the transcript holds no conversation with an assistant turn")
     return out
+
+
+WARMUP = "warmup"  # the prompt Claude Code 2.x sends a sub-agent when it starts, before any task
+
+
+def is_warmup(first: str | None, parts: list[list[dict]]) -> bool:
+    """Whether a run is the harness's warm-up exchange, not a sample: its only request is Claude Code's `Warmup`
+    prompt and it calls no tool (the sub-agent only answers that it is ready)."""
+    calls = any(m.get("tool_calls") for s in parts for m in s)
+    return (first or "").strip().lower() == WARMUP and not calls
 
 
 def records(sample, batch):
