@@ -347,6 +347,15 @@ class SelectionSettings(Group):
         default="drop",
         description="A passing sample that lost evidence to truncation: `drop` it from SFT, or `flag` it and keep it.",
     )
+    preference_margin: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Least score by which a preference pair's chosen run beats its rejected run (`preference_pairs`).",
+    )
+    preference_max_per_task: int = Field(
+        default=4, ge=1, le=1000, description="Preference pairs kept per task (`preference_pairs`)."
+    )
     holdout: list[str] = Field(
         default=["tau2", "swebench"],
         description="Benchmark task lists whose test tasks never reach a dataset (nor does a run whose request "

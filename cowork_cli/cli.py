@@ -199,10 +199,24 @@ def _cmd_sql(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from cowork_assets.datasets.export import jsonl, llamafactory, openai_jsonl, output_problem, outputs
+    from cowork_assets.datasets.export import (
+        jsonl,
+        kto,
+        llamafactory,
+        openai_jsonl,
+        output_problem,
+        outputs,
+        preference,
+    )
 
     split = None if args.split == "all" else args.split
-    write = {"jsonl": jsonl, "openai": openai_jsonl, "llamafactory": llamafactory}[args.format]
+    write = {
+        "jsonl": jsonl,
+        "openai": openai_jsonl,
+        "llamafactory": llamafactory,
+        "preference": preference,
+        "kto": kto,
+    }[args.format]
     out = Path(args.out)
     root = normalize_root(args.data_root)
     if not is_remote(root) and out.resolve().is_relative_to(Path(root).resolve()):
@@ -218,7 +232,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
         n = write(normalize_root(args.data_root), Path(args.out), split)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
-    print(f"exported {n} samples ({args.split}) of the current SFT dataset to {args.out} as {args.format}")
+    dataset = "preference pairs" if args.format in ("preference", "kto") else "SFT dataset"
+    print(f"exported {n} rows ({args.split}) of the current {dataset} to {args.out} as {args.format}")
     return 0
 
 
@@ -329,13 +344,14 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default="bench", help="folder for the corpus, outputs and bench-<size>.json [bench]")
     b.set_defaults(func=_cmd_bench)
 
-    e = sub.add_parser("export", help="export the current published SFT dataset to another trainer's format")
+    e = sub.add_parser("export", help="export the current published SFT or preference dataset to a trainer's format")
     e.add_argument(
         "--format",
         required=True,
-        choices=["jsonl", "openai", "llamafactory"],
-        help="jsonl: the rows with arguments and tools as objects (--out FILE); openai: fine-tuning JSONL "
-        "(--out FILE); llamafactory: ShareGPT + dataset_info.json (--out DIR)",
+        choices=["jsonl", "openai", "llamafactory", "preference", "kto"],
+        help="jsonl: the SFT rows with arguments and tools as objects (--out FILE); openai: fine-tuning JSONL "
+        "(--out FILE); llamafactory: ShareGPT + dataset_info.json (--out DIR); preference: the preference pairs in "
+        "TRL's format (--out FILE); kto: the pairs unpaired, prompt/completion/label (--out FILE)",
     )
     e.add_argument("--out", required=True, help="output file (jsonl, openai) or folder (llamafactory)")
     e.add_argument("--force", action="store_true", help="replace an existing output file (never a link or device)")

@@ -20,6 +20,7 @@ from cowork_assets.datasets.card import CHARTS, build_card, inline_charts, rende
 from cowork_assets.datasets.described import PUBLISHED
 from cowork_assets.datasets.funnel import card_inputs
 from cowork_assets.datasets.gates import run_gate
+from cowork_assets.datasets.preference import build_pairs
 from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks, verl_tool_config
 from cowork_assets.datasets.schemas import JSON_FIELDS, SPLITS
 from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft, chat_messages, rendered_tokens, token_texts
@@ -40,9 +41,10 @@ from cowork_assets.orchestration.run_health import (
 from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.selection.exclusions import first_batch_rows
 from cowork_assets.selection.holdout import corpus_held_out, load, training_side
+from cowork_assets.selection.preference import pair_runs, prompt_keys, sides
 from cowork_assets.store import versions
 from cowork_assets.store.batch_state import corpus_version
-from cowork_assets.store.models import arrow_schema
+from cowork_assets.store.models import arrow_schema, polars_schema
 from cowork_assets.store.registry import TABLES, published
 from cowork_assets.store.storage import (
     SortedSpill,
@@ -264,6 +266,59 @@ def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSet
     return _candidate(context, settings, "rl_rollouts", {"rollouts": rows})
 
 
+@dg.asset(**asset_args("preference_candidate"))
+def preference_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+    """The runs exclusions leaves to the preference dataset are exactly those in pairs: paired again here by the same
+    rule (`selection/preference.py`), each side in its published form."""
+    run = ["batch", "trajectory_id"]
+    excluded = _excluded(settings, "preference").select(run).unique()
+    runs = (
+        TABLES["trajectories"]
+        .scan(settings.root)
+        .collect()
+        .join(excluded, on=run, how="anti")
+        .filter(pl.col("grade_passed").is_not_null())
+    )
+    keys = prompt_keys(TABLES["messages"].scan(settings.root).join(runs.lazy().select(run), on=run, how="semi"))
+    sized = runs.join(keys.collect(), on=run, how="left").with_columns(chars=pl.col("chars_total"))
+    empty = pl.DataFrame(schema={"batch": pl.String, "trajectory_id": pl.String})
+    guards = pl.DataFrame(schema={**empty.schema, "criterion": pl.String, "reason": pl.String, "detail": pl.String})
+    pairs, _ = pair_runs(sides(sized, guards, empty, empty), settings.preference_margin, 1 << 30)
+    samples = []
+    packages = TABLES["task_packages"].scan(settings.root).select("task_hash", "tools").unique("task_hash").collect()
+    for (batch,), part in runs.partition_by("batch", as_dict=True, maintain_order=True).items():
+        curated = _rows_of(settings, "curated_messages", batch, part).select(CURATED_COLUMNS).collect()
+        messages = with_action_format(published_messages(curated), settings.action_format)
+        chat = chat_messages(messages, [0] * messages.height)
+        stats = _rows_of(settings, "sample_stats", batch, part).collect()
+        built = build_sft(
+            part,
+            chat,
+            stats,
+            packages,
+            0.0,
+            None,
+            settings.truncation_strategy,
+            settings.max_observation_chars,
+            text_protocol_runs(curated),
+            settings.action_format,
+        )
+        samples.append(built.select("batch", "trajectory_id", "messages", "tools", "chars"))
+    rows = (
+        build_pairs(
+            pairs,
+            runs,
+            pl.concat(samples) if samples else pl.DataFrame(),
+            settings.validation_fraction,
+            _training_side(settings),
+        )
+        if samples
+        else pl.DataFrame(schema=polars_schema(TABLES["preference_pairs"].model))
+    )
+    context.log.info(f"preference candidate: {rows.height} pairs from {rows['task_id'].n_unique()} tasks")
+    return _candidate(context, settings, "preference_pairs", {s: rows.filter(pl.col("split") == s) for s in SPLITS})
+
+
 class QualitySuites(dg.ConfigurableResource):
     """The datasets' Great Expectations suites, run by a helper process that a run with a gate starts as
     it begins: Great Expectations is imported there while the steps before the gates run. A helper still
@@ -428,7 +483,9 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
     return _asset
 
 
-candidates = {a.key.to_user_string(): a for a in (sft_candidate, rl_tasks_candidate, rl_rollouts_candidate)}
+candidates = {
+    a.key.to_user_string(): a for a in (sft_candidate, rl_tasks_candidate, rl_rollouts_candidate, preference_candidate)
+}
 published_assets = [_publish_asset(d.name, candidates[d.candidate]) for d in PUBLISHED.values()]
 dataset_assets = [*candidates.values(), *published_assets]
 dataset_checks = [_gate(d.name, candidates[d.candidate]) for d in PUBLISHED.values()]

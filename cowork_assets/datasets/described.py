@@ -14,7 +14,9 @@ import polars as pl
 class PublishedDataset:
     name: str
     candidate: str  # the asset that stages it
-    rows: Literal["samples", "tasks", "rollouts"]  # what a row is: its gate's validation view and its card's funnel
+    rows: Literal[
+        "samples", "tasks", "rollouts", "pairs"
+    ]  # what a row is: its gate's validation view and its card's funnel
     exclusions: str | None = None  # its `dataset` in the exclusions table (None: nothing is selected out of it)
     length: pl.Expr | None = None  # characters per row, for the card's histogram
     training_card: bool = False  # the card reports evidence retention, the truncation sweep, tokens and budgets
@@ -43,5 +45,12 @@ PUBLISHED: dict[str, PublishedDataset] = {
             tool_config=True,
         ),
         PublishedDataset(name="rl_rollouts", candidate="rl_rollouts_candidate", rows="rollouts"),
+        PublishedDataset(
+            name="preference_pairs",
+            candidate="preference_candidate",
+            rows="pairs",
+            exclusions="preference",
+            length=pl.col("chars"),
+        ),
     )
 }

@@ -1,4 +1,4 @@
-"""Exports of the published SFT dataset to other trainers' formats.
+"""Exports of the published SFT and preference datasets to other trainers' formats.
 
 * Chat templates (TRL, transformers): `trainers.for_chat_template` gives a sample's messages and tools with
   tool-call arguments as objects, ready for `tokenizer.apply_chat_template(messages, tools=tools)`.
@@ -10,6 +10,9 @@
   `dataset_info.json` entry that registers it. Roles map to human / gpt / function_call /
   observation; an assistant turn that calls tools becomes one function_call (its text is dropped, as
   that format has no place for it), and consecutive tool results become one observation.
+* Preference pairs as JSON Lines (`preference`): TRL's conversational preference rows, `prompt`, `chosen`,
+  `rejected` and `tools` (arguments and tools as objects), with the lineage of both runs; `kto`: TRL's unpaired
+  form, one `prompt`, `completion`, `label` row per run of a pair.
 """
 
 from __future__ import annotations
@@ -45,8 +48,8 @@ def outputs(fmt: str, out: Path, name: str = "cowork_sft") -> list[Path]:
     return [out / f"{name}.json", out / "dataset_info.json"] if fmt == "llamafactory" else [out]
 
 
-def _rows(data_root: str, split: str | None) -> pl.DataFrame:
-    folder = current_path(data_root, "sft_dataset")
+def _rows(data_root: str, split: str | None, dataset: str = "sft_dataset") -> pl.DataFrame:
+    folder = current_path(data_root, dataset)
     files = [join(folder, f"{s}.parquet") for s in ([split] if split else ["train", "validation"])]
     return pl.concat([plain(pl.read_parquet(f)) for f in files if exists(f)])
 
@@ -126,4 +129,30 @@ def llamafactory(data_root: str, out_dir: Path, split: str | None = "train", nam
     }
     for file_name, payload in ((f"{name}.json", records), ("dataset_info.json", info)):
         write_text_atomic(out_dir / file_name, orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
+    return rows.height
+
+
+def _objects(messages: list[dict]) -> list[dict]:
+    return for_chat_template(messages, "[]")[0]
+
+
+def preference(data_root: str, out: Path, split: str | None = "train") -> int:
+    rows = _rows(data_root, split, "preference_pairs")
+    with atomic_path(out) as tmp, open(tmp, "wb") as fh:
+        for row in rows.iter_rows(named=True):
+            for side in ("prompt", "chosen", "rejected"):
+                row[side] = _objects(row[side])
+            row["tools"] = orjson.loads(row["tools"])
+            fh.write(orjson.dumps(row) + b"\n")
+    return rows.height
+
+
+def kto(data_root: str, out: Path, split: str | None = "train") -> int:
+    from cowork_assets.datasets.preference import kto_rows
+
+    rows = kto_rows(_rows(data_root, split, "preference_pairs"))
+    with atomic_path(out) as tmp, open(tmp, "wb") as fh:
+        for row in rows.iter_rows(named=True):
+            row["prompt"], row["completion"] = _objects(row["prompt"]), _objects(row["completion"])
+            fh.write(orjson.dumps(row) + b"\n")
     return rows.height

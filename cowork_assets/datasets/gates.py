@@ -126,6 +126,22 @@ def _rollouts_view(frame: pl.DataFrame, rules: dict) -> pl.DataFrame:
     )
 
 
+def _pairs_view(frame: pl.DataFrame, rules: dict) -> pl.DataFrame:
+    roles = lambda side: pl.col(side).list.eval(pl.element().struct.field("role"))  # noqa: E731
+    return frame.select(
+        "pair_id",
+        "task_id",
+        "split",
+        "margin",
+        prompt_requests=roles("prompt").list.eval(pl.element() == "user").list.sum(),
+        chosen_last=roles("chosen").list.last(),
+        rejected_last=roles("rejected").list.last(),
+        one_run=pl.col("chosen_trajectory_id") == pl.col("rejected_trajectory_id"),
+        held_out=pl.col("task_id").is_in(_held(rules).implode()),
+        secrets=secrets_found(frame, ["prompt", "chosen", "rejected", "tools"], rules),
+    )
+
+
 # The flat columns a dataset's suite checks, by what its rows are: of one part, then across all parts. `rules`:
 # char_budget and category_char_budgets (each sample's budget is its category's), held_out (task ids no dataset may
 # hold), redact_secrets and secret_allowlist (whether a secret found in a row's text fails it).
@@ -133,6 +149,7 @@ VIEWS = {
     "samples": (_samples_view, lambda view: view.with_columns(task_splits=pl.col("split").n_unique().over("task_id"))),
     "tasks": (_tasks_view, lambda view: view),
     "rollouts": (_rollouts_view, lambda view: view),
+    "pairs": (_pairs_view, lambda view: view.with_columns(task_splits=pl.col("split").n_unique().over("task_id"))),
 }
 
 

@@ -14,6 +14,9 @@ SPLITS = ("train", "validation")
 JSON_FIELDS = {
     "sft_dataset": frozenset({"tools", "messages.tool_calls.function.arguments"}),
     "rl_tasks": frozenset({"reward_model.ground_truth", "extra_info.tools_kwargs"}),
+    "preference_pairs": frozenset(
+        {"tools", *(f"{side}.tool_calls.function.arguments" for side in ("prompt", "chosen", "rejected"))}
+    ),
 }
 
 
@@ -90,3 +93,32 @@ class RlRollouts(pa.DataFrameModel):
     zero_variance: bool = pa.Field(description="all rollouts of the group scored the same: no learning signal")
     grpo_advantage: float = pa.Field(description="(score - mean) / (std + eps); 0 for zero-variance groups")
     gdpo_advantage: float = pa.Field(description="sum of weighted per-check group-normalised rewards")
+
+
+class PreferencePairs(pa.DataFrameModel):
+    """One row per preference pair: two runs of one task and prompt, the chosen graded above the rejected, in TRL's
+    conversational preference format, with the lineage of both runs."""
+
+    pair_id: str = pa.Field(unique=True, description="`<chosen trajectory>><rejected trajectory>`")
+    prompt: pl.List(MESSAGE) = pa.Field(
+        description="the messages both runs share from the start (system, request, ...)"
+    )
+    chosen: pl.List(MESSAGE) = pa.Field(description="the passing run's messages after the prompt")
+    rejected: pl.List(MESSAGE) = pa.Field(description="the failing run's messages after the prompt")
+    tools: str = pa.Field(description="JSON list of OpenAI function schemas (the chosen run's)")
+    task_id: str = pa.Field(description="the task both runs attempt (splits are by task)")
+    category: str = pa.Field(description="task category")
+    margin: float = pa.Field(ge=0, le=1, description="chosen score minus rejected score")
+    chosen_score: float = pa.Field(nullable=True, description="the chosen run's recorded score")
+    rejected_score: float = pa.Field(nullable=True, description="the rejected run's recorded score")
+    rejected_reason: str = pa.Field(description="why the rejected run failed: the checks its grade names")
+    chars: pl.Int64 = pa.Field(ge=0, description="characters of both runs as published")
+    split: str = pa.Field(isin=list(SPLITS), description="train or validation")
+    chosen_batch: str = pa.Field(description="lineage: the chosen run's batch")
+    chosen_trajectory_id: str = pa.Field(description="lineage: the chosen run")
+    chosen_raw_file: str = pa.Field(description="lineage: the chosen run's raw file")
+    chosen_raw_record: pl.Int64 = pa.Field(ge=1, description="lineage: the chosen run's raw line")
+    rejected_batch: str = pa.Field(description="lineage: the rejected run's batch")
+    rejected_trajectory_id: str = pa.Field(description="lineage: the rejected run")
+    rejected_raw_file: str = pa.Field(description="lineage: the rejected run's raw file")
+    rejected_raw_record: pl.Int64 = pa.Field(ge=1, description="lineage: the rejected run's raw line")

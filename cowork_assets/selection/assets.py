@@ -16,6 +16,7 @@ from cowork_assets.selection.buckets import bucket_groups, split_by_bucket, task
 from cowork_assets.selection.dedup import clusters
 from cowork_assets.selection.exclusions import exclusions_by_bucket, first_batch_rows
 from cowork_assets.selection.holdout import corpus_held_out
+from cowork_assets.selection.preference import prompt_keys
 from cowork_assets.selection.schemas import DedupSignatures
 from cowork_assets.selection.signatures import signatures
 from cowork_assets.store.batch_state import corpus_version
@@ -123,8 +124,12 @@ def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) 
 def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     root, buckets, corpus = settings.root, context.partition_keys, corpus_version(settings.root)
     read = lambda t, cols=None: TABLES[t].scan(root).select(cols or pl.all()).collect()  # noqa: E731
-    trajectories = read(
-        "trajectories", ["batch", "trajectory_id", "task_id", "teacher_role", "grade_passed", "grade_score"]
+    run = ["batch", "trajectory_id"]
+    stats = read("sample_stats", ["batch", "trajectory_id", "verdict", "reason", "chars_after"])
+    trajectories = (  # with what preference pairing reads: each run's prompt and size
+        read("trajectories", [*run, "task_id", "teacher_role", "grade_passed", "grade_score"])
+        .join(prompt_keys(TABLES["messages"].scan(root)).collect(), on=run, how="left")
+        .join(stats.select(*run, chars="chars_after"), on=run, how="left")
     )
     held = corpus_held_out(root, settings.holdout, settings.holdout_overlap)
     secret_checks = None
@@ -139,13 +144,16 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
         read("structure_findings"),
         TABLES["task_findings"].read(root),
         read("evidence_rollup", ["batch", "trajectory_id", "lost_to_truncation", "redacted_evidence"]),
-        read("sample_stats", ["batch", "trajectory_id", "verdict", "reason", "chars_after"]),
+        stats,
         held,
         secret_checks,
         max_per_task=settings.max_per_task,
         lost_evidence_policy=settings.lost_evidence_policy,
         accept_ungraded=settings.accept_ungraded,
         refused=held_back(context.instance, settings),
+        untrusted=read("regrade", [*run, "grade_untrusted"]).filter(pl.col("grade_untrusted").is_not_null()),
+        preference_margin=settings.preference_margin,
+        preference_max_per_task=settings.preference_max_per_task,
     )
     for i, (bucket, found) in enumerate(parts, 1):
         TABLES["exclusions"].write(found, root, bucket, corpus)

@@ -18,6 +18,7 @@ import polars as pl
 
 from cowork_assets.selection.buckets import bucket_groups, split_by_bucket, task_buckets
 from cowork_assets.selection.holdout import HELD_OUT_SCHEMA
+from cowork_assets.selection.preference import GUARDS, pair_runs, sides
 from cowork_assets.selection.schemas import CRITERIA, Exclusions
 from cowork_assets.store.models import polars_schema
 
@@ -93,12 +94,17 @@ def find_exclusions(
     held: pl.DataFrame | None = None,
     secret_checks: pl.DataFrame | None = None,
     refused: dict[str, str] | None = None,
+    untrusted: pl.DataFrame | None = None,
+    preference_margin: float = 0.5,
+    preference_max_per_task: int = 4,
 ) -> pl.DataFrame:
     """`trajectories`: batch, trajectory_id, task_id, teacher_role, grade_passed, grade_score, and, where they are
     only some of the corpus's tasks, kept_in: the first batch of the id in the whole corpus (`FIRST_BATCH` of the
     frame otherwise); `held`: the held-out tasks (task_id, benchmark, reason, detail; `selection/holdout.py`);
     `secret_checks`: tasks whose checks hold a redacted secret (task_id, kinds; `curation/redact.py`); `refused`: the
-    batches held back (batch -> the ERROR checks that refused it), whose runs are in no dataset."""
+    batches held back (batch -> the ERROR checks that refused it), whose runs are in no dataset; `untrusted`: batch,
+    trajectory_id of runs whose recorded grade cannot be trusted. With `prompt_key` and `chars` in `trajectories`,
+    the runs not in a preference pair get their rows too (`dataset` = preference; `selection/preference.py`)."""
     t = trajectories
     held = held if held is not None else pl.DataFrame(schema=HELD_OUT_SCHEMA)
     holdout = t.join(held.select("task_id", held_reason="reason", held_detail="detail"), on="task_id")
@@ -127,6 +133,24 @@ def find_exclusions(
     )
     in_refused = t.join(refused, on="batch")
     refused_reason, refused_detail = pl.lit("batch held back"), pl.format("its run failed ERROR check(s): {}", "checks")
+    lost = pl.concat(  # a sample that lost evidence: out of SFT by policy, never a side of a preference pair
+        [
+            _rows(
+                evidence,
+                "evidence",
+                pl.lit("lost evidence to truncation"),
+                pl.format("{} at-risk value(s) no longer shown before use", "lost_to_truncation"),
+            ),
+            _rows(
+                secret,
+                "evidence",
+                pl.lit("evidence redacted as a secret"),
+                pl.format(
+                    "{} value(s) a check depends on are part of a secret the dataset cannot show", "redacted_evidence"
+                ),
+            ),
+        ]
+    )
     frames = [
         _rows(in_refused, "batch", refused_reason, refused_detail),
         _rows(holdout, "holdout", reason, pl.col("held_detail")),
@@ -147,24 +171,7 @@ def find_exclusions(
         _rows(structural, "structure", pl.col("kind"), pl.format("{} (x{})", "detail", "n")),
         _rows(task_level, "task_consistency", pl.col("kind"), pl.col("detail")),
         _rows(run_level, "task_consistency", pl.col("kind"), pl.col("detail")),
-        _rows(
-            evidence,
-            "evidence",
-            pl.lit("lost evidence to truncation"),
-            pl.format("{} at-risk value(s) no longer shown before use", "lost_to_truncation"),
-        )
-        if lost_evidence_policy == "drop"
-        else pl.DataFrame(schema=SCHEMA),
-        _rows(
-            secret,
-            "evidence",
-            pl.lit("evidence redacted as a secret"),
-            pl.format(
-                "{} value(s) a check depends on are part of a secret the dataset cannot show", "redacted_evidence"
-            ),
-        )
-        if lost_evidence_policy == "drop"
-        else pl.DataFrame(schema=SCHEMA),
+        lost if lost_evidence_policy == "drop" else pl.DataFrame(schema=SCHEMA),
         _rows(dropped, "budget", pl.lit("over budget"), pl.col("reason")),
         _rows(unrenderable, "chat_template", pl.lit("the chat template cannot render it"), pl.col("reason")),
         _rows(
@@ -218,9 +225,22 @@ def find_exclusions(
     secret_checks = (
         secret_checks if secret_checks is not None else pl.DataFrame(schema={"task_id": pl.String, "kinds": pl.String})
     )
+    preference = (
+        _preference_rows(
+            t,
+            pl.concat([excluded, lost]),
+            pl.concat([duplicates.select(run), repeated.select(run)]),
+            untrusted,
+            preference_margin,
+            preference_max_per_task,
+        )
+        if "prompt_key" in t.columns
+        else pl.DataFrame(schema=SCHEMA)
+    )
     return pl.concat(
         [
             sft,
+            preference,
             rl_task_exclusions(task_findings),
             held_out_rows(held),
             secret_check_rows(secret_checks),
@@ -228,6 +248,21 @@ def find_exclusions(
             rollouts,
         ]
     )
+
+
+def _preference_rows(t, excluded, duplicates, untrusted, margin: float, cap: int) -> pl.DataFrame:
+    """The preference dataset's rows: every run not in a pair, and why (`selection/preference.py`). `duplicates`:
+    batch, trajectory_id of the runs dedup does not keep."""
+    run = ["batch", "trajectory_id"]
+    guarded = excluded.filter(pl.col("criterion").is_in([*GUARDS, "evidence"]))
+    guarded = guarded.select(*run, "criterion", "reason", "detail")
+    if untrusted is None:
+        untrusted = pl.DataFrame(schema={"batch": pl.String, "trajectory_id": pl.String})
+    sided = sides(
+        t.select(*run, "task_id", "prompt_key", "grade_passed", "grade_score", "chars"), guarded, untrusted, duplicates
+    )
+    _, unpaired = pair_runs(sided, margin, cap)
+    return unpaired.with_columns(dataset=pl.lit("preference")).select(list(SCHEMA)).cast(SCHEMA)
 
 
 def exclusions_by_bucket(
@@ -241,6 +276,7 @@ def exclusions_by_bucket(
     held: pl.DataFrame | None = None,
     secret_checks: pl.DataFrame | None = None,
     max_runs: int | None = None,
+    untrusted: pl.DataFrame | None = None,
     **policy,
 ) -> Iterator[tuple[str, pl.DataFrame]]:
     """`find_exclusions` of the corpus a task bucket at a time (`selection/buckets.py`): (bucket, its rows) for each of
@@ -261,6 +297,7 @@ def exclusions_by_bucket(
         "stats": by_run(stats),
         "held": by_task(held),
         "secret_checks": by_task(secret_checks),
+        "untrusted": by_run(untrusted) if untrusted is not None else None,
     }
     for group in bucket_groups(buckets, runs["bucket"], max_runs):
         part = {

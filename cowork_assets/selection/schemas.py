@@ -15,9 +15,10 @@ CRITERIA = (
     "budget",
     "chat_template",
     "dedup",
+    "pairing",
     "cap",
 )
-DATASETS = ("sft", "rl_tasks", "rl_rollouts")  # the datasets of exclusions rows
+DATASETS = ("sft", "rl_tasks", "rl_rollouts", "preference")  # the datasets of exclusions rows
 
 
 class DedupSignatures(pa.DataFrameModel):

@@ -27,7 +27,7 @@ from cowork_assets.curation.schemas import (
     SampleStats,
     TruncationSweep,
 )
-from cowork_assets.datasets.schemas import RlRollouts, RlTasks, SftDataset
+from cowork_assets.datasets.schemas import PreferencePairs, RlRollouts, RlTasks, SftDataset
 from cowork_assets.evidence.schemas import Evidence
 from cowork_assets.ingest.schemas import Messages, Quarantine, SkippedInputs, TaskPackages, ToolCalls, Trajectories
 from cowork_assets.selection.buckets import BUCKETS
@@ -380,7 +380,8 @@ REGISTRY: tuple[Table, ...] = (
         partitioned_by="bucket",
         description="Why each trajectory is not in the SFT set: one row per (trajectory, criterion, reason) — "
         "holdout, role, grade, structure, task_consistency, evidence, budget, chat_template, dedup, then the per-task "
-        "cap; why a task is not in the RL tasks, and which rollouts are held out. Query it with "
+        "cap; why a run is in no preference pair (`dataset` = preference: a guard, its grade, pairing, cap); why a "
+        "task is not in the RL tasks, and which rollouts are held out. Query it with "
         "`cowork-curate sql --query why_excluded --param trajectory_id=...`.",
         inputs=(
             "trajectories",
@@ -390,6 +391,8 @@ REGISTRY: tuple[Table, ...] = (
             "sample_stats",
             "dedup_clusters",
             "task_packages",
+            "messages",
+            "regrade",
         ),
     ),
     Table(
@@ -423,6 +426,15 @@ REGISTRY: tuple[Table, ...] = (
         location="candidate",
     ),
     Table(
+        name="preference_candidate",
+        model=PreferencePairs,
+        group="datasets",
+        description="Candidate preference pairs (not yet published): a passing and a failing run of one task and "
+        "prompt, in TRL's conversational preference format; why a run is in no pair is in exclusions.",
+        inputs=("exclusions", "trajectories", "curated_messages", "task_packages"),
+        location="candidate",
+    ),
+    Table(
         name="sft_dataset",
         model=SftDataset,
         group="datasets",
@@ -438,6 +450,15 @@ REGISTRY: tuple[Table, ...] = (
         description="The published verl-style RL task dataset: "
         "<data_root>/published/rl_tasks/current/{train,validation}.parquet, with its card.",
         inputs=("rl_tasks_candidate",),
+        location="published",
+    ),
+    Table(
+        name="preference_pairs",
+        model=PreferencePairs,
+        group="datasets",
+        description="The published preference pairs (DPO; KTO through `export --format kto`): "
+        "<data_root>/published/preference_pairs/current/{train,validation}.parquet, with its card.",
+        inputs=("preference_candidate",),
         location="published",
     ),
     Table(

@@ -12,11 +12,18 @@ LINE_CHARS = 300  # of the raw line shown: enough to recognise it, bounded howev
 RAW_LINES = "SELECT trajectory_id, raw_file, raw_record FROM trajectories WHERE trajectory_id LIKE $trajectory_id"
 
 
+PAIR = "SELECT chosen_trajectory_id, rejected_trajectory_id FROM preference_pairs WHERE pair_id = $pair_id"
+
+
 def trace(db_path: Path, data_root: str, sample_id: str, raw_root: Path | None = None) -> list[str]:
     """Each traced trajectory's id, then one indented line per step, the raw line itself (its first LINE_CHARS
-    characters, read from `raw_root`) after its file and line; LookupError when nothing matches."""
+    characters, read from `raw_root`) after its file and line; LookupError when nothing matches. A preference
+    pair's id traces both its runs, the chosen first."""
     if not sample_id.strip():
         raise LookupError("no sample id given: name a sample or trajectory id (a published dataset's sample_id)")
+    if ">" in sample_id and (pair := _pair(db_path, data_root, sample_id)):
+        chosen, rejected = (trace(db_path, data_root, side, raw_root) for side in pair)
+        return [f"preference pair {sample_id}", "", "chosen:", *chosen, "", "rejected:", *rejected]
     _, rows = run_query(db_path, named_query("trace"), {"trajectory_id": sample_id}, data_root)
     if not rows:
         raise LookupError(
@@ -47,3 +54,13 @@ def _line(raw_root: Path, raw_file: str, raw_record: int) -> str:
     if text is None:
         return f"({path} has no line {raw_record} now: the file changed since it was read)"
     return text + (" ..." if len(text) == LINE_CHARS else "")
+
+
+def _pair(db_path: Path, data_root: str, pair_id: str) -> tuple[str, str] | None:
+    import duckdb
+
+    try:
+        _, rows = run_query(db_path, PAIR, {"pair_id": pair_id}, data_root)
+    except duckdb.CatalogException:  # no preference pairs published yet
+        return None
+    return rows[0] if rows else None
