@@ -157,6 +157,7 @@ def build_card(
     previous_rows: int | None = None,
     batches: list[dict] | None = None,
     decontamination: dict | None = None,
+    pairs: list[dict] | None = None,
 ) -> dict:
     bars = histogram(lengths)
     sweep = sweep or []
@@ -178,6 +179,7 @@ def build_card(
         "budgets": budgets or [],
         "redactions": redactions or [],
         "decontamination": decontamination or {},
+        "pairs": pairs or [],
         "length_chart": vega_lite(bars, f"{dataset}: characters per sample"),
         "settings": settings,
         "settings_hash": settings_hash(settings),
@@ -239,6 +241,20 @@ def render_markdown(card: dict) -> str:
     ]
     if card["dataset"] == "sft_dataset":
         lines += ["", "## Message form", "", _message_form(card.get("settings") or {})]
+    if pairs := card.get("pairs"):
+        lines += [
+            "",
+            "## Pairs",
+            "",
+            "Per source (the task category): pairs, the tasks they come from, and the score margins between the chosen "
+            "and the rejected run. Why the other runs are in no pair: the table above and `exclusions` "
+            "(`dataset` = preference).",
+            "",
+            table(
+                ["category", "pairs", "tasks", "mean margin", "margin 1.0"],
+                [(p["category"], p["pairs"], p["tasks"], p["mean_margin"], p["margin_1"]) for p in pairs],
+            ),
+        ]
     if checked := card.get("decontamination"):
         lines += [
             "",

@@ -155,6 +155,25 @@ def decontamination(settings: Settings) -> dict:
     }
 
 
+def pair_summary(files: list[str]) -> list[dict]:
+    """Preference pairs per category (their source): pairs, tasks, and the margins between chosen and rejected."""
+    if not files:
+        return []
+    frame = pl.scan_parquet(files).select("category", "task_id", "margin")
+    return (
+        frame.group_by("category")
+        .agg(
+            pairs=pl.len(),
+            tasks=pl.col("task_id").n_unique(),
+            mean_margin=pl.col("margin").mean().round(3),
+            margin_1=(pl.col("margin") >= 1).sum(),
+        )
+        .sort("category")
+        .collect()
+        .to_dicts()
+    )
+
+
 def card_inputs(settings: Settings, dataset: str, files: list[str], rows: int) -> dict:
     """What the card of a candidate (its Parquet `files`, `rows` in all) reports beside its row counts."""
     described = PUBLISHED[dataset]
@@ -174,6 +193,7 @@ def card_inputs(settings: Settings, dataset: str, files: list[str], rows: int) -
         "terminal_text": terminal_text(settings, files) if training else None,
         "redactions": redactions(files),
         "decontamination": decontamination(settings),
+        "pairs": pair_summary(files) if described.rows == "pairs" else [],
         "budgets": settings.budgets(
             pl.scan_parquet(files).select("category").collect()["category"], coding_categories()
         ).to_dicts()

@@ -117,6 +117,9 @@ def test_the_default_data_publishes_pairs_of_one_task_and_prompt_and_accounts_fo
     card = json.loads((settings.local_root / "published" / "preference_pairs" / "current" / "card.json").read_text())
     steps = {f["step"]: f["remaining"] for f in card["funnel"]}
     assert steps["after cap"] == len(paired) and steps["published"] == pairs.height
+    by_category = {p["category"]: p["pairs"] for p in card["pairs"]}
+    assert by_category == dict(pairs.group_by("category").len().iter_rows())
+    assert "## Pairs" in (settings.local_root / "published" / "preference_pairs" / "current" / "card.md").read_text()
     # A pair traces back to both raw lines, the chosen first.
     from cowork_assets.warehouse.trace import trace
 
