@@ -5,15 +5,13 @@ caused is never a rejected side; every run not in a pair says why; TRL's DPO and
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 
 import polars as pl
 import pytest
 
 from cowork_assets.selection.preference import pair_runs, sides
-from tests.conftest import ROOT, SHARED
+from tests.conftest import SHARED
 
 RUN = {"batch": pl.String, "trajectory_id": pl.String}
 GUARDED = {**RUN, "criterion": pl.String, "reason": pl.String, "detail": pl.String}
@@ -135,35 +133,11 @@ def test_the_default_data_publishes_pairs_of_one_task_and_prompt_and_accounts_fo
 
 def test_trls_dpo_and_kto_trainers_take_the_pairs(pipeline, tmp_path):
     from cowork_assets.datasets.export import kto
-    from tests.datasets.test_trainers import TRAIN_PYTHON
-    from tests.official_templates import available
+    from tests.datasets.test_trainers import _run
 
-    if not (TRAIN_PYTHON.exists() and available()):
-        if os.environ.get("CI"):
-            pytest.fail(f"{TRAIN_PYTHON} is missing: `make test` builds it")
-        pytest.skip("the trainer environment is not built (make test builds .venv-train)")
     settings, _, _ = pipeline
     assert kto(settings.root, tmp_path / "kto.jsonl", split="train") > 0
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "HF_HOME": str(tmp_path / "hf"),
-        "HF_HUB_OFFLINE": "1",
-        "HF_DATASETS_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "WANDB_MODE": "disabled",
-        "HOME": str(tmp_path),
-    }
-    done = subprocess.run(
-        [str(TRAIN_PYTHON), str(ROOT / "tests" / "trainers" / "trl_dpo.py"), settings.root, str(tmp_path)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    facts = json.loads((tmp_path / "dpo_facts.json").read_text())
+    facts = _run("trl_dpo.py", settings.root, tmp_path, facts="dpo_facts.json")
     train = _published(settings, "preference_pairs").filter(pl.col("split") == "train")
     assert facts["rows"]["train"] == facts["prepared"] == train.height and facts["empty_sides"] == []
     assert len(facts["dpo_losses"]) == 2 and all(loss > 0 for loss in facts["dpo_losses"])

@@ -28,7 +28,8 @@ def _published(settings, dataset: str) -> pl.DataFrame:
     return plain(pl.read_parquet(Path(settings.local_root) / "published" / dataset / "current" / "*.parquet"))
 
 
-def _run(script: str, data_root: str, work: Path) -> dict:
+def _run(script: str, data_root: str, work: Path, facts: str | None = None) -> dict:
+    """Run a trainer script in .venv-train on a data root; the facts it wrote (`facts`: their file's name in `work`)."""
     if not TRAIN_PYTHON.exists():
         if os.environ.get("CI"):
             pytest.fail(f"{TRAIN_PYTHON} is missing: `make test` builds it")
@@ -53,7 +54,8 @@ def _run(script: str, data_root: str, work: Path) -> dict:
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads((work / script.replace("_sft.py", "_facts.json").replace("_rl.py", "_facts.json")).read_text())
+    facts = facts or script.replace("_sft.py", "_facts.json").replace("_rl.py", "_facts.json")
+    return json.loads((work / facts).read_text())
 
 
 @pytest.fixture(scope="module")

@@ -22,17 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.official_templates import QWEN3  # noqa: E402
 from tests.trainers.trl_sft import model  # noqa: E402
 
-COMMON = dict(
-    per_device_train_batch_size=2,
-    learning_rate=1e-3,
-    logging_steps=1,
-    save_strategy="no",
-    report_to="none",
-    use_cpu=True,
-    bf16=False,
-    dataloader_num_workers=0,
-    seed=0,
-)
+COMMON = dict(per_device_train_batch_size=2, learning_rate=1e-3, logging_steps=1, save_strategy="no", report_to="none")
+COMMON |= dict(use_cpu=True, bf16=False, dataloader_num_workers=0, seed=0)  # as trl_sft.py's `config`
 
 
 def main(root: Path, work: Path) -> dict:
