@@ -330,7 +330,7 @@ def test_no_dataset_is_published_without_a_batch_that_failed_unless_asked(tmp_pa
         run_config=_run_config(settings), instance=instance, raise_on_error=False
     )
     failures = [e for e in launched.all_events if e.event_type_value == "STEP_FAILURE"]
-    assert sorted(e.step_key for e in failures) == ["rl_rollouts", "rl_tasks", "sft_dataset"]
+    assert sorted(e.step_key for e in failures) == ["preference_pairs", "rl_rollouts", "rl_tasks", "sft_dataset"]
     assert "sft_dataset not published: batch(es) broken failed" in str(failures[-1].event_specific_data.error)
     assert not (tmp_path / "out" / "published").exists()
     settings = settings.model_copy(update={"publish_without_failed_batches": True})

@@ -135,7 +135,9 @@ def test_chat_data_has_grounding_evidence_only_and_reaches_sft_when_ungraded_run
     assert materialize_all(strict, instance, echo=lambda _: None).failed == {}
     evidence = TABLES["evidence"].scan(strict.local_root).collect()
     assert set(evidence["source"]) == {"grounding"} and set(evidence["status"]) == {"given"}
-    reasons = TABLES["exclusions"].read(strict.local_root).filter(pl.col("criterion") == "grade")
+    reasons = (
+        TABLES["exclusions"].read(strict.local_root).filter(pl.col("criterion") == "grade", pl.col("dataset") == "sft")
+    )
     assert set(reasons["reason"]) == {"not graded"} and reasons.height == 4
     lenient = strict.model_copy(update={"data_root": str(tmp_path / "lenient"), "accept_ungraded": True})
     assert materialize_all(lenient, instance, echo=lambda _: None).failed == {}

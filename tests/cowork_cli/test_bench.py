@@ -124,7 +124,7 @@ def test_bench_writes_its_figures_and_the_growth_between_sizes(benched):
     # the ratio of the unrounded wall to the reference (rounded to 0.1 s, as printed), itself rounded to 0.01
     wall, naive = figures["wall_seconds"], figures["naive_reference_seconds"]
     assert (wall - 0.05) / naive - 0.005 <= figures["wall_over_naive_reference"] <= (wall + 0.05) / naive + 0.005
-    assert len(figures["content_digests"]) == 22 and (tmp_path / "naive-120.parquet").is_file()
+    assert len(figures["content_digests"]) == 23 and (tmp_path / "naive-120.parquet").is_file()
 
 
 def test_a_larger_corpus_is_more_batches_of_at_most_20_000_runs():

@@ -117,7 +117,7 @@ def test_settings_that_lose_evidence_fail_the_error_checks_and_the_run(small_raw
     assert verdict["instance"] == str(tmp_path / "home") and len(verdict["checks"]) >= 10
     # The same on the UI's path: a refresh launched by hand or by the schedule fails at its publish steps.
     launched = _launch_refresh(tmp_path, truncation_strategy="head", char_budget=2500, budget_policy="drop")
-    assert len(launched) == 3 and all(f"ERROR check(s) failed on batch(es) {b} (" in e for e in launched)
+    assert len(launched) == 4 and all(f"ERROR check(s) failed on batch(es) {b} (" in e for e in launched)
     assert not (tmp_path / "curated" / "published").exists()
     # Published as they are when asked: the batch is up to date, the cross-batch checks run.
     settings = ("truncation_strategy=head", "char_budget=2500", "budget_policy=drop", "max_duplicate_rate=0")

@@ -89,7 +89,7 @@ def test_a_candidate_built_before_a_batch_was_committed_is_not_published(tmp_pat
     process(late)  # committed after the exclusions and candidates were computed
     publish = corpus.execute_in_process(config, instance=instance, asset_selection=published, raise_on_error=False)
     failures = {e.step_key: str(e.event_specific_data.error) for e in publish.all_events if e.is_step_failure}
-    assert sorted(failures) == ["rl_tasks", "sft_dataset"]  # the selected ones: rollouts read no exclusions
+    assert sorted(failures) == ["preference_pairs", "rl_tasks", "sft_dataset"]  # rollouts read no exclusions
     assert all("the corpus changed after its candidate's exclusions were computed" in f for f in failures.values())
     assert sorted(p.name for p in (tmp_path / "data" / "published").iterdir()) == ["rl_rollouts"]
     assert materialize_all(settings, instance, echo=lambda _: None).failed == {}  # the refresh publishes both

@@ -115,7 +115,8 @@ def test_a_version_that_lost_more_than_half_the_rows_is_refused_unless_asked(pub
     capsys.readouterr()
     assert _run(published, root, tmp_path, *tight) == 1
     out = capsys.readouterr().out
-    assert "sft_dataset not published: the candidate has" in out and "more than max_shrink=0.5 allows" in out
+    # the summary names the first dataset refused (the preference pairs shrink too: their runs were over budget)
+    assert " not published: the candidate has " in out and "more than max_shrink=0.5 allows" in out
     assert pointer.read_text() == before
     _run(published, root, tmp_path, *tight, "--set", "max_shrink=1")  # (exit 1: the budget lost evidence)
     assert pointer.read_text() != before

@@ -39,8 +39,8 @@ def test_the_no_work_copy_has_the_jobs_assets_checks_partitions_and_steps(job):
     real, copy = _shape(defs, job), _shape(no_work_definitions(), job)
     assert copy == real
     assets, checks, _ = real
-    assert len(assets) == {BATCH_JOB: 17, "refresh_corpus": 10, "refresh_warehouse": 1}[job]
-    assert len(checks) == {BATCH_JOB: 12, "refresh_corpus": 8, "refresh_warehouse": 0}[job]
+    assert len(assets) == {BATCH_JOB: 17, "refresh_corpus": 12, "refresh_warehouse": 1}[job]
+    assert len(checks) == {BATCH_JOB: 12, "refresh_corpus": 10, "refresh_warehouse": 0}[job]
 
 
 def test_dagster_alone_is_timed_on_runs_that_report_every_asset_and_check(tmp_path):

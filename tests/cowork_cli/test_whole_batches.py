@@ -129,14 +129,14 @@ def test_a_missing_or_rewritten_table_file_is_damage_not_no_rows(raw, tmp_path, 
     tables = tmp_path / "curated" / "tables"
     (tables / "trajectories" / f"batch={a}" / "data.parquet").unlink()
     failures = _launch_refresh(raw, tmp_path)  # the UI's path: the publish steps refuse, naming the batch
-    assert len(failures) == 3 and f"batch(es) {a} (its table trajectories is missing)" in failures[0]
+    assert len(failures) == 4 and f"batch(es) {a} (its table trajectories is missing)" in failures[0]
     status, out = _run(raw, tmp_path, capsys)  # the CLI redoes the batch, and publishes what it did before
     assert status == 0 and f"batch {a}: up to date" not in out and _sft(tmp_path) == published
     # A table rewritten outside its batch run (a step re-run alone, a run that failed half-way).
     evidence = tables / "evidence" / f"batch={a}" / "data.parquet"
     pl.read_parquet(evidence).head(1).write_parquet(evidence)
     failures = _launch_refresh(raw, tmp_path)
-    assert len(failures) == 3 and f"batch(es) {a} (its table evidence was altered since its run)" in failures[0]
+    assert len(failures) == 4 and f"batch(es) {a} (its table evidence was altered since its run)" in failures[0]
     assert _run(raw, tmp_path, capsys)[0] == 0 and _sft(tmp_path) == published
 
 

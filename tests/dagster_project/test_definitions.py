@@ -41,9 +41,11 @@ def test_definitions_load_with_groups_checks_and_jobs():
                 "sft_candidate",
                 "rl_tasks_candidate",
                 "rl_rollouts_candidate",
+                "preference_candidate",
                 "sft_dataset",
                 "rl_tasks",
                 "rl_rollouts",
+                "preference_pairs",
                 "dataset_card",
             )
         },
@@ -51,7 +53,7 @@ def test_definitions_load_with_groups_checks_and_jobs():
     }
     assert all(graph.get(k).description for k in graph.get_all_asset_keys())
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
-    assert len(checks) == 20 and all(graph.get_check_spec(k).description for k in graph.asset_check_keys)
+    assert len(checks) == 22 and all(graph.get_check_spec(k).description for k in graph.asset_check_keys)
     assert ("trajectories", "records_accounted_for") in checks
     assert {
         ("evidence_audit", "evidence_lost_to_truncation"),
@@ -155,7 +157,7 @@ def test_sensor_skips_cleanly_without_a_raw_root(tmp_path):
 def test_every_column_of_every_table_is_described_for_the_ui():
     from cowork_assets.store.registry import REGISTRY
 
-    assert len(REGISTRY) == 25
+    assert len(REGISTRY) == 27
     for table in REGISTRY:
         assert all(col.description for col in table.model.to_schema().columns.values()), table.name
 

@@ -173,7 +173,7 @@ def test_every_table_and_dataset_in_the_bucket_has_the_content_of_the_local_run(
     settings, _, _ = remote_run
     local, _, _ = pipeline
     remote, here = content_digests(settings.root), content_digests(local.root)
-    assert len(here) == 22 and remote == here
+    assert len(here) == 23 and remote == here
 
 
 def test_the_publisher_lease_admits_one_holder_renews_and_is_taken_over_once_its_holder_is_gone(s3):
