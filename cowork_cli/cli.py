@@ -132,7 +132,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         outcome = materialize_all(settings, instance, only=args.batch, force=args.force, debug=args.debug)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
-    print_summary(settings, outcome)
+    print_summary(settings, outcome, home)
     errors = [c for c in outcome.failed_checks if c.endswith("(ERROR)")]
     return 1 if outcome.failed or errors else 0
 

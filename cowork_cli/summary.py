@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,6 +14,8 @@ from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.warehouse.duckdb_file import named_query, run_query
 from cowork_cli.runner import RunOutcome
 
+REPO = Path(__file__).resolve().parents[1]  # where `make ui` runs, and its defaults are
+SHOWN = re.compile(r"\d+ of \d+ shown")  # a Markdown table's count of the rows it shows (`markdown.table`)
 ROWS_PER_TABLE = (
     "SELECT table_name, sum(n_rows)::BIGINT AS n_rows, count(*) AS batches FROM ("
     + named_query("rows_per_table").rstrip().rstrip(";")
@@ -48,7 +51,7 @@ def _query(db: Path, sql: str) -> tuple[list[str], list[tuple]] | None:
         return None
 
 
-def print_summary(settings: CurateSettings, outcome: RunOutcome) -> None:
+def print_summary(settings: CurateSettings, outcome: RunOutcome, home: Path | None = None) -> None:
     db = settings.warehouse_path
     print(f"\n{len(outcome.batches)} batch(es) in {outcome.seconds:.1f}s")
     if outcome.waiting:
@@ -80,13 +83,30 @@ def print_summary(settings: CurateSettings, outcome: RunOutcome) -> None:
         print(f"\nFAILED {where}: {error}")
     for name in outcome.failed_checks:
         details = outcome.check_details.get(name, "").splitlines()
-        if name.endswith("(WARN)"):  # headline numbers only; the examples are in the UI and the tables
-            details = [line for line in details if not line.startswith("|")][:4]
-        print(f"\nFAILED CHECK {name}")
+        warning = name.endswith("(WARN)")
+        if warning:  # headline numbers only; the examples (and how many there are) are in the UI and the tables
+            details = [line for line in details if not line.startswith("|") and not SHOWN.fullmatch(line)][:4]
+        print(f"\n{'WARNING' if warning else 'FAILED'} CHECK {name}")
         print("  " + "\n  ".join(details))
     print(f"\noutputs: Parquet tables in {settings.root}/tables/<table>/batch=<batch>/")
     cli = Path(sys.executable).parent / "cowork-curate"
     cli = cli if cli.exists() else "cowork-curate"
     print(f"         DuckDB views in {db}")
     print(f"query:   {cli} sql --data-root {settings.root} --query why_excluded   (--list for all)")
-    print("UI:      make ui  (then open http://127.0.0.1:3000)")
+    print(f"UI:      {ui_command(settings, home)}  (then open http://127.0.0.1:3000)")
+
+
+def ui_command(settings: CurateSettings, home: Path | None) -> str:
+    """`make ui` on the instance and roots this run used (the Makefile's defaults need no arguments)."""
+    given = {
+        "DAGSTER_HOME": home.resolve() if home else None,
+        "RAW_ROOT": settings.raw_path,
+        "DATA_ROOT": settings.root,
+    }
+    defaults = {
+        "DAGSTER_HOME": REPO / ".dagster_home",
+        "RAW_ROOT": REPO / "data" / "raw",
+        "DATA_ROOT": REPO / "data" / "curated",
+    }
+    extra = [f"{k}={v}" for k, v in given.items() if v is not None and str(v) != str(defaults[k])]
+    return " ".join(["make ui", *extra])

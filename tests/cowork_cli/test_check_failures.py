@@ -59,11 +59,12 @@ def _launch_refresh(tmp: Path, **settings) -> list[str]:
 
 
 def _failed(summary: str) -> dict[str, list[str]]:
-    """FAILED CHECK headings of the summary -> the detail lines printed under each."""
+    """FAILED CHECK (ERROR) and WARNING CHECK (WARN) headings of the summary -> the detail lines printed under each."""
     out, current = {}, None
     for line in summary.splitlines():
-        if line.startswith("FAILED CHECK "):
-            current = line.removeprefix("FAILED CHECK ")
+        if line.startswith(("FAILED CHECK ", "WARNING CHECK ")):
+            current = line.split(" CHECK ", 1)[1]
+            assert line.startswith("WARNING") == current.endswith("(WARN)"), line
             out[current] = []
         elif current and line.startswith("  "):
             out[current].append(line.strip())

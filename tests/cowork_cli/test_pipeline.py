@@ -122,7 +122,11 @@ def test_cli_run_and_sql(default_raw, manifest, tmp_path, capsys, monkeypatch):
     quarantined = sum(sum(b["quarantined"].values()) for b in manifest["batches"].values())
     assert "[3/3] batch" in out and re.search(r"^trajectories +300 +3$", out, re.M)
     assert f"quarantined raw records: {quarantined}" in out
-    assert "FAILED CHECK task_findings:tasks_consistent (WARN)" in out and "(ERROR)" not in out
+    assert "WARNING CHECK task_findings:tasks_consistent (WARN)" in out and "(ERROR)" not in out
+    assert "FAILED CHECK" not in out and not re.search(r"\d+ of \d+ shown", out)  # warnings worded as such
+    ui = f"UI:      make ui DAGSTER_HOME={tmp_path / 'home'} RAW_ROOT={default_raw.resolve()} DATA_ROOT={data}"
+    assert ui in out  # the instance and roots this run used, not the defaults
+    assert out.count("note: planted: the synthetic generator writes task packages whose checks disagree") == 3
     assert str(data / "cowork.duckdb") in out
     assert (tmp_path / "home" / "dagster.yaml").read_text().count("enabled: false") >= 2
     assert (
