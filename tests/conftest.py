@@ -56,7 +56,7 @@ LONGEST_FIRST = (
     "test_realdata.py",
     "test_trainers.py",
     "test_damage.py",
-    "test_realdata_round4.py",
+    "test_real_harness_logs.py",
     "test_run_health.py",
     "test_trainer_tokenizer.py",
     "test_crash_resume.py",
