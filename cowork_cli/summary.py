@@ -85,7 +85,10 @@ def print_summary(settings: CurateSettings, outcome: RunOutcome, home: Path | No
         details = outcome.check_details.get(name, "").splitlines()
         warning = name.endswith("(WARN)")
         if warning:  # headline numbers only; the examples (and how many there are) are in the UI and the tables
-            details = [line for line in details if not line.startswith("|") and not SHOWN.fullmatch(line)][:4]
+            details = [
+                line for line in details if line.strip() and not line.startswith("|") and not SHOWN.fullmatch(line)
+            ]
+            details = details[:4]
         print(f"\n{'WARNING' if warning else 'FAILED'} CHECK {name}")
         print("  " + "\n  ".join(details))
     print(f"\noutputs: Parquet tables in {settings.root}/tables/<table>/batch=<batch>/")
