@@ -11,7 +11,7 @@ and `reasoning_details` both):
 In the content, given as parts: Anthropic `thinking` blocks, `reasoning` parts (Inspect AI, LLaMA-Factory, the
 Responses API's reasoning summaries), Gemini parts flagged `thought: true`. These parts are never the turn's text.
 
-In the content, given as text: a *leading* `<think>...</think>` span, which DeepSeek-R1, QwQ and Qwen3 write there
+In the content, given as text (or text parts): a *leading* `<think>...</think>` span, which DeepSeek-R1, QwQ and Qwen3 write there
 when they are served without a reasoning parser. Only a leading, closed span is split out: a `<think>` later in the
 text, or one never closed, may be the subject of the conversation (code that parses such tags) and stays text.
 """
@@ -38,8 +38,13 @@ def _part_reasoning(part: dict) -> str | None:
 
 
 def joined(*texts: str | None) -> str | None:
-    """The non-empty texts, each once, in order, joined by a blank line; None when there are none."""
-    return "\n\n".join(dict.fromkeys(t for t in texts if isinstance(t, str) and t.strip())) or None
+    """The non-empty texts, each once (whatever whitespace surrounds it), in order, joined by a blank line; None when
+    there are none."""
+    once: dict[str, str] = {}
+    for t in texts:
+        if isinstance(t, str) and t.strip():
+            once.setdefault(t.strip(), t)
+    return "\n\n".join(once.values()) or None
 
 
 def field_reasoning(message: dict) -> str | None:
@@ -66,10 +71,10 @@ def assistant_turn(message: dict, content: Any = None) -> tuple[str | None, str 
     out), and its reasoning from its fields, its reasoning parts and that span. `content` defaults to the message's."""
     content = message.get("content") if content is None else content
     if isinstance(content, list):
-        text = "".join(
-            p.get("text", "") if isinstance(p, dict) else str(p) for p in content if not is_reasoning_part(p)
+        text, span = split_text(
+            "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content if not is_reasoning_part(p))
         )
-        in_content = joined(*(_part_reasoning(p) for p in content if is_reasoning_part(p)))
+        in_content = joined(*(_part_reasoning(p) for p in content if is_reasoning_part(p)), span)
     else:
         text, in_content = split_text(content if isinstance(content, str) else None)
     return text, joined(field_reasoning(message), in_content)
