@@ -15,7 +15,8 @@ assistant turn (its text and the call as the model returned it, from `tool_call_
 actions without it become a call named after the action with its `args`), answered by the observation
 caused by it. `finish` is the call the model made (a terminal call, unanswered) when it was a tool call, else the
 final assistant message; bookkeeping events (recall, state changes)
-are left out, and an error observation that answers no call becomes a user message, as the agent saw it.
+are left out, and an error observation that answers no call (or a V1 observation of a call the history does not
+hold) becomes a user message, as the agent saw it.
 The task is `instance_id`; the grade comes from a SWE-bench report beside the file, else from the output's
 own `test_result` (`test_result_grade`), else the run is ungraded."""
 
@@ -100,7 +101,7 @@ def _model_call(event: dict) -> tuple[str | None, dict | None]:
     )
 
 
-def _v1_text(part) -> str | None:
+def v1_text(part) -> str | None:
     """A V1 observation or message as text: its content parts, else its output or message."""
     if not isinstance(part, dict):
         return _common.text(part)
@@ -113,20 +114,22 @@ def _v1_text(part) -> str | None:
 def v1_conversation(history: list) -> list[dict]:
     out: list[dict] = []
     response = None  # the model response the last assistant turn came from
+    called = set()  # the calls made so far: an observation of a call not in the history is what the agent saw
     for i, e in enumerate(history):
         kind = e.get("kind") if isinstance(e, dict) else None
         if kind == "SystemPromptEvent":
-            out.append({"role": "system", "content": _v1_text({"content": e.get("system_prompt")}) or ""})
+            out.append({"role": "system", "content": v1_text({"content": e.get("system_prompt")}) or ""})
         elif kind == "MessageEvent":
             message = e.get("llm_message") or {}
             role = "user" if e.get("source") == "user" else "assistant"
-            out.append({"role": role, "content": _v1_text(message) or ""})
+            out.append({"role": role, "content": v1_text(message) or ""})
         elif kind == "ActionEvent":
             call = e.get("tool_call") or {}
             call_id, name = call.get("id") or e.get("tool_call_id"), call.get("name") or e.get("tool_name")
             if not call_id or not name:
                 raise _common.Malformed(f"history event {i} (an ActionEvent) names no tool call")
             made = _common.call(call_id, name, call.get("arguments"))
+            called.add(call_id)
             if response is not None and e.get("llm_response_id") == response and out[-1].get("tool_calls"):
                 out[-1]["tool_calls"].append(made)  # another call of the same model response
             else:
@@ -138,11 +141,11 @@ def v1_conversation(history: list) -> list[dict]:
             continue
         elif kind in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation"):
             content = (
-                _v1_text(e.get("observation"))
+                v1_text(e.get("observation"))
                 if kind == "ObservationEvent"
                 else e.get("error") or e.get("rejection_reason")
             )
-            if e.get("tool_call_id"):
+            if e.get("tool_call_id") in called:
                 out.append({"role": "tool", "tool_call_id": e["tool_call_id"], "content": content or ""})
             elif content:
                 out.append({"role": "user", "content": content})

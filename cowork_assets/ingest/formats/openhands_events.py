@@ -1,0 +1,98 @@
+"""OpenHands V1 (software-agent-sdk) events written one per line: a conversation's event log as JSON Lines, each line
+a typed event (`kind`: `SystemPromptEvent`, `MessageEvent`, `ActionEvent`, `ObservationEvent`, `AgentErrorEvent`,
+`Condensation`, `ConversationStateUpdateEvent`, ...). The file is one run.
+
+Events become messages as in an evaluation output's V1 history (`openhands.v1_conversation`): the system prompt, the
+user's and agent's messages, each action a call (the actions of one model response one assistant turn, its `thought`
+the text, its reasoning from the one reasoning home), each observation the result of the call its `tool_call_id`
+names; an observation of a call the file does not hold is what the agent saw, a user message. State updates are not
+messages; the model is the one they report (`stats`), else `unknown`.
+
+**Condensation**: a `Condensation` event replaces the events it forgets with its summary: the model goes on in a new
+context. Each context is its own trajectory (`<run>`, `<run>#2`, ...): the new one opens with the system prompt, the
+user's messages the condenser kept and the summary (as a user message), then the events after it; no agent turn is
+trained twice. The run is the conversation's folder when the file is its `events.jsonl`, else the file's name.
+There is no grade in the log: runs are ungraded."""
+
+from __future__ import annotations
+
+from cowork_assets.ingest import recount
+from cowork_assets.ingest.formats import _common
+from cowork_assets.ingest.formats.openhands import v1_conversation, v1_text
+
+NAME = "openhands_events"
+PRIORITY = 25
+RECORDS = recount.ONE
+CONVERSATION = frozenset({"SystemPromptEvent", "MessageEvent", "ActionEvent", "ObservationEvent"})
+
+
+def detect(sample) -> bool:
+    first = sample.first_objects()
+    return (
+        bool(first)
+        and all(isinstance(e.get("kind"), str) and "id" in e for e in first)
+        and any(e["kind"] in CONVERSATION for e in first)
+    )
+
+
+def contexts(events: list[dict], notes) -> list[list[dict]]:
+    """The events of each context the model had: a `Condensation` starts a new one."""
+    out, current = [], []
+    for e in events:
+        if e.get("kind") != "Condensation":
+            current.append(e)
+            continue
+        out.append(current)
+        forgotten = set(e.get("forgotten_event_ids") or [])
+        kept = [
+            k
+            for k in current
+            if k.get("id") not in forgotten
+            and (k.get("kind") == "SystemPromptEvent" or k.get("kind") == "MessageEvent" and k.get("source") == "user")
+        ]
+        summary = e.get("summary")
+        current = kept + ([_user(f"{e.get('id')}-summary", summary)] if summary else [])
+        notes["openhands_condensations_split_into_contexts"] += 1
+    return [*out, current]
+
+
+def _user(event_id: str, text: str) -> dict:
+    return {"id": event_id, "kind": "MessageEvent", "source": "user", "llm_message": {"role": "user", "content": text}}
+
+
+def model_of(events: list[dict]) -> str:
+    for e in events:
+        value = e.get("value") if e.get("kind") == "ConversationStateUpdateEvent" and e.get("key") == "stats" else None
+        metrics = (value or {}).get("usage_to_metrics") or {} if isinstance(value, dict) else {}
+        if name := (metrics.get("default") or next(iter(metrics.values()), {}) or {}).get("model_name"):
+            return str(name)
+    return "unknown"
+
+
+def convert(events: list[dict], sample, batch) -> list[dict]:
+    runs = [
+        m
+        for m in (v1_conversation(c) for c in contexts(events, batch.notes))
+        if any(x["role"] == "assistant" for x in m)
+    ]
+    if not runs:
+        raise _common.Malformed("the event log holds no action or message of the agent")
+    run = sample.path.parent.name if sample.path.stem == "events" else sample.path.name.split(".")[0]
+    users = (e for e in events if e.get("kind") == "MessageEvent" and e.get("source") == "user")
+    request = next((t for e in users if (t := v1_text(e.get("llm_message")))), "")  # not an observation's text
+    task = {"task_id": _common.task_id_of("openhands", request), "category": "openhands", "request": request}
+    return [
+        _common.trajectory(
+            batch.unique_id(run if i == 1 else f"{run}#{i}", sample),
+            task | {"tools": _common.called_tools(messages)},
+            model_of(events),
+            messages,
+        )
+        for i, messages in enumerate(runs, 1)
+    ]
+
+
+def records(sample, batch):
+    yield from _common.session_records(
+        sample, "bad_openhands_events_record", lambda lines: convert(lines, sample, batch)
+    )
