@@ -219,6 +219,17 @@ def openhands(path: Path, folder: Path) -> dict:
     return _summary(len(runs), len(runs), calls, answered, requests[0], grades)
 
 
+# --- OpenHands V1 events, one a line (the software-agent-sdk's typed events): the file is a run; each ActionEvent
+# is a call, answered by an ObservationEvent with its tool_call_id; the request is the user's first MessageEvent.
+def openhands_events(path: Path, folder: Path) -> dict:
+    events = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    calls = [e["tool_call_id"] for e in events if e["kind"] == "ActionEvent"]
+    results = {e.get("tool_call_id") for e in events if e["kind"] == "ObservationEvent"}
+    users = [e for e in events if e["kind"] == "MessageEvent" and e.get("source") == "user"]
+    request = _text(users[0]["llm_message"].get("content")) if users else ""
+    return _summary(1, 1, len(calls), sum(c in results for c in calls), request, ["ungraded"])
+
+
 # --- Inspect AI: a JSON log {eval, samples} or a .eval zip (header.json, samples/*.json); a sample's assistant
 # tool_calls are its calls, tool messages their results; a scorer's value C/I (or 1/0) its grade.
 def inspect_ai(path: Path, folder: Path) -> dict:
@@ -359,14 +370,73 @@ def llamafactory(path: Path, folder: Path) -> dict:
     return _summary(len(runs), len(runs), calls, answered, first, ["ungraded"] * len(runs))
 
 
+# --- aider: `.aider.chat.history.md`, sessions after `# aider chat started at`; the user's input `#### ` lines, aider's
+# own output `> ` lines ending in two spaces, the model's reply the text in between (aider/io.py). A session is a run
+# when the model replied; a reply that edits files (a SEARCH/REPLACE block or a diff) or whose shell commands aider
+# offered to run ("Run shell command?") is the run's call, answered when aider's output follows it.
+def aider(path: Path, folder: Path) -> dict:
+    sessions = re.split(r"(?m)^# aider chat started at .*\n", path.read_text())[1:]
+    runs = calls = answered = 0
+    requests = []
+    for session in sessions:
+        lines, kinds, fenced, until = session.split("\n"), [], False, -1
+        for i, line in enumerate(lines):
+            previous = kinds[-1] if kinds else None
+            if i <= until:
+                kind = "aider"
+            elif previous == "reply" and fenced:
+                kind, fenced = "reply", not line.lstrip().startswith("```")
+            elif line.startswith("#### "):
+                kind = "user"
+            elif line.startswith(">") and (until := _aider_until(lines, i)) >= i:
+                kind = "aider"
+            else:
+                kind, fenced = "reply", line.lstrip().startswith("```")
+            kinds.append(kind)
+        turns = []  # (kind, text) of consecutive lines of a kind
+        for kind, line in zip(kinds, lines, strict=True):
+            if turns and turns[-1][0] == kind:
+                turns[-1][1].append(line)
+            else:
+                turns.append((kind, [line]))
+        turns = [(k, "\n".join(ls)) for k, ls in turns if "".join(ls).strip()]
+        turns = [t for i, t in enumerate(turns) if not (t[0] == "aider" and i and turns[i - 1][0] == "aider")]
+        replies = [i for i, (kind, _) in enumerate(turns) if kind == "reply"]
+        if not replies:
+            continue
+        runs += 1
+        for i in replies:
+            after = turns[i + 1][1] if i + 1 < len(turns) and turns[i + 1][0] == "aider" else ""
+            if re.search(r"(?m)^(<{5,9} SEARCH|--- \S|\+\+\+ \S|@@ )", turns[i][1]) or (
+                "Run shell command" in after and "```" in turns[i][1]
+            ):
+                calls, answered = calls + 1, answered + bool(after)
+        asks = [t.replace("#### ", "").strip() for kind, t in turns if kind == "user"]
+        asks = [re.sub(r"^/(ask|code|architect|context) ", "", a) for a in asks]
+        requests.append(next((a for a in asks if a and not a.startswith(("/", "!", "<blank>"))), ""))
+    return _summary(1, runs, calls, answered, requests[0] if requests else "", ["ungraded"] * runs)
+
+
+def _aider_until(lines: list[str], i: int) -> int:
+    """The last line of aider's message a `>` line starts (its line ending in two spaces), or -1: a quote."""
+    for j in range(i, len(lines)):
+        if j > i and lines[j].startswith(("#### ", "> ")):
+            return -1
+        if lines[j].endswith("  ") or lines[j] == ">":
+            return j
+    return -1
+
+
 READERS = {
     f.__name__: f
     for f in (
+        aider,
         claude_code,
         codex,
         mini_swe_agent,
         swe_agent,
         openhands,
+        openhands_events,
         inspect_ai,
         atif,
         tau2,
@@ -376,11 +446,13 @@ READERS = {
     )
 }
 RUN_FILES = {
+    "aider": (".aider.chat.history.md",),
     "claude_code": ("*.jsonl",),
     "codex": ("*.jsonl", "*.json"),
     "mini_swe_agent": ("*.json",),
     "swe_agent": ("*.traj",),
     "openhands": ("*.jsonl", "*.json"),
+    "openhands_events": ("*.jsonl",),
     "inspect_ai": ("*.json", "*.eval"),
     "atif": ("*.trajectory.json",),
     "tau2": ("*.json",),
