@@ -1,6 +1,6 @@
-"""docs/tables.md and docs/settings.md, generated from the table registry and the settings model, so the
-reference never drifts from the code: `.venv/bin/python -m cowork_cli.docs` rewrites them, and a test fails
-while they differ from what it would write."""
+"""docs/tables.md and docs/settings.md, generated from the table registry and the settings model, and the input
+formats of docs/ingest.md, generated from the format modules, so the reference never drifts from the code:
+`.venv/bin/python -m cowork_cli.docs` rewrites them, and a test fails while they differ from what it would write."""
 
 from __future__ import annotations
 
@@ -84,8 +84,61 @@ def settings_md() -> str:
     return "\n".join(lines) + "\n"
 
 
+FORMATS_START, FORMATS_END = "<!-- formats: generated from cowork_assets/ingest/formats/ -->", "<!-- end of formats -->"
+
+
+def _records(rule) -> str:
+    """A format's `RECORDS` rule (ingest/recount.py) in words."""
+    from cowork_assets.ingest import recount
+
+    if isinstance(rule, dict):
+        return "; ".join(f"{kind}: {_records(r)}" for kind, r in rule.items())
+    if rule.startswith(recount.ITEMS):
+        key = rule.removeprefix(recount.ITEMS)
+        return f"an element of `{key}`" if key else "an element of the list"
+    return {recount.LINES: "a line", recount.ONE: "the file", recount.NONE: "none (auxiliary)"}[rule]
+
+
+def formats_md() -> str:
+    """The input formats as each module's docstring says it reads them: a summary table, then each in full."""
+    from cowork_assets.ingest.formats import registry
+
+    formats = registry().values()
+    rows = []
+    for m in formats:
+        summary, *_ = (m.__doc__ or "").strip().split("\n\n")
+        ending = sorted(getattr(m, "TERMINAL_TOOLS", ())) + [
+            f"`{c}` command" for c in getattr(m, "TERMINAL_COMMANDS", ())
+        ]
+        coding = "yes" if getattr(m, "CODING_CATEGORIES", ()) else ""
+        rows.append(
+            f"| [`{m.NAME}`](#{m.NAME}) | {cell(summary)} | {_records(m.RECORDS)} | {coding} | {', '.join(ending)} |"
+        )
+    lines = [
+        FORMATS_START,
+        GENERATED.replace("code", "format modules' docstrings"),
+        "",
+        "In detection order. *A record* is what `records_accounted_for` counts (`RECORDS`); *coding* runs take the",
+        "`coding` sample budget; *run-ending calls* are the harness's own calls that end a run.",
+        "",
+        "| format | reads | a record | coding | run-ending calls |",
+        "|---|---|---|---|---|",
+        *rows,
+    ]
+    for m in formats:
+        lines += ["", f"### {m.NAME}", "", (m.__doc__ or "").strip()]
+    return "\n".join([*lines, FORMATS_END])
+
+
+def ingest_md() -> str:
+    """docs/ingest.md with its formats section as `formats_md` writes it."""
+    text = (DOCS / "ingest.md").read_text()
+    before, rest = text.split(FORMATS_START, 1)
+    return before + formats_md() + rest.split(FORMATS_END, 1)[1]
+
+
 def generated() -> dict[Path, str]:
-    return {DOCS / "tables.md": tables_md(), DOCS / "settings.md": settings_md()}
+    return {DOCS / "tables.md": tables_md(), DOCS / "settings.md": settings_md(), DOCS / "ingest.md": ingest_md()}
 
 
 def main() -> int:

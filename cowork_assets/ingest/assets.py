@@ -5,7 +5,7 @@ import time
 import dagster as dg
 
 from cowork_assets.ingest.batch import BATCH_TABLES, accounted, ingest_batch
-from cowork_assets.ingest.formats import recount_batch
+from cowork_assets.ingest.formats import recount_batch, registry
 from cowork_assets.markdown import EXAMPLES, table
 from cowork_assets.orchestration.metadata import as_metadata, counts_md, md_table, written
 from cowork_assets.orchestration.partitions import batches
@@ -22,9 +22,9 @@ raw_batches = dg.AssetSpec(
     group_name="raw",
     partitions_def=batches,
     description="Raw trajectories: one folder per batch under raw_root, laid out as the tools wrote them (sub-folders "
-    "read), each file in one of the input formats (cowork JSON Lines, OpenAI chat, ATIF, tau-bench, tau2-bench, "
-    "SWE-agent, mini-swe-agent, OpenHands, Inspect AI, Claude Code, Codex; docs/ingest.md). "
-    "Registered as partitions by the `new_batch_sensor`.",
+    "read), each file in one of the input formats ("
+    + ", ".join(m.NAME for m in registry().values() if not getattr(m, "AUXILIARY", False))
+    + "; docs/ingest.md). Registered as partitions by the `new_batch_sensor`.",
     kinds={"file"},
 )
 

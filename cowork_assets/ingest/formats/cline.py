@@ -1,0 +1,121 @@
+"""Cline and Roo Code task folders (`tasks/<task id>/`): the conversation the model had is
+`api_conversation_history.json`, a JSON list of Anthropic messages (`{role, content}`; content a string or blocks:
+`text`, `image`, `thinking`, `tool_use`, `tool_result`). The other files of the folder (`ui_messages.json`,
+`task_metadata.json`, ...) are the extension's own (`cline_task`: read for the model, no records). The file is one
+run.
+
+Both extensions long used a text protocol: the assistant writes one tool use as XML in its text
+(`<read_file>\\n<path>src/a.ts</path>\\n</read_file>`), and the next user message, `[read_file for 'src/a.ts']
+Result:` and the output (then the environment details the extension appends), is its result: the tool use becomes a
+text-protocol call (its parameters its arguments) and that message its result, as mini-swe-agent's are. Releases
+with native tool calling write `tool_use` / `tool_result` blocks, read as calls and their results. The first user
+message's `<task>` is the request; `attempt_completion` ends a run. The model is the last of `task_metadata.json`'s
+`model_usage`, else `unknown`; the folder has no grade: runs are ungraded."""
+
+from __future__ import annotations
+
+import re
+
+from cowork_assets.ingest import reasoning, recount
+from cowork_assets.ingest.formats import _common
+
+NAME = "cline"
+PRIORITY = 20
+RECORDS = recount.ONE
+CODING_CATEGORIES = (NAME,)  # its runs are coding-agent runs
+TERMINAL_TOOLS = frozenset({"attempt_completion"})
+HISTORY = "api_conversation_history.json"
+# Cline's and Roo Code's tools (their system prompts): an XML element named otherwise in a reply is text, not a call.
+TOOLS = frozenset(
+    "execute_command read_file write_to_file replace_in_file apply_diff insert_content search_and_replace "
+    "search_files list_files list_code_definition_names codebase_search browser_action use_mcp_tool "
+    "access_mcp_resource ask_followup_question attempt_completion new_task plan_mode_respond act_mode_respond "
+    "load_mcp_documentation web_fetch web_search switch_mode update_todo_list fetch_instructions new_rule "
+    "report_bug condense summarize_task focus_chain run_slash_command generate_image".split()
+)
+TOOL_OPEN = re.compile(r"<(" + "|".join(sorted(TOOLS)) + r")>")
+PARAMETER = re.compile(r"<([A-Za-z_]+)>\n?(.*?)\n?</\1>", re.S)
+TASK = re.compile(r"<task>\n?(.*?)\n?</task>", re.S)
+
+
+def detect(sample) -> bool:
+    doc = sample.document
+    return (
+        sample.path.name == HISTORY and isinstance(doc, list) and all(isinstance(m, dict) and "role" in m for m in doc)
+    )
+
+
+def text_action(message: dict) -> tuple[str, dict] | None:
+    """The XML tool use of an assistant turn (the first; the extensions run one a turn)."""
+    text = message.get("content") or ""
+    opened = TOOL_OPEN.search(text)
+    if opened is None:
+        return None
+    name = opened.group(1)
+    end = text.find(f"</{name}>", opened.end())
+    body = text[opened.end() : end if end >= 0 else len(text)]
+    return name, {key: value for key, value in PARAMETER.findall(body)}
+
+
+def _blocks(content) -> list[dict]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)]
+
+
+def conversation(history: list[dict]) -> list[dict]:
+    out = []
+    for m in history:
+        blocks = _blocks(m.get("content"))
+        if m["role"] == "assistant":
+            text, found = reasoning.assistant_turn({}, [b for b in blocks if b.get("type") != "tool_use"])
+            calls = [_common.call(b["id"], b["name"], b.get("input")) for b in blocks if b.get("type") == "tool_use"]
+            out.append(
+                {"role": "assistant", "content": text, "reasoning_content": found}
+                | ({"tool_calls": calls} if calls else {})
+            )
+            continue
+        for b in blocks:
+            if b.get("type") == "tool_result":
+                out.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": b.get("tool_use_id"),
+                        "content": _common.text(_blocks(b.get("content"))) or "",
+                    }
+                )
+        texts = [b.get("text") or "" for b in blocks if b.get("type") == "text"]
+        if texts:
+            out.append({"role": "user", "content": "\n\n".join(texts)})
+    return _common.text_protocol(out, action_of=text_action)
+
+
+def model_of(sample, batch) -> str:
+    for aux in batch.auxiliary("cline_task"):
+        doc = aux.document
+        if aux.path.parent == sample.path.parent and aux.path.name == "task_metadata.json" and isinstance(doc, dict):
+            usage = [u for u in doc.get("model_usage") or [] if isinstance(u, dict) and u.get("model_id")]
+            if usage:
+                return str(usage[-1]["model_id"])
+    return "unknown"
+
+
+def convert(history: list[dict], sample, batch) -> dict:
+    messages = conversation(history)
+    first = _common.first_user_text(messages)
+    request = task.group(1).strip() if (task := TASK.search(first)) else first
+    return _common.trajectory(
+        batch.unique_id(sample.path.parent.name, sample),
+        {
+            "task_id": _common.task_id_of(NAME, request),
+            "category": NAME,
+            "request": request,
+            "tools": _common.called_tools(messages),
+        },
+        model_of(sample, batch),
+        messages,
+    )
+
+
+def records(sample, batch):
+    yield _common.record_line(1, lambda: convert(sample.document, sample, batch), sample.head, "bad_cline_record")

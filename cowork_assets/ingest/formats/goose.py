@@ -1,0 +1,145 @@
+"""Goose sessions (Block's agent): a session file of `~/.local/share/goose/sessions/` (JSON Lines: a first line of
+the session's metadata, `{working_dir, description, message_count, ...}`, then one message a line), a session
+exported as JSON (`goose session export`: `{id, working_dir, ..., conversation: [...]}`), or `goose run`'s
+`--output-format stream-json` (`{"type": "message", "message": {...}}` lines). The file is one run.
+
+A message is `{role, created, content: [...]}` (Goose's Rust `Message`): `text`; `thinking` and
+`redactedThinking` (reasoning, through the one reasoning home); `toolRequest` (`{id, toolCall: {status, value:
+{name, arguments}}}`, a call; one whose `toolCall` failed to parse is still the call the model made, its arguments
+as written); `toolResponse` (`{id, toolResult: {status, value}}`, the call's result: the text of its content, or
+its error); a `summarizationRequested` / `contextLengthExceeded` notice starts a new context (Goose summarised the
+conversation): each context is its own trajectory (`<session>`, `<session>#2`, ...). Messages the user never saw
+and the model never got (`metadata.agentVisible: false`) are left out. The model comes from the messages'
+`metadata` or the session's, else `unknown`; the session has no grade: runs are ungraded."""
+
+from __future__ import annotations
+
+import orjson
+
+from cowork_assets.ingest import reasoning, recount
+from cowork_assets.ingest.formats import _common
+
+NAME = "goose"
+PRIORITY = 20
+RECORDS = recount.ONE
+CODING_CATEGORIES = (NAME,)  # its runs are coding-agent runs
+GOOSE_PARTS = frozenset({"toolRequest", "toolResponse", "thinking", "redactedThinking", "frontendToolRequest"})
+NEW_CONTEXT = frozenset({"summarizationRequested", "contextLengthExceeded"})
+METADATA_KEYS = ("working_dir", "message_count", "schedule_id", "total_tokens")
+
+
+def _message(obj):
+    """The message a line holds (a stream-json line wraps it), or None."""
+    if isinstance(obj, dict) and obj.get("type") == "message" and isinstance(obj.get("message"), dict):
+        obj = obj["message"]
+    return obj if isinstance(obj, dict) and obj.get("role") and isinstance(obj.get("content"), list) else None
+
+
+def _goose(message) -> bool:
+    return any(isinstance(p, dict) and p.get("type") in GOOSE_PARTS | NEW_CONTEXT for p in message["content"])
+
+
+def detect(sample) -> bool:
+    if sample.is_lines:
+        first = sample.first_objects()
+        messages = [m for m in map(_message, first) if m]
+        header = bool(first) and any(k in first[0] for k in METADATA_KEYS) and "role" not in first[0]
+        return any(map(_goose, messages)) and (header or len(messages) == len(first))
+    doc = sample.document
+    listed = doc.get("conversation") if isinstance(doc, dict) else None
+    messages = [m for m in map(_message, listed if isinstance(listed, list) else []) if m]
+    return any(map(_goose, messages))
+
+
+def _result_text(result) -> str:
+    """A `toolResult` as text: its content's text (MCP content items), else its error."""
+    if not isinstance(result, dict):
+        return ""
+    value = result.get("value")
+    if isinstance(value, dict):  # newer Goose: a CallToolResult, {content, isError}
+        value = value.get("content")
+    if isinstance(value, list):
+        return "\n".join(
+            str(c.get("text") or c.get("resource", {}).get("text") or "") for c in value if isinstance(c, dict)
+        )
+    return str(result.get("error") or value or "")
+
+
+def contexts(messages: list[dict], notes) -> list[list[dict]]:
+    out: list[list[dict]] = [[]]
+    for m in messages:
+        if (m.get("metadata") or {}).get("agentVisible") is False:
+            notes["goose_messages_the_agent_never_saw"] += 1
+            continue
+        parts = [p for p in m["content"] if isinstance(p, dict)]
+        if any(p.get("type") in NEW_CONTEXT for p in parts) and out[-1]:
+            out.append([])
+            notes["goose_summaries_split_into_contexts"] += 1
+        out[-1].extend(_turn(m["role"], parts))
+    return out
+
+
+def _turn(role: str, parts: list[dict]) -> list[dict]:
+    if role == "assistant":
+        text, found = reasoning.assistant_turn({}, [p for p in parts if p.get("type") in ("text", "thinking")])
+        calls = []
+        for p in parts:
+            if p.get("type") in ("toolRequest", "frontendToolRequest"):
+                call = p.get("toolCall") or {}
+                value = call.get("value") if isinstance(call.get("value"), dict) else call
+                calls.append(_common.call(str(p["id"]), str(value.get("name")), value.get("arguments")))
+        if not (text or found or calls):
+            return []  # a notice only (a summary was asked for), no turn of the model
+        message = {"role": "assistant", "content": text or None, "reasoning_content": found}
+        return [message | ({"tool_calls": calls} if calls else {})]
+    out = [
+        {"role": "tool", "tool_call_id": str(p["id"]), "content": _result_text(p.get("toolResult"))}
+        for p in parts
+        if p.get("type") == "toolResponse"
+    ]
+    if text := _common.text([p for p in parts if p.get("type") == "text"]):
+        out.append({"role": "user", "content": text})
+    return out
+
+
+def convert(lines: list, sample, batch) -> list[dict]:
+    header = lines[0] if lines and _message(lines[0]) is None and isinstance(lines[0], dict) else {}
+    messages = [m for m in map(_message, lines) if m]
+    runs = [c for c in contexts(messages, batch.notes) if any(m["role"] == "assistant" for m in c)]
+    if not runs:
+        raise _common.Malformed("the session holds no turn of the model")
+    meta = [m.get("metadata") or {} for m in messages]
+    model = next((str(x) for m in meta for x in _models(m)), None) or next(_models(header), "unknown")
+    session = str(header.get("id") or sample.path.name.split(".")[0])
+    request = _common.first_user_text(runs[0])
+    state = {"working_dir": header["working_dir"]} if header.get("working_dir") else {}
+    task = {"task_id": _common.task_id_of(NAME, request), "category": NAME, "request": request, "initial_state": state}
+    return [
+        _common.trajectory(
+            batch.unique_id(session if i == 1 else f"{session}#{i}", sample),
+            task | {"tools": _common.called_tools(messages)},
+            model,
+            messages,
+        )
+        for i, messages in enumerate(runs, 1)
+    ]
+
+
+def _models(meta: dict):
+    """The model names a message's or session's metadata gives."""
+    inference = meta.get("inference") if isinstance(meta.get("inference"), dict) else {}
+    config = meta.get("model_config") if isinstance(meta.get("model_config"), dict) else {}
+    for found in (inference.get("resolvedModel"), inference.get("requestedModel"), config.get("model_name")):
+        if isinstance(found, str) and found:
+            yield found
+
+
+def records(sample, batch):
+    if sample.is_lines:
+        yield from _common.session_records(sample, "bad_goose_record", lambda lines: convert(lines, sample, batch))
+        return
+    doc = sample.document
+    header = {k: v for k, v in doc.items() if k != "conversation"}
+    yield from _common.record_lines(
+        1, lambda: convert([header, *doc["conversation"]], sample, batch), orjson.dumps(header), "bad_goose_record"
+    )

@@ -1,0 +1,110 @@
+"""OpenCode sessions, laid out as OpenCode stores them (`~/.local/share/opencode/storage/`): a session's info
+`session/<project>/<session id>.json` (`{id: "ses_…", projectID, directory, title, time, ...}`: the record), its
+messages `message/<session id>/<message id>.json` (`{id, sessionID, role, modelID, providerID, ...}`) and their parts
+`part/<message id>/<part id>.json` (`{id, messageID, type, ...}`), read with it (`opencode_storage`). The session is
+one run; messages and parts are taken in the order of their ids (OpenCode's ids ascend with time).
+
+A part is `text` (a turn's text; the user's `synthetic` ones are OpenCode's own notes, kept as it sent them),
+`reasoning`, `tool` (`{callID, tool, state: {status, input, output | error}}`: a call, answered by its output or
+error unless it never finished), or bookkeeping (`step-start`, `step-finish`, `snapshot`, `patch`, `agent`, `file`
+references: not messages). **Compaction**: a user message holding a `compaction` part asks for the summary the
+conversation goes on from: it starts a new context, each context its own trajectory (`<session>`,
+`<session>#2`, ...). A sub-agent's session (`parentID`) names its parent (`teacher.run_id` = `subagent-of:<parent>`).
+The model is the assistant messages' `providerID/modelID`; the session has no grade: runs are ungraded."""
+
+from __future__ import annotations
+
+from cowork_assets.ingest import reasoning, recount
+from cowork_assets.ingest.formats import _common
+
+NAME = "opencode"
+PRIORITY = 20
+RECORDS = recount.ONE
+CODING_CATEGORIES = (NAME,)  # its runs are coding-agent runs
+
+
+def is_session(doc) -> bool:
+    return isinstance(doc, dict) and str(doc.get("id", "")).startswith("ses_") and "time" in doc and "role" not in doc
+
+
+def detect(sample) -> bool:
+    return not sample.is_lines and is_session(sample.document)
+
+
+def stored(batch, kind: str, owner_key: str, owner: str) -> list[dict]:
+    """The stored messages (`kind` "message") or parts ("part") of one session or message, in id order."""
+    docs = (s.document for s in batch.auxiliary("opencode_storage"))
+    found = [d for d in docs if isinstance(d, dict) and d.get(owner_key) == owner]
+    return sorted(
+        (d for d in found if str(d.get("id", "")).startswith("msg_" if kind == "message" else "prt_")),
+        key=lambda d: d["id"],
+    )
+
+
+def _turn(info: dict, parts: list[dict]) -> list[dict]:
+    if info.get("role") == "assistant":
+        texts = [{"type": "text", "text": p.get("text") or ""} for p in parts if p.get("type") == "text"]
+        thought = [{"type": "reasoning", "text": p.get("text") or ""} for p in parts if p.get("type") == "reasoning"]
+        text, found = reasoning.assistant_turn({}, thought + texts)
+        tools = [p for p in parts if p.get("type") == "tool" and p.get("callID")]
+        calls = [_common.call(str(p["callID"]), str(p.get("tool")), (p.get("state") or {}).get("input")) for p in tools]
+        out = [
+            {"role": "assistant", "content": text or None, "reasoning_content": found}
+            | ({"tool_calls": calls} if calls else {})
+        ]
+        for p in tools:
+            state = p.get("state") or {}
+            if state.get("status") in ("completed", "error"):
+                result = state.get("output") if state.get("status") == "completed" else state.get("error")
+                out.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": str(p["callID"]),
+                        "content": _common.text(result) or str(result or ""),
+                    }
+                )
+        return out
+    text = "\n\n".join(p.get("text") or "" for p in parts if p.get("type") == "text" and not p.get("ignored"))
+    return [{"role": "user", "content": text}] if text else []
+
+
+def contexts(batch, session: str, notes) -> tuple[list[list[dict]], str | None]:
+    """(each context's messages, the model)."""
+    out: list[list[dict]] = [[]]
+    model = None
+    for info in stored(batch, "message", "sessionID", session):
+        parts = stored(batch, "part", "messageID", info["id"])
+        if info.get("role") == "user" and any(p.get("type") == "compaction" for p in parts) and out[-1]:
+            out.append([])
+            notes["opencode_compactions_split_into_contexts"] += 1
+        if info.get("role") == "assistant" and info.get("modelID") and model is None:
+            model = "/".join(str(x) for x in (info.get("providerID"), info["modelID"]) if x)
+        out[-1].extend(_turn(info, parts))
+    return out, model
+
+
+def convert(doc: dict, sample, batch) -> list[dict]:
+    found, model = contexts(batch, doc["id"], batch.notes)
+    runs = [c for c in found if any(m["role"] == "assistant" for m in c)]
+    if not runs:
+        raise _common.Malformed("no message of the session's model is stored beside it (message/ and part/ folders)")
+    request = _common.first_user_text(runs[0])
+    state = {"directory": doc["directory"]} if doc.get("directory") else {}
+    task = {"task_id": _common.task_id_of(NAME, request), "category": NAME, "request": request, "initial_state": state}
+    parent = doc.get("parentID")
+    return [
+        _common.trajectory(
+            batch.unique_id(doc["id"] if i == 1 else f"{doc['id']}#{i}", sample),
+            task | {"tools": _common.called_tools(messages)},
+            model or "unknown",
+            messages,
+            run_id=f"subagent-of:{parent}" if parent else None,
+        )
+        for i, messages in enumerate(runs, 1)
+    ]
+
+
+def records(sample, batch):
+    yield from _common.record_lines(
+        1, lambda: convert(sample.document, sample, batch), sample.head, "bad_opencode_record"
+    )

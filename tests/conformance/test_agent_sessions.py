@@ -1,0 +1,519 @@
+"""The readers of the agent CLIs and extensions people keep sessions of — aider, Gemini CLI, Goose, Cline / Roo
+Code, OpenCode, OpenHands V1 event logs — on shapes built here from each tool's own schema (its recording code):
+the layouts and cases the conformance corpus has no real file of (rewinds, compressions, sub-agents, cancelled calls,
+a quote in a reply, a tool use nested in a file's content)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from cowork_assets.ingest.batch import ingest_batch
+from cowork_assets.ingest.formats import recount_batch, scan_batch
+from tests.conformance.test_tool_versions import _batch, _calls, _lines, _runs
+
+
+def _roles(run: dict) -> list[str]:
+    return [m["role"] for m in run["messages"]]
+
+
+def _ingested(tmp_path: Path, raw: Path):
+    report = ingest_batch(raw, "b", str(tmp_path / "data"))
+    assert report.raw_records == recount_batch(raw, "b") == report.parsed + report.quarantined
+    return report
+
+
+# --- aider
+
+# aider ends each line of its own ("> ") and of the user's ("#### ") with two spaces: written ⏎ here.
+AIDER = """-*- mode: fundamental -*-
+
+# aider chat started at 2025-03-01 10:00:00
+
+> /usr/bin/aider --model deepseek/deepseek-reasoner⏎
+> Aider v0.75.1⏎
+> Main model: deepseek/deepseek-reasoner with diff edit format⏎
+> Git repo: .git with 12 files⏎
+
+#### /add app.py⏎
+> Added app.py to the chat⏎
+
+#### fix the off-by-one⏎
+####   in the loop⏎
+
+<thinking-content-7bbeb8e1441453ad999a0bbba8a46d4b>
+The range stops early.
+</thinking-content-7bbeb8e1441453ad999a0bbba8a46d4b>
+
+> Note: this is a quote in the reply, not aider's output.
+
+app.py
+```python
+<<<<<<< SEARCH
+#### a comment that is not the user's
+for i in range(n - 1):
+=======
+#### a comment that is not the user's
+for i in range(n):
+>>>>>>> REPLACE
+```
+
+> Tokens: 1.2k sent, 40 received.
+Cost: $0.01 message, $0.01 session.⏎
+> Applied edit to app.py⏎
+> Commit a1b2c3d fix: loop bound⏎
+
+#### /ask why did it fail?⏎
+
+Because the range stopped one short.
+
+> Tokens: 1.3k sent, 10 received.⏎
+
+#### /run pytest⏎
+> Add 0.1k tokens of command output to the chat? (Y)es/(N)o [Yes]: y⏎
+> Added 3 lines of output to the chat.⏎
+
+#### run the tests⏎
+
+```bash
+pytest -q
+```
+
+> Run shell command? (Y)es/(N)o [Yes]: y⏎
+> Running pytest -q⏎
+
+# aider chat started at 2025-03-01 11:00:00
+
+> Aider v0.75.1⏎
+
+#### /exit⏎
+""".replace("⏎", "  ")
+
+
+def test_aider_sessions_turns_and_text_protocol_actions(tmp_path):
+    raw = _batch(tmp_path, {".aider.chat.history.md": AIDER.encode()})
+    (run,), bad, notes = _runs(raw)
+    assert bad == [] and run["trajectory_id"] == ".aider.chat.history@2025-03-01 10:00:00"
+    assert (run["teacher"]["model"], run["task"]["category"]) == ("deepseek/deepseek-reasoner", "aider")
+    assert run["task"]["request"] == "fix the off-by-one\n  in the loop"
+    assert run["task"]["initial_state"] == {"repository": {"git_repo": ".git with 12 files"}}
+    assert _roles(run) == ["user", "assistant", "tool", "user", "assistant", "user", "assistant", "tool"]
+    edit, _, ask, answer, _, shell, ran = run["messages"][1:]
+    assert edit["reasoning_content"] == "The range stops early."
+    assert edit["content"].startswith("> Note: this is a quote in the reply")
+    assert "#### a comment that is not the user's" in edit["content"]  # inside the fence: the reply's
+    assert orjson.loads(edit["tool_calls"][0]["function"]["arguments"]) == {"files": ["app.py"]}
+    assert run["messages"][2]["content"].splitlines()[-2:] == [
+        "Applied edit to app.py",
+        "Commit a1b2c3d fix: loop bound",
+    ]
+    assert (ask["content"], answer.get("tool_calls")) == ("why did it fail?", None)
+    assert _calls([shell]) == ["bash"] and orjson.loads(shell["tool_calls"][0]["function"]["arguments"]) == {
+        "command": "pytest -q"
+    }
+    assert ran["content"] == "Run shell command? (Y)es/(N)o [Yes]: y\nRunning pytest -q"
+    assert dict(notes) == {
+        "aider_text_before_the_first_session_not_read": 1,
+        "aider_commands_not_messages": 3,  # /add, /run, /exit
+        "aider_sessions_without_a_reply_left_out": 1,
+    }
+    assert recount_batch(raw, "b") == 1
+
+
+def test_an_aider_history_with_no_reply_is_quarantined_whole(tmp_path):
+    raw = _batch(
+        tmp_path, {".aider.chat.history.md": b"\n# aider chat started at 2025-01-01 00:00:00\n\n#### /exit  \n"}
+    )
+    runs, bad, _ = _runs(raw)
+    assert runs == [] and bad == ["bad_aider_record: the chat history holds no session with a reply from the model"]
+
+
+# --- Gemini CLI
+
+CALL = {
+    "id": "read_file-1",
+    "name": "read_file",
+    "args": {"absolute_path": "/w/a.py"},
+    "result": [{"functionResponse": {"id": "read_file-1", "name": "read_file", "response": {"output": "print(1)"}}}],
+    "status": "success",
+    "timestamp": "2026-01-01T00:00:02Z",
+}
+
+
+def _gemini(mid: str, text: str, **extra) -> dict:
+    return {
+        "id": mid,
+        "timestamp": "2026-01-01T00:00:01Z",
+        "type": "gemini",
+        "content": text,
+        "model": "gemini-2.5-pro",
+    } | extra
+
+
+def _user(mid: str, text) -> dict:
+    return {"id": mid, "timestamp": "2026-01-01T00:00:00Z", "type": "user", "content": text}
+
+
+def test_a_gemini_cli_session_document_pairs_calls_with_their_responses(tmp_path):
+    many = {
+        **CALL,
+        "id": "read_many_files-2",
+        "name": "read_many_files",
+        "result": [
+            {"functionResponse": {"id": "read_many_files-2", "name": "read_many_files", "response": {"output": "ok"}}},
+            {"text": "--- b.py ---\nB"},
+        ],
+    }
+    cancelled = {**CALL, "id": "shell-3", "name": "run_shell_command", "result": None, "status": "cancelled"}
+    thoughts = [{"subject": "Reading", "description": "the file first", "timestamp": "t"}]
+    doc = {
+        "sessionId": "s-1",
+        "projectHash": "abc",
+        "startTime": "2026-01-01T00:00:00Z",
+        "lastUpdated": "2026-01-01T00:01:00Z",
+        "messages": [
+            _user("u1", "explain a.py"),
+            {"id": "i1", "type": "info", "content": "Loaded cached credentials."},
+            _gemini("g1", "", toolCalls=[CALL, many, cancelled], thoughts=thoughts),
+            _gemini("g2", "It prints 1."),
+        ],
+    }
+    raw = _batch(tmp_path, {"chats/session-2026-01-01T00-00-s1.json": orjson.dumps(doc)})
+    (run,), bad, notes = _runs(raw)
+    assert bad == [] and (run["trajectory_id"], run["teacher"]["model"]) == ("s-1", "gemini-2.5-pro")
+    assert _roles(run) == ["user", "assistant", "tool", "tool", "assistant"]
+    turn = run["messages"][1]
+    assert _calls([turn]) == ["read_file", "read_many_files", "run_shell_command"]
+    assert turn["reasoning_content"] == "Reading\nthe file first"
+    assert [m["content"] for m in run["messages"][2:4]] == ["print(1)", "ok\n--- b.py ---\nB"]
+    assert notes == {"gemini_cli_messages_of_the_cli_not_conversation": 1, "gemini_cli_calls_without_a_result": 1}
+
+
+def test_gemini_cli_jsonl_sessions_keep_the_last_write_rewinds_and_compressions(tmp_path):
+    header = {"sessionId": "s-2", "projectHash": "abc", "startTime": "2026-01-01T00:00:00Z", "kind": "main"}
+    summary = _user("sum", [{"text": "<state_snapshot>asked to explain a.py</state_snapshot>"}])
+    lines = [
+        header,
+        _user("u1", [{"text": "explain a.py"}]),
+        _gemini("g1", ""),
+        _gemini("g1", [{"text": "Reading it.", "thought": False}], toolCalls=[CALL]),  # written again as it grew
+        _user("u2", "wrong turn"),
+        _gemini("g2", "abandoned"),
+        {"$rewindTo": "u2"},
+        {"$set": {"lastUpdated": "2026-01-01T00:02:00Z"}},
+        {"$set": {"messages": [summary, _gemini("g3", "Ok.")]}},  # compressed: the model goes on from these
+        _user("u3", "now b.py"),
+        _gemini("g4", "b.py prints 2."),
+    ]
+    sub = [{"sessionId": "sub-1", "projectHash": "abc", "kind": "subagent"}, _user("x", "look"), _gemini("y", "seen")]
+    raw = _batch(
+        tmp_path,
+        {"chats/session-2026-01-01T00-00-s2.jsonl": _lines(*lines), "chats/s-2/sub-1.jsonl": _lines(*sub)},
+    )
+    runs, bad, notes = _runs(raw)
+    assert bad == [] and [r["trajectory_id"] for r in runs] == ["sub-1", "s-2", "s-2#2"]
+    assert runs[0]["teacher"]["run_id"] == "subagent-of:s-2"
+    first, second = runs[1], runs[2]
+    assert _roles(first) == ["user", "assistant", "tool"] and first["messages"][1]["content"] == "Reading it."
+    assert "abandoned" not in orjson.dumps(first).decode()
+    assert [m["content"] for m in second["messages"]] == [
+        "<state_snapshot>asked to explain a.py</state_snapshot>",
+        "Ok.",
+        "now b.py",
+        "b.py prints 2.",
+    ]
+    assert {r["task"]["request"] for r in runs[1:]} == {"explain a.py"}
+    assert notes["gemini_cli_compressions_split_into_contexts"] == 1 and recount_batch(raw, "b") == 2
+
+
+def test_a_gemini_cli_checkpoint_is_the_api_conversation_it_saved(tmp_path):
+    call = {"functionCall": {"id": "c1", "name": "list_directory", "args": {"path": "."}}}
+    answer = {"functionResponse": {"id": "c1", "name": "list_directory", "response": {"output": "a.py"}}}
+    saved = [
+        {"role": "user", "parts": [{"text": "what is here?"}]},
+        {"role": "model", "parts": [{"text": "Listing first.", "thought": True}, call]},
+        {"role": "user", "parts": [answer]},
+        {"role": "model", "parts": [{"text": "a.py"}]},
+    ]
+    raw = _batch(tmp_path, {"checkpoint-before-refactor.json": orjson.dumps(saved)})
+    (run,), bad, _ = _runs(raw)
+    assert bad == [] and run["trajectory_id"] == "checkpoint-before-refactor"
+    assert _roles(run) == ["user", "assistant", "tool", "assistant"]
+    assert (run["messages"][1]["reasoning_content"], run["messages"][2]["content"]) == ("Listing first.", "a.py")
+
+
+# --- Goose
+
+
+def _goose(role: str, *content: dict, **extra) -> dict:
+    return {"role": role, "created": 1, "content": list(content)} | extra
+
+
+REQUEST = {
+    "type": "toolRequest",
+    "id": "t1",
+    "toolCall": {"status": "success", "value": {"name": "developer__shell", "arguments": {"command": "ls"}}},
+}
+RESPONSE = {
+    "type": "toolResponse",
+    "id": "t1",
+    "toolResult": {"status": "success", "value": [{"type": "text", "text": "a.py"}]},
+}
+
+
+def test_a_goose_session_file_its_summary_and_its_export(tmp_path):
+    session = [
+        {"working_dir": "/w", "description": "list files", "message_count": 6},
+        _goose("user", {"type": "text", "text": "what is here?"}),
+        _goose("assistant", {"type": "thinking", "thinking": "list it", "signature": "s"}, REQUEST),
+        _goose("user", RESPONSE),
+        _goose("assistant", {"type": "text", "text": "a.py"}, metadata={"inference": {"resolvedModel": "gpt-4.1"}}),
+        _goose("user", {"type": "text", "text": "hidden note"}, metadata={"agentVisible": False}),
+        _goose("assistant", {"type": "summarizationRequested", "msg": "summarised"}),
+        _goose("user", {"type": "text", "text": "go on"}),
+        _goose("assistant", {"type": "text", "text": "done"}),
+    ]
+    export = {"id": "20260101_2", "working_dir": "/w", "conversation": session[1:5]}
+    stream = [{"type": "message", "message": m} for m in session[1:5]]
+    raw = _batch(
+        tmp_path,
+        {
+            "sessions/20260101_1.jsonl": _lines(*session),
+            "export.json": orjson.dumps(export),
+            "run.jsonl": _lines(*stream),
+        },
+    )
+    runs, bad, notes = _runs(raw)
+    assert bad == [] and [r["trajectory_id"] for r in runs] == ["20260101_2", "run", "20260101_1", "20260101_1#2"]
+    first = runs[2]
+    assert _roles(first) == ["user", "assistant", "tool", "assistant"] and first["teacher"]["model"] == "gpt-4.1"
+    assert (first["messages"][1]["reasoning_content"], first["messages"][2]["content"]) == ("list it", "a.py")
+    assert _calls(first["messages"]) == ["developer__shell"] and first["task"]["initial_state"] == {"working_dir": "/w"}
+    assert [m["content"] for m in runs[3]["messages"]] == ["go on", "done"]
+    assert notes == {"goose_messages_the_agent_never_saw": 1, "goose_summaries_split_into_contexts": 1}
+    assert recount_batch(raw, "b") == 3
+
+
+# --- Cline / Roo Code
+
+
+def test_a_cline_task_folder_reads_xml_tool_uses_as_text_protocol_calls(tmp_path):
+    history = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "<task>\nadd a test\n</task>"},
+                {"type": "text", "text": "<environment_details>x</environment_details>"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "<thinking>look</thinking>\n<read_file>\n<path>a.py</path>\n</read_file>"}
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "[read_file for 'a.py'] Result:"},
+                {"type": "text", "text": "print(1)"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": "<write_to_file>\n<path>t.py</path>\n<content>\n<read_file><path>not-a-call</path></read_file>\n"
+            "</content>\n</write_to_file>",
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "[write_to_file for 't.py'] Result:"},
+                {"type": "text", "text": "saved"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "attempt_completion", "input": {"result": "added"}}
+            ],
+        },
+    ]
+    metadata = {"model_usage": [{"ts": 1, "model_id": "claude-sonnet-4-5", "model_provider_id": "anthropic"}]}
+    raw = _batch(
+        tmp_path,
+        {
+            "tasks/1759400100000/api_conversation_history.json": orjson.dumps(history),
+            "tasks/1759400100000/ui_messages.json": b"[]",
+            "tasks/1759400100000/task_metadata.json": orjson.dumps(metadata),
+        },
+    )
+    sources = scan_batch(raw, "b")
+    assert sources.skipped == [] and [s.rel for s in sources.files] == [
+        "b/tasks/1759400100000/api_conversation_history.json"
+    ]
+    (run,), bad, _ = _runs(raw)
+    assert bad == [] and (run["trajectory_id"], run["teacher"]["model"]) == ("1759400100000", "claude-sonnet-4-5")
+    assert run["task"]["request"] == "add a test"
+    assert _roles(run) == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert _calls(run["messages"]) == ["read_file", "write_to_file", "attempt_completion"]
+    written = orjson.loads(run["messages"][3]["tool_calls"][0]["function"]["arguments"])
+    assert written == {"path": "t.py", "content": "<read_file><path>not-a-call</path></read_file>"}
+    assert run["messages"][2]["content"] == "[read_file for 'a.py'] Result:\n\nprint(1)"
+
+
+# --- OpenCode
+
+
+def _oc(kind: str, ident: str, **fields) -> bytes:
+    return orjson.dumps({"id": ident, **fields})
+
+
+def test_an_opencode_storage_folder_is_one_run_a_session_with_its_compactions(tmp_path):
+    s = "ses_001"
+    files = {
+        f"storage/session/proj/{s}.json": _oc(
+            "session", s, projectID="proj", directory="/w", title="t", time={"created": 1}
+        ),
+        f"storage/message/{s}/msg_001.json": _oc("m", "msg_001", sessionID=s, role="user", time={"created": 1}),
+        "storage/part/msg_001/prt_001.json": _oc(
+            "p", "prt_001", messageID="msg_001", sessionID=s, type="text", text="fix b.py"
+        ),
+        f"storage/message/{s}/msg_002.json": _oc(
+            "m", "msg_002", sessionID=s, role="assistant", modelID="glm-4.6", providerID="zai"
+        ),
+        "storage/part/msg_002/prt_002.json": _oc("p", "prt_002", messageID="msg_002", type="step-start"),
+        "storage/part/msg_002/prt_003.json": _oc("p", "prt_003", messageID="msg_002", type="reasoning", text="read it"),
+        "storage/part/msg_002/prt_004.json": _oc(
+            "p",
+            "prt_004",
+            messageID="msg_002",
+            type="tool",
+            callID="c1",
+            tool="read",
+            state={"status": "completed", "input": {"filePath": "b.py"}, "output": "B"},
+        ),
+        "storage/part/msg_002/prt_005.json": _oc(
+            "p",
+            "prt_005",
+            messageID="msg_002",
+            type="tool",
+            callID="c2",
+            tool="bash",
+            state={"status": "running", "input": {"command": "x"}},
+        ),
+        f"storage/message/{s}/msg_003.json": _oc("m", "msg_003", sessionID=s, role="user"),
+        "storage/part/msg_003/prt_006.json": _oc("p", "prt_006", messageID="msg_003", type="compaction"),
+        "storage/part/msg_003/prt_007.json": _oc("p", "prt_007", messageID="msg_003", type="text", text="summarise"),
+        f"storage/message/{s}/msg_004.json": _oc(
+            "m", "msg_004", sessionID=s, role="assistant", modelID="glm-4.6", providerID="zai"
+        ),
+        "storage/part/msg_004/prt_008.json": _oc(
+            "p", "prt_008", messageID="msg_004", type="text", text="Summary: b.py read."
+        ),
+    }
+    raw = _batch(tmp_path, files)
+    runs, bad, notes = _runs(raw)
+    assert bad == [] and [r["trajectory_id"] for r in runs] == ["ses_001", "ses_001#2"]
+    first, second = runs
+    assert _roles(first) == ["user", "assistant", "tool"] and first["teacher"]["model"] == "zai/glm-4.6"
+    assert first["messages"][1]["reasoning_content"] == "read it" and _calls(first["messages"]) == ["read", "bash"]
+    assert [m["content"] for m in second["messages"]] == ["summarise", "Summary: b.py read."]
+    assert first["task"]["request"] == "fix b.py" and notes["opencode_compactions_split_into_contexts"] == 1
+    assert recount_batch(raw, "b") == 1 and scan_batch(raw, "b").skipped == []
+
+
+# --- OpenHands V1 events, one a line
+
+
+def test_openhands_v1_events_a_line_are_one_run_and_a_condensation_starts_a_context(tmp_path):
+    def action(i: str, call: str, response: str) -> dict:
+        tool_call = {"id": call, "name": "terminal", "arguments": '{"command": "ls"}', "origin": "completion"}
+        return {
+            "id": i,
+            "kind": "ActionEvent",
+            "source": "agent",
+            "thought": [{"type": "text", "text": "look"}],
+            "tool_name": "terminal",
+            "tool_call_id": call,
+            "tool_call": tool_call,
+            "llm_response_id": response,
+        }
+
+    def observation(i: str, call: str) -> dict:
+        return {
+            "id": i,
+            "kind": "ObservationEvent",
+            "source": "environment",
+            "tool_name": "terminal",
+            "tool_call_id": call,
+            "observation": {"content": [{"type": "text", "text": "a.py"}]},
+        }
+
+    events = [
+        {
+            "id": "s",
+            "kind": "SystemPromptEvent",
+            "source": "agent",
+            "system_prompt": {"type": "text", "text": "You are OpenHands."},
+        },
+        {
+            "id": "u",
+            "kind": "MessageEvent",
+            "source": "user",
+            "llm_message": {"role": "user", "content": [{"type": "text", "text": "list"}]},
+        },
+        {
+            "id": "st",
+            "kind": "ConversationStateUpdateEvent",
+            "source": "environment",
+            "key": "stats",
+            "value": {"usage_to_metrics": {"default": {"model_name": "litellm_proxy/gpt-5"}}},
+        },
+        action("a1", "c1", "r1"),
+        observation("o1", "c1"),
+        observation("o9", "gone"),  # a call the log does not hold: what the agent saw
+        {
+            "id": "k",
+            "kind": "Condensation",
+            "source": "environment",
+            "forgotten_event_ids": ["a1", "o1"],
+            "summary": "listed a.py",
+            "llm_response_id": "r",
+        },
+        action("a2", "c2", "r2"),
+        observation("o2", "c2"),
+    ]
+    raw = _batch(tmp_path, {"conversations/conv-1/events.jsonl": _lines(*events)})
+    runs, bad, notes = _runs(raw)
+    assert bad == [] and [r["trajectory_id"] for r in runs] == ["conv-1", "conv-1#2"]
+    assert [r["teacher"]["model"] for r in runs] == ["litellm_proxy/gpt-5"] * 2
+    assert _roles(runs[0]) == ["system", "user", "assistant", "tool", "user"]
+    assert _roles(runs[1]) == ["system", "user", "user", "assistant", "tool"]
+    assert runs[1]["messages"][2]["content"] == "listed a.py" and {r["task"]["request"] for r in runs} == {"list"}
+    assert notes["openhands_condensations_split_into_contexts"] == 1 and recount_batch(raw, "b") == 1
+
+
+def test_every_new_reader_accounts_for_its_records_through_ingest(tmp_path):
+    """One batch with a file of each: every record parsed or quarantined, none lost."""
+    raw = _batch(
+        tmp_path,
+        {
+            ".aider.chat.history.md": AIDER.encode(),
+            "gemini.json": orjson.dumps(
+                {"sessionId": "g", "projectHash": "h", "messages": [_user("u", "hi"), _gemini("a", "hello")]}
+            ),
+            "goose.jsonl": _lines(
+                {"working_dir": "/w"},
+                _goose("user", {"type": "text", "text": "hi"}),
+                _goose("assistant", REQUEST),
+                _goose("user", RESPONSE),
+            ),
+            "broken-gemini.jsonl": _lines(
+                {"sessionId": "x", "projectHash": "h"}, {"id": "m", "type": "robot", "content": "?"}
+            ),
+        },
+    )
+    report = _ingested(tmp_path, raw)
+    assert (report.parsed, report.quarantined) == (3, 1)
+    assert report.reasons == {"bad_gemini_cli_record": 1}
