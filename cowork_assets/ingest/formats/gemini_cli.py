@@ -1,12 +1,13 @@
 """Gemini CLI sessions (`~/.gemini/tmp/<project>/chats/session-<time>-<id>.json[l]`; a sub-agent's under
 `chats/<parent session>/<id>.jsonl`), as `chatRecordingService.ts` writes them.
 
-Three layouts: a conversation saved with `/chat save` (`checkpoint-<tag>.json`, the API's `Content` list: `user`
-and `model` turns of parts), the JSON document of releases up to 2026 (`{sessionId, projectHash, startTime,
-messages}`), and the JSON Lines log that replaced it: a first line `{sessionId, projectHash, ...}`, then records
-appended as the session goes: a message (`id`, written again each time it grows: the last one written wins, in the
-place it first took), `{"$rewindTo": id}` (the user rewound: that message and those after it are gone),
-`{"$set": {...}}` (metadata; a `messages` list there is the history the model goes on with, e.g. after compression).
+Three layouts: a conversation saved with `/chat save` (`checkpoint-<tag>.json`) or exported with `/chat share`
+(the API's `Content` list: `user` and `model` turns of parts), the JSON document of releases up to 2026
+(`{sessionId, projectHash, startTime, messages}`), and the JSON Lines log that replaced it: a first line
+`{sessionId, projectHash, ...}`, then records appended as the session goes: a message (`id`, written again each time
+it grows: the last one written wins, in the place it first took), `{"$rewindTo": id}` (the user rewound: that
+message and those after it are gone), `{"$set": {...}}` (metadata; a `messages` list there is the history the model
+goes on with, e.g. after compression).
 
 A message is `user`, `gemini` (the model), or the CLI's own `info`/`error`/`warning` (not conversation: counted).
 A model message's text is its content's text; its reasoning its `thoughts` (subject and description) and any
@@ -40,12 +41,12 @@ def _header(obj) -> bool:
 
 
 def is_checkpoint(sample) -> bool:
-    """A conversation saved with `/chat save <tag>` (`checkpoint-<tag>.json`): the API's `Content` list."""
+    """A conversation saved with `/chat save <tag>` (`checkpoint-<tag>.json`) or exported with `/chat share
+    <file>.json`: the API's `Content` list, `user` and `model` turns of parts."""
     doc = sample.document
     return (
-        sample.path.name.startswith("checkpoint")
-        and isinstance(doc, list)
-        and bool(doc)
+        isinstance(doc, list)
+        and any(isinstance(c, dict) and c.get("role") == "model" for c in doc)
         and all(
             isinstance(c, dict) and c.get("role") in ("user", "model") and isinstance(c.get("parts"), list) for c in doc
         )
