@@ -11,9 +11,10 @@ and `reasoning_details` both):
 In the content, given as parts: Anthropic `thinking` blocks, `reasoning` parts (Inspect AI, LLaMA-Factory, the
 Responses API's reasoning summaries), Gemini parts flagged `thought: true`. These parts are never the turn's text.
 
-In the content, given as text (or text parts): a *leading* `<think>...</think>` span, which DeepSeek-R1, QwQ and Qwen3 write there
-when they are served without a reasoning parser. Only a leading, closed span is split out: a `<think>` later in the
-text, or one never closed, may be the subject of the conversation (code that parses such tags) and stays text.
+In the content, given as text (or text parts): a *leading* `<think>...</think>` span, which DeepSeek-R1, QwQ and
+Qwen3 write there when they are served without a reasoning parser. Only a leading, closed span is split out: a
+`<think>` later in the text, or one never closed, may be the subject of the conversation (code that parses such
+tags) and stays text.
 """
 
 from __future__ import annotations
