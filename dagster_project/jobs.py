@@ -11,7 +11,7 @@ from cowork_assets.orchestration.partitions import ALL_BUCKETS
 from cowork_assets.orchestration.stages import one_step
 from cowork_assets.selection.assets import dedup_clusters, dedup_signatures, exclusions
 from cowork_assets.validation.assets import regrade, structure_findings, task_findings
-from cowork_assets.warehouse.assets import trace_sample_op, warehouse
+from cowork_assets.warehouse.assets import SAMPLE_ID, trace_config, trace_sample_op, warehouse
 
 # A batch run's stages, in order, as one step (orchestration/stages.py): a step's fixed cost is paid once per run.
 BATCH_STAGES = (
@@ -69,13 +69,18 @@ CORPUS_JOBS = (refresh_corpus.name, refresh_warehouse.name)
 
 
 def trace_sample_job(settings) -> dg.JobDefinition:
-    """The trace job, its settings fixed to the code location's: its launchpad asks for the sample id only."""
+    """The trace job, its settings fixed to the code location's: its launchpad asks for the sample id only, and
+    refuses an empty one or one that names nothing (`trace_config`) before any run starts."""
 
     @dg.job(
         description="The path from a sample to its raw line: launch it with the sample id in its config "
-        "(ops: trace_sample_op: config: sample_id) and read the trace, the raw line included, in the run's log. "
+        "(`sample_id: ...`) and read the trace, the raw line included, in the run's log. "
         "The same as `cowork-curate trace <id>`.",
         resource_defs={"settings": dg.ResourceDefinition.hardcoded_resource(settings)},
+        config=dg.ConfigMapping(
+            config_fn=lambda config: trace_config(settings, config["sample_id"]),
+            config_schema={"sample_id": dg.Field(str, description=SAMPLE_ID)},
+        ),
     )
     def trace_sample():
         trace_sample_op()

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,10 +49,15 @@ def free_port() -> int:
 
 
 def graphql(base: str, query: str, variables: dict | None = None) -> dict:
+    """The answer's `data`, as the UI reads it: an error the server answers with a status of 500 (a launch the code
+    location refused) still carries it."""
     body = json.dumps({"query": query, "variables": variables or {}}).encode()
     request = urllib.request.Request(f"{base}/graphql", body, {"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())["data"]
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())["data"]
+    except urllib.error.HTTPError as error:
+        return json.loads(error.read())["data"]
 
 
 def launch(base: str, job: str, tags: dict[str, str], config: dict | None = None) -> str:

@@ -20,9 +20,7 @@ MARKDOWN_INLINE = 1000  # Markdown metadata shorter than this is shown on the as
 def trace_link(sample_id: str) -> str:
     """A Markdown link to the `trace_sample` launchpad with the sample id filled in: one click to it, one to
     launch."""
-    config = quote(
-        json.dumps({"ops": {"trace_sample_op": {"config": {"sample_id": sample_id}}}}, separators=(",", ":")), safe=""
-    )
+    config = quote(json.dumps({"sample_id": sample_id}, separators=(",", ":")), safe="")
     return f"[{sample_id}](/locations/{REPOSITORY}@{LOCATION_NAME}/jobs/trace_sample/playground/setup?config={config})"
 
 

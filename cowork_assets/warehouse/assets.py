@@ -7,6 +7,7 @@ from cowork_assets.ingest.batch import record_root_skips
 from cowork_assets.orchestration.metadata import md_table
 from cowork_assets.orchestration.partitions import CROSS_BATCH_POOL
 from cowork_assets.orchestration.resources import CurateSettings
+from cowork_assets.store.storage import is_remote
 from cowork_assets.warehouse.duckdb_file import build_warehouse, queryable
 from cowork_assets.warehouse.trace import trace
 
@@ -34,11 +35,29 @@ def warehouse(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg
     )
 
 
+SAMPLE_ID = (
+    "A sample or trajectory id, as in a published dataset's `sample_id` (a LIKE pattern such as ops-00042% traces "
+    "several)."
+)
+
+
 class TraceConfig(dg.Config):
-    sample_id: str = Field(
-        description="A sample or trajectory id, as in a published dataset's `sample_id` (a LIKE pattern such as "
-        "ops-00042% traces several)."
-    )
+    sample_id: str = Field(description=SAMPLE_ID)
+
+
+def trace_config(settings: CurateSettings, sample_id: str) -> dict:
+    """The trace op's config for the id the launchpad was given, checked when the launchpad validates it: an empty
+    id, or one the local warehouse has no sample or trajectory of, is refused in one sentence and no run starts."""
+    if not sample_id.strip():
+        raise dg.DagsterInvalidConfigError(
+            "sample_id is empty: give a sample id (a published dataset's sample_id)", [], sample_id
+        )
+    if not is_remote(settings.root) and settings.warehouse_path.exists():
+        try:
+            trace(settings.warehouse_path, settings.root, sample_id)
+        except LookupError as exc:
+            raise dg.DagsterInvalidConfigError(str(exc), [], sample_id) from None
+    return {"ops": {"trace_sample_op": {"config": {"sample_id": sample_id}}}}
 
 
 @dg.op(
@@ -46,8 +65,6 @@ class TraceConfig(dg.Config):
     "exclusion or publication."
 )
 def trace_sample_op(context: dg.OpExecutionContext, config: TraceConfig, settings: CurateSettings) -> str:
-    if not config.sample_id.strip():
-        raise dg.Failure("sample_id is empty: give a sample id (a published dataset's sample_id) in the config")
     try:
         lines = trace(
             queryable(settings.root, settings.warehouse_path), settings.root, config.sample_id, settings.raw_path

@@ -205,23 +205,21 @@ def test_trace_explains_a_published_and_an_excluded_sample(pipeline, labels, cap
     )
 
 
-def test_the_trace_job_asks_only_for_a_sample_id_and_logs_the_raw_line(pipeline):
+def test_the_trace_job_asks_only_for_a_sample_id_refuses_an_empty_or_unknown_one_and_logs_the_raw_line(pipeline):
     from dagster_project.jobs import trace_sample_job
 
     settings, instance, _ = pipeline
     job = trace_sample_job(settings)
-    resources = job.run_config_schema.config_type.fields["resources"].config_type.fields
-    assert not resources["settings"].is_required  # the launchpad's scaffold asks for ops.trace_sample_op only
+    assert set(job.run_config_schema.config_type.fields) == {"sample_id"}  # the launchpad asks for it alone
     sample = pl.read_parquet(settings.local_root / "published" / "sft_dataset" / "current" / "*.parquet").row(
         0, named=True
     )
-    config = lambda sid: {"ops": {"trace_sample_op": {"config": {"sample_id": sid}}}}  # noqa: E731
-    result = job.execute_in_process(run_config=config(sample["sample_id"]), instance=instance)
+    result = job.execute_in_process(run_config={"sample_id": sample["sample_id"]}, instance=instance)
     raw = _raw_line(settings.raw_path / sample["raw_file"], sample["raw_record"])
     assert f"  line       {raw[:300]}" in result.output_for_node("trace_sample_op")
-    empty = job.execute_in_process(run_config=config(""), instance=instance, raise_on_error=False)
-    (failure,) = [e for e in empty.all_events if e.event_type_value == "STEP_FAILURE"]
-    assert failure.step_failure_data.error.message.startswith("dagster._core.definitions.events.Failure: sample_id")
+    for refused, said in [(" ", "sample_id is empty"), ("no-such-id", "no trajectory or sample 'no-such-id'")]:
+        with pytest.raises(dg.DagsterInvalidConfigError, match=said):
+            dg.validate_run_config(job, {"sample_id": refused})
 
 
 def test_progress_lines_are_at_most_one_every_few_seconds(monkeypatch):

@@ -132,9 +132,7 @@ def test_any_machine_queries_and_traces_the_bucket(remote_run, pipeline, tmp_pat
     assert answers[0] == answers[1] and "published  sft_dataset" in answers[1]
     assert (tmp_path / "elsewhere").is_dir()
     job = trace_sample_job(settings.model_copy(update={"raw_root": str(tmp_path / "no-raw")}))
-    result = job.execute_in_process(
-        run_config={"ops": {"trace_sample_op": {"config": {"sample_id": tid}}}}, instance=dg.DagsterInstance.ephemeral()
-    )
+    result = job.execute_in_process(run_config={"sample_id": tid}, instance=dg.DagsterInstance.ephemeral())
     assert result.success and tid in result.output_for_node("trace_sample_op")
 
 
