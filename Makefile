@@ -62,7 +62,7 @@ test: setup trainers
 	$(BIN)/python -m pytest -q
 
 bench: setup
-	$(BIN)/cowork-curate bench --size $(SIZE) $(if $(BATCHES),--batches $(BATCHES)) --out $(OUT)
+	$(BIN)/python -m bench.harness --size $(SIZE) $(if $(BATCHES),--batches $(BATCHES)) --out $(OUT)
 
 ui: setup
 	@$(BIN)/python -c "from cowork_cli.runner import ensure_instance; ensure_instance(__import__('pathlib').Path('$(DAGSTER_HOME)'))"

@@ -265,18 +265,6 @@ def _cmd_drop(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_bench(args: argparse.Namespace) -> int:
-    from cowork_cli.bench import Extras, bench, default_batches, report
-
-    batches = args.batches or default_batches(args.size)
-    if args.size < 1 or batches < 1:
-        raise UsageError("--size and --batches must be positive")
-    figures = bench(args.size, batches, Path(args.out), extras=Extras())
-    print("\n" + report(figures))
-    print(f"\nfigures written to {Path(args.out) / f'bench-{args.size}.json'}")
-    return 1 if figures["failed"] else 0
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cowork-curate", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -333,16 +321,6 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("batch", help="the batch (its folder's name)")
     d.add_argument("--data-root", default=DEFAULT_DATA_ROOT, help=f"the data root [{DEFAULT_DATA_ROOT}]")
     d.set_defaults(func=_cmd_drop)
-
-    b = sub.add_parser("bench", help="generate a corpus, run the whole pipeline on it, print throughput and memory")
-    b.add_argument("--size", type=int, default=20000, help="trajectories [20000]")
-    b.add_argument(
-        "--batches",
-        type=int,
-        help="batches [4, or one per 20,000 trajectories: a batch is a day's drop, not the corpus]",
-    )
-    b.add_argument("--out", default="bench", help="folder for the corpus, outputs and bench-<size>.json [bench]")
-    b.set_defaults(func=_cmd_bench)
 
     e = sub.add_parser("export", help="export the current published SFT or preference dataset to a trainer's format")
     e.add_argument(

@@ -163,7 +163,7 @@ def test_definitions_load_with_a_bad_cron_in_the_environment_and_say_so():
     ]
 
 
-@pytest.mark.parametrize("command", ["generate", "run", "sql", "export", "trace", "bench"])
+@pytest.mark.parametrize("command", ["generate", "run", "sql", "export", "trace"])
 def test_every_subcommand_has_working_help(command, capsys):
     from cowork_cli.cli import main
 

@@ -107,8 +107,8 @@ def published_chars(messages: list[dict]) -> int:
 
 
 def test_the_benchmark_floor_tokenizes_exactly_the_text_the_pipeline_counts(pipeline):
+    from bench.harness import published_sft_texts
     from cowork_assets.tokens import count_tokens
-    from cowork_cli.bench import published_sft_texts
 
     settings, _, _ = pipeline
     sft = _published(settings, "sft_dataset")

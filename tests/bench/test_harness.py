@@ -9,7 +9,7 @@ import time
 import orjson
 import pytest
 
-from cowork_cli.bench import (
+from bench.harness import (
     FLOOR_REPEATS,
     Extras,
     Sample,
@@ -68,7 +68,7 @@ def test_bench_separates_the_fixed_cost_small_batches_and_a_daily_drop(benched):
     assert f"{small['seconds_per_batch']} s per batch beyond the one-batch run" in printed
     assert f"one batch of 3 dropped onto the corpus: {drop['wall_seconds']} s" in printed
     assert f"x{marginal['over_naive_reference']}" in printed
-    alone = extra["dagster_alone"]  # its runs: tests/cowork_cli/test_framework_floor.py
+    alone = extra["dagster_alone"]  # its runs: tests/bench/test_framework_floor.py
     assert alone["batch_runs"] == 2 and set(alone["corpus_runs_seconds"]) == {"refresh_corpus", "refresh_warehouse"}
     corpus = sum(alone["corpus_runs_seconds"].values())
     assert (
@@ -140,7 +140,7 @@ def test_the_naive_reference_does_its_part_of_the_job(tmp_path):
 
     import polars as pl
 
-    from cowork_cli.bench import NAIVE_REFERENCE
+    from bench.harness import NAIVE_REFERENCE
 
     def run(tid, role="teacher", passed=True, observation="ok", user="Find it."):
         return json.dumps(
@@ -176,7 +176,7 @@ def test_the_naive_reference_does_its_part_of_the_job(tmp_path):
 
 def test_the_floor_is_measured_in_a_fresh_interpreter(benched, monkeypatch):
     tmp_path = benched[0]
-    monkeypatch.setattr("cowork_cli.bench._measure_floor", lambda *a: pytest.fail("measured in the bench's process"))
+    monkeypatch.setattr("bench.harness._measure_floor", lambda *a: pytest.fail("measured in the bench's process"))
     floor = floor_seconds(tmp_path / "raw-120", tmp_path / "data-120", "o200k_base", 2)
     assert floor["sft_messages"] > 0 and len(floor["tokenize_runs"]) == FLOOR_REPEATS
     with pytest.raises(

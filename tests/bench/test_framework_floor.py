@@ -4,7 +4,7 @@ location: a copy that drifted from it would measure another graph."""
 import dagster as dg
 import pytest
 
-from cowork_cli.framework_floor import framework_floor, no_work_definitions
+from bench.framework_floor import framework_floor, no_work_definitions
 from dagster_project.definitions import defs
 from dagster_project.jobs import BATCH_JOB, CORPUS_JOBS
 

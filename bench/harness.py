@@ -1,4 +1,4 @@
-"""`cowork-curate bench` / `make bench`: run the whole pipeline on a synthetic corpus and measure it.
+"""`make bench` (`python -m bench.harness`): run the whole pipeline on a synthetic corpus and measure it.
 
 Prints and writes (bench.json) the wall time per asset and in total, trajectories/s, MB/s of raw
 input, the peak memory of the whole run (resident memory of this process and every child, sampled
@@ -178,8 +178,8 @@ def floor_seconds(raw_root: Path, data_root: Path, encoding: str, workers: int) 
     least the work costs): the batch API's two threads take turns on the GIL, so one measurement varies, and
     more so in a process that has just run the pipeline.
     """
-    command = [sys.executable, "-m", "cowork_cli.bench", str(raw_root), str(data_root), encoding, str(workers)]
-    done = subprocess.run(command, capture_output=True)
+    command = [sys.executable, "-m", "bench.harness", FLOOR, str(raw_root), str(data_root), encoding, str(workers)]
+    done = subprocess.run(command, capture_output=True, cwd=ROOT)
     if done.returncode:
         why = (done.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]  # the exception
         raise RuntimeError(f"measuring the floor failed (exit {done.returncode}): {why[:500]}")
@@ -367,7 +367,9 @@ def per_asset_cpu_seconds(instance, since: float, memory: PeakMemory) -> dict[st
     return {k: round(v, 1) for k, v in seconds.items()}
 
 
-NAIVE_REFERENCE = Path(__file__).resolve().parents[1] / "bench" / "naive_reference.py"
+ROOT = Path(__file__).resolve().parents[1]
+FLOOR = "--measure-floor"  # the argument that makes the harness's process the floor's
+NAIVE_REFERENCE = Path(__file__).resolve().parent / "naive_reference.py"
 
 
 def naive_reference_seconds(raw_root: Path, out: Path) -> float | None:
@@ -419,7 +421,7 @@ def timed_pipeline(raw: Path, data: Path, home: Path) -> dict:
 def extra_runs(out: Path, size: int, batches: int, raw: Path, settings, instance, extras: Extras, seed: int) -> dict:
     """The fixed cost, the cost per small batch, the incremental refresh and Dagster's own part (`Extras`), each
     timed."""
-    from cowork_cli.framework_floor import framework_floor
+    from bench.framework_floor import framework_floor
     from cowork_cli.runner import materialize_all
 
     def corpus(name: str, trajectories: int, in_batches: int) -> Path:
@@ -670,7 +672,32 @@ def report(figures: dict) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # the floor, measured in a fresh interpreter (floor_seconds)
-    sys.stdout.buffer.write(
-        orjson.dumps(_measure_floor(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])))
+def main(argv: list[str]) -> int:
+    """`make bench`: the whole run, its report printed and its figures written; with FLOOR first, the floor measured
+    in this fresh interpreter (`floor_seconds`), as JSON on stdout."""
+    if argv[:1] == [FLOOR]:
+        raw_root, data_root, encoding, workers = argv[1:]
+        sys.stdout.buffer.write(orjson.dumps(_measure_floor(Path(raw_root), Path(data_root), encoding, int(workers))))
+        return 0
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m bench.harness", description=main.__doc__)
+    p.add_argument("--size", type=int, default=20000, help="trajectories [20000]")
+    p.add_argument(
+        "--batches",
+        type=int,
+        help="batches [4, or one per 20,000 trajectories: a batch is a day's drop, not the corpus]",
     )
+    p.add_argument("--out", default="bench", help="folder for the corpus, outputs and bench-<size>.json [bench]")
+    args = p.parse_args(argv)
+    batches = args.batches or default_batches(args.size)
+    if args.size < 1 or batches < 1:
+        p.error("--size and --batches must be positive")
+    figures = bench(args.size, batches, Path(args.out), extras=Extras())
+    print("\n" + report(figures))
+    print(f"\nfigures written to {Path(args.out) / f'bench-{args.size}.json'}")
+    return 1 if figures["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
