@@ -19,7 +19,7 @@ SIZE ?= 20000
 BATCHES ?=
 OUT ?= bench
 
-.PHONY: setup trainers run test ui data bench clean
+.PHONY: setup trainers run test test-fast ui data bench clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -60,6 +60,12 @@ test: setup trainers
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
+
+# The edit loop: lint, then every test that runs no pipeline through Dagster, the CLI or a trainer (`-m e2e` marks
+# those: tests/conftest.py). `make test` runs them all.
+test-fast: setup
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -m "not e2e"
 
 bench: setup
 	$(BIN)/python -m bench.harness --size $(SIZE) $(if $(BATCHES),--batches $(BATCHES)) --out $(OUT)

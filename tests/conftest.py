@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,7 @@ def pytest_configure(config: pytest.Config) -> None:
     roomy = os.access(RAM_DISK, os.W_OK) and shutil.disk_usage(RAM_DISK).free >= 8 << 30
     if roomy and "PYTEST_DEBUG_TEMPROOT" not in os.environ:
         os.environ["PYTEST_DEBUG_TEMPROOT"] = str(RAM_DISK)
+    config.addinivalue_line("markers", "e2e: runs the pipeline through Dagster, the CLI or a trainer")
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -46,7 +49,7 @@ LONGEST_FIRST = (
     "test_hostile.py",
     "test_automation_live.py",
     "test_gate_rules.py",
-    "test_bench.py",
+    "test_harness.py",
     "test_concurrency.py",
     "test_datasets.py",
     "test_check_failures.py",
@@ -63,7 +66,24 @@ LONGEST_FIRST = (
 )
 
 
+# A test is end-to-end (`-m e2e`; `make test-fast` runs the others) when it runs the pipeline through Dagster, the
+# CLI or a trainer: it takes the shared materialization, or its module starts a run of its own.
+PIPELINE_FIXTURES = frozenset({"pipeline", "pipeline_copy", "every_reader", "default_materialized"})
+STARTS_A_RUN = re.compile(
+    r"materialize_all\(|materialized\(|\bmaterialize\(|origin import execute|execute_in_process|\.venv-train|"
+    r"\bsubprocess\b.*\bcowork-curate\b|\bBIN\b|dagster dev|cli import main|\bbench\("
+)
+
+
+@cache
+def _starts_a_run(module: Path) -> bool:
+    return STARTS_A_RUN.search(module.read_text()) is not None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if PIPELINE_FIXTURES & set(getattr(item, "fixturenames", ())) or _starts_a_run(item.path):
+            item.add_marker(pytest.mark.e2e)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
 
