@@ -155,3 +155,10 @@ def test_no_import_cycle_among_the_librarys_modules():
         graph[name] = {m for m in imported if m in modules and m != name}
     order = list(TopologicalSorter(graph).static_order())  # raises CycleError naming the cycle
     assert len(order) == len(modules) > 100
+
+
+def test_the_readme_and_the_performance_reference_stay_short():
+    """The README is the front door (release notes are CHANGELOG.md's); docs/performance.md is a reference of what
+    `make bench` measures and one run's figures, not a log of runs."""
+    lines = {name: len((ROOT / name).read_text().splitlines()) for name in ("README.md", "docs/performance.md")}
+    assert lines["README.md"] <= 160 and lines["docs/performance.md"] <= 200, lines
