@@ -20,14 +20,24 @@ SIDE = ["batch", "trajectory_id", "raw_file", "raw_record", "grade_score", "grad
 
 
 def split_at_shared_prefix(chosen: pl.Series, rejected: pl.Series) -> pl.DataFrame:
-    """prompt, chosen, rejected: each pair's messages up to where the two runs first differ, and each run's rest."""
-    out = {"prompt": [], "chosen": [], "rejected": []}
-    for a, b in zip(chosen.to_list(), rejected.to_list()):
-        shared = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-        out["prompt"].append(a[:shared])
-        out["chosen"].append(a[shared:])
-        out["rejected"].append(b[shared:])
-    return pl.DataFrame(out, schema={"prompt": MESSAGES, "chosen": MESSAGES, "rejected": MESSAGES})
+    """prompt, chosen, rejected: each pair's messages up to where the two runs first differ, and each run's rest. Two
+    messages are the same when every field is (their JSON forms are equal)."""
+    pairs = pl.DataFrame({"a": chosen, "b": rejected}).with_row_index("row")
+    both = pl.min_horizontal(pl.col("a").list.len(), pl.col("b").list.len())
+    aligned = (
+        pairs.select("row", a=pl.col("a").list.head(both), b=pl.col("b").list.head(both))
+        .explode("a", "b")
+        .with_columns(i=pl.int_range(pl.len()).over("row"))
+        .filter(pl.col("a").struct.json_encode() != pl.col("b").struct.json_encode())
+        .group_by("row")
+        .agg(first=pl.col("i").min())
+    )
+    shared = pl.col("first").fill_null(both)
+    return pairs.join(aligned, on="row", how="left", maintain_order="left").select(
+        prompt=pl.col("a").list.head(shared),
+        chosen=pl.col("a").list.slice(shared),
+        rejected=pl.col("b").list.slice(shared),
+    )
 
 
 def failed_checks(grade_checks: str | None) -> str:

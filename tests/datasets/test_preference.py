@@ -164,3 +164,30 @@ def test_real_runs_of_one_task_pair_up_where_they_saw_one_prompt(tmp_path):
     exclusions = pl.read_parquet(settings.local_root / "tables" / "exclusions" / "*" / "*.parquet")
     reasons = set(exclusions.filter(pl.col("dataset") == "preference", pl.col("criterion") == "pairing")["reason"])
     assert "another prompt" in reasons
+
+
+def test_a_pair_splits_where_its_runs_first_differ_field_by_field():
+    from cowork_assets.datasets.preference import MESSAGES, split_at_shared_prefix
+
+    def m(role: str, content: str, calls: list | None = None) -> dict:
+        return {"role": role, "content": content, "reasoning_content": None, "tool_calls": calls, "tool_call_id": None}
+
+    call = lambda args: [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": args}}]  # noqa: E731
+    system, ask = m("system", "be brief"), m("user", "fix it")
+    chosen = [
+        [system, ask, m("assistant", "", call("{}")), m("tool", "ok")],
+        [system, ask, m("assistant", "done")],
+        [system, ask],
+        [system, ask, m("assistant", "same")],
+    ]
+    rejected = [
+        [system, ask, m("assistant", "", call('{"x":1}')), m("tool", "ok")],  # differs in a call's arguments only
+        [system, m("user", "fix it!"), m("assistant", "done")],
+        [system, ask, m("assistant", "more")],
+        [system, ask, m("assistant", "same")],  # the same run twice: all of it is the prompt
+    ]
+    out = split_at_shared_prefix(pl.Series(chosen, dtype=MESSAGES), pl.Series(rejected, dtype=MESSAGES))
+    assert out["prompt"].list.len().to_list() == [2, 1, 2, 3]
+    assert out["chosen"].list.len().to_list() == [2, 2, 0, 0]
+    assert out["rejected"].list.len().to_list() == [2, 2, 1, 0]
+    assert out["rejected"][0].to_list()[0]["tool_calls"][0]["function"]["arguments"] == '{"x":1}'
