@@ -175,6 +175,7 @@ def test_a_gemini_cli_session_document_pairs_calls_with_their_responses(tmp_path
         "messages": [
             _user("u1", "explain a.py"),
             {"id": "i1", "type": "info", "content": "Loaded cached credentials."},
+            {"id": "x1", "type": "compression", "content": "a type of a later release"},
             _gemini("g1", "", toolCalls=[CALL, many, cancelled], thoughts=thoughts),
             _gemini("g2", "It prints 1."),
         ],
@@ -187,7 +188,11 @@ def test_a_gemini_cli_session_document_pairs_calls_with_their_responses(tmp_path
     assert _calls([turn]) == ["read_file", "read_many_files", "run_shell_command"]
     assert turn["reasoning_content"] == "Reading\nthe file first"
     assert [m["content"] for m in run["messages"][2:4]] == ["print(1)", "ok\n--- b.py ---\nB"]
-    assert notes == {"gemini_cli_messages_of_the_cli_not_conversation": 1, "gemini_cli_calls_without_a_result": 1}
+    assert notes == {
+        "gemini_cli_messages_of_the_cli_not_conversation": 1,
+        "gemini_cli_messages_of_type_compression_left_out": 1,
+        "gemini_cli_calls_without_a_result": 1,
+    }
 
 
 def test_gemini_cli_jsonl_sessions_keep_the_last_write_rewinds_and_compressions(tmp_path):
@@ -509,9 +514,7 @@ def test_every_new_reader_accounts_for_its_records_through_ingest(tmp_path):
                 _goose("assistant", REQUEST),
                 _goose("user", RESPONSE),
             ),
-            "broken-gemini.jsonl": _lines(
-                {"sessionId": "x", "projectHash": "h"}, {"id": "m", "type": "robot", "content": "?"}
-            ),
+            "broken-gemini.jsonl": _lines({"sessionId": "x", "projectHash": "h"}) + b"{not json\n",
         },
     )
     report = _ingested(tmp_path, raw)

@@ -9,7 +9,8 @@ it grows: the last one written wins, in the place it first took), `{"$rewindTo":
 message and those after it are gone), `{"$set": {...}}` (metadata; a `messages` list there is the history the model
 goes on with, e.g. after compression).
 
-A message is `user`, `gemini` (the model), or the CLI's own `info`/`error`/`warning` (not conversation: counted).
+A message is `user`, `gemini` (the model), or the CLI's own `info`/`error`/`warning` (not conversation: counted, as
+is a message of any other type).
 A model message's text is its content's text; its reasoning its `thoughts` (subject and description) and any
 thought parts; its calls its `toolCalls`, each answered by its `result` (the `functionResponse` sent back: its
 `output`, else its `error`, else the response as JSON, and any further parts); a call with no result was never
@@ -151,8 +152,8 @@ def conversation(history: list[dict], notes) -> list[dict]:
                     out.append({"role": "tool", "tool_call_id": str(c["id"]), "content": _response_text(c["result"])})
                 else:
                     notes["gemini_cli_calls_without_a_result"] += 1
-        else:
-            raise _common.Malformed(f"message {m.get('id')!r} has a type Gemini CLI does not write ({kind!r})")
+        else:  # a type of a later release (or a fork's own): not conversation this reader knows
+            notes[f"gemini_cli_messages_of_type_{kind}_left_out"] += 1
     return out
 
 
