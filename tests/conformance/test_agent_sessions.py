@@ -232,6 +232,24 @@ def test_gemini_cli_jsonl_sessions_keep_the_last_write_rewinds_and_compressions(
     assert notes["gemini_cli_compressions_split_into_contexts"] == 1 and recount_batch(raw, "b") == 2
 
 
+def test_a_gemini_cli_call_recorded_both_as_a_record_and_as_api_parts_is_one_call(tmp_path):
+    part = {"functionCall": {"id": "read_file-1", "name": "read_file", "args": {"absolute_path": "/w/a.py"}}}
+    echo = {"functionResponse": {"id": "read_file-1", "name": "read_file", "response": {"output": "print(1)"}}}
+    doc = {
+        "sessionId": "s-3",
+        "projectHash": "abc",
+        "messages": [
+            _user("u1", "explain a.py"),
+            _gemini("g1", [part], toolCalls=[CALL]),
+            _user("u2", [echo]),
+            _gemini("g2", "It prints 1."),
+        ],
+    }
+    (run,), bad, _ = _runs(_batch(tmp_path, {"session-s3.json": orjson.dumps(doc)}))
+    assert bad == [] and _roles(run) == ["user", "assistant", "tool", "assistant"]
+    assert _calls(run["messages"]) == ["read_file"]
+
+
 def test_a_gemini_cli_checkpoint_is_the_api_conversation_it_saved(tmp_path):
     call = {"functionCall": {"id": "c1", "name": "list_directory", "args": {"path": "."}}}
     answer = {"functionResponse": {"id": "c1", "name": "list_directory", "response": {"output": "a.py"}}}

@@ -122,6 +122,7 @@ def _thoughts(message: dict) -> str | None:
 
 def conversation(history: list[dict], notes) -> list[dict]:
     out: list[dict] = []
+    called, answered = set(), set()  # a call recorded both as a tool call record and as API parts is one call
     for m in history:
         kind = m.get("type")
         parts = _parts(m.get("content"))
@@ -131,9 +132,9 @@ def conversation(history: list[dict], notes) -> list[dict]:
             for p in parts:
                 if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict):
                     r = p["functionResponse"]
-                    out.append(
-                        {"role": "tool", "tool_call_id": r.get("id") or r.get("name"), "content": _response_text([p])}
-                    )
+                    if (call_id := str(r.get("id") or r.get("name"))) not in answered:
+                        answered.add(call_id)
+                        out.append({"role": "tool", "tool_call_id": call_id, "content": _response_text([p])})
             if text := _common.text([p if isinstance(p, dict) else {"text": p} for p in parts if not _is_call_part(p)]):
                 out.append({"role": "user", "content": text})
         elif kind == "gemini":
@@ -143,12 +144,15 @@ def conversation(history: list[dict], notes) -> list[dict]:
             for p in parts:
                 if isinstance(p, dict) and isinstance(p.get("functionCall"), dict):
                     f = p["functionCall"]
-                    calls.append(_common.call(str(f.get("id") or f["name"]), f["name"], f.get("args")))
+                    if (call_id := str(f.get("id") or f["name"])) not in called | {c["id"] for c in calls}:
+                        calls.append(_common.call(call_id, f["name"], f.get("args")))
+            called |= {c["id"] for c in calls}
             message = {"role": "assistant", "content": text or None}
             message["reasoning_content"] = reasoning.joined(_thoughts(m), found)
             out.append(message | ({"tool_calls": calls} if calls else {}))
             for c in records:
-                if c.get("result") not in (None, []):
+                if c.get("result") not in (None, []) and str(c["id"]) not in answered:
+                    answered.add(str(c["id"]))
                     out.append({"role": "tool", "tool_call_id": str(c["id"]), "content": _response_text(c["result"])})
                 else:
                     notes["gemini_cli_calls_without_a_result"] += 1
