@@ -298,7 +298,7 @@ def test_a_goose_session_file_its_summary_and_its_export(tmp_path):
         _goose("assistant", {"type": "text", "text": "done"}),
     ]
     export = {"id": "20260101_2", "working_dir": "/w", "conversation": session[1:5]}
-    stream = [{"type": "message", "message": m} for m in session[1:5]]
+    stream = [{"type": "message", "message": m} for m in session[1:5]] + [{"type": "complete", "total_tokens": 9}]
     raw = _batch(
         tmp_path,
         {

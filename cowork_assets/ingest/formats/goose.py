@@ -1,7 +1,8 @@
 """Goose sessions (Block's agent): a session file of `~/.local/share/goose/sessions/` (JSON Lines: a first line of
 the session's metadata, `{working_dir, description, message_count, ...}`, then one message a line), a session
 exported as JSON (`goose session export`: `{id, working_dir, ..., conversation: [...]}`), or `goose run`'s
-`--output-format stream-json` (`{"type": "message", "message": {...}}` lines). The file is one run.
+`--output-format stream-json` (`{"type": "message", "message": {...}}` lines among its other events). The file is
+one run.
 
 A message is `{role, created, content: [...]}` (Goose's Rust `Message`): `text`; `thinking` and
 `redactedThinking` (reasoning, through the one reasoning home); `toolRequest` (`{id, toolCall: {status, value:
@@ -23,7 +24,8 @@ NAME = "goose"
 PRIORITY = 20
 RECORDS = recount.ONE
 CODING_CATEGORIES = (NAME,)  # its runs are coding-agent runs
-GOOSE_PARTS = frozenset({"toolRequest", "toolResponse", "thinking", "redactedThinking", "frontendToolRequest"})
+# Content types only Goose writes (its `thinking` is Anthropic's too: not a sign of Goose on its own).
+GOOSE_PARTS = frozenset({"toolRequest", "toolResponse", "redactedThinking", "frontendToolRequest"})
 NEW_CONTEXT = frozenset({"summarizationRequested", "contextLengthExceeded"})
 METADATA_KEYS = ("working_dir", "message_count", "schedule_id", "total_tokens")
 
@@ -44,7 +46,8 @@ def detect(sample) -> bool:
         first = sample.first_objects()
         messages = [m for m in map(_message, first) if m]
         header = bool(first) and any(k in first[0] for k in METADATA_KEYS) and "role" not in first[0]
-        return any(map(_goose, messages)) and (header or len(messages) == len(first))
+        events = all(_message(o) or "type" in o for o in first[header:])  # stream-json's other events have a type
+        return bool(messages) and events and (header or any(map(_goose, messages)))
     doc = sample.document
     listed = doc.get("conversation") if isinstance(doc, dict) else None
     messages = [m for m in map(_message, listed if isinstance(listed, list) else []) if m]
