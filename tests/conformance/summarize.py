@@ -407,8 +407,10 @@ def aider(path: Path, folder: Path) -> dict:
         runs += 1
         for i in replies:
             after = turns[i + 1][1] if i + 1 < len(turns) and turns[i + 1][0] == "aider" else ""
-            if re.search(r"(?m)^(<{5,9} SEARCH|--- \S|\+\+\+ \S|@@ )", turns[i][1]) or (
-                "Run shell command" in after and "```" in turns[i][1]
+            if (
+                re.search(r"(?m)^(<{5,9} SEARCH|--- \S|\+\+\+ \S|@@ )", turns[i][1])
+                or "Applied edit to" in after
+                or ("Run shell command" in after and "```" in turns[i][1])
             ):
                 calls, answered = calls + 1, answered + bool(after)
         asks = [t.replace("#### ", "").strip() for kind, t in turns if kind == "user"]

@@ -121,6 +121,28 @@ def test_aider_sessions_turns_and_text_protocol_actions(tmp_path):
     assert recount_batch(raw, "b") == 1
 
 
+def test_an_aider_whole_file_edit_is_the_call_aider_applied(tmp_path):
+    history = """
+# aider chat started at 2026-06-15 17:40:09
+
+> Model: gemini/gemini-3.1-flash-lite with whole edit format⏎
+
+#### write the timeline⏎
+
+cases/timeline.json
+```
+[{"sequence": 1}]
+```
+
+> Tokens: 4.7k sent, 248 received. Cost: $0.0016 message, $0.0016 session.⏎
+> Applied edit to cases/timeline.json⏎
+""".replace("⏎", "  ")
+    (run,), bad, _ = _runs(_batch(tmp_path, {".aider.chat.history.md": history.encode()}))
+    assert bad == [] and _roles(run) == ["user", "assistant", "tool"]
+    edit = run["messages"][1]["tool_calls"][0]["function"]
+    assert (edit["name"], orjson.loads(edit["arguments"])) == ("edit", {"files": ["cases/timeline.json"]})
+
+
 def test_an_aider_history_with_no_reply_is_quarantined_whole(tmp_path):
     raw = _batch(
         tmp_path, {".aider.chat.history.md": b"\n# aider chat started at 2025-01-01 00:00:00\n\n#### /exit  \n"}

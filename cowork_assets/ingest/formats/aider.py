@@ -13,10 +13,11 @@ Each session with a reply is one trajectory. Its turns:
   `/architect`, `/context`: their text is the request); `/run` output is not in the file (aider prints it and
   writes only "Added N lines of output to the chat"), so a `/run` is left out with the other commands (counted);
 - the reply: its reasoning (aider's `<thinking-content-…>` span, or a model's own leading `<think>` span) apart,
-  the rest its text. A reply with edit blocks (`<<<<<<< SEARCH`, a unified diff, a whole file) or shell commands
-  aider offered to run is a text-protocol action, as mini-swe-agent's is: one `edit` call (the files it edits, the
-  commands it offers) or one `bash` call, and aider's output after it (the edits applied, the commit, the commands
-  run) its result. aider's output after any other turn is bookkeeping, not a message.
+  the rest its text. A reply with edit blocks (`<<<<<<< SEARCH`, a unified diff), or whose edits aider applied (a
+  whole file after its name), or with shell commands aider offered to run is a text-protocol action, as
+  mini-swe-agent's is: one `edit` call (the files it edits, the commands it offers) or one `bash` call, and aider's
+  output after it (the edits applied, the commit, the commands run) its result. aider's output after any other turn
+  is bookkeeping, not a message.
 The model is the session's `Model:` / `Main model:` line; the repository, the `Git repo:` and working-folder lines.
 The history has no grade: runs are ungraded. Text before the first session (an editor's mode line) is no session.
 """
@@ -101,7 +102,7 @@ def action(reply: str, output: str | None) -> tuple[str, dict] | None:
     """The text-protocol action of a reply: its edits (and the commands it offers), else the shell commands aider
     offered to run; None when it has neither."""
     commands = [c.strip() for c in SHELL.findall(reply)] if output and RUN_OFFERED.search(output) else []
-    if EDIT_MARKS.search(reply):
+    if EDIT_MARKS.search(reply) or APPLIED.search(output or ""):  # a block format, or any aider applied (whole files)
         named = [m for m in SEARCH_BLOCK.findall(reply) if m and not m.startswith(("<", "=", ">"))]
         files = list(dict.fromkeys(named or APPLIED.findall(output or "")))
         return "edit", {"files": files} | ({"commands": commands} if commands else {})
