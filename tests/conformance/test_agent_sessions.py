@@ -343,40 +343,22 @@ def test_a_goose_session_file_its_summary_and_its_export(tmp_path):
 # --- Cline / Roo Code
 
 
+def _said(role: str, *texts: str) -> dict:
+    """An Anthropic message of text blocks, as Cline keeps them."""
+    return {"role": role, "content": [{"type": "text", "text": t} for t in texts]}
+
+
 def test_a_cline_task_folder_reads_xml_tool_uses_as_text_protocol_calls(tmp_path):
     history = [
-        {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": "<task>\nadd a test\n</task>"},
-                {"type": "text", "text": "<environment_details>x</environment_details>"},
-            ],
-        },
-        {
-            "role": "assistant",
-            "content": [
-                {"type": "text", "text": "<thinking>look</thinking>\n<read_file>\n<path>a.py</path>\n</read_file>"}
-            ],
-        },
-        {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": "[read_file for 'a.py'] Result:"},
-                {"type": "text", "text": "print(1)"},
-            ],
-        },
+        _said("user", "<task>\nadd a test\n</task>", "<environment_details>x</environment_details>"),
+        _said("assistant", "<thinking>look</thinking>\n<read_file>\n<path>a.py</path>\n</read_file>"),
+        _said("user", "[read_file for 'a.py'] Result:", "print(1)"),
         {
             "role": "assistant",
             "content": "<write_to_file>\n<path>t.py</path>\n<content>\n<read_file><path>not-a-call</path></read_file>\n"
             "</content>\n</write_to_file>",
         },
-        {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": "[write_to_file for 't.py'] Result:"},
-                {"type": "text", "text": "saved"},
-            ],
-        },
+        _said("user", "[write_to_file for 't.py'] Result:", "saved"),
         {
             "role": "assistant",
             "content": [

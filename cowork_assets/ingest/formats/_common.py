@@ -231,6 +231,23 @@ def trajectory(
     return record
 
 
+def context_runs(
+    base: str, task: dict, model: str, contexts: list[list[dict]], sample, batch, parent: str | None = None
+) -> list[dict]:
+    """A session's trajectories, one per context the model had (a compaction starts the next): `<base>`, `<base>#2`,
+    ..., all of one task (its tools, unless given, those each context calls); a sub-agent's name its `parent`."""
+    return [
+        trajectory(
+            batch.unique_id(base if i == 1 else f"{base}#{i}", sample),
+            task if "tools" in task else task | {"tools": called_tools(messages)},
+            model,
+            messages,
+            run_id=f"subagent-of:{parent}" if parent else None,
+        )
+        for i, messages in enumerate(contexts, 1)
+    ]
+
+
 def results_next_to_calls(messages: list[dict]) -> list[dict]:
     """Each call's result next to its call, whatever the harness wrote in between: a user, system or developer
     message logged while a call ran (Codex writes one) is kept, after the results of the calls it interrupted. An

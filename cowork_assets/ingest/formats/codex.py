@@ -273,16 +273,7 @@ def convert(meta: dict, lines: list[tuple[str, dict]], sample, batch) -> list[di
     parent = _parent(meta.get("source"))
     if len(parts) > 1:
         batch.notes["codex_compactions_split_into_segments"] += len(parts) - 1
-    return [
-        _common.trajectory(
-            batch.unique_id(thread if i == 1 else f"{thread}#{i}", sample),
-            task,
-            str(model or "unknown"),
-            messages,
-            run_id=f"subagent-of:{parent}" if parent else None,
-        )
-        for i, messages in enumerate(parts, 1)
-    ]
+    return _common.context_runs(thread, task, str(model or "unknown"), parts, sample, batch, parent)
 
 
 def records(sample, batch):

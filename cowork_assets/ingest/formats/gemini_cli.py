@@ -177,16 +177,7 @@ def convert(entries: list[dict], sample, batch) -> list[dict]:
     task = {"task_id": _common.task_id_of(NAME, request), "category": NAME, "request": request}
     model = next((m.get("model") for h in parts for m in h if m.get("type") == "gemini" and m.get("model")), None)
     parent = sample.path.parent.name if meta.get("kind") == "subagent" else None
-    return [
-        _common.trajectory(
-            batch.unique_id(session if i == 1 else f"{session}#{i}", sample),
-            task | {"tools": _common.called_tools(messages)},
-            str(model or "unknown"),
-            messages,
-            run_id=f"subagent-of:{parent}" if parent else None,
-        )
-        for i, messages in enumerate(runs, 1)
-    ]
+    return _common.context_runs(session, task, str(model or "unknown"), runs, sample, batch, parent)
 
 
 def records(sample, batch):

@@ -117,15 +117,7 @@ def convert(lines: list, sample, batch) -> list[dict]:
     request = _common.first_user_text(runs[0])
     state = {"working_dir": header["working_dir"]} if header.get("working_dir") else {}
     task = {"task_id": _common.task_id_of(NAME, request), "category": NAME, "request": request, "initial_state": state}
-    return [
-        _common.trajectory(
-            batch.unique_id(session if i == 1 else f"{session}#{i}", sample),
-            task | {"tools": _common.called_tools(messages)},
-            model,
-            messages,
-        )
-        for i, messages in enumerate(runs, 1)
-    ]
+    return _common.context_runs(session, task, model, runs, sample, batch)
 
 
 def _models(meta: dict):

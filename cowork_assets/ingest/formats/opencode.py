@@ -91,17 +91,7 @@ def convert(doc: dict, sample, batch) -> list[dict]:
     request = _common.first_user_text(runs[0])
     state = {"directory": doc["directory"]} if doc.get("directory") else {}
     task = {"task_id": _common.task_id_of(NAME, request), "category": NAME, "request": request, "initial_state": state}
-    parent = doc.get("parentID")
-    return [
-        _common.trajectory(
-            batch.unique_id(doc["id"] if i == 1 else f"{doc['id']}#{i}", sample),
-            task | {"tools": _common.called_tools(messages)},
-            model or "unknown",
-            messages,
-            run_id=f"subagent-of:{parent}" if parent else None,
-        )
-        for i, messages in enumerate(runs, 1)
-    ]
+    return _common.context_runs(doc["id"], task, model or "unknown", runs, sample, batch, doc.get("parentID"))
 
 
 def records(sample, batch):

@@ -81,15 +81,7 @@ def convert(events: list[dict], sample, batch) -> list[dict]:
     users = (e for e in events if e.get("kind") == "MessageEvent" and e.get("source") == "user")
     request = next((t for e in users if (t := v1_text(e.get("llm_message")))), "")  # not an observation's text
     task = {"task_id": _common.task_id_of("openhands", request), "category": "openhands", "request": request}
-    return [
-        _common.trajectory(
-            batch.unique_id(run if i == 1 else f"{run}#{i}", sample),
-            task | {"tools": _common.called_tools(messages)},
-            model_of(events),
-            messages,
-        )
-        for i, messages in enumerate(runs, 1)
-    ]
+    return _common.context_runs(run, task, model_of(events), runs, sample, batch)
 
 
 def records(sample, batch):
