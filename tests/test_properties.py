@@ -186,7 +186,7 @@ def _occurrences(norm: str, text: str) -> list[tuple[int, int]]:
     st.text(alphabet="ab1-_ .,AB#@ßİKΣς", max_size=40), st.text(alphabet="ab1-_ .,AB#@ßİKΣς", min_size=1, max_size=5)
 )
 def test_value_matching_finds_what_the_definition_finds(text, value):
-    from cowork_assets.evidence.values import matches, normalise
+    from cowork_assets.values import matches, normalise
 
     norm = normalise(value)
     if norm:
@@ -203,7 +203,7 @@ def test_value_matching_finds_what_the_definition_finds(text, value):
 )
 def test_number_matching_finds_what_the_definition_finds(text, value):
     """Numbers match with or without grouping commas (never around the point), found without a regex."""
-    from cowork_assets.evidence.values import matches, normalise
+    from cowork_assets.values import matches, normalise
 
     norm = normalise(value)
     assert list(matches(norm, text)) == _occurrences(norm, text)

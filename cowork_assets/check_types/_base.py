@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from cowork_assets.evidence.values import matches
+from cowork_assets.values import matches
 
 # A tool result that reports an error: tau-bench and tau2 answer a failed call with `Error: ...` (tau2 also flags
 # the message), the synthetic services with `{"error": ...}`. Such a call changed nothing. (Python and polars regex.)

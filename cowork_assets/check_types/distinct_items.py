@@ -5,7 +5,7 @@ argument `key` (normalised). One rule everywhere: the check needs a tool name, a
 from __future__ import annotations
 
 from cowork_assets.check_types._base import CheckType
-from cowork_assets.evidence.values import normalise
+from cowork_assets.values import normalise
 
 
 def spec(check: dict) -> tuple[str, str, int] | None:

@@ -6,7 +6,7 @@ removed, as a substring). The keywords are evidence the grader looks for."""
 from __future__ import annotations
 
 from cowork_assets.check_types._base import CheckType
-from cowork_assets.evidence.values import normalise
+from cowork_assets.values import normalise
 
 
 class KeywordsPresent(CheckType):

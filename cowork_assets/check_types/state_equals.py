@@ -4,7 +4,7 @@ transcript cannot show the final state, so replay cannot decide it."""
 from __future__ import annotations
 
 from cowork_assets.check_types._base import CheckType
-from cowork_assets.evidence.values import leaves
+from cowork_assets.values import leaves
 
 
 class StateEquals(CheckType):

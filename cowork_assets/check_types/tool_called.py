@@ -4,7 +4,7 @@ normalised), at least `min_calls` times. Its argument values are evidence: the g
 from __future__ import annotations
 
 from cowork_assets.check_types._base import CheckType
-from cowork_assets.evidence.values import leaves, normalise
+from cowork_assets.values import leaves, normalise
 
 
 def args_match(expected, actual) -> bool:

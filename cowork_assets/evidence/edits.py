@@ -28,7 +28,7 @@ import polars as pl
 
 from cowork_assets.evidence.extract import ITEM_SCHEMA
 from cowork_assets.evidence.locate import OCCURRENCE_SCHEMA, locations
-from cowork_assets.evidence.values import matches, normalise
+from cowork_assets.values import matches, normalise
 
 EDIT_ITEM_SCHEMA = {**ITEM_SCHEMA, "used_at": pl.Int32}  # an edit item and the call that uses it
 SEARCH_ARGUMENT = {"old_str": None, "search": "edit"}  # argument -> the only tool it is an edit of (None: any)

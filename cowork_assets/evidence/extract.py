@@ -13,7 +13,7 @@ import orjson
 import polars as pl
 
 from cowork_assets import check_types
-from cowork_assets.evidence.values import IDENTIFIER_PATTERN, grounding_filter, normalise, record_value
+from cowork_assets.values import IDENTIFIER_PATTERN, grounding_filter, normalise, record_value
 
 FILE_NAME = r"/([A-Za-z0-9_-][A-Za-z0-9_.-]*\.[A-Za-z][A-Za-z0-9]{0,7})$"
 

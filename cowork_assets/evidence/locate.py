@@ -14,7 +14,7 @@ import itertools
 import polars as pl
 
 from cowork_assets.evidence.schemas import SHOWN
-from cowork_assets.evidence.values import ALNUM, GROUPED_DIGITS, matches, searched_plainly, sightings, ungrouped
+from cowork_assets.values import ALNUM, GROUPED_DIGITS, matches, searched_plainly, sightings, ungrouped
 
 OCCURRENCE_SCHEMA = {
     "trajectory_id": pl.String,

@@ -15,7 +15,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from cowork_assets.store.paths import project_dir
+from cowork_assets.runtime.paths import project_dir
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout (or site-packages): paths are hashed relative to it
 # The modules that define the assets of a batch run (tests check this against the definitions).

@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 
 from cowork_assets.runtime import scratch
-from cowork_assets.store.paths import project_dir
+from cowork_assets.runtime.paths import project_dir
 from cowork_assets.store.storage import atomic_path, is_remote, join, normalize_root
 from cowork_assets.warehouse.object_store import object_store
 

@@ -7,7 +7,7 @@ import pytest
 
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.evidence.extract import package_items
-from cowork_assets.evidence.values import find, named_value, normalise, record_value
+from cowork_assets.values import find, named_value, normalise, record_value
 from cowork_assets.store.registry import TABLES
 from tests.helpers import call, flatten, result, trajectory
 
@@ -263,7 +263,7 @@ def _scanned_pair_by_pair(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[p
     """What `scan` must find, decided the plain way: each message in conversation order, each value of its
     trajectory not used yet whose anchor it contains, matched by `matches`."""
     from cowork_assets.evidence import locate
-    from cowork_assets.evidence.values import matches
+    from cowork_assets.values import matches
 
     anchors = dict(keys.select("norm", anchor=locate._anchor(pl.col("norm"))).unique().iter_rows())
     values: dict[str, list[str]] = {}
