@@ -188,7 +188,7 @@ def floor_seconds(raw_root: Path, data_root: Path, encoding: str, workers: int) 
 
 def _measure_floor(raw_root: Path, data_root: Path, encoding: str, workers: int) -> dict:
     from cowork_assets.ingest.formats import scan_batch
-    from cowork_assets.ingest.raw_files import discover_batches
+    from cowork_assets.store.raw_files import discover_batches
     from cowork_assets.tokens import TokenCounter, get_encoding
 
     started = time.monotonic()

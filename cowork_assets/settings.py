@@ -18,7 +18,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from cowork_assets.check_types.db_match import FREE_TEXT_ARGUMENTS, READ_ONLY_TOOLS, StateRules
-from cowork_assets.store.storage import is_remote, normalize_root
+from cowork_assets.store.storage import is_remote, local_root, normalize_root
 from cowork_assets.tokens import HELPER_MIN_TEXTS
 
 DEFAULT_RAW_ROOT = "data/raw"
@@ -374,7 +374,7 @@ class SelectionSettings(Group):
     @field_validator("holdout")
     @classmethod
     def _holdout(cls, value: list[str]) -> list[str]:
-        from cowork_assets.selection.holdout import load
+        from cowork_assets.holdouts import load
 
         load(value)  # a HoldoutError (a ValueError) naming the list that cannot be read
         return value
@@ -494,16 +494,6 @@ class Settings(
     @property
     def warehouse_path(self) -> Path:
         return self.local_root / self.warehouse_file
-
-
-def local_root(data_root: str) -> Path:
-    """Local folder for what must be a local file (the DuckDB file, locks): the data root itself, or for
-    an object-store root a folder under COWORK_WORK_DIR (default ~/.cache/cowork-curate) named after it."""
-    root = normalize_root(data_root)
-    if not is_remote(root):
-        return Path(root)
-    base = Path(os.environ.get("COWORK_WORK_DIR", "~/.cache/cowork-curate")).expanduser().resolve()
-    return base / re.sub(r"[^A-Za-z0-9._-]+", "_", root)
 
 
 CROSS_BATCH_ONLY = frozenset(

@@ -139,7 +139,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _db(args: argparse.Namespace) -> Path:
     """The DuckDB file to query: --db as given, else the data root's (its views rebuilt from an object store)."""
-    from cowork_assets.settings import local_root
+    from cowork_assets.store.storage import local_root
     from cowork_assets.warehouse.duckdb_file import queryable
 
     return Path(args.db) if args.db else queryable(args.data_root, local_root(args.data_root) / "cowork.duckdb")
@@ -175,7 +175,7 @@ def _cmd_sql(args: argparse.Namespace) -> int:
     if not re.fullmatch(r"\d+(?:\.\d+)?\s*(?:[KMGT]i?)?B", args.memory_limit.strip(), re.IGNORECASE):
         raise UsageError(f"--memory-limit must be a size such as 500MB or 2GB, got {args.memory_limit!r}")
     from cowork_assets.runtime import scratch
-    from cowork_assets.settings import local_root
+    from cowork_assets.store.storage import local_root
 
     if (local := local_root(normalize_root(args.data_root))).is_dir():
         scratch.sweep(local)  # what a killed query spilled
@@ -249,8 +249,8 @@ def _cmd_trace(args: argparse.Namespace) -> int:
 
 
 def _cmd_drop(args: argparse.Namespace) -> int:
-    from cowork_assets.ingest.raw_files import batch_name_problem
     from cowork_assets.store import batch_state
+    from cowork_assets.store.raw_files import batch_name_problem
 
     root = normalize_root(args.data_root)
     if problem := batch_name_problem(args.batch):

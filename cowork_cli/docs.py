@@ -29,7 +29,7 @@ def tables_md() -> str:
         "Every table and dataset the pipeline writes, in pipeline order, under the data root. Each table is a view",
         "of the same name in the DuckDB file (`cowork-curate sql`), over every batch. The selection's tables are",
         "computed a task bucket at a time and written a file per bucket: a task's bucket is the first hex digit of",
-        "the SHA-256 of its id (`cowork_assets/selection/buckets.py`).",
+        "the SHA-256 of its id (`cowork_assets/store/buckets.py`).",
         "",
         "| table | group | a file per | files |",
         "|---|---|---|---|",

@@ -23,7 +23,6 @@ from pathlib import Path
 import dagster as dg
 
 from cowork_assets.datasets.suites import start_early
-from cowork_assets.ingest.raw_files import batch_entries, discover_batches, not_batches
 from cowork_assets.orchestration.partitions import batches as batches_partitions
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.run_health import (
@@ -38,6 +37,7 @@ from cowork_assets.runtime import scratch
 from cowork_assets.runtime.procfs import die_with_parent
 from cowork_assets.settings import PARALLEL_FROM_BATCHES
 from cowork_assets.store import batch_state, lease
+from cowork_assets.store.raw_files import batch_entries, discover_batches, not_batches
 from cowork_assets.tokens import TokenizerUnavailable, get_encoding
 from cowork_cli.locks import publisher_lock
 

@@ -7,11 +7,11 @@ that every loop evaluates them (a longer one skips loops). The code location set
 
 import dagster as dg
 
-from cowork_assets.ingest.raw_files import discover_batches
 from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.run_health import in_flight, publication_blocked, reap_dead_runs
 from cowork_assets.store import batch_state
+from cowork_assets.store.raw_files import discover_batches
 from dagster_project.jobs import (
     BATCH_ASSETS,
     CORPUS_JOBS,

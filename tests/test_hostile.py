@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from cowork_assets.ingest.batch import ingest_batch
-from cowork_assets.ingest.raw_files import discover_batches, not_batches
+from cowork_assets.store.raw_files import discover_batches, not_batches
 from cowork_assets.store.registry import TABLES
 from tests.conftest import TESTS
 from tests.helpers import call, result, trajectory

@@ -14,8 +14,8 @@ from cowork_assets.curation.curate import curate_chunk
 from cowork_assets.curation.spans import MARKER_RE, SPAN, evidence_spans, merge, render, total
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.ingest.batch import ingest_batch
-from cowork_assets.ingest.raw_files import iter_raw_lines
 from cowork_assets.settings import CurationSettings
+from cowork_assets.store.raw_files import iter_raw_lines
 from tests.helpers import call, flatten, result, trajectory
 
 SLOW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

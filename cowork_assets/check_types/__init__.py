@@ -16,8 +16,8 @@ from typing import Any, Protocol
 import orjson
 
 from cowork_assets.check_types._base import Call, CheckType, Turn
-from cowork_assets.values import named_value, record_value
 from cowork_assets.plugins import discover
+from cowork_assets.values import named_value, record_value
 
 
 class CheckTypeModule(Protocol):

@@ -25,6 +25,7 @@ from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks, verl_to
 from cowork_assets.datasets.schemas import JSON_FIELDS, SPLITS
 from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft, chat_messages, rendered_tokens, token_texts
 from cowork_assets.datasets.suites import SuiteProcess, give_back, suite_process
+from cowork_assets.holdouts import load
 from cowork_assets.ingest.formats import coding_categories
 from cowork_assets.markdown import table
 from cowork_assets.orchestration.lineage import column_lineage
@@ -40,7 +41,7 @@ from cowork_assets.orchestration.run_health import (
 )
 from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.selection.exclusions import first_batch_rows
-from cowork_assets.selection.holdout import corpus_held_out, load, training_side
+from cowork_assets.selection.holdout import corpus_held_out, training_side
 from cowork_assets.selection.preference import pair_runs, prompt_keys, sides
 from cowork_assets.store import versions
 from cowork_assets.store.batch_state import corpus_version

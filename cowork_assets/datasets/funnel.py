@@ -8,8 +8,9 @@ import polars as pl
 from cowork_assets.curation.strategies import names
 from cowork_assets.curation.sweep import totals
 from cowork_assets.datasets.described import PUBLISHED
+from cowork_assets.holdouts import load, shipped
 from cowork_assets.ingest.formats import coding_categories
-from cowork_assets.selection.holdout import HOLDOUTS, corpus_held_out, load
+from cowork_assets.selection.holdout import corpus_held_out
 from cowork_assets.selection.schemas import CRITERIA
 from cowork_assets.settings import Settings
 from cowork_assets.store.registry import TABLES
@@ -148,10 +149,10 @@ def decontamination(settings: Settings) -> dict:
         }
         for b, n in tests.iter_rows()
     ]
-    shipped = sorted(p.name for p in HOLDOUTS.iterdir() if p.is_dir() and p.name not in settings.holdout)
+    unused = [name for name in shipped() if name not in settings.holdout]
     return {
         "checked": checked,
-        "not_checked": [*(f"{s} (shipped, not in `holdout`)" for s in shipped), *UNLISTED_BENCHMARKS],
+        "not_checked": [*(f"{s} (shipped, not in `holdout`)" for s in unused), *UNLISTED_BENCHMARKS],
     }
 
 

@@ -19,8 +19,8 @@ import polars as pl
 
 from cowork_assets.runtime import scratch
 from cowork_assets.runtime.helper_process import HelperProcess, write_line
-from cowork_assets.runtime.procfs import die_with_parent
 from cowork_assets.runtime.paths import project_dir
+from cowork_assets.runtime.procfs import die_with_parent
 
 
 class SuiteProcessError(RuntimeError):

@@ -19,9 +19,9 @@ import pyarrow as pa
 from cowork_assets.check_types.db_match import StateRules
 from cowork_assets.ingest import flatten, schemas
 from cowork_assets.ingest.formats import scan_batch
-from cowork_assets.ingest.raw_files import MAX_RECORD_BYTES, RawLine, not_batches
 from cowork_assets.ingest.record import BOM, excerpt, validate_line
 from cowork_assets.store.models import arrow_schema, polars_schema
+from cowork_assets.store.raw_files import MAX_RECORD_BYTES, RawLine, not_batches
 from cowork_assets.store.registry import TABLES, group
 from cowork_assets.store.storage import (
     PARQUET_OPTIONS,

@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from cowork_assets.selection.buckets import BUCKETS
+from cowork_assets.store.buckets import BUCKETS
 
 batches = dg.DynamicPartitionsDefinition(name="batches")
 

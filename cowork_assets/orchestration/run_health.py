@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from cowork_assets.ingest.raw_files import discover_batches
 from cowork_assets.markdown import table
 from cowork_assets.runtime.procfs import stat_fields
+from cowork_assets.store.raw_files import discover_batches
 
 if TYPE_CHECKING:  # settings reads the machine's limits from here
     from cowork_assets.settings import Settings

@@ -12,7 +12,6 @@ from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.run_health import held_back
 from cowork_assets.orchestration.specs import asset_args, check_results, step_check
 from cowork_assets.orchestration.stages import batch_stage
-from cowork_assets.selection.buckets import bucket_groups, split_by_bucket, task_buckets
 from cowork_assets.selection.dedup import clusters
 from cowork_assets.selection.exclusions import exclusions_by_bucket, first_batch_rows
 from cowork_assets.selection.holdout import corpus_held_out
@@ -20,6 +19,7 @@ from cowork_assets.selection.preference import prompt_keys
 from cowork_assets.selection.schemas import DedupSignatures
 from cowork_assets.selection.signatures import signatures
 from cowork_assets.store.batch_state import corpus_version
+from cowork_assets.store.buckets import bucket_groups, split_by_bucket, task_buckets
 from cowork_assets.store.models import arrow_schema
 from cowork_assets.store.registry import TABLES
 from cowork_assets.store.storage import PartSpill

@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable, Iterator
 
 import polars as pl
 
-from cowork_assets.selection.buckets import bucket_groups, split_by_bucket, task_buckets
 from cowork_assets.selection.holdout import HELD_OUT_SCHEMA
 from cowork_assets.selection.preference import GUARDS, pair_runs, sides
 from cowork_assets.selection.schemas import CRITERIA, Exclusions
+from cowork_assets.store.buckets import bucket_groups, split_by_bucket, task_buckets
 from cowork_assets.store.models import polars_schema
 
 SCHEMA = polars_schema(Exclusions)
@@ -279,7 +279,7 @@ def exclusions_by_bucket(
     untrusted: pl.DataFrame | None = None,
     **policy,
 ) -> Iterator[tuple[str, pl.DataFrame]]:
-    """`find_exclusions` of the corpus a task bucket at a time (`selection/buckets.py`): (bucket, its rows) for each of
+    """`find_exclusions` of the corpus a task bucket at a time (`store/buckets.py`): (bucket, its rows) for each of
     `buckets`, with the dedup clusters of some buckets from `clusters_of(buckets)` and `policy` (max_per_task,
     lost_evidence_policy, accept_ungraded) as `find_exclusions` takes them. Consecutive buckets are computed together
     while their runs number at most `max_runs` (`bucket_groups`). Every bucket's rows together are the whole corpus's:

@@ -26,11 +26,11 @@ from pathlib import Path
 import orjson
 from pyarrow.fs import FileInfo
 
-from cowork_assets.ingest.raw_files import batch_entries
 from cowork_assets.runtime.code_versions import batch_code_version
-from cowork_assets.settings import local_root
 from cowork_assets.store import aside, lease, storage
+from cowork_assets.store.raw_files import batch_entries
 from cowork_assets.store.registry import REGISTRY, TABLES
+from cowork_assets.store.storage import local_root
 
 STATE = "state"
 

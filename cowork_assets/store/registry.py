@@ -30,9 +30,9 @@ from cowork_assets.curation.schemas import (
 from cowork_assets.datasets.schemas import PreferencePairs, RlRollouts, RlTasks, SftDataset
 from cowork_assets.evidence.schemas import Evidence
 from cowork_assets.ingest.schemas import Messages, Quarantine, SkippedInputs, TaskPackages, ToolCalls, Trajectories
-from cowork_assets.selection.buckets import BUCKETS
 from cowork_assets.selection.schemas import DedupClusters, DedupSignatures, Exclusions
 from cowork_assets.store import aside, storage, versions
+from cowork_assets.store.buckets import BUCKETS
 from cowork_assets.store.models import arrow_schema
 from cowork_assets.validation.schemas import Regrade, StructureFindings, TaskFindings
 
@@ -51,7 +51,7 @@ class Table:
     description: str
     inputs: tuple[str, ...]
     location: Location = "tables"
-    # A file per batch (`batch=<b>/`), per task bucket (`bucket=<k>/`, selection/buckets.py) or one for the table
+    # A file per batch (`batch=<b>/`), per task bucket (`bucket=<k>/`, store/buckets.py) or one for the table
     partitioned_by: Literal["batch", "bucket"] | None = None
     also_in_view: tuple[str, ...] = ()  # more files of the table's folder its warehouse view reads
 

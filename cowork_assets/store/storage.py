@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -416,3 +417,13 @@ def trajectory_chunks(location: str, columns: list[str] | None = None) -> Iterat
             yield frame.slice(0, start)
     if carry is not None and carry.height:
         yield carry
+
+
+def local_root(data_root: str) -> Path:
+    """Local folder for what must be a local file (the DuckDB file, locks): the data root itself, or for
+    an object-store root a folder under COWORK_WORK_DIR (default ~/.cache/cowork-curate) named after it."""
+    root = normalize_root(data_root)
+    if not is_remote(root):
+        return Path(root)
+    base = Path(os.environ.get("COWORK_WORK_DIR", "~/.cache/cowork-curate")).expanduser().resolve()
+    return base / re.sub(r"[^A-Za-z0-9._-]+", "_", root)

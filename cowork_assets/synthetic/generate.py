@@ -21,7 +21,7 @@ from pathlib import Path
 
 import orjson
 
-from cowork_assets.ingest.raw_files import batch_name_problem
+from cowork_assets.store.raw_files import batch_name_problem
 from cowork_assets.synthetic import services as S
 from cowork_assets.synthetic import vocab as V
 from cowork_assets.synthetic.runs import Task, build_task, grade, locate, render

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cowork_assets.ingest.raw_files import raw_line
+from cowork_assets.store.raw_files import raw_line
 from cowork_assets.warehouse.duckdb_file import named_query, run_query
 
 LINE_CHARS = 300  # of the raw line shown: enough to recognise it, bounded however long the record is

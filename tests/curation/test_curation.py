@@ -14,10 +14,10 @@ from cowork_assets.curation.curate import curate_chunk
 from cowork_assets.curation.spans import MARKER_RE, SPAN, evidence_spans, merge, render, total
 from cowork_assets.curation.truncate import Shown
 from cowork_assets.evidence.build import build_evidence
-from cowork_assets.values import normalise
 from cowork_assets.settings import CurationSettings
 from cowork_assets.store.registry import TABLES
 from cowork_assets.tokens import count_tokens
+from cowork_assets.values import normalise
 from tests.conftest import ROOT
 from tests.helpers import call, flatten, result, trajectory
 

@@ -12,8 +12,8 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from cowork_assets.selection.buckets import BUCKETS
 from cowork_assets.store import versions
+from cowork_assets.store.buckets import BUCKETS
 from cowork_assets.synthetic.generate import generate
 from tests.live_ui import REPOSITORY, dagster_dev, graphql
 

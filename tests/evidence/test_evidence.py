@@ -7,8 +7,8 @@ import pytest
 
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.evidence.extract import package_items
-from cowork_assets.values import find, named_value, normalise, record_value
 from cowork_assets.store.registry import TABLES
+from cowork_assets.values import find, named_value, normalise, record_value
 from tests.helpers import call, flatten, result, trajectory
 
 

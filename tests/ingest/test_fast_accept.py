@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from cowork_assets.ingest.fast_accept import FREE_FORM_DEPTH, accepts
 from cowork_assets.ingest.formats import scan_batch
-from cowork_assets.ingest.raw_files import discover_batches
 from cowork_assets.ingest.record import BOM, contract_verdict
+from cowork_assets.store.raw_files import discover_batches
 from tests.conftest import TESTS
 from tests.ingest.test_record import good
 

@@ -11,7 +11,7 @@ from polars.testing import assert_frame_equal
 
 from cowork_assets.ingest import flatten
 from cowork_assets.ingest.batch import BATCH_TABLES, ingest_batch
-from cowork_assets.ingest.raw_files import discover_batches, iter_raw_lines
+from cowork_assets.store.raw_files import discover_batches, iter_raw_lines
 from cowork_assets.store.registry import TABLES
 
 

@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from cowork_assets.selection.buckets import BUCKETS, bucket_groups, split_by_bucket, task_buckets
 from cowork_assets.selection.dedup import clusters
 from cowork_assets.selection.exclusions import first_batch_rows
 from cowork_assets.store.batch_state import corpus_version
+from cowork_assets.store.buckets import BUCKETS, bucket_groups, split_by_bucket, task_buckets
 from cowork_assets.store.registry import TABLES
 
 

@@ -10,7 +10,8 @@ import shutil
 import polars as pl
 import pytest
 
-from cowork_assets.selection.holdout import HoldoutError, held_out, load, training_side
+from cowork_assets.holdouts import HoldoutError, load
+from cowork_assets.selection.holdout import held_out, training_side
 from tests.conftest import SHARED
 
 TAU2_SPLITS = SHARED / "benchmarks" / "tau2"

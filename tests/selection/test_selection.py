@@ -3,10 +3,10 @@
 import polars as pl
 import pytest
 
-from cowork_assets.selection.buckets import BUCKETS, task_buckets
 from cowork_assets.selection.dedup import candidate_pairs, clusters, compared
 from cowork_assets.selection.exclusions import exclusions_by_bucket, find_exclusions
 from cowork_assets.selection.signatures import signatures
+from cowork_assets.store.buckets import BUCKETS, task_buckets
 from cowork_assets.store.registry import TABLES
 from tests.helpers import flatten, trajectory
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from cowork_assets.ingest.raw_files import iter_raw_lines
+from cowork_assets.store.raw_files import iter_raw_lines
 from cowork_assets.synthetic.generate import Rates, generate
 from tests.conftest import DEFAULT
 

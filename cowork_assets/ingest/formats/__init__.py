@@ -35,7 +35,7 @@ import polars as pl
 from cowork_assets import plugins
 from cowork_assets.check_types.db_match import StateRules
 from cowork_assets.ingest import recount
-from cowork_assets.ingest.raw_files import MAX_RECORD_BYTES, RawLine, batch_entries, iter_raw_lines, too_large
+from cowork_assets.store.raw_files import MAX_RECORD_BYTES, RawLine, batch_entries, iter_raw_lines, too_large
 
 FORCE_FILE = ".cowork-format"
 LINES_SUFFIXES = (".jsonl", ".jsonl.gz")

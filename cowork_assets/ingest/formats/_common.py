@@ -9,8 +9,8 @@ from typing import Any
 
 import orjson
 
-from cowork_assets.ingest.raw_files import RawLine
 from cowork_assets.ingest.reasoning import is_reasoning_part
+from cowork_assets.store.raw_files import RawLine
 from cowork_assets.text_actions import TEXT_ACTION, fenced_command, text_action  # noqa: F401 (readers use them here)
 
 NO_PARAMETERS = {"type": "object", "properties": {}}

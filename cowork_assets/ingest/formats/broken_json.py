@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats._common import EXCERPT_BYTES
-from cowork_assets.ingest.raw_files import RawLine
+from cowork_assets.store.raw_files import RawLine
 
 NAME = "broken_json"
 PRIORITY = 95

@@ -23,7 +23,7 @@ from functools import partial
 
 from cowork_assets.ingest import reasoning, recount
 from cowork_assets.ingest.formats import _common
-from cowork_assets.ingest.raw_files import RawLine, too_large
+from cowork_assets.store.raw_files import RawLine, too_large
 
 NAME = "inspect_ai"
 PRIORITY = 20

@@ -5,7 +5,7 @@ import gzip
 import pytest
 
 from cowork_assets.ingest.formats import scan_batch
-from cowork_assets.ingest.raw_files import batch_entries, discover_batches, iter_raw_lines
+from cowork_assets.store.raw_files import batch_entries, discover_batches, iter_raw_lines
 
 
 def _lines(path):
@@ -25,7 +25,7 @@ def test_plain_file_with_crlf_blank_lines_and_no_final_newline(tmp_path):
 
 
 def test_lines_spanning_read_blocks(tmp_path, monkeypatch):
-    import cowork_assets.ingest.raw_files as rf
+    import cowork_assets.store.raw_files as rf
 
     monkeypatch.setattr(rf, "READ_BYTES", 5)
     p = tmp_path / "a.jsonl"
