@@ -1,5 +1,5 @@
 """Plugin families: input formats (ingest/formats/), grader check types (check_types/) and truncation strategies
-(curation/strategies/). A family is a package; each of its modules whose name does not start with `_` is one
+(truncation/strategies/). A family is a package; each of its modules whose name does not start with `_` is one
 plugin, found by importing them in name order, so a new plugin is one new module and nothing else. Each family
 states what a plugin module provides as a small `typing.Protocol`; a module that lacks a part of it is an error
 that names the part, never a plugin silently left out."""

@@ -164,7 +164,7 @@ class CurationSettings(Group):
     )
     truncation_strategy: str = Field(
         default="evidence_aware",
-        description="How long tool observations are cut, one of the strategies in curation/strategies/: `head` "
+        description="How long tool observations are cut, one of the strategies in truncation/strategies/: `head` "
         "keeps the first max_observation_chars, `tail` the last, `middle` both ends; `evidence_aware` spends the "
         "same allowance on windows around at-risk evidence first, then the head.",
     )
@@ -283,7 +283,7 @@ class CurationSettings(Group):
     @field_validator("truncation_strategy")
     @classmethod
     def _strategy(cls, value: str) -> str:
-        from cowork_assets.curation.strategies import strategy
+        from cowork_assets.truncation.strategies import strategy
 
         strategy(value)  # a ValueError naming the registered strategies
         return value

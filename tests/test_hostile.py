@@ -259,8 +259,9 @@ def test_a_json_document_over_the_record_bound_is_quarantined_unread(tmp_path):
 def test_a_read_error_or_a_link_loop_is_accounted_for_and_never_fails_the_batch(tmp_path, monkeypatch):
     import errno
 
-    from cowork_assets.ingest import raw_files, recount
+    from cowork_assets.ingest import recount
     from cowork_assets.ingest.formats import recount_batch
+    from cowork_assets.store import raw_files
 
     raw = tmp_path / "raw"
     (raw / "b").mkdir(parents=True)

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 from cowork_assets.curation import truncate
 from cowork_assets.curation.curate import curate_chunk
-from cowork_assets.curation.spans import MARKER_RE, SPAN, evidence_spans, merge, render, total
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.ingest.batch import ingest_batch
 from cowork_assets.settings import CurationSettings
 from cowork_assets.store.raw_files import iter_raw_lines
+from cowork_assets.truncation.spans import MARKER_RE, SPAN, evidence_spans, merge, render, total
 from tests.helpers import call, flatten, result, trajectory
 
 SLOW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -217,7 +217,7 @@ def test_number_matching_finds_what_the_definition_finds(text, value):
     )
 )
 def test_widened_total_counts_the_characters_within_context_of_a_core(args):
-    from cowork_assets.curation.spans import _widened_total, merge
+    from cowork_assets.truncation.spans import _widened_total, merge
 
     n, raw, context = args
     cores = merge((s, min(n, s + w)) for s, w in raw)

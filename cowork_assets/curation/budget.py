@@ -13,13 +13,13 @@ from operator import itemgetter
 import polars as pl
 
 from cowork_assets.chat_form import published_messages, published_tools, text_protocol_runs, with_action_format
-from cowork_assets.curation.spans import intersect, render, total, widen
 from cowork_assets.settings import CurationSettings
 from cowork_assets.store.models import function_calls
 from cowork_assets.tokens import count_tokens
 from cowork_assets.tool_lists import openai_tools
 from cowork_assets.trainers import for_chat_template
 from cowork_assets.trainers.tokenizer import chat_tokenizer
+from cowork_assets.truncation.spans import intersect, render, total, widen
 
 CHAT_FIELDS = ["role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name"]
 

@@ -1,6 +1,6 @@
 """Curate one chunk of trajectories: truncate, apply the budget, and audit the evidence.
 
-Every registered truncation strategy (curation/strategies/) is computed at the configured allowance, so
+Every registered truncation strategy (truncation/strategies/) is computed at the configured allowance, so
 the audit can say what the configured choice costs against the others; only the configured one is applied.
 """
 
@@ -12,7 +12,6 @@ from cowork_assets.curation import redact
 from cowork_assets.curation.budget import count, template_markup, trim
 from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats
 from cowork_assets.curation.secrets import Detector
-from cowork_assets.curation.strategies import names
 from cowork_assets.curation.terminal import normalised
 from cowork_assets.curation.truncate import Shown, cores, cut, long_observations
 from cowork_assets.evidence.locate import shown
@@ -20,6 +19,7 @@ from cowork_assets.ingest.formats import coding_categories
 from cowork_assets.settings import CurationSettings
 from cowork_assets.store.models import polars_schema
 from cowork_assets.tokens import token_text
+from cowork_assets.truncation.strategies import names
 
 KEY = ["trajectory_id", "message_index"]
 SPAN_LEN = pl.element().struct.field("end") - pl.element().struct.field("start")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from cowork_assets.curation.strategies import names
 from cowork_assets.markdown import EXAMPLES, table
 from cowork_assets.settings import CurationSettings
+from cowork_assets.truncation.strategies import names
 
 
 def _spans(spans) -> str:

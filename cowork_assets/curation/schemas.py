@@ -3,9 +3,9 @@
 import pandera.polars as pa
 import polars as pl
 
-from cowork_assets.curation.spans import SPAN
-from cowork_assets.curation.strategies import names
 from cowork_assets.store.models import TOOL_CALL
+from cowork_assets.truncation.spans import SPAN
+from cowork_assets.truncation.strategies import names
 
 VERDICTS = ["kept", "trimmed", "dropped", "unrenderable"]
 CHARS_UNDER = pl.Struct({"strategy": pl.String, "chars": pl.Int64})
@@ -48,7 +48,7 @@ class SampleStats(pa.DataFrameModel):
     grade_passed: bool = pa.Field(nullable=True, description="recorded grader verdict")
     chars_before: pl.Int64 = pa.Field(ge=0, description="characters before curation")
     chars_under: pl.List(CHARS_UNDER) = pa.Field(
-        description="per truncation strategy (curation/strategies/): "
+        description="per truncation strategy (truncation/strategies/): "
         "characters after truncation under it, at the configured allowance"
     )
     chars_after: pl.Int64 = pa.Field(ge=0, description="characters after truncation and budget")
@@ -121,7 +121,7 @@ class TruncationSweep(pa.DataFrameModel):
 
     batch: str = pa.Field(description="raw batch folder (the partition)")
     category: str = pa.Field(description="task category (data source / domain)")
-    strategy: str = pa.Field(isin=list(names()), description="truncation strategy (curation/strategies/)")
+    strategy: str = pa.Field(isin=list(names()), description="truncation strategy (truncation/strategies/)")
     max_observation_chars: pl.Int64 = pa.Field(ge=1, description="the allowance")
     at_risk_items: pl.Int64 = pa.Field(ge=0, description="at-risk evidence items")
     lost_items: pl.Int64 = pa.Field(ge=0, description="of those, lost under this cut")

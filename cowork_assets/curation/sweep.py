@@ -15,11 +15,11 @@ from __future__ import annotations
 import polars as pl
 
 from cowork_assets.curation.schemas import TruncationSweep
-from cowork_assets.curation.strategies import names, registry
 from cowork_assets.curation.truncate import Shown, kept_spans, observations
 from cowork_assets.evidence.locate import shown
 from cowork_assets.markdown import Markdown
 from cowork_assets.store.models import polars_schema
+from cowork_assets.truncation.strategies import names, registry
 
 ALLOWANCES = (250, 500, 1000, 2000, 4000, 8000, 16000)
 TARGET = 0.99  # the share of at-risk evidence a recommended allowance keeps

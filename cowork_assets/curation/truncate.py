@@ -1,13 +1,13 @@
 """Cut long tool observations under a strategy, render the cut text, and decide which at-risk evidence
-survives. The same for every strategy (curation/strategies/): a strategy only chooses the kept spans.
+survives. The same for every strategy (truncation/strategies/): a strategy only chooses the kept spans.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from cowork_assets.curation.spans import MARKER, MARKER_RE, SPAN
-from cowork_assets.curation.strategies import strategy
+from cowork_assets.truncation.spans import MARKER, MARKER_RE, SPAN
+from cowork_assets.truncation.strategies import strategy
 
 KEY = ["trajectory_id", "message_index"]
 CUT_SCHEMA = {

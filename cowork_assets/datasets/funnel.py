@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from cowork_assets.curation.strategies import names
 from cowork_assets.curation.sweep import totals
 from cowork_assets.datasets.described import PUBLISHED
 from cowork_assets.holdouts import load, shipped
@@ -14,6 +13,7 @@ from cowork_assets.selection.holdout import corpus_held_out
 from cowork_assets.selection.schemas import CRITERIA
 from cowork_assets.settings import Settings
 from cowork_assets.store.registry import TABLES
+from cowork_assets.truncation.strategies import names
 
 
 def _count(frame: pl.LazyFrame) -> int:

@@ -9,14 +9,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from cowork_assets.curation import strategies
 from cowork_assets.curation.curate import curate_chunk
-from cowork_assets.curation.spans import MARKER_RE, SPAN, evidence_spans, merge, render, total
 from cowork_assets.curation.truncate import Shown
 from cowork_assets.evidence.build import build_evidence
 from cowork_assets.settings import CurationSettings
 from cowork_assets.store.registry import TABLES
 from cowork_assets.tokens import count_tokens
+from cowork_assets.truncation import strategies
+from cowork_assets.truncation.spans import MARKER_RE, SPAN, evidence_spans, merge, render, total
 from cowork_assets.values import normalise
 from tests.conftest import ROOT
 from tests.helpers import call, flatten, result, trajectory
@@ -54,7 +54,7 @@ def test_evidence_aware_spans_for_many_observations_at_once_are_evidence_spans_o
     not), and by `evidence_spans` where they must narrow: on random observations (evidence overlapping, touching,
     beyond the text, near both ends), every row's spans and overflow are what `evidence_spans` gives it, and
     `kept_chars` counts them."""
-    from cowork_assets.curation.strategies import evidence_aware
+    from cowork_assets.truncation.strategies import evidence_aware
 
     rng = random.Random(5)
     rows = []
@@ -282,7 +282,7 @@ def test_head_and_drop_fail_the_checks_with_named_values(default_raw, tmp_path, 
 
 
 def test_a_new_truncation_strategy_is_one_module(tmp_path):
-    """Added to curation/strategies/, a module can be configured, and is audited and swept like the others
+    """Added to truncation/strategies/, a module can be configured, and is audited and swept like the others
     through the same schemas: here a copy of `tail` under another name must give exactly tail's results.
     (The module is added from a folder the package also searches, in a fresh process, before anything else
     of the pipeline is imported: the source tree is not touched.)"""
@@ -290,7 +290,7 @@ def test_a_new_truncation_strategy_is_one_module(tmp_path):
     (tmp_path / "zz_last_chars.py").write_text((folder / "tail.py").read_text())
     code = """
 import json, polars as pl
-import cowork_assets.curation.strategies as strategies
+import cowork_assets.truncation.strategies as strategies
 strategies.__path__.append(FOLDER)
 strategies.registry.cache_clear()
 from tests.helpers import flatten

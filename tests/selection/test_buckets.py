@@ -85,8 +85,8 @@ def test_one_bucket_runs_alone_and_rewrites_only_its_own_files(pipeline_copy):
 def test_buckets_worked_one_at_a_time_write_what_they_write_worked_together(pipeline_copy, monkeypatch):
     """The pipeline's corpus is small: its refresh worked every bucket in one group. A bucket at a time, the same
     rows."""
-    from cowork_assets.selection import buckets
     from cowork_assets.selection.assets import dedup_clusters, exclusions
+    from cowork_assets.store import buckets
 
     together = {t: _by_bucket(t, pipeline_copy.root) for t in ("dedup_clusters", "exclusions")}
     assert sum(f.height for f in together["dedup_clusters"].values()) > 0

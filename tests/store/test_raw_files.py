@@ -106,7 +106,8 @@ def test_gzip_members_read_back_whole_whatever_the_output_bound(tmp_path, monkey
     exactly on the bound, still comes back whole, for ingest and for the recount."""
     import gzip
 
-    from cowork_assets.ingest import raw_files, recount
+    from cowork_assets.ingest import recount
+    from cowork_assets.store import raw_files
 
     data = b"".join(b'{"i": %d, "pad": "%s"}\n' % (i, b"x" * (i * 37 % 3000)) for i in range(2000))
     path = tmp_path / "a.jsonl.gz"
@@ -130,7 +131,7 @@ def test_gzip_members_read_back_whole_whatever_the_output_bound(tmp_path, monkey
 def test_a_raw_line_is_read_whole_across_blocks_and_bounded(tmp_path, monkeypatch, gz):
     """What `trace` shows of a sample's raw line: the numbered line of the decompressed file, however the reads
     split it, cut at the limit; None past the last line."""
-    from cowork_assets.ingest import raw_files
+    from cowork_assets.store import raw_files
 
     monkeypatch.setattr(raw_files, "READ_BYTES", 7)  # every line crosses a block
     data = b'{"a": 1}\n\n' + "é".encode() * 40 + b"\nlast"

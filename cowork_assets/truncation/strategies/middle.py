@@ -3,7 +3,7 @@
 
 import polars as pl
 
-from cowork_assets.curation.spans import positional, span_list
+from cowork_assets.truncation.spans import positional, span_list
 
 VERL_SIDE = "middle"
 

@@ -8,9 +8,9 @@ computed in polars where the windows of full context fit the allowance or the ev
 
 import polars as pl
 
-from cowork_assets.curation.spans import SPAN, evidence_spans, merged, reach
-from cowork_assets.curation.strategies import head
 from cowork_assets.store.models import nest
+from cowork_assets.truncation.spans import SPAN, evidence_spans, merged, reach
+from cowork_assets.truncation.strategies import head
 
 VERL_SIDE = None
 

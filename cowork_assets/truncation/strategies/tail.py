@@ -2,7 +2,7 @@
 
 import polars as pl
 
-from cowork_assets.curation.spans import positional, span_list
+from cowork_assets.truncation.spans import positional, span_list
 
 VERL_SIDE = "right"
 
