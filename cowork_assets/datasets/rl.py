@@ -16,7 +16,7 @@ import polars as pl
 import yaml
 
 from cowork_assets.datasets.split import split_expr
-from cowork_assets.ingest.formats._common import SANDBOX_KEY
+from cowork_assets.sandbox import SANDBOX_KEY
 from cowork_assets.synthetic.workspace import SIMULATED, simulated
 from cowork_assets.tool_lists import named_tools
 

@@ -16,7 +16,7 @@ import polars as pl
 
 from cowork_assets import check_types
 from cowork_assets.check_types._base import ERROR_RESULT
-from cowork_assets.ingest.formats._common import SANDBOX_KEY, rebuildable
+from cowork_assets.sandbox import SANDBOX_KEY, rebuildable
 from cowork_assets.tool_lists import named_tools
 from cowork_assets.validation.json_schema import schema_problem
 from cowork_assets.validation.schemas import TaskFindings

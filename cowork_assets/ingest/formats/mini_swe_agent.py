@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from cowork_assets.ingest import reasoning, recount
 from cowork_assets.ingest.formats import _common, swebench_report
+from cowork_assets.sandbox import sandbox
 
 NAME = "mini_swe_agent"
 PRIORITY = 30
@@ -135,7 +136,7 @@ def convert(doc, sample, batch) -> dict:
             "category": NAME,
             "request": _common.first_user_text(messages),
             "tools": _common.called_tools(messages) or [_common.BASH_TOOL],
-            "initial_state": _common.sandbox(instance, {"image": environment.get("image")}),
+            "initial_state": sandbox(instance, {"image": environment.get("image")}),
         },
         str(model),
         messages,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from cowork_assets.ingest import reasoning, recount
 from cowork_assets.ingest.formats import _common, openhands
+from cowork_assets.sandbox import sandbox
 
 NAME = "openai_chat"
 PRIORITY = 40
@@ -71,7 +72,7 @@ def convert(obj: dict, stem: str, record: int, notes) -> dict:
         task = {
             "task_id": instance,
             "category": CODING,
-            "initial_state": _common.sandbox(instance, obj),
+            "initial_state": sandbox(instance, obj),
             "tools": _common.tool_definitions(obj.get("tools"), notes) or _common.called_tools(messages),
         }
     else:

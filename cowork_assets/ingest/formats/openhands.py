@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from cowork_assets.ingest import reasoning, recount
 from cowork_assets.ingest.formats import _common, swebench_report
+from cowork_assets.sandbox import sandbox
 
 NAME = "openhands"
 PRIORITY = 30
@@ -224,7 +225,7 @@ def convert(run: dict, stem: str, sample, batch) -> dict:
             "category": "openhands",
             "request": instruction or _common.first_user_text(messages),
             "tools": _common.called_tools(messages),
-            "initial_state": _common.sandbox(instance, repository),
+            "initial_state": sandbox(instance, repository),
         },
         str(model),
         messages,

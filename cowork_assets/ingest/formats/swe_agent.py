@@ -19,6 +19,7 @@ import orjson
 
 from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats import _common, swebench_report
+from cowork_assets.sandbox import sandbox
 
 NAME = "swe_agent"
 PRIORITY = 30
@@ -89,7 +90,7 @@ def convert(doc: dict, sample, batch) -> dict:
     tools = _common.called_tools(messages)
     model = ((config.get("agent") or {}).get("model") or {}).get("name") or "unknown"
     env = config.get("env") or {}
-    state = _common.sandbox(
+    state = sandbox(
         instance,
         {
             "repo": _field(env.get("repo"), "github_url"),
