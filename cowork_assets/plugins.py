@@ -1,4 +1,9 @@
-"""Plugin families: input formats (ingest/formats/), grader check types (check_types/) and truncation strategies
+"""The stages' declarations, and the plugin families.
+
+The pipeline's stages (`STAGES`, in pipeline order) each declare what the layers below them collect: their tables
+(`schemas.TABLES`, collected by the table registry). `stage_modules(name)` imports that module of every stage.
+
+Plugin families: input formats (ingest/formats/), grader check types (check_types/) and truncation strategies
 (truncation/strategies/). A family is a package; each of its modules whose name does not start with `_` is one
 plugin, found by importing them in name order, so a new plugin is one new module and nothing else. Each family
 states what a plugin module provides as a small `typing.Protocol`; a module that lacks a part of it is an error
@@ -30,3 +35,11 @@ def discover(package: str | ModuleType, protocol: type) -> dict[str, ModuleType]
             raise TypeError(f"{module.__name__} is a {protocol.__name__} plugin but defines no {', '.join(missing)}")
         found[info.name] = module
     return found
+
+
+STAGES = ("ingest", "evidence", "curation", "validation", "selection", "datasets")
+
+
+def stage_modules(name: str) -> list[ModuleType]:
+    """The module `name` (e.g. `schemas`) of every stage, in pipeline order."""
+    return [importlib.import_module(f"cowork_assets.{stage}.{name}") for stage in STAGES]

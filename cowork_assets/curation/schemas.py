@@ -4,6 +4,7 @@ import pandera.polars as pa
 import polars as pl
 
 from cowork_assets.store.models import TOOL_CALL
+from cowork_assets.store.table import Table
 from cowork_assets.truncation.spans import SPAN
 from cowork_assets.truncation.strategies import names
 
@@ -127,3 +128,66 @@ class TruncationSweep(pa.DataFrameModel):
     lost_items: pl.Int64 = pa.Field(ge=0, description="of those, lost under this cut")
     kept_chars: pl.Int64 = pa.Field(ge=0, description="tool observation characters kept")
     observation_chars: pl.Int64 = pa.Field(ge=0, description="tool observation characters before the cut")
+
+
+_RUN_TABLES = ("messages", "trajectories", "evidence")
+
+# The stage's tables, collected by the registry (store/registry.py) in pipeline order.
+TABLES = (
+    Table(
+        name="curated_messages",
+        model=CuratedMessages,
+        group="curation",
+        partitioned_by="batch",
+        description="Every message after observation truncation and "
+        "the sample budget, with its original and kept length and the kept spans: what a trainer would see.",
+        inputs=_RUN_TABLES,
+    ),
+    Table(
+        name="sample_stats",
+        model=SampleStats,
+        group="curation",
+        partitioned_by="batch",
+        description="Per trajectory: characters and tokens before and after curation, characters under each truncation "
+        "strategy, and the budget's verdict (kept / trimmed / dropped, or unrenderable by the `tokenizer`'s chat "
+        "template) and reason.",
+        inputs=_RUN_TABLES,
+    ),
+    Table(
+        name="evidence_audit",
+        model=EvidenceAudit,
+        group="curation",
+        partitioned_by="batch",
+        description="Per evidence item: lost to truncation (under head, "
+        "under evidence_aware, under the configured strategy) and lost to the budget.",
+        inputs=_RUN_TABLES,
+    ),
+    Table(
+        name="evidence_rollup",
+        model=EvidenceRollup,
+        group="curation",
+        partitioned_by="batch",
+        description="Per trajectory: evidence items, at-risk items, and how many were lost to truncation and to the "
+        "budget, or were part of a redacted secret.",
+        inputs=_RUN_TABLES,
+    ),
+    Table(
+        name="redactions",
+        model=Redactions,
+        group="curation",
+        partitioned_by="batch",
+        description="Secrets replaced by typed placeholders (<REDACTED:kind>) in the curated messages: one row per "
+        "message, field and kind, with a hash of the secret, never its text.",
+        inputs=_RUN_TABLES,
+    ),
+    Table(
+        name="truncation_sweep",
+        model=TruncationSweep,
+        group="curation",
+        partitioned_by="batch",
+        description="At-risk evidence lost per truncation strategy "
+        "(head, tail, middle: verl's rollout-time sides; and evidence_aware) at allowances from 250 to 16,000 "
+        "characters, per category: which allowance and side keep the evidence the graders depend on.",
+        inputs=_RUN_TABLES,
+    ),
+)

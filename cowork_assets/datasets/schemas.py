@@ -5,6 +5,7 @@ import polars as pl
 
 from cowork_assets.datasets.rl import CHECK
 from cowork_assets.datasets.sft import MESSAGE
+from cowork_assets.store.table import Table
 
 SPLITS = ("train", "validation")
 
@@ -122,3 +123,83 @@ class PreferencePairs(pa.DataFrameModel):
     rejected_trajectory_id: str = pa.Field(description="lineage: the rejected run")
     rejected_raw_file: str = pa.Field(description="lineage: the rejected run's raw file")
     rejected_raw_record: pl.Int64 = pa.Field(ge=1, description="lineage: the rejected run's raw line")
+
+
+# The stage's tables, collected by the registry (store/registry.py) in pipeline order.
+TABLES = (
+    Table(
+        name="sft_candidate",
+        model=SftDataset,
+        group="datasets",
+        description="Candidate SFT dataset (not yet published): "
+        "selected runs as messages + tools with metadata and lineage, split by task into train and validation.",
+        inputs=("exclusions", "curated_messages", "sample_stats", "task_packages", "truncation_sweep"),
+        location="candidate",
+    ),
+    Table(
+        name="rl_tasks_candidate",
+        model=RlTasks,
+        group="datasets",
+        description="Candidate verl-style RL task rows: one per "
+        "validated, deduplicated task package; tasks with consistency errors are left out and recorded in "
+        "exclusions.",
+        inputs=("exclusions", "task_packages", "trajectories", "messages"),
+        location="candidate",
+    ),
+    Table(
+        name="rl_rollouts_candidate",
+        model=RlRollouts,
+        group="datasets",
+        description="Candidate processed rollout rewards: per "
+        "rollout the raw score, per-check rewards, GRPO and GDPO group-normalised advantages, zero-variance "
+        "groups, and the turn each check was met (from regrade's replay); runs of held-out benchmark tasks are "
+        "left out (exclusions).",
+        inputs=("trajectories", "regrade", "task_packages"),
+        location="candidate",
+    ),
+    Table(
+        name="preference_candidate",
+        model=PreferencePairs,
+        group="datasets",
+        description="Candidate preference pairs (not yet published): a passing and a failing run of one task and "
+        "prompt, in TRL's conversational preference format; why a run is in no pair is in exclusions.",
+        inputs=("exclusions", "trajectories", "curated_messages", "task_packages"),
+        location="candidate",
+    ),
+    Table(
+        name="sft_dataset",
+        model=SftDataset,
+        group="datasets",
+        description="The published SFT dataset: the current version under "
+        "<data_root>/published/sft_dataset/current/{train,validation}.parquet, with its card.",
+        inputs=("sft_candidate",),
+        location="published",
+    ),
+    Table(
+        name="rl_tasks",
+        model=RlTasks,
+        group="datasets",
+        description="The published verl-style RL task dataset: "
+        "<data_root>/published/rl_tasks/current/{train,validation}.parquet, with its card.",
+        inputs=("rl_tasks_candidate",),
+        location="published",
+    ),
+    Table(
+        name="preference_pairs",
+        model=PreferencePairs,
+        group="datasets",
+        description="The published preference pairs (DPO; KTO through `export --format kto`): "
+        "<data_root>/published/preference_pairs/current/{train,validation}.parquet, with its card.",
+        inputs=("preference_candidate",),
+        location="published",
+    ),
+    Table(
+        name="rl_rollouts",
+        model=RlRollouts,
+        group="datasets",
+        description="The published rollout rewards: <data_root>/published/rl_rollouts/current/rollouts.parquet, "
+        "with its card.",
+        inputs=("rl_rollouts_candidate",),
+        location="published",
+    ),
+)

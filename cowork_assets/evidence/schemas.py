@@ -3,6 +3,8 @@
 import pandera.polars as pa
 import polars as pl
 
+from cowork_assets.store.table import Table
+
 STATUSES = ["given", "at_risk", "produced", "unused"]
 SHOWN = pl.Struct({"message_index": pl.Int32, "offset": pl.Int64, "length": pl.Int64})
 
@@ -31,3 +33,19 @@ class Evidence(pa.DataFrameModel):
         description="every match before first use: message_index, offset, length "
         "(curation checks which of them truncation keeps)"
     )
+
+
+# The stage's tables, collected by the registry (store/registry.py) in pipeline order.
+TABLES = (
+    Table(
+        name="evidence",
+        model=Evidence,
+        group="evidence",
+        partitioned_by="batch",
+        description="One row per evidence item: the values each trajectory's grader "
+        "depends on (explicit, derived from checks, or grounding ids in tool-call arguments), where the agent "
+        "first uses each, and where it was first seen: given (system/user), at_risk (a tool observation, with "
+        "offset), produced, or unused.",
+        inputs=("trajectories", "messages", "tool_calls", "task_packages"),
+    ),
+)

@@ -11,6 +11,7 @@ import polars as pl
 
 from cowork_assets.ingest.roles import ROLES, TEACHER_ROLES
 from cowork_assets.store.models import TOOL_CALL
+from cowork_assets.store.table import Table
 
 
 class Trajectories(pa.DataFrameModel):
@@ -104,3 +105,60 @@ class SkippedInputs(pa.DataFrameModel):
     batch: str = pa.Field(description="raw batch folder (the partition)")
     raw_file: str = pa.Field(description="the file or folder, relative to raw_root")
     reason: str = pa.Field(description="why it was not read, e.g. 'a JSON list of 3 items that no format reads'")
+
+
+# The stage's tables, collected by the registry (store/registry.py) in pipeline order.
+TABLES = (
+    Table(
+        name="trajectories",
+        model=Trajectories,
+        group="staging",
+        partitioned_by="batch",
+        description="One row per parsed trajectory: task, teacher, grade, "
+        "counts, characters, and lineage (raw_file, raw_record = 1-based line).",
+        inputs=("raw_batches",),
+    ),
+    Table(
+        name="messages",
+        model=Messages,
+        group="staging",
+        partitioned_by="batch",
+        description="One row per message, tool calls normalised (arguments as JSON "
+        "strings), with character counts (tokens are counted once, for the published samples).",
+        inputs=("raw_batches",),
+    ),
+    Table(
+        name="tool_calls",
+        model=ToolCalls,
+        group="staging",
+        partitioned_by="batch",
+        description="One row per tool call with the observation that answered it and its length.",
+        inputs=("raw_batches",),
+    ),
+    Table(
+        name="task_packages",
+        model=TaskPackages,
+        group="staging",
+        partitioned_by="batch",
+        description="One row per distinct task package (request, initial state, tools, checks) in the batch.",
+        inputs=("raw_batches",),
+    ),
+    Table(
+        name="quarantine",
+        model=Quarantine,
+        group="staging",
+        partitioned_by="batch",
+        description="Raw records that could not be parsed: file, 1-based record, reason, detail, excerpt.",
+        inputs=("raw_batches",),
+    ),
+    Table(
+        name="skipped_inputs",
+        model=SkippedInputs,
+        group="staging",
+        partitioned_by="batch",
+        description="Files and folders of the batch folder that no input "
+        "format reads, with the reason (batch `_raw_root`: what the raw root holds that is not a batch).",
+        inputs=("raw_batches",),
+        also_in_view=("raw_root.parquet",),
+    ),
+)

@@ -10,7 +10,8 @@ import dagster as dg
 
 from cowork_assets.orchestration.metadata import column_schema
 from cowork_assets.orchestration.partitions import CROSS_BATCH_POOL, batches, task_buckets
-from cowork_assets.store.registry import TABLES, Table
+from cowork_assets.store.registry import TABLES
+from cowork_assets.store.table import Table
 
 
 def _dep(table: Table, name: str) -> dg.AssetDep:

@@ -15,6 +15,7 @@ import re
 from functools import cache
 from pathlib import Path
 
+from cowork_assets.plugins import STAGES
 from cowork_assets.runtime.paths import project_dir
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout (or site-packages): paths are hashed relative to it
@@ -27,6 +28,7 @@ BATCH_MODULES = (
     "cowork_assets.selection.assets",
     "cowork_assets.orchestration.assets",
 )
+STAGE_MODULES = re.compile(r"""stage_modules\(["'](\w+)["']\)""")
 PROJECT_DIR = re.compile(r"""project_dir\(["'](\w+)["']\)""")
 
 # `from cowork_assets.x import a, b` (parenthesised over lines, or not) and `import cowork_assets.x`, anywhere in
@@ -44,7 +46,8 @@ IMPORT = re.compile(
 @cache
 def _imported(name: str) -> tuple[Path, tuple[str, ...]] | None:
     """A module's source file and the cowork_assets modules (or names) it imports: its packages, a plugin
-    family's every module, and what its `import` statements name. Parsed once per module."""
+    family's every module, the stages' modules it collects (`stage_modules`), and what its `import` statements
+    name. Parsed once per module."""
     try:
         spec = importlib.util.find_spec(name)
     except ModuleNotFoundError:  # `from module import name`: a name, not a module
@@ -56,6 +59,8 @@ def _imported(name: str) -> tuple[Path, tuple[str, ...]] | None:
     source = Path(spec.origin).read_text()
     if spec.submodule_search_locations and "discover(" in source:  # a plugin family: every module of it
         names += [f"{name}.{m.name}" for m in pkgutil.iter_modules(spec.submodule_search_locations)]
+    for collected in STAGE_MODULES.findall(source):  # what every stage declares, as the module collects it
+        names += [f"cowork_assets.{stage}.{collected}" for stage in STAGES]
     for module, imported, plain in IMPORT.findall(source):
         if module:
             names += [module, *(f"{module}.{n.split()[0]}" for n in imported.strip("()").split(",") if n.strip())]

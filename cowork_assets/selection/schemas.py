@@ -3,6 +3,8 @@
 import pandera.polars as pa
 import polars as pl
 
+from cowork_assets.store.table import Table
+
 # The criteria that keep a trajectory out of SFT, in the order they apply (exclusions.py applies them).
 CRITERIA = (
     "batch",
@@ -60,3 +62,49 @@ class Exclusions(pa.DataFrameModel):
     )
     reason: str = pa.Field(description="short reason")
     detail: str = pa.Field(nullable=True, description="the specifics")
+
+
+# The stage's tables, collected by the registry (store/registry.py) in pipeline order.
+TABLES = (
+    Table(
+        name="dedup_signatures",
+        model=DedupSignatures,
+        group="selection",
+        partitioned_by="batch",
+        description="Per teacher run: content hash, shingle hashes and "
+        "MinHash signature of the curated conversation, so cross-batch deduplication never needs the text.",
+        inputs=("curated_messages", "trajectories", "sample_stats"),
+    ),
+    Table(
+        name="dedup_clusters",
+        model=DedupClusters,
+        group="selection",
+        partitioned_by="bucket",
+        description="Duplicate clusters of teacher runs within each "
+        "task, across all batches: exact (same normalised content) and near (MinHash LSH candidates verified by "
+        "exact Jaccard >= near_dup_threshold). The best member (highest score, then fewest characters) is kept.",
+        inputs=("dedup_signatures",),
+    ),
+    Table(
+        name="exclusions",
+        model=Exclusions,
+        group="selection",
+        partitioned_by="bucket",
+        description="Why each trajectory is not in the SFT set: one row per (trajectory, criterion, reason) — "
+        "holdout, role, grade, structure, task_consistency, evidence, budget, chat_template, dedup, then the per-task "
+        "cap; why a run is in no preference pair (`dataset` = preference: a guard, its grade, pairing, cap); why a "
+        "task is not in the RL tasks, and which rollouts are held out. Query it with "
+        "`cowork-curate sql --query why_excluded --param trajectory_id=...`.",
+        inputs=(
+            "trajectories",
+            "structure_findings",
+            "task_findings",
+            "evidence_rollup",
+            "sample_stats",
+            "dedup_clusters",
+            "task_packages",
+            "messages",
+            "regrade",
+        ),
+    ),
+)

@@ -139,7 +139,7 @@ def move_folder(source: str, target: str) -> None:
 
 
 def read_keyed_rows(root: str | Path, table, keys: pl.DataFrame, key: str) -> pl.DataFrame:
-    """The rows of a per-batch `table` (registry.Table) whose (batch, `key`) is in `keys`, in the order of `keys`,
+    """The rows of a per-batch `table` (store.table.Table) whose (batch, `key`) is in `keys`, in the order of `keys`,
     read one batch file at a time: a cross-batch step that needs a few wide rows (one task package per task
     among many batches' copies) must not hold every batch's rows at once."""
     frames = [

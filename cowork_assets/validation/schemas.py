@@ -3,6 +3,8 @@
 import pandera.polars as pa
 import polars as pl
 
+from cowork_assets.store.table import Table
+
 CHECK = pl.Struct(  # one check of a re-graded run
     {
         "check_id": pl.String,
@@ -72,3 +74,39 @@ class Regrade(pa.DataFrameModel):
         nullable=True, description="why the verdicts differ (null: they agree; docs/training.md)"
     )
     disagreement_detail: str = pa.Field(nullable=True, description="the checks or writes concerned")
+
+
+# The stage's tables, collected by the registry (store/registry.py) in pipeline order.
+TABLES = (
+    Table(
+        name="structure_findings",
+        model=StructureFindings,
+        group="validation",
+        partitioned_by="batch",
+        description="Structural defects per sample: tool calls "
+        "without a result and results without a call, arguments that are not JSON or do not fit the tool schema, "
+        "message order a chat template would reject, empty assistant turns, control characters, text that does "
+        "not survive a tokenizer round trip.",
+        inputs=("trajectories", "task_packages", "messages", "tool_calls"),
+    ),
+    Table(
+        name="regrade",
+        model=Regrade,
+        group="validation",
+        partitioned_by="batch",
+        description="Every run re-graded by replaying its task's checks on its "
+        "transcript (cowork_assets/rewards.py): the recorded and the replayed verdict and score, per-check "
+        "results, and why they differ.",
+        inputs=("trajectories", "task_packages", "messages"),
+    ),
+    Table(
+        name="task_findings",
+        model=TaskFindings,
+        group="validation",
+        description="Inconsistent task packages across all batches: calls "
+        "and checks naming tools the interface does not expose (closest one suggested), request counts that "
+        "disagree with the grader, call-counting graders (re-graded from the runs), ids no state or run "
+        "contains, invalid tool schemas, unknown check types.",
+        inputs=("task_packages", "trajectories", "tool_calls", "regrade"),
+    ),
+)

@@ -688,8 +688,8 @@ def test_the_same_content_built_again_is_the_same_version_however_its_frames_are
 
 def test_a_coding_task_is_an_rl_row_graded_in_a_sandbox():
     from cowork_assets.datasets.rl import build_rl_tasks
-    from cowork_assets.sandbox import sandbox
     from cowork_assets.rewards import compute_score
+    from cowork_assets.sandbox import sandbox
     from cowork_assets.validation.consistency import package_findings
 
     state = sandbox(
