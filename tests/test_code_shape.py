@@ -19,6 +19,8 @@ def _imports(package: str) -> dict[str, set[str]]:
                 names |= {alias.name for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 names.add(node.module)
+                if node.module == package:  # `from cowork_assets import values`: the module imported
+                    names |= {f"{package}.{alias.name}" for alias in node.names}
         found[str(path.relative_to(ROOT))] = names
     return found
 
@@ -162,3 +164,32 @@ def test_the_readme_and_the_performance_reference_stay_short():
     `make bench` measures and one run's figures, not a log of runs."""
     lines = {name: len((ROOT / name).read_text().splitlines()) for name in ("README.md", "docs/performance.md")}
     assert lines["README.md"] <= 160 and lines["docs/performance.md"] <= 200, lines
+
+
+def test_packages_import_only_their_own_layer_and_those_below():
+    """docs/architecture.md's layers, bottom first: every import between the library's packages (and top-level
+    modules), at any depth of a file, goes down that list; every package is in it. No exceptions."""
+    block = (ROOT / "docs" / "architecture.md").read_text().split("```layers\n", 1)[1].split("```", 1)[0]
+    order = [name for line in block.splitlines() for name in line.split()[1:]]
+    rank = {name: i for i, name in enumerate(order)}
+    packages = {p.stem if p.is_file() else p.name for p in (ROOT / "cowork_assets").iterdir() if _is_code(p)}
+    assert sorted(rank) == sorted(packages) and len(order) == len(rank)
+
+    upward = []
+    for module, names in _imports("cowork_assets").items():
+        here = _package(module.removeprefix("cowork_assets/").removesuffix(".py").replace("/", "."))
+        if here == "__init__":  # the library's own package: a docstring
+            continue
+        for name in names:
+            if name.startswith("cowork_assets.") and (there := _package(name.removeprefix("cowork_assets."))) != here:
+                if rank[there] > rank[here]:
+                    upward.append(f"{module} -> {name}")
+    assert upward == []
+
+
+def _is_code(path) -> bool:
+    return (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").is_file()
+
+
+def _package(dotted: str) -> str:
+    return dotted.split(".")[0]
