@@ -249,15 +249,14 @@ def _cmd_trace(args: argparse.Namespace) -> int:
 
 
 def _cmd_drop(args: argparse.Namespace) -> int:
-    from cowork_assets.store import batch_state
+    from cowork_assets.orchestration import verdict
     from cowork_assets.store.raw_files import batch_name_problem
 
     root = normalize_root(args.data_root)
     if problem := batch_name_problem(args.batch):
         raise UsageError(f"{args.batch!r} is not a batch name: {problem}")
-    if args.batch not in batch_state.processed_batches(root):
+    if not verdict.drop(root, args.batch):
         raise UsageError(f"no batch {args.batch!r} in {root}")
-    batch_state.drop(root, args.batch)
     print(
         f"dropped batch {args.batch} from {root}: its tables and manifest are gone, and the next run publishes "
         "without it (move its raw folder out of the raw root, or that run processes it again)"

@@ -23,23 +23,17 @@ from pathlib import Path
 import dagster as dg
 
 from cowork_assets.datasets.suites import start_early
+from cowork_assets.orchestration import verdict
 from cowork_assets.orchestration.partitions import batches as batches_partitions
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.orchestration.run_health import (
-    held_back,
-    in_flight,
-    last_data_root,
-    publication_blocked,
-    reap_dead_runs,
-)
+from cowork_assets.orchestration.run_health import in_flight, last_data_root, reap_dead_runs
 from cowork_assets.orchestration.stages import failed_stage
 from cowork_assets.runtime import scratch
 from cowork_assets.runtime.procfs import die_with_parent
 from cowork_assets.settings import PARALLEL_FROM_BATCHES
-from cowork_assets.store import batch_state, lease
+from cowork_assets.store import lease
 from cowork_assets.store.raw_files import batch_entries, discover_batches, not_batches
 from cowork_assets.tokens import TokenizerUnavailable, get_encoding
-from cowork_cli.locks import publisher_lock
 
 # Every run the CLI makes says so (the UI lists it with the tag; a launched run has none).
 CLI_TAG = {"cowork/launched_by": "cli"}
@@ -162,19 +156,16 @@ def materialize_all(
         echo(f"removed {swept} scratch or temporary file(s) left by killed runs")
     config = _run_config(settings, debug)
     todo = []
-    fingerprint = batch_state.settings_fingerprint(settings.batch_content())
     ready = ready_batches(settings, found, echo)
     outcome.waiting = sorted(set(found) - set(ready))
     if not only:
-        outcome.ghosts = sorted(
-            set(batch_state.processed_batches(settings.root)) - set(discover_batches(settings.raw_path))
-        )
+        outcome.ghosts = verdict.not_in_raw_root(settings)
     if not ready:  # nothing to read yet is a normal state, not a failure: no corpus job either
         echo(f"no batch is ready yet ({len(found)} waiting): nothing to do now")
         outcome.seconds = time.monotonic() - started
         return outcome
     for batch in ready:
-        if not force and batch_state.check(settings.root, settings.raw_path, batch, fingerprint).problem is None:
+        if not force and verdict.to_process(settings, batch) is None:
             echo(f"batch {batch}: up to date (use --force to redo)")
             outcome.skipped.append(batch)
         else:
@@ -211,23 +202,22 @@ def materialize_all(
     finally:
         if pool:  # finished workers exit on their own; waiting for their teardown would only delay what follows
             pool.shutdown(wait=False, cancel_futures=True)
-    if held := held_back(instance, settings):
-        named = "; ".join(f"{b} ({checks})" for b, checks in held.items())
+    corpus = verdict.corpus_now(instance, settings)
+    if corpus.held_back:
+        named = "; ".join(f"{b} ({checks})" for b, checks in corpus.held_back.items())
         echo(f"holding back batch(es) {named}: their runs are in no dataset (hold_back_refused_batches)")
-    if blocked := publication_blocked(instance, settings):
+    if blocked := corpus.blocked:
         echo(f"not refreshing the corpus: {blocked}")
         outcome.failed["publication"] = blocked
         outcome.seconds = time.monotonic() - started
         return outcome
     # Batches run in parallel across processes; the cross-batch steps of two runs take turns.
-    with publisher_lock(
-        settings.root,
-        settings.local_root,
-        waiting=lambda holder: echo(f"waiting for another run's cross-batch step to finish ({holder})"),
+    with verdict.publisher_lock(
+        settings, waiting=lambda holder: echo(f"waiting for another run's cross-batch step to finish ({holder})")
     ):
         _wait_for_runs_elsewhere(instance, echo)
         for job in CORPUS_JOBS:
-            result = _execute_on_one_corpus(execute, job, instance, config, settings.root, echo)
+            result = _execute_on_one_corpus(execute, job, instance, config, settings, echo)
             echo(f"{job}: {'ok' if result.success else 'FAILED'}")
             if not result.success:
                 outcome.failed[job] = _first_error(result)
@@ -239,14 +229,14 @@ def materialize_all(
 REFRESH_ATTEMPTS = 3
 
 
-def _execute_on_one_corpus(execute: Callable, job: str, instance, config: dict, root: str, echo: Callable[[str], None]):
+def _execute_on_one_corpus(execute: Callable, job: str, instance, config: dict, settings, echo: Callable[[str], None]):
     """Run a corpus job; again (REFRESH_ATTEMPTS in all) when it failed while the corpus changed under it. A batch
     another process finished meanwhile makes the selection's tables refuse to be read with the batches' as they are
     now (`Table.read_current`): the next attempt computes them from the corpus as it is."""
     for attempt in range(1, REFRESH_ATTEMPTS + 1):
-        before = batch_state.corpus_version(root)
+        before = verdict.corpus_version(settings)
         result = execute(job, instance, config, CLI_TAG)
-        if result.success or attempt == REFRESH_ATTEMPTS or batch_state.corpus_version(root) == before:
+        if result.success or attempt == REFRESH_ATTEMPTS or verdict.corpus_version(settings) == before:
             return result
         echo(f"{job}: the corpus changed while it ran (a batch finished elsewhere); running it again")
     return result
@@ -260,9 +250,7 @@ def ready_batches(settings: CurateSettings, found: list[str], echo: Callable[[st
     while waiting:
         still = []
         for batch in waiting:
-            found = batch_state.not_ready(
-                settings.raw_path, batch, settings.settle_seconds, settings.batch_ready_marker
-            )
+            found = verdict.not_ready(settings, batch)
             if found is None:
                 ready.append(batch)
                 continue

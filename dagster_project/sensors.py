@@ -7,10 +7,10 @@ that every loop evaluates them (a longer one skips loops). The code location set
 
 import dagster as dg
 
+from cowork_assets.orchestration import verdict
 from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.orchestration.run_health import in_flight, publication_blocked, reap_dead_runs
-from cowork_assets.store import batch_state
+from cowork_assets.orchestration.run_health import in_flight, reap_dead_runs
 from cowork_assets.store.raw_files import discover_batches
 from dagster_project.jobs import (
     BATCH_ASSETS,
@@ -49,17 +49,15 @@ def new_batch_sensor(context: dg.SensorEvaluationContext, settings: CurateSettin
     new = [b for b in found if b not in known]
     if busy := in_flight(instance, CORPUS_JOBS, assets=CROSS_BATCH_ASSETS):
         return dg.SkipReason(f"batch folders wait for {busy} cross-batch run(s) to finish")
-    fingerprint = batch_state.settings_fingerprint(settings.batch_content())
     requests, waiting = [], []
     for batch in found:
-        if why := batch_state.not_ready(settings.raw_path, batch, settings.settle_seconds, settings.batch_ready_marker):
+        if why := verdict.not_ready(settings, batch):
             waiting.append(f"{batch}: {why[0]}")
             continue
-        raw = batch_state.raw_fingerprint(settings.raw_path, batch)
-        state = batch_state.check(settings.root, settings.raw_path, batch, fingerprint, deep=False, raw=raw)
-        if state.problem and not in_flight(instance, (process_batch.name,), batch, BATCH_ASSETS):
-            key = f"process:{batch}:{raw[:12]}:{fingerprint[:12]}"
-            requests.append(dg.RunRequest(partition_key=batch, run_key=key, tags={"cowork/why": state.problem}))
+        todo = verdict.to_process(settings, batch, deep=False)
+        if todo and not in_flight(instance, (process_batch.name,), batch, BATCH_ASSETS):
+            key = f"process:{batch}:{todo.key}"
+            requests.append(dg.RunRequest(partition_key=batch, run_key=key, tags={"cowork/why": todo.why}))
     if not requests and not new:
         return dg.SkipReason(
             "; ".join(waiting) if waiting else f"every batch folder under {settings.raw_path} is processed as it is"
@@ -90,7 +88,7 @@ def corpus_refresh_sensor(context: dg.SensorEvaluationContext, settings: CurateS
     batch = _latest(instance, process_batch.name, [dg.DagsterRunStatus.SUCCESS])
     corpus = _latest(instance, refresh_corpus.name)
     if batch is not None and (corpus is None or batch.end_time > corpus.create_timestamp.timestamp()):
-        if blocked := publication_blocked(instance, settings, deep=False):  # the publish steps check by digest
+        if blocked := verdict.corpus_now(instance, settings, deep=False).blocked:  # the publish steps check by digest
             return dg.SkipReason(f"not refreshing the corpus: {blocked}")
         after = batch.dagster_run.run_id  # one request for both: the queue runs one cross-batch run at a time
         return [

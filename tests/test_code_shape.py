@@ -10,7 +10,8 @@ from tests.conftest import ROOT
 
 
 def _imports(package: str) -> dict[str, set[str]]:
-    """Every module of a package and the top-level names of what it imports (at any depth of the file)."""
+    """Every module of a package and what it imports (at any depth of the file): modules, and for the library's
+    `from` imports the names too (one may be a module)."""
     found = {}
     for path in (ROOT / package).rglob("*.py"):
         names = set()
@@ -19,8 +20,8 @@ def _imports(package: str) -> dict[str, set[str]]:
                 names |= {alias.name for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 names.add(node.module)
-                if node.module == package:  # `from cowork_assets import values`: the module imported
-                    names |= {f"{package}.{alias.name}" for alias in node.names}
+                if node.module.split(".")[0] == "cowork_assets":  # `from cowork_assets.store import batch_state`
+                    names |= {f"{node.module}.{alias.name}" for alias in node.names}
         found[str(path.relative_to(ROOT))] = names
     return found
 
@@ -193,3 +194,17 @@ def _is_code(path) -> bool:
 
 def _package(dotted: str) -> str:
     return dotted.split(".")[0]
+
+
+def test_batch_state_is_reached_only_through_the_verdict_module():
+    """The runner, the sensors, the batch steps, the publish steps and `drop` ask orchestration/verdict.py whether a
+    batch is processed and whether the corpus may be published; only it reads the store's batch state."""
+    readers = {
+        m
+        for package in ("cowork_assets", "cowork_cli", "dagster_project", "bench")
+        for m, names in _imports(package).items()
+        if "cowork_assets.store.batch_state" in names
+    }
+    assert {m for m in readers if not m.startswith("cowork_assets/store/")} == {
+        "cowork_assets/orchestration/verdict.py"
+    }

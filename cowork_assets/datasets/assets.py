@@ -28,23 +28,16 @@ from cowork_assets.datasets.suites import SuiteProcess, give_back, suite_process
 from cowork_assets.holdouts import load
 from cowork_assets.ingest.formats import coding_categories
 from cowork_assets.markdown import table
+from cowork_assets.orchestration import verdict
 from cowork_assets.orchestration.lineage import column_lineage
 from cowork_assets.orchestration.metadata import MARKDOWN_INLINE, as_metadata, trace_link
 from cowork_assets.orchestration.partitions import CROSS_BATCH_POOL
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.orchestration.run_health import (
-    batch_card,
-    batch_checks_summary,
-    corpus_batches,
-    held_back,
-    publication_blocked,
-)
 from cowork_assets.orchestration.specs import asset_args
 from cowork_assets.selection.exclusions import first_batch_rows
 from cowork_assets.selection.holdout import corpus_held_out, training_side
 from cowork_assets.selection.preference import pair_runs, prompt_keys, sides
 from cowork_assets.store import versions
-from cowork_assets.store.batch_state import corpus_version
 from cowork_assets.store.models import arrow_schema, polars_schema
 from cowork_assets.store.registry import TABLES, published
 from cowork_assets.store.storage import (
@@ -65,7 +58,7 @@ GATE_PART_ROWS = 5_000  # rows of a candidate its gate holds at once (an RL task
 def _excluded(settings: CurateSettings, dataset: str) -> pl.DataFrame:
     """The exclusions of `dataset`, every task bucket's computed from the corpus as it is (else an error): a bucket
     that predates a new batch would let its runs through unfiltered."""
-    found = TABLES["exclusions"].read_current(settings.root, corpus_version(settings.root))
+    found = TABLES["exclusions"].read_current(settings.root, verdict.corpus_version(settings))
     return found.filter(pl.col("dataset") == dataset)
 
 
@@ -254,7 +247,8 @@ def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSet
     # rollouts do not wait for.
     held = corpus_held_out(settings.root, settings.holdout, settings.holdout_overlap).select("task_id")
     runs = first_batch_rows(runs.collect()).join(held, on="task_id", how="anti")
-    runs = runs.filter(~pl.col("batch").is_in(list(held_back(context.instance, settings))))
+    held_back = verdict.corpus_now(context.instance, settings, deep=False).held_back
+    runs = runs.filter(~pl.col("batch").is_in(list(held_back)))
     # regrade has replayed every run's checks on its transcript: the rewards and first turns come from there
     replayed = (
         TABLES["regrade"]
@@ -415,14 +409,14 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
         ],
     )
     def _asset(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-        batches = corpus_batches(context.instance, settings)
-        if blocked := publication_blocked(context.instance, settings, batches=batches):  # every path, the UI's too
+        corpus = verdict.corpus_now(context.instance, settings)
+        if blocked := corpus.blocked:  # every path, the UI's too
             raise dg.Failure(f"{dataset} not published: {blocked}")
         # A selected dataset's candidate was built after the exclusions: if they are not of the corpus as it is now
         # (read after the batches above), a batch was committed, redone or dropped since, and the candidate may hold
         # its runs unfiltered, or lack them while the card names them.
         described = PUBLISHED[dataset]
-        if described.exclusions and TABLES["exclusions"].stale_parts(settings.root, corpus_version(settings.root)):
+        if described.exclusions and TABLES["exclusions"].stale_parts(settings.root, verdict.corpus_version(settings)):
             raise dg.Failure(
                 f"{dataset} not published: the corpus changed after its candidate's exclusions were computed (a batch "
                 "finished, was redone or dropped meanwhile): materialize refresh_corpus again"
@@ -434,7 +428,7 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
             raise dg.Failure(f"{dataset} not published: {refused}")
         now = pub.current_rows(settings.root, dataset)
         inputs = {**card_inputs(settings, dataset, candidate, rows), "previous_rows": now[1] if now else None}
-        inputs["batches"] = batch_card(batches, settings.hold_back_refused_batches)
+        inputs["batches"] = corpus.card()
         examples = trace_examples(candidate) if described.trace_examples else {}  # before publishing moves the files
         cards = {}
 
@@ -474,7 +468,7 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
                 "path": dg.MetadataValue.path(str(publication.path)),
                 "current": dg.MetadataValue.path(join(versions.published_folder(settings.root, dataset), "CURRENT")),
                 "card": dg.MetadataValue.md(inline_charts(render_markdown(card), charts(publication.path))),
-                "batch_checks": dg.MetadataValue.md(batch_checks_summary(batches)),
+                "batch_checks": dg.MetadataValue.md(corpus.checks_summary()),
                 **column_lineage(dataset),
                 **{f"{k}_rows": n for k, n in counts.items()},
                 **examples,

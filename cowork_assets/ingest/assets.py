@@ -7,13 +7,13 @@ import dagster as dg
 from cowork_assets.ingest.batch import BATCH_TABLES, accounted, ingest_batch
 from cowork_assets.ingest.formats import recount_batch, registry
 from cowork_assets.markdown import EXAMPLES, table
+from cowork_assets.orchestration import verdict
 from cowork_assets.orchestration.metadata import as_metadata, counts_md, md_table, written
 from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.specs import StepCheck, check_results, step_check
 from cowork_assets.orchestration.stages import batch_stage
 from cowork_assets.runtime.progress import throttled
-from cowork_assets.store import batch_state
 from cowork_assets.store.models import validate_table
 from cowork_assets.store.registry import TABLES, group
 
@@ -95,12 +95,9 @@ def staging_tables(context: dg.AssetExecutionContext, settings: CurateSettings):
             "(any per-batch asset's page: the menu beside Materialize, Delete partitions)"
         )
     # What this run reads, fingerprinted before it reads: a file changed during the run makes the batch stale.
-    raw = batch_state.raw_fingerprint(settings.raw_path, batch)
-    batch_state.start(
-        settings.root,
+    verdict.start(
+        settings,
         batch,
-        raw,
-        batch_state.settings_fingerprint(settings.batch_content()),
         context.run.run_id,
         waiting=lambda holder: context.log.info(f"{batch}: waiting for {holder}, which is processing it"),
     )

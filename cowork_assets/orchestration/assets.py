@@ -1,11 +1,11 @@
-"""The last stage of a batch run: the batch's manifest (store/batch_state.py), written once every per-batch table is."""
+"""The last stage of a batch run: the batch's manifest (orchestration/verdict.py), written once every per-batch table
+is."""
 
 import dagster as dg
 
+from cowork_assets.orchestration import verdict
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.orchestration.run_health import run_verdict
 from cowork_assets.orchestration.stages import batch_stage
-from cowork_assets.store import batch_state
 from cowork_assets.store.registry import REGISTRY
 
 PER_BATCH_TABLES = [t.name for t in REGISTRY if t.per_batch and t.location == "tables"]
@@ -25,8 +25,8 @@ MANIFEST = dg.AssetSpec(
 
 @batch_stage(specs=[MANIFEST])
 def batch_manifest(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    run_id = context.run.run_id  # the batch's checks were evaluated by the stages before, in this step
-    written = batch_state.finish(settings.root, context.partition_key, run_id, run_verdict(context.instance, run_id))
+    # the batch's checks were evaluated by the stages before, in this step
+    written = verdict.finish(context.instance, settings, context.partition_key, context.run.run_id)
     return dg.MaterializeResult(
         metadata={
             "tables": len(written["tables"]),

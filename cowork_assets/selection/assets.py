@@ -7,9 +7,9 @@ import pyarrow as pa
 from cowork_assets.curation.redact import checked_secrets
 from cowork_assets.curation.secrets import Detector
 from cowork_assets.markdown import EXAMPLES, table
+from cowork_assets.orchestration import verdict
 from cowork_assets.orchestration.metadata import as_metadata, written
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.orchestration.run_health import held_back
 from cowork_assets.orchestration.specs import asset_args, check_results, step_check
 from cowork_assets.orchestration.stages import batch_stage
 from cowork_assets.selection.dedup import clusters
@@ -18,7 +18,6 @@ from cowork_assets.selection.holdout import corpus_held_out
 from cowork_assets.selection.preference import prompt_keys
 from cowork_assets.selection.schemas import DedupSignatures
 from cowork_assets.selection.signatures import signatures
-from cowork_assets.store.batch_state import corpus_version
 from cowork_assets.store.buckets import bucket_groups, split_by_bucket, task_buckets
 from cowork_assets.store.models import arrow_schema
 from cowork_assets.store.registry import TABLES
@@ -83,7 +82,7 @@ SIGNATURE_COLUMNS = ["trajectory_id", "batch", "task_id", "content_hash", "shing
 
 @dg.asset(**asset_args("dedup_clusters"), check_specs=[duplicate_rate.spec])
 def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    root, buckets, corpus = settings.root, context.partition_keys, corpus_version(settings.root)
+    root, buckets, corpus = settings.root, context.partition_keys, verdict.corpus_version(settings)
     signatures = TABLES["dedup_signatures"]
     # A repeated id is excluded as such, not clustered: only its first batch's row is read (chosen on the id
     # columns of every batch: choosing on every signature held them twice).
@@ -122,7 +121,7 @@ def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) 
 
 @dg.asset(**asset_args("exclusions"))
 def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
-    root, buckets, corpus = settings.root, context.partition_keys, corpus_version(settings.root)
+    root, buckets, corpus = settings.root, context.partition_keys, verdict.corpus_version(settings)
     read = lambda t, cols=None: TABLES[t].scan(root).select(cols or pl.all()).collect()  # noqa: E731
     run = ["batch", "trajectory_id"]
     stats = read("sample_stats", ["batch", "trajectory_id", "verdict", "reason", "chars_after"])
@@ -150,7 +149,7 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
         max_per_task=settings.max_per_task,
         lost_evidence_policy=settings.lost_evidence_policy,
         accept_ungraded=settings.accept_ungraded,
-        refused=held_back(context.instance, settings),
+        refused=verdict.corpus_now(context.instance, settings, deep=False).held_back,
         untrusted=read("regrade", [*run, "grade_untrusted"]).filter(pl.col("grade_untrusted").is_not_null()),
         preference_margin=settings.preference_margin,
         preference_max_per_task=settings.preference_max_per_task,
