@@ -9,7 +9,7 @@ from pathlib import Path
 
 import duckdb
 
-from cowork_assets.datasets.described import PUBLISHED
+from cowork_assets.datasets.schemas import PUBLISHED
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.warehouse.duckdb_file import named_query, run_query
 from cowork_cli.runner import RunOutcome

@@ -119,14 +119,23 @@ def test_pure_modules_load_no_dagster():
     assert out.stdout.strip() == "False" and len(pure) > 80
 
 
-def test_each_published_dataset_is_described_once_and_no_code_branches_on_its_name():
-    """datasets/described.py is where a dataset's kind of rows, exclusions and card inputs are: the registry's
-    published tables are exactly its datasets, built as the candidates it names, and no module compares a
-    dataset's name to pick its behaviour."""
-    from cowork_assets.datasets.described import PUBLISHED
-    from cowork_assets.store.registry import published
+def test_each_published_dataset_is_one_description_and_one_function_and_no_code_branches_on_its_name():
+    """datasets/schemas.py describes each published dataset once (its model, inputs, rows, exclusions, card inputs);
+    its two registry tables derive from that, its candidate asset is its one row-building function
+    (`candidate_rows`), its publish step and gate follow; no module compares a dataset's name to pick its behaviour."""
+    from cowork_assets.datasets.assets import CANDIDATES, dataset_assets, dataset_checks
+    from cowork_assets.datasets.schemas import PUBLISHED
+    from cowork_assets.store.registry import TABLES, published
 
     assert {name: (d.candidate,) for name, d in PUBLISHED.items()} == {n: t.inputs for n, t in published().items()}
+    assert all(
+        TABLES[d.candidate].inputs == d.inputs and TABLES[d.candidate].model is d.model for d in PUBLISHED.values()
+    )
+    assert {d: a.key.to_user_string() for d, a in CANDIDATES.items()} == {n: d.candidate for n, d in PUBLISHED.items()}
+    keys = sorted(k.to_user_string() for a in dataset_assets for k in a.keys)
+    assert keys == sorted(["dataset_card", *PUBLISHED, *(d.candidate for d in PUBLISHED.values())])
+    gates = sorted(k.to_user_string() for c in dataset_checks for k in c.check_keys)
+    assert gates == sorted(f"{d.candidate}:quality_gate" for d in PUBLISHED.values())
     branch = re.compile(r"(dataset|name) [!=]= \"(" + "|".join(PUBLISHED) + ')"')
     offenders = [
         f"{p.relative_to(ROOT)}:{n}"

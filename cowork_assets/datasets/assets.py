@@ -5,7 +5,7 @@ Expectations suite), and only then published as a new version by its own asset. 
 that dataset's publication (the previous version stays current) and says why in the UI.
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import dagster as dg
 import orjson
@@ -17,12 +17,11 @@ from cowork_assets.curation import redact
 from cowork_assets.curation.secrets import Detector
 from cowork_assets.datasets import publish as pub
 from cowork_assets.datasets.card import CHARTS, build_card, inline_charts, render_markdown, svg, sweep_svg
-from cowork_assets.datasets.described import PUBLISHED
 from cowork_assets.datasets.funnel import card_inputs
 from cowork_assets.datasets.gates import run_gate
 from cowork_assets.datasets.preference import build_pairs
 from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks, verl_tool_config
-from cowork_assets.datasets.schemas import JSON_FIELDS, SPLITS
+from cowork_assets.datasets.schemas import PUBLISHED, SPLITS, PublishedDataset
 from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft, chat_messages, rendered_tokens, token_texts
 from cowork_assets.datasets.suites import SuiteProcess, give_back, suite_process
 from cowork_assets.holdouts import load
@@ -81,14 +80,31 @@ def _training_side(settings: CurateSettings) -> pl.Series:
     return training_side(load(settings.holdout))
 
 
+Files = dict[str, pl.DataFrame | Iterable[pl.DataFrame]]  # a dataset version's files: name -> rows, in order
+CANDIDATES: dict[str, dg.AssetsDefinition] = {}  # dataset -> its candidate asset
+
+
+def candidate_rows(dataset: str) -> Callable[[Callable[..., Files]], dg.AssetsDefinition]:
+    """A published dataset's candidate asset (datasets/schemas.py describes it) around its row-building function:
+    `build(context, settings)` returns the version's files, written as one candidate version."""
+    described = PUBLISHED[dataset]
+
+    def candidate(build: Callable[..., Files]) -> dg.AssetsDefinition:
+        @dg.asset(**asset_args(described.candidate))
+        def _asset(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+            return _candidate(context, settings, described, build(context, settings))
+
+        CANDIDATES[dataset] = _asset
+        return _asset
+
+    return candidate
+
+
 def _candidate(
-    context: dg.AssetExecutionContext,
-    settings: CurateSettings,
-    name: str,
-    files: dict[str, pl.DataFrame | Iterable[pl.DataFrame]],
+    context: dg.AssetExecutionContext, settings: CurateSettings, described: PublishedDataset, files: Files
 ) -> dg.MaterializeResult:
-    schema = pub.file_schema(arrow_schema(TABLES[name].model), JSON_FIELDS.get(name, frozenset()))
-    path = pub.write_candidate(settings.root, name, files, {f: schema for f in files})
+    schema = pub.file_schema(arrow_schema(described.model), described.json_fields)
+    path = pub.write_candidate(settings.root, described.name, files, {f: schema for f in files})
     rows = {f: parquet_rows(join(path, f"{f}.parquet")) for f in files}
     return dg.MaterializeResult(
         metadata={
@@ -124,8 +140,8 @@ def _one_ahead(items: Iterable) -> Iterator:
         current = following
 
 
-@dg.asset(**asset_args("sft_candidate"))
-def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+@candidate_rows("sft_dataset")
+def sft_rows(context: dg.AssetExecutionContext, settings: CurateSettings) -> Files:
     run = ["batch", "trajectory_id"]
     # The tokenizer's helper processes start first: they load the encoding while the samples are read. Texts
     # repeat from batch to batch: each is counted once. A corpus of fewer than HELPER_MIN_TEXTS messages is counted
@@ -179,11 +195,11 @@ def sft_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -
             for split, spill in spills.items():
                 spill.write(rows.filter(pl.col("split") == split))
     context.log.info(f"SFT candidate: {sum(s.rows for s in spills.values())} samples from {len(tasks)} tasks")
-    return _candidate(context, settings, "sft_dataset", {s: spill.sorted("sample_id") for s, spill in spills.items()})
+    return {s: spill.sorted("sample_id") for s, spill in spills.items()}
 
 
-@dg.asset(**asset_args("rl_tasks_candidate"))
-def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+@candidate_rows("rl_tasks")
+def rl_task_rows(context: dg.AssetExecutionContext, settings: CurateSettings) -> Files:
     excluded = _excluded(settings, "rl_tasks").select("task_id").unique()
     chosen = (  # a task's package where most of its runs are; only those packages are read whole
         TABLES["task_packages"]
@@ -235,11 +251,11 @@ def rl_tasks_candidate(context: dg.AssetExecutionContext, settings: CurateSettin
         )
         for split, spill in spills.items():
             spill.write(rows.filter(pl.col("extra_info").struct.field("split") == split))
-    return _candidate(context, settings, "rl_tasks", {s: spill.sorted() for s, spill in spills.items()})
+    return {s: spill.sorted() for s, spill in spills.items()}
 
 
-@dg.asset(**asset_args("rl_rollouts_candidate"))
-def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+@candidate_rows("rl_rollouts")
+def rl_rollout_rows(context: dg.AssetExecutionContext, settings: CurateSettings) -> Files:
     runs = TABLES["trajectories"].scan(settings.root)
     if settings.rl_rollout_role != "all":
         runs = runs.filter(pl.col("teacher_role") == settings.rl_rollout_role)
@@ -258,11 +274,11 @@ def rl_rollouts_candidate(context: dg.AssetExecutionContext, settings: CurateSet
         .collect()
     )
     rows = build_rl_rollouts(runs, replayed, settings.rl_group_by, settings.rl_advantage_epsilon, settings.rl_std)
-    return _candidate(context, settings, "rl_rollouts", {"rollouts": rows})
+    return {"rollouts": rows}
 
 
-@dg.asset(**asset_args("preference_candidate"))
-def preference_candidate(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
+@candidate_rows("preference_pairs")
+def preference_rows(context: dg.AssetExecutionContext, settings: CurateSettings) -> Files:
     """The runs exclusions leaves to the preference dataset are exactly those in pairs: paired again here by the same
     rule (`selection/preference.py`), each side in its published form."""
     run = ["batch", "trajectory_id"]
@@ -311,7 +327,7 @@ def preference_candidate(context: dg.AssetExecutionContext, settings: CurateSett
         else pl.DataFrame(schema=polars_schema(TABLES["preference_pairs"].model))
     )
     context.log.info(f"preference candidate: {rows.height} pairs from {rows['task_id'].n_unique()} tasks")
-    return _candidate(context, settings, "preference_pairs", {s: rows.filter(pl.col("split") == s) for s in SPLITS})
+    return {s: rows.filter(pl.col("split") == s) for s in SPLITS}
 
 
 class QualitySuites(dg.ConfigurableResource):
@@ -478,12 +494,9 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
     return _asset
 
 
-candidates = {
-    a.key.to_user_string(): a for a in (sft_candidate, rl_tasks_candidate, rl_rollouts_candidate, preference_candidate)
-}
-published_assets = [_publish_asset(d.name, candidates[d.candidate]) for d in PUBLISHED.values()]
-dataset_assets = [*candidates.values(), *published_assets]
-dataset_checks = [_gate(d.name, candidates[d.candidate]) for d in PUBLISHED.values()]
+published_assets = [_publish_asset(d.name, CANDIDATES[d.name]) for d in PUBLISHED.values()]
+dataset_assets = [*(CANDIDATES[d] for d in PUBLISHED), *published_assets]
+dataset_checks = [_gate(d.name, CANDIDATES[d.name]) for d in PUBLISHED.values()]
 
 
 @dg.asset(

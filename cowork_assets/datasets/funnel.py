@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from cowork_assets.curation.sweep import totals
-from cowork_assets.datasets.described import PUBLISHED
+from cowork_assets.datasets.schemas import PUBLISHED
 from cowork_assets.holdouts import load, shipped
 from cowork_assets.ingest.formats import coding_categories
 from cowork_assets.selection.holdout import corpus_held_out

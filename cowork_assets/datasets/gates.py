@@ -17,7 +17,7 @@ import pandera.errors
 import polars as pl
 
 from cowork_assets.curation.secrets import Detector
-from cowork_assets.datasets.described import PUBLISHED
+from cowork_assets.datasets.schemas import PUBLISHED
 from cowork_assets.datasets.suites import SuiteProcess
 from cowork_assets.ingest.roles import ROLES
 from cowork_assets.store.models import polars_schema

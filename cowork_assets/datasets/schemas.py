@@ -1,4 +1,11 @@
-"""pandera models of the published datasets (the gates also run a Great Expectations suite each)."""
+"""The published datasets, each described once beside its rows' pandera model: what its tables, its candidate
+asset, its publication, gate, card and the run summary read of it, so none of them branches on a dataset's name.
+The gates also run a Great Expectations suite each (expectations/<dataset>.json)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
 
 import pandera.polars as pa
 import polars as pl
@@ -8,17 +15,6 @@ from cowork_assets.datasets.sft import MESSAGE
 from cowork_assets.store.table import Table
 
 SPLITS = ("train", "validation")
-
-# Fields published as Arrow's JSON extension type (Parquet's JSON logical type): `datasets` and DuckDB read them
-# as one object per row, so a row keeps its own tool schemas and arguments (as Arrow structs, every tool's
-# parameters would merge into one sparse struct). Inside the pipeline they are JSON strings.
-JSON_FIELDS = {
-    "sft_dataset": frozenset({"tools", "messages.tool_calls.function.arguments"}),
-    "rl_tasks": frozenset({"reward_model.ground_truth", "extra_info.tools_kwargs"}),
-    "preference_pairs": frozenset(
-        {"tools", *(f"{side}.tool_calls.function.arguments" for side in ("prompt", "chosen", "rejected"))}
-    ),
-}
 
 
 class SftDataset(pa.DataFrameModel):
@@ -125,81 +121,111 @@ class PreferencePairs(pa.DataFrameModel):
     rejected_raw_record: pl.Int64 = pa.Field(ge=1, description="lineage: the rejected run's raw line")
 
 
-# The stage's tables, collected by the registry (store/registry.py) in pipeline order.
-TABLES = (
-    Table(
-        name="sft_candidate",
-        model=SftDataset,
-        group="datasets",
-        description="Candidate SFT dataset (not yet published): "
-        "selected runs as messages + tools with metadata and lineage, split by task into train and validation.",
-        inputs=("exclusions", "curated_messages", "sample_stats", "task_packages", "truncation_sweep"),
-        location="candidate",
-    ),
-    Table(
-        name="rl_tasks_candidate",
-        model=RlTasks,
-        group="datasets",
-        description="Candidate verl-style RL task rows: one per "
-        "validated, deduplicated task package; tasks with consistency errors are left out and recorded in "
-        "exclusions.",
-        inputs=("exclusions", "task_packages", "trajectories", "messages"),
-        location="candidate",
-    ),
-    Table(
-        name="rl_rollouts_candidate",
-        model=RlRollouts,
-        group="datasets",
-        description="Candidate processed rollout rewards: per "
-        "rollout the raw score, per-check rewards, GRPO and GDPO group-normalised advantages, zero-variance "
-        "groups, and the turn each check was met (from regrade's replay); runs of held-out benchmark tasks are "
-        "left out (exclusions).",
-        inputs=("trajectories", "regrade", "task_packages"),
-        location="candidate",
-    ),
-    Table(
-        name="preference_candidate",
-        model=PreferencePairs,
-        group="datasets",
-        description="Candidate preference pairs (not yet published): a passing and a failing run of one task and "
-        "prompt, in TRL's conversational preference format; why a run is in no pair is in exclusions.",
-        inputs=("exclusions", "trajectories", "curated_messages", "task_packages"),
-        location="candidate",
-    ),
-    Table(
-        name="sft_dataset",
-        model=SftDataset,
-        group="datasets",
-        description="The published SFT dataset: the current version under "
-        "<data_root>/published/sft_dataset/current/{train,validation}.parquet, with its card.",
-        inputs=("sft_candidate",),
-        location="published",
-    ),
-    Table(
-        name="rl_tasks",
-        model=RlTasks,
-        group="datasets",
-        description="The published verl-style RL task dataset: "
-        "<data_root>/published/rl_tasks/current/{train,validation}.parquet, with its card.",
-        inputs=("rl_tasks_candidate",),
-        location="published",
-    ),
-    Table(
-        name="preference_pairs",
-        model=PreferencePairs,
-        group="datasets",
-        description="The published preference pairs (DPO; KTO through `export --format kto`): "
-        "<data_root>/published/preference_pairs/current/{train,validation}.parquet, with its card.",
-        inputs=("preference_candidate",),
-        location="published",
-    ),
-    Table(
-        name="rl_rollouts",
-        model=RlRollouts,
-        group="datasets",
-        description="The published rollout rewards: <data_root>/published/rl_rollouts/current/rollouts.parquet, "
-        "with its card.",
-        inputs=("rl_rollouts_candidate",),
-        location="published",
-    ),
-)
+@dataclass(frozen=True, kw_only=True)
+class PublishedDataset:
+    """A published dataset. Its two tables (the candidate awaiting its gate, and the published versions), its
+    candidate asset (around its row-building function: `candidate_rows` in datasets/assets.py), its publish step
+    and its gate are derived from this."""
+
+    name: str
+    candidate: str  # the asset that stages it
+    model: type[pa.DataFrameModel]
+    about: str  # what it is and what a row is, for its tables' descriptions
+    inputs: tuple[str, ...]  # what the candidate is computed from
+    rows: Literal["samples", "tasks", "rollouts", "pairs"]  # its gate's validation view and its card's funnel
+    files: tuple[str, ...] = SPLITS  # a version's files
+    # Fields published as Arrow's JSON extension type (Parquet's JSON logical type): `datasets` and DuckDB read
+    # them as one object per row, so a row keeps its own tool schemas and arguments (as Arrow structs, every tool's
+    # parameters would merge into one sparse struct). Inside the pipeline they are JSON strings.
+    json_fields: frozenset[str] = frozenset()
+    exclusions: str | None = None  # its `dataset` in the exclusions table (None: nothing is selected out of it)
+    length: pl.Expr | None = None  # characters per row, for the card's histogram
+    training_card: bool = False  # the card reports evidence retention, the truncation sweep, tokens and budgets
+    trace_examples: bool = False  # its metadata lists sample ids, each a link to the trace job
+    tool_config: bool = False  # verl's tool configuration is published beside it
+
+    def tables(self) -> tuple[Table, Table]:
+        files = self.files[0] if len(self.files) == 1 else "{" + ",".join(self.files) + "}"
+        return (
+            Table(
+                name=self.candidate,
+                model=self.model,
+                group="datasets",
+                description=f"{self.about} A candidate version, not yet published: it awaits its gate.",
+                inputs=self.inputs,
+                location="candidate",
+            ),
+            Table(
+                name=self.name,
+                model=self.model,
+                group="datasets",
+                description=f"{self.about} The current version: <data_root>/published/{self.name}/current/"
+                f"{files}.parquet, with its card.",
+                inputs=(self.candidate,),
+                location="published",
+            ),
+        )
+
+
+PUBLISHED: dict[str, PublishedDataset] = {
+    d.name: d
+    for d in (
+        PublishedDataset(
+            name="sft_dataset",
+            candidate="sft_candidate",
+            model=SftDataset,
+            about="The SFT dataset: selected runs as messages + tools with metadata and lineage, split by task into "
+            "train and validation.",
+            inputs=("exclusions", "curated_messages", "sample_stats", "task_packages", "truncation_sweep"),
+            rows="samples",
+            json_fields=frozenset({"tools", "messages.tool_calls.function.arguments"}),
+            exclusions="sft",
+            length=pl.col("chars"),
+            training_card=True,
+            trace_examples=True,
+        ),
+        PublishedDataset(
+            name="rl_tasks",
+            candidate="rl_tasks_candidate",
+            model=RlTasks,
+            about="The verl-style RL task rows: one per validated, deduplicated task package; tasks with consistency "
+            "errors are left out and recorded in exclusions.",
+            inputs=("exclusions", "task_packages", "trajectories", "messages"),
+            rows="tasks",
+            json_fields=frozenset({"reward_model.ground_truth", "extra_info.tools_kwargs"}),
+            exclusions="rl_tasks",
+            length=pl.col("prompt").list.last().struct.field("content").str.len_chars(),
+            tool_config=True,
+        ),
+        PublishedDataset(
+            name="rl_rollouts",
+            candidate="rl_rollouts_candidate",
+            model=RlRollouts,
+            about="The processed rollout rewards: per rollout the raw score, per-check rewards, GRPO and GDPO "
+            "group-normalised advantages, zero-variance groups, and the turn each check was met (from regrade's "
+            "replay); runs of held-out benchmark tasks are left out (exclusions).",
+            inputs=("trajectories", "regrade", "task_packages"),
+            rows="rollouts",
+            files=("rollouts",),
+        ),
+        PublishedDataset(
+            name="preference_pairs",
+            candidate="preference_candidate",
+            model=PreferencePairs,
+            about="The preference pairs (DPO; KTO through `export --format kto`): a passing and a failing run of one "
+            "task and prompt, in TRL's conversational preference format; why a run is in no pair is in exclusions.",
+            inputs=("exclusions", "trajectories", "curated_messages", "task_packages"),
+            rows="pairs",
+            json_fields=frozenset(
+                {"tools", *(f"{side}.tool_calls.function.arguments" for side in ("prompt", "chosen", "rejected"))}
+            ),
+            exclusions="preference",
+            length=pl.col("chars"),
+        ),
+    )
+}
+
+# The stage's tables, collected by the registry (store/registry.py) in pipeline order: each dataset's candidate,
+# then the published datasets.
+_PAIRS = [d.tables() for d in PUBLISHED.values()]
+TABLES = (*(candidate for candidate, _ in _PAIRS), *(published for _, published in _PAIRS))

@@ -2,8 +2,8 @@
 multi-turn SFT dataset read, with metadata and lineage columns.
 
 `tools` (a list of OpenAI function schemas) and tool-call `arguments` are JSON text here, and published as
-Arrow's JSON type (`schemas.JSON_FIELDS`): as structs, Arrow would unify the different parameter schemas of
-different tools into one sparse struct.
+Arrow's JSON type (a published dataset's `json_fields`, datasets/schemas.py): as structs, Arrow would unify the
+different parameter schemas of different tools into one sparse struct.
 """
 
 from __future__ import annotations

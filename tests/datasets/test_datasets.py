@@ -73,7 +73,7 @@ def test_the_sft_candidate_counts_tokens_in_helpers_only_for_a_corpus_that_repay
     monkeypatch.setattr(tokens._Helper, "__init__", lambda helper, *args: started.append(1) or start(helper, *args))
 
     def candidate() -> dict[str, pl.DataFrame]:
-        result = dg.materialize([assets.sft_candidate], resources={"settings": copied})
+        result = dg.materialize([assets.CANDIDATES["sft_dataset"]], resources={"settings": copied})
         folder = Path(result.asset_materializations_for_node("sft_candidate")[0].metadata["candidate"].value)
         return {p.name: pl.read_parquet(p) for p in sorted(folder.glob("*.parquet"))}
 
