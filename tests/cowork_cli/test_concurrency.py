@@ -216,6 +216,7 @@ def test_a_refresh_that_failed_while_a_batch_finished_elsewhere_runs_again_and_o
     from cowork_cli.runner import REFRESH_ATTEMPTS, _execute_on_one_corpus
 
     root, calls, said = str(tmp_path), [], []
+    settings = SimpleNamespace(root=root)
 
     def finish_a_batch(name: str) -> None:  # what another process's batch run leaves: its manifest
         storage.write_text_atomic(f"{root}/{STATE}/manifests/{name}.json", '{"raw": "r", "settings": "s"}')
@@ -227,12 +228,12 @@ def test_a_refresh_that_failed_while_a_batch_finished_elsewhere_runs_again_and_o
         return SimpleNamespace(success=len(calls) > 1)
 
     finish_a_batch("b1")
-    assert _execute_on_one_corpus(execute, "refresh_corpus", None, {}, root, said.append).success
+    assert _execute_on_one_corpus(execute, "refresh_corpus", None, {}, settings, said.append).success
     assert calls == ["refresh_corpus"] * 2
     assert said == ["refresh_corpus: the corpus changed while it ran (a batch finished elsewhere); running it again"]
     calls.clear()
     failing = lambda *args: calls.append(1) or SimpleNamespace(success=False)  # noqa: E731
-    assert not _execute_on_one_corpus(failing, "refresh_corpus", None, {}, root, said.append).success
+    assert not _execute_on_one_corpus(failing, "refresh_corpus", None, {}, settings, said.append).success
     assert calls == [1]  # nothing changed: not run again
 
     def always_changing(*args):
@@ -241,5 +242,5 @@ def test_a_refresh_that_failed_while_a_batch_finished_elsewhere_runs_again_and_o
         return SimpleNamespace(success=False)
 
     calls.clear()
-    assert not _execute_on_one_corpus(always_changing, "refresh_corpus", None, {}, root, said.append).success
+    assert not _execute_on_one_corpus(always_changing, "refresh_corpus", None, {}, settings, said.append).success
     assert len(calls) == REFRESH_ATTEMPTS == 3
