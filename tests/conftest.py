@@ -44,6 +44,7 @@ def read_jsonl(path: Path) -> list[dict]:
 LONGEST_FIRST = (
     "test_whole_batches.py",
     "test_deployment.py",
+    "test_deployment_by_hand.py",
     "test_object_store.py",
     "test_ui_browser.py",
     "test_hostile.py",
