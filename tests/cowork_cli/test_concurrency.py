@@ -63,7 +63,7 @@ def test_a_candidate_built_before_a_batch_was_committed_is_not_published(tmp_pat
     unfiltered (or lack them while the card names them). Its publication is refused until the corpus is refreshed."""
     import dagster as dg
 
-    from cowork_assets.datasets.described import PUBLISHED
+    from cowork_assets.datasets.schemas import PUBLISHED
     from cowork_assets.orchestration.partitions import batches
     from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli.runner import _run_config, ensure_instance, materialize_all

@@ -4,7 +4,7 @@
 A strategy module (`Strategy`) has a one-line docstring, `VERL_SIDE` (verl's `tool_response_truncate_side` it
 matches, or None) and `kept(observations, allowance, context)`: for each long observation (`trajectory_id`,
 `message_index`, `length`, `cores` — the evidence spans first seen in it, possibly empty) the `kept_spans`
-(sorted, disjoint [start, end) ranges, built with `curation.spans.span_list`) and `overflow_chars` (kept beyond
+(sorted, disjoint [start, end) ranges, built with `truncation.spans.span_list`) and `overflow_chars` (kept beyond
 the allowance). Rendering the text, deciding which evidence survives and counting what each keeps are the same
 for all (curation/truncate.py). A module that keeps every at-risk value by construction may say so
 (`KEEPS_ALL_EVIDENCE = True`) and give `kept_chars(observations, allowance, context)`: the truncation sweep then
