@@ -5,6 +5,10 @@ nothing still pays what Dagster does for each run: creating it with its planned 
 step's start, outputs and success, a materialization per asset and an evaluation per check with their data-version
 look-ups, every event stored in the instance's SQLite files. A batch run, or the corpus refresh, of these assets and
 checks on this storage costs at least as much, whatever the pipeline's own code does.
+
+`python -m bench.framework_floor` compares the instance's storage: the per-batch-run figure on the SQLite instance
+`cowork-curate run` writes (an event log file per run) and on the same instance with Dagster's consolidated SQLite
+event log (one file for every run's events), alternated.
 """
 
 import shutil
@@ -69,16 +73,41 @@ def no_work_definitions() -> dg.Definitions:
     )
 
 
-def framework_floor(home: Path, batch_runs: int) -> dict:
+# Dagster's consolidated SQLite event log: one file for every run's events (the default keeps a file per run).
+CONSOLIDATED = """run_storage:
+  module: dagster.core.storage.runs
+  class: SqliteRunStorage
+  config: {{base_dir: "{home}/history"}}
+event_log_storage:
+  module: dagster.core.storage.event_log
+  class: ConsolidatedSqliteEventLogStorage
+  config: {{base_dir: "{home}/history/runs"}}
+schedule_storage:
+  module: dagster.core.storage.schedules
+  class: SqliteScheduleStorage
+  config: {{base_dir: "{home}/schedules"}}
+"""
+
+
+def framework_floor(home: Path, batch_runs: int, consolidated: bool = False) -> dict:
     """Seconds Dagster alone takes for a batch run (the mean of `batch_runs` runs after a first one, each a new
     batch partition, one after another in this process) and for the corpus jobs once after them, on a fresh
-    instance at `home`, as `cowork-curate run` configures it."""
+    instance at `home`, as `cowork-curate run` configures it (with Dagster's consolidated event log if
+    `consolidated`)."""
     from cowork_assets.orchestration.partitions import batches
-    from cowork_cli.runner import console_logger, ensure_instance
+    from cowork_cli.runner import INSTANCE_HEADER, INSTANCE_YAML, console_logger, ensure_instance
     from dagster_project.jobs import BATCH_JOB, CORPUS_JOBS
 
     shutil.rmtree(home, ignore_errors=True)
+    if consolidated:  # a file without the tool's header line: ensure_instance keeps it as it is
+        home.mkdir(parents=True)
+        config = INSTANCE_YAML.format(home=f'"{home}"').removeprefix(INSTANCE_HEADER)
+        (home / "dagster.yaml").write_text(
+            config.replace(f'storage:\n  sqlite:\n    base_dir: "{home}"\n', CONSOLIDATED.format(home=home))
+        )
     instance = ensure_instance(home)
+    if consolidated != (type(instance.event_log_storage).__name__ == "ConsolidatedSqliteEventLogStorage"):
+        raise RuntimeError(f"the instance at {home} does not have the event log asked for")
     defs = no_work_definitions()
     names = [f"floor-{i:03d}" for i in range(batch_runs + 1)]
     instance.add_dynamic_partitions(batches.name, names)
@@ -100,3 +129,19 @@ def framework_floor(home: Path, batch_runs: int) -> dict:
         "seconds_per_batch_run": round(mean(rest), 2) if rest else round(first, 2),
         "corpus_runs_seconds": corpus,
     }
+
+
+if __name__ == "__main__":
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(description="Dagster alone, per batch run, on each instance storage")
+    parser.add_argument("--runs", type=int, default=10, help="batch runs measured after a first [10]")
+    parser.add_argument("--rounds", type=int, default=2, help="times each storage is measured, alternated [2]")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(dir=Path.cwd()) as work:  # on the disk the data root is on, not a RAM disk
+        for _ in range(args.rounds):
+            for consolidated in (False, True):
+                floor = framework_floor(Path(work) / "home", args.runs, consolidated)
+                name = "consolidated event log" if consolidated else "an event log file per run (the default)"
+                print(f"{name}: {floor['seconds_per_batch_run']:.2f} s per batch run")
