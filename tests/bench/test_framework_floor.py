@@ -58,3 +58,16 @@ def test_dagster_alone_is_timed_on_runs_that_report_every_asset_and_check(tmp_pa
     evaluated = [e for e in events if e.dagster_event and e.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"]
     assert (len(materialized), len(evaluated)) == (17, 12)
     assert {e.dagster_event.partition for e in materialized} == {batch_run.tags["dagster/partition"]}
+
+
+def test_the_storage_comparison_runs_on_the_consolidated_event_log_and_keeps_every_run_in_it(tmp_path):
+    """The figure the instance's storage choice rests on (docs/performance.md) is measured on the event log it
+    names: one file holds every run's events, none is written per run."""
+    home = tmp_path / "home"
+    figures = framework_floor(home, batch_runs=1, consolidated=True)
+    assert figures["seconds_per_batch_run"] > 0
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert type(instance.event_log_storage).__name__ == "ConsolidatedSqliteEventLogStorage"
+        runs = instance.get_runs()
+        assert len(runs) == 2 + len(CORPUS_JOBS) and all(instance.all_logs(r.run_id) for r in runs)
+    assert sorted(p.name for p in (home / "history" / "runs").glob("*.db")) == ["event_log.db"]
