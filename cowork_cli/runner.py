@@ -24,6 +24,7 @@ import dagster as dg
 
 from cowork_assets.datasets.suites import start_early
 from cowork_assets.orchestration import verdict
+from cowork_assets.orchestration.partitions import BATCHES_PER_RUN, batch_runs, partition_tags
 from cowork_assets.orchestration.partitions import batches as batches_partitions
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.run_health import in_flight, last_data_root, reap_dead_runs
@@ -172,7 +173,13 @@ def materialize_all(
             todo.append(batch)
     start_early()  # the gates' Great Expectations helper imports while the batches run (at the lowest priority)
     workers = min(settings.max_concurrent, len(todo))
-    if workers > 1 and in_workers(settings, todo):
+    parallel = workers > 1 and in_workers(settings, todo)
+    # Consecutive batches share a run (its fixed cost paid once), each its own partition; with workers, one run each
+    # at a time. A batch whose last run failed runs alone.
+    per_run = min(BATCHES_PER_RUN, -(-len(todo) // workers)) if parallel else BATCHES_PER_RUN
+    order = instance.get_dynamic_partitions(batches_partitions.name)
+    runs = batch_runs(order, todo, per_run, alone=verdict.failed_batches(instance, todo))
+    if parallel:
         # Workers start first: they import the code and open the instance while this process does the same.
         with environment(**worker_environment(workers)):
             pool = ProcessPoolExecutor(
@@ -181,20 +188,24 @@ def materialize_all(
                 initializer=_start_worker,
                 initargs=(instance.root_directory,),
             )
-            results = pool.map(_process_batch, [config] * len(todo), todo)
+            results = pool.map(_process_batches, [config] * len(runs), runs)
     else:
-        pool, results = None, (_process_batch(config, b, instance) for b in todo)
+        pool, results = None, (_process_batches(config, run, instance) for run in runs)
     from cowork_cli.origin import execute
     from dagster_project.jobs import CORPUS_JOBS
 
     threading.Thread(target=_warm_up, args=(settings.token_encoding,), daemon=True).start()
+    retry = []
     try:
-        for i, (batch, ok, error, failed_checks, details, seconds) in enumerate(results, 1):
-            if not ok:
-                outcome.failed[batch] = error
-            outcome.failed_checks += failed_checks
-            outcome.check_details |= details
-            echo(f"[{i}/{len(todo)}] batch {batch}: {'ok' if ok else 'FAILED'} ({seconds:.1f}s)")
+        done = 0
+        for run in results:
+            for batch in run:
+                done += 1
+                if not batch.ok and batch.shared_with:  # failed beside others: retried alone, below
+                    retry.append(batch.batch)
+                    echo(f"[{done}/{len(todo)}] batch {batch.batch}: FAILED in a run of {batch.shared_with + 1}")
+                    continue
+                _report(outcome, batch, f"[{done}/{len(todo)}]", echo)
     except BaseException:  # interrupted (Ctrl-C, SIGTERM): the workers go too, not only when they finish
         for child in active_children():
             child.kill()
@@ -202,6 +213,8 @@ def materialize_all(
     finally:
         if pool:  # finished workers exit on their own; waiting for their teardown would only delay what follows
             pool.shutdown(wait=False, cancel_futures=True)
+    for batch in retry:
+        _report(outcome, _process_batches(config, [batch], instance)[0], "retried alone:", echo)
     corpus = verdict.corpus_now(instance, settings)
     if corpus.held_back:
         named = "; ".join(f"{b} ({checks})" for b, checks in corpus.held_back.items())
@@ -221,7 +234,7 @@ def materialize_all(
             echo(f"{job}: {'ok' if result.success else 'FAILED'}")
             if not result.success:
                 outcome.failed[job] = _first_error(result)
-            _collect_failed_checks(outcome, result, None)
+            _collect_failed_checks(outcome, result.get_asset_check_evaluations(), None)
     outcome.seconds = time.monotonic() - started
     return outcome
 
@@ -348,22 +361,60 @@ def _exit_at_once() -> None:
     os._exit(0)
 
 
-def _process_batch(config: dict, batch: str, instance: dg.DagsterInstance | None = None):
-    """Run the per-batch job for one batch (in a worker process when batches run in parallel)."""
+@dataclass(frozen=True)
+class BatchResult:
+    batch: str
+    ok: bool
+    error: str | None
+    failed_checks: list[str]
+    check_details: dict[str, str]
+    seconds: float  # of its run
+    shared_with: int  # how many other batches its run processed
+
+
+def _report(outcome: RunOutcome, batch: BatchResult, prefix: str, echo: Callable[[str], None]) -> None:
+    if not batch.ok:
+        outcome.failed[batch.batch] = batch.error
+    outcome.failed_checks += batch.failed_checks
+    outcome.check_details |= batch.check_details
+    run = f"run of {batch.shared_with + 1}: " if batch.shared_with else ""
+    echo(f"{prefix} batch {batch.batch}: {'ok' if batch.ok else 'FAILED'} ({run}{batch.seconds:.1f}s)")
+
+
+def _process_batches(config: dict, run: list[str], instance: dg.DagsterInstance | None = None) -> list[BatchResult]:
+    """Run the per-batch job over consecutive batches (in a worker process when batches run in parallel): each
+    batch's outcome, and the checks that failed on it."""
     from cowork_cli.origin import execute
     from dagster_project.jobs import BATCH_JOB
 
+    instance = instance or _worker_instance
     t0 = time.monotonic()
-    result = execute(BATCH_JOB, instance or _worker_instance, config, {"dagster/partition": batch, **CLI_TAG})
-    checks = RunOutcome([])
-    _collect_failed_checks(checks, result, batch)
-    error = None if result.success else _first_error(result)
-    return batch, result.success, error, checks.failed_checks, checks.check_details, time.monotonic() - t0
+    result = execute(BATCH_JOB, instance, config, {**partition_tags(run[0], run[-1]), **CLI_TAG})
+    seconds = time.monotonic() - t0
+    run_id = result.dagster_run.run_id
+    written = {
+        e.asset_materialization.partition
+        for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+        if e.asset_materialization and e.asset_materialization.asset_key == verdict.MANIFEST
+    }
+    evaluations = [
+        e.asset_check_evaluation
+        for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+        if e.asset_check_evaluation
+    ]
+    out = []
+    for batch in run:
+        checks = RunOutcome([])
+        _collect_failed_checks(checks, [e for e in evaluations if e.partition in (batch, None)], batch)
+        ok = result.success or (len(run) > 1 and batch in written)
+        error = None if ok else _first_error(result)
+        out.append(BatchResult(batch, ok, error, checks.failed_checks, checks.check_details, seconds, len(run) - 1))
+    return out
 
 
-def _collect_failed_checks(outcome: RunOutcome, result, batch: str | None) -> None:
+def _collect_failed_checks(outcome: RunOutcome, evaluations, batch: str | None) -> None:
     where = f" [{batch}]" if batch else ""
-    for e in result.get_asset_check_evaluations():
+    for e in evaluations:
         if e.passed:
             continue
         name = f"{e.asset_key.to_user_string()}:{e.check_name}{where} ({e.severity.value})"

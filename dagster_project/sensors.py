@@ -5,12 +5,15 @@ Dagster's sensor daemon evaluates sensors in a loop of at least 5 s; their minim
 that every loop evaluates them (a longer one skips loops). The code location sets it from COWORK_SENSOR_INTERVAL.
 """
 
+import hashlib
+from collections import Counter
+
 import dagster as dg
 
 from cowork_assets.orchestration import verdict
-from cowork_assets.orchestration.partitions import batches
+from cowork_assets.orchestration.partitions import BATCHES_PER_RUN, batch_runs, batches, partition_tags
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.orchestration.run_health import in_flight, reap_dead_runs
+from cowork_assets.orchestration.run_health import batches_in_flight, in_flight, reap_dead_runs
 from cowork_assets.store.raw_files import discover_batches
 from dagster_project.jobs import (
     BATCH_ASSETS,
@@ -22,6 +25,7 @@ from dagster_project.jobs import (
 )
 
 INTERVAL = 1
+FINISHED = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE]
 
 
 def _latest(instance: dg.DagsterInstance, job: str, statuses=None) -> dg.RunRecord | None:
@@ -33,9 +37,11 @@ NEW_BATCH = dict(
     job=process_batch,
     description="Registers each batch folder under raw_root as a partition and requests a process_batch run for each "
     "batch that is not processed as it is now: new, its files changed (a file added, appended to, made readable), "
-    "processed with other settings, or its tables damaged. A folder is read once quiet for settle_seconds (and once "
-    "it holds batch_ready_marker, if set); not while a cross-batch run is reading every batch's tables. The run key "
-    "carries the fingerprint of the files and settings, so a batch whose run failed is not retried until it changes.",
+    "processed with other settings, or its tables damaged; consecutive batches share a run (up to "
+    f"{BATCHES_PER_RUN}), each its own partition. A folder is read once quiet for settle_seconds (and once it holds "
+    "batch_ready_marker, if set); not while a cross-batch run is reading every batch's tables. A batch whose run "
+    "failed is requested again alone; the run key carries the fingerprint of the files and settings, so a batch "
+    "whose run of its own failed is not retried until it changes.",
 )
 
 
@@ -45,19 +51,19 @@ def new_batch_sensor(context: dg.SensorEvaluationContext, settings: CurateSettin
     except FileNotFoundError as exc:
         return dg.SkipReason(str(exc))
     instance = context.instance
-    known = set(instance.get_dynamic_partitions(batches.name))
-    new = [b for b in found if b not in known]
+    known = instance.get_dynamic_partitions(batches.name)
+    new = [b for b in found if b not in set(known)]
     if busy := in_flight(instance, CORPUS_JOBS, assets=CROSS_BATCH_ASSETS):
         return dg.SkipReason(f"batch folders wait for {busy} cross-batch run(s) to finish")
-    requests, waiting = [], []
+    running = batches_in_flight(instance, (process_batch.name,), BATCH_ASSETS)
+    todo, waiting = {}, []
     for batch in found:
         if why := verdict.not_ready(settings, batch):
             waiting.append(f"{batch}: {why[0]}")
-            continue
-        todo = verdict.to_process(settings, batch, deep=False)
-        if todo and not in_flight(instance, (process_batch.name,), batch, BATCH_ASSETS):
-            key = f"process:{batch}:{todo.key}"
-            requests.append(dg.RunRequest(partition_key=batch, run_key=key, tags={"cowork/why": todo.why}))
+        elif batch not in running and (state := verdict.to_process(settings, batch, deep=False)):
+            todo[batch] = state
+    alone = verdict.failed_batches(instance, list(todo))
+    requests = [_request([todo[b] for b in run]) for run in batch_runs([*known, *new], todo, BATCHES_PER_RUN, alone)]
     if not requests and not new:
         return dg.SkipReason(
             "; ".join(waiting) if waiting else f"every batch folder under {settings.raw_path} is processed as it is"
@@ -69,10 +75,22 @@ def new_batch_sensor(context: dg.SensorEvaluationContext, settings: CurateSettin
     )
 
 
+def _request(run: list[verdict.ToProcess]) -> dg.RunRequest:
+    """One run over consecutive batches, keyed by the state of each (its raw files and the settings)."""
+    first, last = run[0].batch, run[-1].batch
+    whys = Counter(t.why for t in run)
+    why = run[0].why if len(run) == 1 else ", ".join(f"{n}: {why}" for why, n in whys.most_common())
+    if len(run) == 1:
+        return dg.RunRequest(partition_key=first, run_key=f"process:{first}:{run[0].key}", tags={"cowork/why": why})
+    states = hashlib.sha256(" ".join(f"{t.batch}:{t.key}" for t in run).encode()).hexdigest()[:16]
+    tags = {**partition_tags(first, last), "cowork/why": why}
+    return dg.RunRequest(run_key=f"process:{first}..{last}:{states}", tags=tags)
+
+
 CORPUS_REFRESH = dict(
     jobs=[refresh_corpus, refresh_warehouse],
     description="Once every batch run in flight has finished, refreshes everything across batches (findings, dedup, "
-    "exclusions, the gated datasets) when a batch run succeeded since the last refresh, and the DuckDB file after it "
+    "exclusions, the gated datasets) when a batch run finished since the last refresh, and the DuckDB file after it "
     "(the run queue starts it when the refresh ends, whatever its outcome): a "
     "dataset version is never built from a half-processed batch, nor while a batch's last run failed (unless "
     "publish_without_failed_batches is set).",
@@ -85,7 +103,7 @@ def corpus_refresh_sensor(context: dg.SensorEvaluationContext, settings: CurateS
         return dg.SkipReason(f"waiting for {batch_runs} batch run(s) in flight")
     if in_flight(instance, CORPUS_JOBS, assets=CROSS_BATCH_ASSETS):
         return dg.SkipReason("a cross-batch run is in flight")
-    batch = _latest(instance, process_batch.name, [dg.DagsterRunStatus.SUCCESS])
+    batch = _latest(instance, process_batch.name, FINISHED)  # a failed run of several batches wrote the others
     corpus = _latest(instance, refresh_corpus.name)
     if batch is not None and (corpus is None or batch.end_time > corpus.create_timestamp.timestamp()):
         if blocked := verdict.corpus_now(instance, settings, deep=False).blocked:  # the publish steps check by digest

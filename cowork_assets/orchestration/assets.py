@@ -12,7 +12,7 @@ PER_BATCH_TABLES = [t.name for t in REGISTRY if t.per_batch and t.location == "t
 
 
 MANIFEST = dg.AssetSpec(
-    "batch_manifest",
+    verdict.MANIFEST,
     group_name="batches",
     deps=PER_BATCH_TABLES,
     kinds={"json"},

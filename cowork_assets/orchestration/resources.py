@@ -8,17 +8,27 @@ from pathlib import Path
 
 import dagster as dg
 
+from cowork_assets.orchestration import verdict
+from cowork_assets.orchestration.partitions import PARTITION
 from cowork_assets.orchestration.run_health import DATA_ROOT_TAG, record_process
 from cowork_assets.runtime import scratch
 from cowork_assets.settings import DEFAULT_DATA_ROOT, DEFAULT_RAW_ROOT, Settings, cron_problem
 from cowork_assets.store import aside, lease
+from cowork_assets.store.registry import REGISTRY
 from cowork_assets.store.root_format import ensure_format
 from cowork_assets.store.storage import normalize_root
 
+# What a run of batches writes (its tables and their manifests); a run of these alone publishes nothing.
+PER_BATCH_ASSETS = frozenset({t.name for t in REGISTRY if t.per_batch} | {verdict.MANIFEST.to_user_string()})
+
 
 def _publishes(run: dg.DagsterRun) -> bool:
-    """A run of cross-batch steps (they rewrite shared tables and publish): not of a batch, nor the read-only trace."""
-    return "dagster/partition" not in run.tags and run.job_name != "trace_sample"
+    """A run of cross-batch steps (they rewrite shared tables and publish): not of one batch or several, nor the
+    read-only trace."""
+    if run.job_name in ("process_batch", "trace_sample") or PARTITION in run.tags:
+        return False
+    selected = {key.to_user_string() for key in run.asset_selection or ()}
+    return not selected or not selected <= PER_BATCH_ASSETS
 
 
 class CurateSettings(dg.ConfigurableResource, Settings):

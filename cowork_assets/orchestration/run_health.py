@@ -13,6 +13,7 @@ import socket
 
 import dagster as dg
 
+from cowork_assets.orchestration.partitions import batches, run_partitions
 from cowork_assets.runtime.procfs import stat_fields
 
 PROCESS_TAG = "cowork/process"
@@ -21,22 +22,27 @@ IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.Dag
 WAITING = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, *IN_PROGRESS]
 
 
-def in_flight(
-    instance: dg.DagsterInstance,
-    jobs: tuple[str, ...],
-    partition: str | None = None,
-    assets: frozenset[str] = frozenset(),
-) -> int:
-    """Runs (of this partition) queued or in progress that are runs of these jobs or materialize any of `assets`:
-    the UI's "Materialize" runs a job of its own, with the assets it selected."""
-    tags = {"dagster/partition": partition} if partition else {}
-    records = instance.get_run_records(dg.RunsFilter(statuses=WAITING, tags=tags), limit=500)
-    return sum(
-        1
+def runs_in_flight(instance: dg.DagsterInstance, jobs: tuple[str, ...], assets: frozenset[str]) -> list[dg.DagsterRun]:
+    """Runs queued or in progress that are runs of these jobs or materialize any of `assets`: the UI's
+    "Materialize" runs a job of its own, with the assets it selected."""
+    records = instance.get_run_records(dg.RunsFilter(statuses=WAITING), limit=500)
+    return [
+        r.dagster_run
         for r in records
         if r.dagster_run.job_name in jobs
         or assets & {key.to_user_string() for key in r.dagster_run.asset_selection or ()}
-    )
+    ]
+
+
+def in_flight(instance: dg.DagsterInstance, jobs: tuple[str, ...], assets: frozenset[str] = frozenset()) -> int:
+    """How many runs of these jobs, or materializing any of `assets`, are queued or in progress."""
+    return len(runs_in_flight(instance, jobs, assets))
+
+
+def batches_in_flight(instance: dg.DagsterInstance, jobs: tuple[str, ...], assets: frozenset[str]) -> set[str]:
+    """The batches that runs queued or in progress (of these jobs, or materializing any of `assets`) process."""
+    order = instance.get_dynamic_partitions(batches.name)
+    return {b for run in runs_in_flight(instance, jobs, assets) for b in run_partitions(run.tags, order)}
 
 
 def process_identity(pid: int) -> str | None:

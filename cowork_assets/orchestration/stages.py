@@ -7,12 +7,15 @@ cost that does not depend on the records: Dagster's step events, and a lookup of
 On a small batch that fixed cost outweighs the stage's own work.
 """
 
+import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import dagster as dg
 
-from cowork_assets.orchestration.partitions import batches
+from cowork_assets.orchestration.batch_events import OneBatch, batch_events
+from cowork_assets.orchestration.partitions import BATCHES_PER_RUN, batches
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.specs import StepCheck, spec
 
@@ -49,7 +52,6 @@ class BatchStage:
                 asset_key=result.asset_key or self.keys[0],
                 metadata=result.metadata,
                 check_results=[c for c in result.check_results or [] if chosen(c)],
-                data_version=result.data_version,
                 tags=result.tags,
             )
 
@@ -66,28 +68,54 @@ def batch_stage(
 
 
 def one_step(name: str, stages: Sequence[BatchStage], description: str) -> dg.AssetsDefinition:
-    """The stages, in order, as one step of a batch partition. A run may select some of them (the UI's
-    Materialize of one asset): a stage runs when its tables are selected, all of them, as it writes them together."""
+    """The stages, in order, as one step of a batch partition, or of several batches one after another (a run over a
+    range of them: orchestration/batch_events.py). A run may select some of them (the UI's Materialize of one asset):
+    a stage runs when its tables are selected, all of them, as it writes them together."""
 
     @dg.multi_asset(
         name=name,
         description=description,
-        specs=[s for stage in stages for s in stage.specs],
+        specs=[s.replace_attributes(skippable=True) for stage in stages for s in stage.specs],
         check_specs=[c.spec for stage in stages for c in stage.checks],
         partitions_def=batches,
         can_subset=True,
+        backfill_policy=dg.BackfillPolicy.multi_run(BATCHES_PER_RUN),
     )
     def _step(context: dg.AssetExecutionContext, settings: CurateSettings):
-        selected = context.selected_asset_keys
-        for stage in stages:
-            chosen = [k for k in stage.keys if k in selected]
-            if chosen and len(chosen) < len(stage.keys):
-                names = ", ".join(k.to_user_string() for k in stage.keys)
-                raise dg.Failure(f"{stage.name} writes its tables together: select all of {names}")
-            if chosen:
+        chosen = _selected(stages, context.selected_asset_keys)
+        if len(context.partition_keys) == 1:
+            for stage in chosen:
                 yield from stage.results(context, settings)
+            return
+        failed = {}
+        for i, batch in enumerate(context.partition_keys, 1):
+            context.log.info(f"batch {batch} ({i} of {len(context.partition_keys)} in this run)")
+            try:
+                for stage in chosen:
+                    yield from batch_events(context, batch, stage.results(OneBatch(context, batch), settings))
+            except Exception as error:  # the batch fails alone: the others of the run keep what they wrote
+                context.log.error(f"batch {batch} failed:\n{traceback.format_exc()}")
+                failed[batch] = f"{type(error).__name__}: {error}"
+        if failed:
+            raise dg.Failure(
+                f"{len(failed)} of {len(context.partition_keys)} batches failed: {', '.join(failed)}",
+                metadata={batch: dg.MetadataValue.text(error) for batch, error in failed.items()},
+            )
 
     return _step
+
+
+def _selected(stages: Sequence[BatchStage], selected: AbstractSet[dg.AssetKey]) -> list[BatchStage]:
+    """The stages whose tables the run selected."""
+    chosen = []
+    for stage in stages:
+        picked = [k for k in stage.keys if k in selected]
+        if picked and len(picked) < len(stage.keys):
+            names = ", ".join(k.to_user_string() for k in stage.keys)
+            raise dg.Failure(f"{stage.name} writes its tables together: select all of {names}")
+        if picked:
+            chosen.append(stage)
+    return chosen
 
 
 def failed_stage(stages: Sequence[BatchStage], reported: set) -> str | None:

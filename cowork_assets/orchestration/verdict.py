@@ -18,11 +18,13 @@ from functools import cached_property
 import dagster as dg
 
 from cowork_assets.markdown import table
+from cowork_assets.orchestration import partitions
 from cowork_assets.settings import Settings
 from cowork_assets.store import batch_state, lease
 from cowork_assets.store.raw_files import discover_batches
 
 CHECK_EVALUATION = dg.DagsterEventType.ASSET_CHECK_EVALUATION
+MANIFEST = dg.AssetKey("batch_manifest")  # a batch's last table: written once all the others are
 
 
 # A batch
@@ -66,7 +68,7 @@ def start(settings: Settings, batch: str, run_id: str, waiting: Callable[[str], 
 
 def finish(instance: dg.DagsterInstance, settings: Settings, batch: str, run_id: str) -> dict:
     """The batch's last step: its tables moved into place and its manifest written, with its run's checks."""
-    return batch_state.finish(settings.root, batch, run_id, run_verdict(instance, run_id))
+    return batch_state.finish(settings.root, batch, run_id, run_verdict(instance, run_id, batch))
 
 
 def drop(root: str, batch: str) -> bool:
@@ -77,14 +79,12 @@ def drop(root: str, batch: str) -> bool:
     return True
 
 
-def run_verdict(instance: dg.DagsterInstance, run_id: str) -> dict:
-    """What a batch's manifest keeps of its run's checks: each evaluated check's result and severity, and where the
-    run ran (the instance's folder, when it has one)."""
-    evaluations = (e.asset_check_evaluation for e in instance.all_logs(run_id, of_type=CHECK_EVALUATION))
+def run_verdict(instance: dg.DagsterInstance, run_id: str, batch: str) -> dict:
+    """What a batch's manifest keeps of its run's checks of the batch: each evaluated check's result and severity,
+    and where the run ran (the instance's folder, when it has one)."""
     checks = {
         f"{e.asset_key.to_user_string()}:{e.check_name}": {"passed": e.passed, "severity": e.severity.value}
-        for e in evaluations
-        if e is not None
+        for e in _evaluations(instance, run_id, batch)
     }
     return {"checks": checks, "run_id": run_id, "instance": instance.root_directory, "host": socket.gethostname()}
 
@@ -169,29 +169,33 @@ def corpus_now(instance: dg.DagsterInstance, settings: Settings, deep: bool = Tr
 def _recorded(instance: dg.DagsterInstance, state: batch_state.BatchState) -> dict[str, str]:
     """The checks a batch's run failed, as its manifest records them; a manifest written before manifests held a
     verdict falls back on this instance's record of the run."""
-    return failed_checks(instance, state.run_id) if state.failed_checks is None else state.failed_checks
+    return failed_checks(instance, state.run_id, state.batch) if state.failed_checks is None else state.failed_checks
 
 
-def failed_checks(instance: dg.DagsterInstance, run_id: str | None) -> dict[str, str]:
-    """The checks that failed in a run, as `asset:check` -> severity (`ERROR` or `WARN`)."""
+def failed_checks(instance: dg.DagsterInstance, run_id: str | None, batch: str) -> dict[str, str]:
+    """The checks of the batch that failed in a run, as `asset:check` -> severity (`ERROR` or `WARN`)."""
     if not run_id or instance.get_run_record_by_id(run_id) is None:
         return {}  # a run of another instance (or history deleted): no result to go by
-    evaluations = (e.asset_check_evaluation for e in instance.all_logs(run_id, of_type=CHECK_EVALUATION))
     return {
         f"{e.asset_key.to_user_string()}:{e.check_name}": e.severity.value
-        for e in evaluations
-        if e is not None and not e.passed
+        for e in _evaluations(instance, run_id, batch)
+        if not e.passed
     }
 
 
-def failed_batches(instance: dg.DagsterInstance, batches: list[str], job: str = "process_batch") -> list[str]:
-    """The batches whose latest run of `job` failed or was canceled (a batch never run is not failed)."""
-    failed = []
-    for batch in batches:
-        latest = instance.get_run_records(dg.RunsFilter(job_name=job, tags={"dagster/partition": batch}), limit=1)
-        if latest and latest[0].dagster_run.status in (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED):
-            failed.append(batch)
-    return failed
+def _evaluations(instance: dg.DagsterInstance, run_id: str, batch: str) -> list[dg.AssetCheckEvaluation]:
+    """The run's check evaluations of the batch (a run may process several batches, each its own partition)."""
+    evaluations = (e.asset_check_evaluation for e in instance.all_logs(run_id, of_type=CHECK_EVALUATION))
+    return [e for e in evaluations if e is not None and e.partition in (batch, None)]
+
+
+def failed_batches(instance: dg.DagsterInstance, batches: list[str]) -> list[str]:
+    """The batches whose latest attempt failed: a run that set out to write the batch's manifest failed before it did,
+    whether it processed that batch alone or with others (a batch never run is not failed, nor one whose last run was
+    canceled: it stays as that run found it)."""
+    known = set(instance.get_dynamic_partitions(partitions.batches.name))
+    status = instance.get_status_by_partition(MANIFEST, [b for b in batches if b in known], partitions.batches) or {}
+    return [b for b in batches if status.get(b) == dg.AssetPartitionStatus.FAILED]
 
 
 def _blocked(instance: dg.DagsterInstance, settings: Settings, batches: list[Batch]) -> str | None:
