@@ -125,15 +125,19 @@ def _evaluate(sensor, instance, settings):
         return sensor(context)
 
 
-def test_sensor_registers_new_batches_once_and_asks_each_state_of_a_batch_once(tmp_path):
-    """Partitions are added once; a batch not processed as it is gets a run whose key is its files' and settings'
-    fingerprint, so Dagster starts it once per state (a new file is a new state)."""
+def test_sensor_registers_new_batches_once_and_asks_each_state_of_its_batches_once(tmp_path):
+    """Partitions are added once; batches not processed as they are get one run over them, whose key is their files'
+    and settings' fingerprints, so Dagster starts it once per state (a new file is a new state)."""
     for name in ("b1", "b2", ".tmp"):
         (tmp_path / name).mkdir()
     settings = CurateSettings(raw_root=str(tmp_path), data_root=str(tmp_path / "out"))
+    ranges = lambda result: [  # noqa: E731
+        (r.partition_key_range.start, r.partition_key_range.end) if r.partition_key_range else r.partition_key
+        for r in result.run_requests
+    ]
     with dg.instance_for_test() as instance:
         result = _evaluate(defs.get_sensor_def("new_batch_sensor"), instance, settings)
-        assert sorted(r.partition_key for r in result.run_requests) == ["b1", "b2"]
+        assert ranges(result) == [("b1", "b2")] and result.run_requests[0].partition_key is None
         assert result.dynamic_partitions_requests[0].partition_keys == ["b1", "b2"]
         instance.add_dynamic_partitions("batches", ["b1", "b2"])
         again = _evaluate(defs.get_sensor_def("new_batch_sensor"), instance, settings)
@@ -142,9 +146,14 @@ def test_sensor_registers_new_batches_once_and_asks_each_state_of_a_batch_once(t
         (tmp_path / "b3").mkdir()
         (tmp_path / "b1" / "a.jsonl").write_text("{}\n")
         third = _evaluate(defs.get_sensor_def("new_batch_sensor"), instance, settings)
-        assert [r.partition_key for r in third.run_requests] == ["b1", "b2", "b3"]
-        assert third.run_requests[0].run_key != result.run_requests[0].run_key  # b1 changed: a new state
-        assert third.run_requests[1].run_key == result.run_requests[1].run_key
+        assert ranges(third) == [("b1", "b3")]
+        assert third.run_requests[0].run_key != result.run_requests[0].run_key  # b1 changed, b3 is new: a new state
+        assert third.dynamic_partitions_requests[0].partition_keys == ["b3"]
+        (tmp_path / "b1" / "a.jsonl").unlink()
+        (tmp_path / "b3").rmdir()
+        assert [
+            r.run_key for r in _evaluate(defs.get_sensor_def("new_batch_sensor"), instance, settings).run_requests
+        ] == [result.run_requests[0].run_key]
 
 
 def test_sensor_skips_cleanly_without_a_raw_root(tmp_path):
