@@ -33,6 +33,7 @@ MAX_TOKENS = 10_000_000
 # From this many batches, `cowork-curate run` starts its workers however small the batches: a batch run is seconds of
 # Dagster's own work, which two processes do side by side (docs/performance.md, "What is left").
 PARALLEL_FROM_BATCHES = 6
+BATCHES_PER_RUN = 25
 SETTLE_SECONDS = 5.0  # the documented default of settle_seconds; COWORK_SETTLE_SECONDS replaces it (0 in tests)
 WAREHOUSE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}\.duckdb")
 
@@ -109,6 +110,15 @@ class RunSettings(Group):
         ge=1,
         le=64,
         description="Batches processed at once by `cowork-curate run` (one process each).",
+    )
+    batches_per_run: int = Field(
+        default=BATCHES_PER_RUN,
+        ge=1,
+        le=1000,
+        description="Consecutive batches one run processes, one after another, each its own partition (its tables, "
+        "checks and manifest; a batch that fails is retried alone): a run's fixed cost is paid once for them. For "
+        "`cowork-curate run` and the sensor (COWORK_BATCHES_PER_RUN for `dagster dev`); 1: a run per batch, for a run "
+        "launcher that sends each run to a machine of its own.",
     )
     parallel_from_mb: float = Field(
         default=64,

@@ -24,7 +24,7 @@ import dagster as dg
 
 from cowork_assets.datasets.suites import start_early
 from cowork_assets.orchestration import verdict
-from cowork_assets.orchestration.partitions import BATCHES_PER_RUN, batch_runs, partition_tags
+from cowork_assets.orchestration.partitions import batch_runs, partition_tags
 from cowork_assets.orchestration.partitions import batches as batches_partitions
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.run_health import in_flight, last_data_root, reap_dead_runs
@@ -176,7 +176,7 @@ def materialize_all(
     parallel = workers > 1 and in_workers(settings, todo)
     # Consecutive batches share a run (its fixed cost paid once), each its own partition; with workers, one run each
     # at a time. A batch whose last run failed runs alone.
-    per_run = min(BATCHES_PER_RUN, -(-len(todo) // workers)) if parallel else BATCHES_PER_RUN
+    per_run = min(settings.batches_per_run, -(-len(todo) // workers)) if parallel else settings.batches_per_run
     order = instance.get_dynamic_partitions(batches_partitions.name)
     runs = batch_runs(order, todo, per_run, alone=verdict.failed_batches(instance, todo))
     if parallel:

@@ -2,8 +2,8 @@
 
 This module is the entry point of `dagster dev` and of the runner's processes: it tunes the process
 (`cowork_assets.runtime.tuning`) before anything imports polars, reads the environment `make ui` sets
-(COWORK_RAW_ROOT, COWORK_DATA_ROOT, COWORK_REFRESH_CRON, COWORK_SENSOR_INTERVAL). The package's `__init__`
-quiets the one Dagster warning the pipeline causes on purpose.
+(COWORK_RAW_ROOT, COWORK_DATA_ROOT, COWORK_REFRESH_CRON, COWORK_BATCHES_PER_RUN, COWORK_SENSOR_INTERVAL). The
+package's `__init__` quiets the one Dagster warning the pipeline causes on purpose.
 """
 
 import os
@@ -32,6 +32,8 @@ from dagster_project.schedules import daily_refresh
 from dagster_project.sensors import interval_from, sensors
 
 SETTINGS, ENV_PROBLEMS = settings_from_env()
+for variable, problem in ENV_PROBLEMS.items():
+    dg.get_dagster_logger().warning(f"{variable} refused ({problem}): its setting keeps its default")
 
 
 defs = dg.Definitions(

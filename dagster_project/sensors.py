@@ -11,7 +11,7 @@ from collections import Counter
 import dagster as dg
 
 from cowork_assets.orchestration import verdict
-from cowork_assets.orchestration.partitions import BATCHES_PER_RUN, batch_runs, batches, partition_tags
+from cowork_assets.orchestration.partitions import batch_runs, batches, partition_tags
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.run_health import batches_in_flight, in_flight, reap_dead_runs
 from cowork_assets.store.raw_files import discover_batches
@@ -37,8 +37,8 @@ NEW_BATCH = dict(
     job=process_batch,
     description="Registers each batch folder under raw_root as a partition and requests a process_batch run for each "
     "batch that is not processed as it is now: new, its files changed (a file added, appended to, made readable), "
-    "processed with other settings, or its tables damaged; consecutive batches share a run (up to "
-    f"{BATCHES_PER_RUN}), each its own partition. A folder is read once quiet for settle_seconds (and once it holds "
+    "processed with other settings, or its tables damaged; consecutive batches share a run (up to batches_per_run), "
+    "each its own partition. A folder is read once quiet for settle_seconds (and once it holds "
     "batch_ready_marker, if set); not while a cross-batch run is reading every batch's tables. A batch whose run "
     "failed is requested again alone; the run key carries the fingerprint of the files and settings, so a batch "
     "whose run of its own failed is not retried until it changes.",
@@ -63,7 +63,8 @@ def new_batch_sensor(context: dg.SensorEvaluationContext, settings: CurateSettin
         elif batch not in running and (state := verdict.to_process(settings, batch, deep=False)):
             todo[batch] = state
     alone = verdict.failed_batches(instance, list(todo))
-    requests = [_request([todo[b] for b in run]) for run in batch_runs([*known, *new], todo, BATCHES_PER_RUN, alone)]
+    runs = batch_runs([*known, *new], todo, settings.batches_per_run, alone)
+    requests = [_request([todo[b] for b in run]) for run in runs]
     if not requests and not new:
         return dg.SkipReason(
             "; ".join(waiting) if waiting else f"every batch folder under {settings.raw_path} is processed as it is"

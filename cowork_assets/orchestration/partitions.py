@@ -8,11 +8,6 @@ from cowork_assets.store.buckets import BUCKETS
 
 batches = dg.DynamicPartitionsDefinition(name="batches")
 
-# A run processes up to this many batches, one after another, each reported as its own partition: a run's fixed cost
-# (Dagster's run and step events, imports, the instance's storage) is paid once for them. The CLI and the sensor
-# group the batches to process into runs of consecutive partitions; a backfill from the UI does the same.
-BATCHES_PER_RUN = 25
-
 # The selection's tables (dedup clusters, exclusions) are computed a task bucket at a time; a run of the cross-batch
 # job covers every bucket (ALL_BUCKETS, in one run and one step per asset), and a run may also name a single bucket.
 task_buckets = dg.StaticPartitionsDefinition(list(BUCKETS))

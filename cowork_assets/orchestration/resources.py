@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import dagster as dg
+from pydantic import ValidationError
 
 from cowork_assets.orchestration import verdict
 from cowork_assets.orchestration.partitions import PARTITION
@@ -58,20 +59,32 @@ class CurateSettings(dg.ConfigurableResource, Settings):
                 lease.let_go(self.root, "publisher")
 
 
-ENVIRONMENT = {"raw_root": "COWORK_RAW_ROOT", "data_root": "COWORK_DATA_ROOT", "refresh_cron": "COWORK_REFRESH_CRON"}
+ENVIRONMENT = {
+    "raw_root": "COWORK_RAW_ROOT",
+    "data_root": "COWORK_DATA_ROOT",
+    "refresh_cron": "COWORK_REFRESH_CRON",
+    "batches_per_run": "COWORK_BATCHES_PER_RUN",
+}
 
 
 def settings_from_env() -> tuple[CurateSettings, dict[str, str]]:
-    """Settings for code locations (`dagster dev`) from COWORK_RAW_ROOT, COWORK_DATA_ROOT and
-    COWORK_REFRESH_CRON, and the problems of values that were refused (variable -> why). A bad value falls
-    back to the default so the definitions still load; the problem is shown where the value is used."""
+    """Settings for code locations (`dagster dev`) from COWORK_RAW_ROOT, COWORK_DATA_ROOT, COWORK_REFRESH_CRON and
+    COWORK_BATCHES_PER_RUN, and the problems of values that were refused (variable -> why). A bad value falls
+    back to the default so the definitions still load; the problem is shown where the value is used (the schedule),
+    or logged when the code location loads."""
     given = {name: os.environ[var] for name, var in ENVIRONMENT.items() if os.environ.get(var)}
     problems = {}
     if "refresh_cron" in given and (problem := cron_problem(given["refresh_cron"])):
         problems[ENVIRONMENT["refresh_cron"]] = problem
         del given["refresh_cron"]
+    if "batches_per_run" in given:
+        try:
+            Settings(batches_per_run=given["batches_per_run"])
+        except ValidationError as error:
+            problems[ENVIRONMENT["batches_per_run"]] = error.errors()[0]["msg"]
+            del given["batches_per_run"]
     return CurateSettings(
-        raw_root=str(Path(given.get("raw_root", DEFAULT_RAW_ROOT)).resolve()),
-        data_root=normalize_root(given.get("data_root", DEFAULT_DATA_ROOT)),
-        **({"refresh_cron": given["refresh_cron"]} if "refresh_cron" in given else {}),
+        raw_root=str(Path(given.pop("raw_root", DEFAULT_RAW_ROOT)).resolve()),
+        data_root=normalize_root(given.pop("data_root", DEFAULT_DATA_ROOT)),
+        **given,
     ), problems

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import dagster as dg
 
 from cowork_assets.orchestration.batch_events import OneBatch, batch_events
-from cowork_assets.orchestration.partitions import BATCHES_PER_RUN, batches
+from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.specs import StepCheck, spec
+from cowork_assets.settings import BATCHES_PER_RUN
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def one_step(name: str, stages: Sequence[BatchStage], description: str) -> dg.As
         check_specs=[c.spec for stage in stages for c in stage.checks],
         partitions_def=batches,
         can_subset=True,
-        backfill_policy=dg.BackfillPolicy.multi_run(BATCHES_PER_RUN),
+        backfill_policy=dg.BackfillPolicy.multi_run(BATCHES_PER_RUN),  # a UI backfill: the default batches_per_run
     )
     def _step(context: dg.AssetExecutionContext, settings: CurateSettings):
         chosen = _selected(stages, context.selected_asset_keys)

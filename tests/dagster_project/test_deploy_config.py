@@ -82,6 +82,7 @@ def test_helm_values_match_the_instance_file(instance_yaml):
     env = {e["name"]: e["value"] for e in deployment["env"]}
     launcher_env = dict(v.split("=", 1) for v in instance_yaml["run_launcher"]["config"]["env_vars"])
     assert env["COWORK_DATA_ROOT"] == launcher_env["COWORK_DATA_ROOT"] and env["COWORK_DATA_ROOT"].startswith("s3://")
+    assert env["COWORK_BATCHES_PER_RUN"] == "1"  # a pod per batch
     assert values["runLauncher"]["type"] == "K8sRunLauncher"
     queued = values["dagsterDaemon"]["runCoordinator"]["config"]["queuedRunCoordinator"]
     assert queued["tagConcurrencyLimits"] == instance_yaml["concurrency"]["runs"]["tag_concurrency_limits"]

@@ -90,7 +90,7 @@ def test_the_by_hand_block_runs_as_written(tmp_path):
             ("refresh_corpus", "SUCCESS"),
             ("refresh_warehouse", "SUCCESS"),
         ], jobs
-        assert len([r for r in runs if r["jobName"] == "process_batch"]) == 2
+        assert len([r for r in runs if r["jobName"] == "process_batch"]) == 1  # the CLI's run over both batches
         # `trace` printed the run's chain from the bucket, and its raw line read from the raw root
         assert '  line       {"schema":"cowork.trajectory/v1","trajectory_id":"ops-00000-run-1-e3d68b"' in output
         # both Celery workers came up (`-n worker-1` names the worker `worker-1@<host>`)
