@@ -28,7 +28,7 @@ from cowork_assets.orchestration.partitions import batch_runs, partition_tags
 from cowork_assets.orchestration.partitions import batches as batches_partitions
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.run_health import in_flight, last_data_root, reap_dead_runs
-from cowork_assets.orchestration.stages import failed_stage
+from cowork_assets.orchestration.stages import PROGRESS, failed_stage
 from cowork_assets.runtime import scratch
 from cowork_assets.runtime.procfs import die_with_parent
 from cowork_assets.settings import PARALLEL_FROM_BATCHES
@@ -196,23 +196,24 @@ def materialize_all(
 
     threading.Thread(target=_warm_up, args=(settings.token_encoding,), daemon=True).start()
     retry = []
-    try:
-        done = 0
-        for run in results:
-            for batch in run:
-                done += 1
-                if not batch.ok and batch.shared_with:  # failed beside others: retried alone, below
-                    retry.append(batch.batch)
-                    echo(f"[{done}/{len(todo)}] batch {batch.batch}: FAILED in a run of {batch.shared_with + 1}")
-                    continue
-                _report(outcome, batch, f"[{done}/{len(todo)}]", echo)
-    except BaseException:  # interrupted (Ctrl-C, SIGTERM): the workers go too, not only when they finish
-        for child in active_children():
-            child.kill()
-        raise
-    finally:
-        if pool:  # finished workers exit on their own; waiting for their teardown would only delay what follows
-            pool.shutdown(wait=False, cancel_futures=True)
+    with _progress(echo):  # each batch of a shared run as it is written
+        try:
+            done = 0
+            for run in results:
+                for batch in run:
+                    done += 1
+                    if not batch.ok and batch.shared_with:  # failed beside others: retried alone, below
+                        retry.append(batch.batch)
+                        echo(f"[{done}/{len(todo)}] batch {batch.batch}: FAILED in a run of {batch.shared_with + 1}")
+                        continue
+                    _report(outcome, batch, f"[{done}/{len(todo)}]", echo)
+        except BaseException:  # interrupted (Ctrl-C, SIGTERM): the workers go too, not only when they finish
+            for child in active_children():
+                child.kill()
+            raise
+        finally:
+            if pool:  # finished workers exit on their own; waiting for their teardown would only delay what follows
+                pool.shutdown(wait=False, cancel_futures=True)
     for batch in retry:
         _report(outcome, _process_batches(config, [batch], instance)[0], "retried alone:", echo)
     corpus = verdict.corpus_now(instance, settings)
@@ -339,9 +340,33 @@ def environment(**values: str) -> Iterator[None]:
 _worker_instance: dg.DagsterInstance | None = None
 
 
+class _Echo(logging.Handler):
+    def __init__(self, echo: Callable[[str], None]):
+        super().__init__(logging.INFO)
+        self.echo = echo
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.echo(record.getMessage())
+
+
+@contextmanager
+def _progress(echo: Callable[[str], None]) -> Iterator[None]:
+    """The batch step's progress lines (each batch of a shared run as it is written) said through `echo`."""
+    logger, handler = PROGRESS, _Echo(echo)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+
+
 def _start_worker(home: str) -> None:
-    """Pool initializer: import the code and open the instance once per worker process."""
+    """Pool initializer: import the code and open the instance once per worker process, whose batches' progress
+    lines go to the console as the parent's do."""
     global _worker_instance
+    _progress(print).__enter__()
     from dagster_project.definitions import job_definition  # tunes the process, as in the parent
     from dagster_project.jobs import BATCH_JOB
 
@@ -391,17 +416,12 @@ def _process_batches(config: dict, run: list[str], instance: dg.DagsterInstance 
     t0 = time.monotonic()
     result = execute(BATCH_JOB, instance, config, {**partition_tags(run[0], run[-1]), **CLI_TAG})
     seconds = time.monotonic() - t0
-    run_id = result.dagster_run.run_id
     written = {
-        e.asset_materialization.partition
-        for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
-        if e.asset_materialization and e.asset_materialization.asset_key == verdict.MANIFEST
+        e.step_materialization_data.materialization.partition
+        for e in result.get_asset_materialization_events()
+        if e.asset_key == verdict.MANIFEST
     }
-    evaluations = [
-        e.asset_check_evaluation
-        for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
-        if e.asset_check_evaluation
-    ]
+    evaluations = result.get_asset_check_evaluations()  # in the order their metadata was written
     out = []
     for batch in run:
         checks = RunOutcome([])

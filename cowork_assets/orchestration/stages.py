@@ -7,6 +7,8 @@ cost that does not depend on the records: Dagster's step events, and a lookup of
 On a small batch that fixed cost outweighs the stage's own work.
 """
 
+import logging
+import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
@@ -19,6 +21,9 @@ from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.specs import StepCheck, spec
 from cowork_assets.settings import BATCHES_PER_RUN
+
+# Each batch of a run over several, as it is written: the CLI prints these while the run goes on.
+PROGRESS = logging.getLogger("cowork_curate.batches")
 
 
 @dataclass(frozen=True)
@@ -90,13 +95,17 @@ def one_step(name: str, stages: Sequence[BatchStage], description: str) -> dg.As
             return
         failed = {}
         for i, batch in enumerate(context.partition_keys, 1):
-            context.log.info(f"batch {batch} ({i} of {len(context.partition_keys)} in this run)")
+            where = f"{i} of {len(context.partition_keys)} in this run"
+            context.log.info(f"batch {batch} ({where})")
+            started = time.monotonic()
             try:
                 for stage in chosen:
                     yield from batch_events(context, batch, stage.results(OneBatch(context, batch), settings))
             except Exception as error:  # the batch fails alone: the others of the run keep what they wrote
                 context.log.error(f"batch {batch} failed:\n{traceback.format_exc()}")
                 failed[batch] = f"{type(error).__name__}: {error}"
+                continue
+            PROGRESS.info(f"batch {batch}: written ({where}, {time.monotonic() - started:.1f}s)")
         if failed:
             raise dg.Failure(
                 f"{len(failed)} of {len(context.partition_keys)} batches failed: {', '.join(failed)}",

@@ -56,8 +56,8 @@ def test_killed_run_resumes_without_redoing_finished_batches(default_raw, pipeli
     proc = _run(raw, tmp_path / "data", tmp_path / "home")
     finished = []
     deadline = time.monotonic() + 240
-    for line in proc.stdout:  # kill as soon as the first batch is done, while the second is running
-        if "batch" in line and ": ok" in line:
+    for line in proc.stdout:  # kill as soon as the first batch is written, while the run goes on with the second
+        if line.startswith("batch ") and ": written" in line:
             finished.append(line.split("batch ")[1].split(":")[0])
             os.killpg(proc.pid, signal.SIGKILL)
             break

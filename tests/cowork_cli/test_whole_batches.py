@@ -119,7 +119,8 @@ def test_the_sensor_comes_back_for_a_folder_once_it_is_quiet(raw, tmp_path):
         for path in [*(raw / b).rglob("*"), raw / b]:
             os.utime(path, (past, past))
         result = defs.get_sensor_def("new_batch_sensor")(context)
-        assert [r.partition_key for r in result.run_requests] == [a, b]
+        (request,) = result.run_requests  # both, in one run
+        assert (request.partition_key_range.start, request.partition_key_range.end) == (a, b)
 
 
 def test_a_missing_or_rewritten_table_file_is_damage_not_no_rows(raw, tmp_path, capsys):
