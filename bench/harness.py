@@ -618,6 +618,7 @@ def report(figures: dict) -> str:
                 f"  incremental     one batch of {x['incremental']['trajectories']} dropped onto the corpus: "
                 f"{x['incremental']['wall_seconds']} s (its batch run and the corpus refresh)",
                 f"  Dagster alone   {x['dagster_alone']['seconds_per_batch_run']} s per batch run, "
+                f"{x['dagster_alone']['seconds_per_batch_in_one_run']} s per batch in one run over them, "
                 f"{sum(x['dagster_alone']['corpus_runs_seconds'].values()):.2f} s for the corpus jobs "
                 f"(these jobs' assets and checks with no work done, {x['dagster_alone']['batch_runs']} batch runs "
                 "one after another)",

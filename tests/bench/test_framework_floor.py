@@ -47,17 +47,22 @@ def test_dagster_alone_is_timed_on_runs_that_report_every_asset_and_check(tmp_pa
     figures = framework_floor(tmp_path / "home", batch_runs=2)
     assert figures["batch_runs"] == 2 and set(figures["corpus_runs_seconds"]) == set(CORPUS_JOBS)
     assert figures["first_batch_run_seconds"] > 0 and figures["seconds_per_batch_run"] > 0
+    assert figures["seconds_per_batch_in_one_run"] > 0
     assert all(seconds > 0 for seconds in figures["corpus_runs_seconds"].values())
     instance = dg.DagsterInstance.from_config(str(tmp_path / "home"))
     runs = instance.get_run_records()
-    assert sorted(r.dagster_run.job_name for r in runs) == [BATCH_JOB] * 3 + sorted(CORPUS_JOBS)
+    assert sorted(r.dagster_run.job_name for r in runs) == [BATCH_JOB] * 4 + sorted(CORPUS_JOBS)
     assert all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in runs)
-    batch_run = next(r.dagster_run for r in runs if r.dagster_run.job_name == BATCH_JOB)
-    events = instance.all_logs(batch_run.run_id)
-    materialized = [e for e in events if e.dagster_event and e.dagster_event.is_step_materialization]
-    evaluated = [e for e in events if e.dagster_event and e.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"]
-    assert (len(materialized), len(evaluated)) == (17, 12)
-    assert {e.dagster_event.partition for e in materialized} == {batch_run.tags["dagster/partition"]}
+    shared, *single = [r.dagster_run for r in runs if r.dagster_run.job_name == BATCH_JOB]  # newest first
+    for run, partitions in ((single[0], [single[0].tags["dagster/partition"]]), (shared, ["floor-001", "floor-002"])):
+        events = instance.all_logs(run.run_id)
+        materialized = [e for e in events if e.dagster_event and e.dagster_event.is_step_materialization]
+        evaluated = [
+            e for e in events if e.dagster_event and e.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"
+        ]
+        assert (len(materialized), len(evaluated)) == (17 * len(partitions), 12 * len(partitions))
+        assert sorted({e.dagster_event.partition for e in materialized}) == partitions
+        assert sorted({e.asset_check_evaluation.partition for e in evaluated}) == partitions  # each batch's own
 
 
 def test_the_storage_comparison_runs_on_the_consolidated_event_log_and_keeps_every_run_in_it(tmp_path):
