@@ -7,7 +7,9 @@ import dagster as dg
 import pytest
 from polars.testing import assert_frame_equal
 
+from cowork_assets.orchestration.specs import SINGLE_RUN
 from cowork_assets.orchestration.stages import failed_stage
+from cowork_assets.settings import Settings
 from cowork_assets.store.registry import TABLES
 
 STAGES = {
@@ -24,9 +26,12 @@ STAGES = {
 
 def test_a_batch_run_is_one_step_whose_stages_write_every_per_batch_table_in_order():
     from dagster_project.definitions import defs, job_definition
-    from dagster_project.jobs import BATCH_STAGES
+    from dagster_project.jobs import BATCH_STAGES, batch_stages
 
     assert [node.name for node in job_definition("process_batch").graph.nodes] == ["batch_stages"]
+    # a backfill from the UI takes up to the default batches_per_run batches to a run, each its own partition
+    assert batch_stages.backfill_policy == dg.BackfillPolicy.multi_run(Settings().batches_per_run) != SINGLE_RUN
+    assert all(spec.skippable for spec in batch_stages.specs)  # a batch that fails is not materialized
     assert {s.name: [k.to_user_string() for k in s.keys] for s in BATCH_STAGES} == STAGES
     assert list(STAGES) == [s.name for s in BATCH_STAGES]  # in the order they read each other's tables
     per_batch = {t.name for t in TABLES.values() if t.per_batch and t.location == "tables"}
