@@ -228,8 +228,9 @@ def _runs_since(instance, since: float) -> list:
 
 
 def step_spans(instance, run_id: str) -> list[tuple[str, float, float]]:
-    """(name, start, end) of each step of a run, the batch step's stages as steps of their own: a stage ends at its
-    last materialization or check result, and the next starts there (orchestration/stages.py)."""
+    """(name, start, end) of each step of a run, the batch step's stages (of each of its batches, one after another)
+    as steps of their own: a stage ends at its last materialization or check result, and the next starts there
+    (orchestration/stages.py)."""
     import dagster as dg
 
     from dagster_project.jobs import BATCH_STAGES, batch_stages
@@ -242,16 +243,18 @@ def step_spans(instance, run_id: str) -> list[tuple[str, float, float]]:
         if step.step_key != batch_stages.op.name:
             spans.append((step.step_key, step.start_time, step.end_time))
             continue
-        ends: dict[str, float] = {}
         kinds = {dg.DagsterEventType.ASSET_MATERIALIZATION, dg.DagsterEventType.ASSET_CHECK_EVALUATION}
+        reported = []  # (batch, stage, when), in the order the step reported them
         for record in instance.get_records_for_run(run_id, of_type=kinds).records:
             event = record.event_log_entry.dagster_event
-            key = event.asset_key if event.is_step_materialization else event.event_specific_data.asset_key
-            ends[stage_of[key]] = record.event_log_entry.timestamp
+            data = event.step_materialization_data.materialization if event.is_step_materialization else None
+            data = data or event.event_specific_data
+            reported.append(((data.partition, stage_of[data.asset_key]), record.event_log_entry.timestamp))
         start = step.start_time
-        for name, end in sorted(ends.items(), key=lambda kv: kv[1]):
-            spans.append((name, start, end))
-            start = end
+        for i, (stage, when) in enumerate(reported):
+            if i + 1 == len(reported) or reported[i + 1][0] != stage:  # the stage's last report
+                spans.append((stage[1], start, when))
+                start = when
     return spans
 
 
@@ -265,11 +268,13 @@ def per_asset_seconds(instance, since: float) -> dict[str, float]:
 
 def phase_spans(instance, since: float) -> dict[str, list[tuple[float, float]]]:
     """(start, end) in epoch seconds of each run since `since`: batch runs, and cross-batch runs."""
+    from dagster_project.jobs import BATCH_JOB
+
     spans: dict[str, list[tuple[float, float]]] = {"batches": [], "cross_batch": []}
     for record in _runs_since(instance, since):
         stats = instance.get_run_stats(record.dagster_run.run_id)
         if stats.start_time and stats.end_time:
-            phase = "batches" if record.dagster_run.tags.get("dagster/partition") else "cross_batch"
+            phase = "batches" if record.dagster_run.job_name == BATCH_JOB else "cross_batch"
             spans[phase].append((stats.start_time, stats.end_time))
     return spans
 
@@ -296,9 +301,11 @@ def phase_peaks(samples: list[Sample], spans: dict) -> dict[str, dict]:
 def cross_batch_step_peaks(instance, since: float, samples: list[Sample]) -> dict[str, int]:
     """The largest memory sample (MB, all processes) while each step of the cross-batch runs ran, largest first: the
     selection's steps (dedup_clusters, exclusions) hold one task bucket at a time."""
+    from dagster_project.jobs import BATCH_JOB
+
     times, peaks = [s.at for s in samples], {}
     for record in _runs_since(instance, since):
-        if record.dagster_run.tags.get("dagster/partition"):  # a batch run
+        if record.dagster_run.job_name == BATCH_JOB:  # a run of one batch or several
             continue
         for step in instance.get_run_step_stats(record.dagster_run.run_id):
             if step.start_time and step.end_time:

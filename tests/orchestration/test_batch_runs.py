@@ -9,6 +9,7 @@ import dagster as dg
 import pytest
 
 import cowork_assets.evidence.assets as evidence_assets
+from bench.harness import step_spans
 from cowork_assets.orchestration import verdict
 from cowork_assets.orchestration.partitions import batches
 from cowork_assets.orchestration.resources import CurateSettings
@@ -92,6 +93,10 @@ def test_a_batch_that_fails_among_others_fails_alone_and_is_retried_alone(three,
                 dg.AssetRecordsFilter(asset_key=key.asset_key, asset_partitions=[record.partition]), limit=5
             ).records
             assert target.storage_id == next(w.storage_id for w in written if w.run_id == shared.run_id)
+
+    # The bench splits the shared run's step into each batch's stages (the failing batch's reach staging alone).
+    spans = [name for name, start, end in step_spans(instance, shared.run_id) if end >= start]
+    assert (spans.count("staging_tables"), spans.count("curation"), spans.count("batch_manifest")) == (3, 2, 2)
 
     # The sensor asks for the failed batch alone (the others are processed).
     with dg.build_sensor_context(instance=instance, resources={"settings": settings}) as context:
