@@ -67,7 +67,7 @@ def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at
     first = versions.current(settings.root, "sft_dataset")
 
     log = tmp_path / "dagster-dev.log"
-    dropped = ["2026-12-01-teacher-b", "2026-12-01-teacher-c"]
+    dropped = ["2026-12-01-teacher-b", "2026-12-01-teacher-c", "2026-12-01-teacher-d"]
     with dagster_dev(str(home), str(raw), settings.root, log) as (base, server):
         repo = graphql(base, SENSORS)["repositoriesOrError"]["nodes"][0]
         sensors = {s["name"]: s["sensorState"]["status"] for s in repo["sensors"]}
@@ -81,11 +81,11 @@ def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at
             started = graphql(base, START, {"s": selector})["startSensor"]
             assert started["__typename"] == "Sensor" and started["sensorState"]["status"] == "RUNNING", started
 
-        for seed, name in zip((12, 13), dropped):  # two drops a few seconds apart
+        for seed, names in ((12, dropped[:1]), (13, dropped[1:])):  # two drops a few seconds apart, the second of two
             drop = tmp_path / f"drop-{seed}"
-            generate(drop, trajectories=30, batches=1, seed=seed)
-            (batch,) = [p for p in drop.iterdir() if p.is_dir()]
-            shutil.move(batch, raw / name)
+            generate(drop, trajectories=30, batches=len(names), seed=seed)
+            for batch, name in zip(sorted(p for p in drop.iterdir() if p.is_dir()), names):
+                shutil.move(batch, raw / name)
             time.sleep(4)
 
         busy = dg.RunsFilter(statuses=WAITING)
@@ -109,6 +109,13 @@ def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at
         last = _wait("a version with both new batches and nothing in flight", settled, 400, server, log)
         time.sleep(8)  # a few more sensor ticks: nothing more may be started
         assert not instance.get_run_records(busy) and versions.current(settings.root, "sft_dataset") == last
+
+    # the two batches dropped at once were one run, each its own partition
+    ranges = {
+        (r.tags.get("dagster/asset_partition_range_start"), r.tags.get("dagster/asset_partition_range_end"))
+        for r in instance.get_runs(dg.RunsFilter(job_name="process_batch"))
+    }
+    assert tuple(dropped[1:]) in ranges
 
     corpus_runs = sorted(
         (
