@@ -34,6 +34,7 @@ class OneBatch:
 
 def batch_events(context: dg.AssetExecutionContext, batch: str, results: Iterable) -> Iterator:
     """The stage's results (`MaterializeResult`s naming their asset, `AssetCheckResult`s) as the batch's events."""
+    targets: dict[dg.AssetKey, Any] = {}  # an asset's materialization, looked up once for all its checks
     for result in results:
         if isinstance(result, dg.MaterializeResult):
             yield dg.AssetMaterialization(result.asset_key, partition=batch, metadata=result.metadata, tags=result.tags)
@@ -41,6 +42,8 @@ def batch_events(context: dg.AssetExecutionContext, batch: str, results: Iterabl
         else:
             checks = [result]
         for check in checks:
+            if check.asset_key not in targets:
+                targets[check.asset_key] = _latest(context.instance, check.asset_key, batch)
             yield dg.AssetCheckEvaluation(
                 asset_key=check.asset_key,
                 check_name=check.check_name,
@@ -49,7 +52,7 @@ def batch_events(context: dg.AssetExecutionContext, batch: str, results: Iterabl
                 severity=check.severity,
                 description=check.description,
                 partition=batch,
-                target_materialization_data=_latest(context.instance, check.asset_key, batch),
+                target_materialization_data=targets[check.asset_key],
             )
 
 
