@@ -110,12 +110,13 @@ def test_batches_dropped_apart_publish_only_whole_batches_one_cross_batch_run_at
         time.sleep(8)  # a few more sensor ticks: nothing more may be started
         assert not instance.get_run_records(busy) and versions.current(settings.root, "sft_dataset") == last
 
-    # the two batches dropped at once were one run, each its own partition
+    # the two batches dropped at once were one run, each its own partition (a sensor tick that comes late on a busy
+    # machine sees the first drop too: the one range then starts at it)
     ranges = {
         (r.tags.get("dagster/asset_partition_range_start"), r.tags.get("dagster/asset_partition_range_end"))
         for r in instance.get_runs(dg.RunsFilter(job_name="process_batch"))
     }
-    assert tuple(dropped[1:]) in ranges
+    assert {(dropped[1], dropped[2]), (dropped[0], dropped[2])} & ranges, ranges
 
     corpus_runs = sorted(
         (
