@@ -92,10 +92,6 @@ def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
             for name, frame in frames.items():
                 sinks[name].write(frame)
             progress(f"{batch}: curated {sinks['sample_stats'].rows} trajectories")
-    context.log.info(
-        f"{batch}: truncation_strategy={settings.truncation_strategy} max_observation_chars="
-        f"{settings.max_observation_chars} char_budget={settings.char_budget} ({settings.budget_policy})"
-    )
     for name, sink in sinks.items():
         yield dg.MaterializeResult(
             asset_key=name,
@@ -103,6 +99,8 @@ def curation(context: dg.AssetExecutionContext, settings: CurateSettings):
                 **written(settings.root, name, batch, sink.rows),
                 "truncation_strategy": settings.truncation_strategy,
                 "max_observation_chars": settings.max_observation_chars,
+                "char_budget": settings.char_budget,
+                "budget_policy": settings.budget_policy,
                 **column_lineage(name),
             },
         )

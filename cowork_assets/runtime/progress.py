@@ -1,7 +1,7 @@
-"""Progress lines for long steps, at most one every few seconds.
+"""Progress lines for long steps: the first once a step has run a few seconds, then at most one as often.
 
 Each line is an event Dagster stores in its event log, each a write to the instance; a line per chunk
-said little the next one did not.
+said little the next one did not, and a step done within seconds needs none (the step's own events say it ran).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ EVERY_SECONDS = 5.0
 
 
 def throttled(log: Callable[[str], None], seconds: float = EVERY_SECONDS) -> Callable[[str], None]:
-    """`log`, passing on at most one message every `seconds`; the first always goes through."""
-    last = -float("inf")
+    """`log`, passing on at most one message every `seconds`, counted from now: work done within `seconds` logs
+    nothing."""
+    last = time.monotonic()
 
     def progress(message: str) -> None:
         nonlocal last
