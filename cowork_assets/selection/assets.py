@@ -12,6 +12,7 @@ from cowork_assets.orchestration.metadata import as_metadata, written
 from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.specs import asset_args, check_results, step_check
 from cowork_assets.orchestration.stages import batch_stage
+from cowork_assets.runtime.progress import throttled
 from cowork_assets.selection.dedup import clusters
 from cowork_assets.selection.exclusions import exclusions_by_bucket, first_batch_rows
 from cowork_assets.selection.holdout import corpus_held_out
@@ -95,6 +96,7 @@ def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) 
         for (batch,), ids in first.drop("task_id").partition_by("batch", as_dict=True).items():
             spill.write(signatures.read(root, batch, SIGNATURE_COLUMNS).join(ids, on=["batch", "trajectory_id"]))
         runs = clustered = removed = 0
+        progress = throttled(context.log.info)
         for i, group in enumerate(groups, 1):
             sigs = pl.concat([spill.take(bucket) for bucket in group])
             found = clusters(sigs, settings.near_dup_threshold)
@@ -102,9 +104,7 @@ def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) 
                 TABLES["dedup_clusters"].write(part, root, bucket, corpus)
             runs, clustered = runs + sigs.height, clustered + found["cluster_id"].n_unique()
             removed += found.filter(~pl.col("kept")).height
-            context.log.info(
-                f"task buckets {', '.join(group)} ({i}/{len(groups)}): {sigs.height} teacher runs clustered"
-            )
+            progress(f"task buckets {', '.join(group)} ({i}/{len(groups)}): {sigs.height} teacher runs clustered")
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": TABLES["dedup_clusters"].rows(root),
@@ -154,9 +154,10 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
         preference_margin=settings.preference_margin,
         preference_max_per_task=settings.preference_max_per_task,
     )
+    progress = throttled(context.log.info)
     for i, (bucket, found) in enumerate(parts, 1):
         TABLES["exclusions"].write(found, root, bucket, corpus)
-        context.log.info(f"task bucket {bucket} ({i}/{len(buckets)}): {found.height} exclusion rows")
+        progress(f"task bucket {bucket} ({i}/{len(buckets)}): {found.height} exclusion rows")
     found = TABLES["exclusions"].read(root)  # every bucket's, not only this run's: the metadata describes the table
     sft = found.filter(pl.col("dataset") == "sft")
     selected = trajectories.join(
