@@ -52,7 +52,8 @@ def new_batch_sensor(context: dg.SensorEvaluationContext, settings: CurateSettin
         return dg.SkipReason(str(exc))
     instance = context.instance
     known = instance.get_dynamic_partitions(batches.name)
-    new = [b for b in found if b not in set(known)]
+    registered = set(known)
+    new = [b for b in found if b not in registered]
     if busy := in_flight(instance, CORPUS_JOBS, assets=CROSS_BATCH_ASSETS):
         return dg.SkipReason(f"batch folders wait for {busy} cross-batch run(s) to finish")
     running = batches_in_flight(instance, (process_batch.name,), BATCH_ASSETS)
