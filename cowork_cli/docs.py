@@ -96,6 +96,8 @@ def _records(rule) -> str:
     if rule.startswith(recount.ITEMS):
         key = rule.removeprefix(recount.ITEMS)
         return f"an element of `{key}`" if key else "an element of the list"
+    if rule.startswith(recount.ROWS):
+        return f"a row of `{rule.removeprefix(recount.ROWS)}`"
     return {recount.LINES: "a line", recount.ONE: "the file", recount.NONE: "none (auxiliary)"}[rule]
 
 

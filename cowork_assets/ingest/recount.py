@@ -2,34 +2,44 @@
 
 Which files a batch holds and what format each one is come from detection; how a format's records are counted
 is the format module's own declaration, its `RECORDS` rule (one of the rules below). The counting itself shares
-no code with ingest's readers (the standard library only), so a reader that loses records cannot hide it here:
+no code with ingest's readers (the standard library only, and the opening of a database file), so a reader that
+loses records cannot hide it here:
 - `LINES`: each line with a non-blank byte, counted on the decompressed bytes; a gzip stream that is corrupt or
   ends early ends in one more record (the unfinished line and the damage), and so does a read error;
 - `ONE`: the file is one record (a session transcript, a run's document);
 - `items(key)`: a JSON document: a list holds one record per element, an object one per element of its list
   under `key`; a zip archive (Inspect's `.eval`) one per `<key>/*.json` member;
+- `rows(table)`: a SQLite database (a tool's session store): one record per row of `table`;
 - `NONE`: no records (auxiliary files: tool definitions, reports, results).
-A document that does not parse as JSON (or a zip that does not open) is one record, quarantined as such; so is
-one over the size bound, never read. A format may give one rule for JSON Lines files and another for JSON
-documents, as `{"lines": ..., "document": ...}`.
+A document that does not parse as JSON (or a zip or database that does not open) is one record, quarantined as
+such; so is one over the size bound, never read. A format may give a rule for each kind of file it reads, as
+`{"lines": ..., "document": ..., "database": ...}`.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from cowork_assets.store.raw_databases import open_database  # opening the file is shared; counting is not
+
 BLOCK = 1 << 20
 LINES, ONE, NONE = "lines", "one", "none"
 ITEMS = "items:"
+ROWS = "rows:"
 ELEMENTS = ITEMS  # a JSON list: one record per element
 
 
 def items(key: str) -> str:
     return ITEMS + key
+
+
+def rows(table: str) -> str:
+    return ROWS + table
 
 
 def _decompressed(path: Path) -> Iterator[bytes | None]:
@@ -102,6 +112,15 @@ def count_items(path: Path, key: str, max_bytes: int | None = None) -> int:
     return len(document) if isinstance(document, list) else 0
 
 
+def count_rows(path: Path, table: str) -> int:
+    """Rows of a table of a SQLite database; a database that does not open, or lacks the table, is one record."""
+    try:
+        with open_database(path) as db:
+            return db.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+    except (sqlite3.Error, OSError):
+        return 1
+
+
 def count(path: Path, rule: str, max_bytes: int | None = None) -> int:
     """The records of one file under a format's rule."""
     if rule == LINES:
@@ -112,12 +131,15 @@ def count(path: Path, rule: str, max_bytes: int | None = None) -> int:
         return 0
     if rule.startswith(ITEMS):
         return count_items(path, rule.removeprefix(ITEMS), max_bytes)
+    if rule.startswith(ROWS):
+        return count_rows(path, rule.removeprefix(ROWS))
     raise ValueError(f"unknown record rule {rule!r}")
 
 
-def rule_for(declared: str | dict[str, str], lines: bool) -> str:
-    """A format's rule for one of its files: `declared` itself, or its rule for JSON Lines files or documents."""
-    return declared if isinstance(declared, str) else declared["lines" if lines else "document"]
+def rule_for(declared: str | dict[str, str], kind: str) -> str:
+    """A format's rule for one of its files: `declared` itself, or its rule for the file's kind (`lines`,
+    `document`, `database`)."""
+    return declared if isinstance(declared, str) else declared[kind]
 
 
 def recount(files: Iterable[tuple[Path, str]], max_bytes: int | None = None) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cowork_assets.store.raw_databases import MAGIC, is_database
 from cowork_assets.store.raw_files import raw_line
 from cowork_assets.warehouse.duckdb_file import named_query, run_query
 
@@ -48,6 +49,9 @@ def trace(db_path: Path, data_root: str, sample_id: str, raw_root: Path | None =
 def _line(raw_root: Path, raw_file: str, raw_record: int) -> str:
     path = raw_root / raw_file
     try:
+        with open(path, "rb") as fh:
+            if is_database(fh.read(len(MAGIC))):  # a session store: its records are sessions, not lines
+                return f"(session {raw_record} of the SQLite database {path}, in the order its sessions were made)"
         text = raw_line(path, raw_record, LINE_CHARS)
     except OSError as exc:
         return f"(cannot read {path}: {exc.strerror})"

@@ -11,6 +11,7 @@ import orjson
 
 from cowork_assets.ingest.batch import ingest_batch
 from cowork_assets.ingest.formats import recount_batch, scan_batch
+from cowork_assets.warehouse import trace
 from tests.conformance.test_tool_versions import _batch, _calls, _lines, _runs
 
 
@@ -340,6 +341,115 @@ def test_a_goose_session_file_its_summary_and_its_export(tmp_path):
     assert recount_batch(raw, "b") == 3
 
 
+# Goose's `sessions.db` (schema version 5 of session_manager.rs): the columns it writes.
+GOOSE_STORE = """
+CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP);
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL DEFAULT '', description TEXT NOT NULL DEFAULT '',
+    user_set_name BOOLEAN DEFAULT FALSE, session_type TEXT NOT NULL DEFAULT 'user', working_dir TEXT NOT NULL,
+    created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+    extension_data TEXT DEFAULT '{}', total_tokens INTEGER, input_tokens INTEGER, output_tokens INTEGER,
+    accumulated_total_tokens INTEGER, accumulated_input_tokens INTEGER, accumulated_output_tokens INTEGER,
+    schedule_id TEXT, recipe_json TEXT, user_recipe_values_json TEXT);
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL REFERENCES sessions(id), role TEXT NOT NULL,
+    content_json TEXT NOT NULL, created_timestamp INTEGER NOT NULL, timestamp TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+    tokens INTEGER, metadata_json TEXT);
+CREATE INDEX idx_messages_session ON messages(session_id);
+"""
+
+
+def _goose_store(db, sessions: dict[str, list[dict]], keep_open: bool = False):
+    """A `sessions.db` holding these sessions (id -> messages), written as Goose writes it (WAL mode). With
+    `keep_open`, the connection is returned still open and nothing checkpointed: the rows are in `-wal` only."""
+    import sqlite3
+
+    connection = sqlite3.connect(db)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA wal_autocheckpoint=0")
+    connection.executescript(GOOSE_STORE)
+    for ident, messages in sessions.items():
+        connection.execute("INSERT INTO sessions (id, working_dir, session_type) VALUES (?, '/w', 'user')", (ident,))
+        connection.executemany(
+            "INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [
+                (ident, m["role"], m["content"], 1, orjson.dumps(m.get("metadata", {})).decode())
+                if isinstance(m["content"], str)
+                else (ident, m["role"], orjson.dumps(m["content"]).decode(), 1, orjson.dumps(m.get("metadata", {})))
+                for m in messages
+            ],
+        )
+    connection.commit()
+    if keep_open:
+        return connection
+    connection.close()
+
+
+GOOSE_CONVERSATION = [
+    _goose("user", {"type": "text", "text": "what is here?"}),
+    _goose("assistant", {"type": "thinking", "thinking": "list it", "signature": "s"}, REQUEST),
+    _goose("user", RESPONSE),
+    _goose("assistant", {"type": "text", "text": "a.py"}, metadata={"inference": {"resolvedModel": "gpt-4.1"}}),
+]
+
+
+def test_a_goose_sessions_db_is_a_run_per_session_and_a_broken_one_is_quarantined_alone(tmp_path):
+    """Goose 1.10 on keeps every session in one SQLite database: each session is a record, read as the JSON
+    layouts are; an empty session and one whose content is not JSON are quarantined, each named, and the rest read."""
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    _goose_store(
+        tmp_path / "raw" / "b" / "sessions.db",
+        {
+            "20260301_1": GOOSE_CONVERSATION,
+            "20260301_2": [],  # made at start-up, never used
+            "20260301_3": [{"role": "user", "content": "not json"}],
+            "20260301_4": GOOSE_CONVERSATION[:2] + [_goose("system", {"type": "text", "text": "not Goose's"})],
+        },
+    )
+    runs, bad, _ = _runs(tmp_path / "raw")
+    assert [r["trajectory_id"] for r in runs] == ["20260301_1", "20260301_4"]
+    first = runs[0]
+    assert _roles(first) == ["user", "assistant", "tool", "assistant"] and first["teacher"]["model"] == "gpt-4.1"
+    assert _calls(first["messages"]) == ["developer__shell"] and first["task"]["initial_state"] == {"working_dir": "/w"}
+    assert _roles(runs[1]) == ["user", "assistant"]  # a row of another role is left out, as Goose reads it back
+    assert bad == [
+        "bad_goose_record: the session holds no turn of the model",
+        "bad_goose_record: a field in it holds a value of another type or shape than the format writes",
+    ]
+    report = _ingested(tmp_path, tmp_path / "raw")
+    assert (report.raw_records, report.parsed, report.quarantined) == (4, 2, 2)
+    store = tmp_path / "raw" / "b" / "sessions.db"  # `trace` names a stored session by its place, not a line
+    assert trace._line(tmp_path / "raw", "b/sessions.db", 4) == (
+        f"(session 4 of the SQLite database {store}, in the order its sessions were made)"
+    )
+
+
+def test_a_goose_sessions_db_copied_while_goose_ran_is_read_with_its_write_ahead_log_and_left_untouched(tmp_path):
+    """A store copied while Goose had it open: the sessions not yet checkpointed are in `sessions.db-wal` only. They
+    are read, nothing is written beside the database (a new file would change the batch), and the log and
+    SQLite's shared-memory file are named as read with the database."""
+    import shutil
+
+    live = tmp_path / "live" / "sessions.db"
+    live.parent.mkdir()
+    connection = _goose_store(live, {"20260301_1": GOOSE_CONVERSATION}, keep_open=True)
+    batch = tmp_path / "raw" / "b"
+    batch.mkdir(parents=True)
+    for name in ("sessions.db", "sessions.db-wal", "sessions.db-shm"):
+        shutil.copyfile(live.parent / name, batch / name)
+    connection.close()
+    before = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in batch.iterdir())
+    runs, bad, _ = _runs(tmp_path / "raw")
+    assert [r["trajectory_id"] for r in runs] == ["20260301_1"] and bad == []
+    assert recount_batch(tmp_path / "raw", "b") == 1
+    skipped = dict(scan_batch(tmp_path / "raw", "b").skipped)
+    assert skipped == {
+        f"b/sessions.db-{s}": "SQLite's own file beside the database sessions.db: read with it" for s in ("wal", "shm")
+    }
+    assert sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in batch.iterdir()) == before
+
+
 # --- Cline / Roo Code
 
 
@@ -448,6 +558,72 @@ def test_an_opencode_storage_folder_is_one_run_a_session_with_its_compactions(tm
     assert [m["content"] for m in second["messages"]] == ["summarise", "Summary: b.py read."]
     assert first["task"]["request"] == "fix b.py" and notes["opencode_compactions_split_into_contexts"] == 1
     assert recount_batch(raw, "b") == 1 and scan_batch(raw, "b").skipped == []
+
+
+# OpenCode's `opencode.db` (session.sql.ts): the tables and columns it writes.
+OPENCODE_STORE = """
+CREATE TABLE project (id TEXT PRIMARY KEY, worktree TEXT NOT NULL, time_created INTEGER, time_updated INTEGER);
+CREATE TABLE session (
+    id TEXT PRIMARY KEY, project_id TEXT NOT NULL REFERENCES project(id), workspace_id TEXT, parent_id TEXT,
+    slug TEXT NOT NULL, directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT NULL, share_url TEXT,
+    cost REAL NOT NULL DEFAULT 0, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL,
+    time_compacting INTEGER, time_archived INTEGER);
+CREATE TABLE message (
+    id TEXT PRIMARY KEY, session_id TEXT NOT NULL REFERENCES session(id), time_created INTEGER NOT NULL,
+    time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+CREATE TABLE part (
+    id TEXT PRIMARY KEY, message_id TEXT NOT NULL REFERENCES message(id), session_id TEXT NOT NULL,
+    time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+"""
+
+
+def test_an_opencode_db_is_a_run_per_session_read_as_the_storage_folder_is(tmp_path):
+    """OpenCode 1.2 on keeps its sessions in `opencode.db`: messages and parts are rows whose `data` is their JSON
+    without their ids. The storage folder's session, stored there, reads the same; a sub-agent's session names its
+    parent; a session with no message of the model is quarantined alone."""
+    import sqlite3
+
+    folder = tmp_path / "folder"
+    test_an_opencode_storage_folder_is_one_run_a_session_with_its_compactions(folder)
+    expected, _, _ = _runs(folder / "raw")
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    connection = sqlite3.connect(tmp_path / "raw" / "b" / "opencode.db")
+    connection.executescript(OPENCODE_STORE)
+    connection.execute("INSERT INTO project VALUES ('proj', '/w', 1, 1)")
+    sessions = [("ses_001", None), ("ses_002", None), ("ses_003", "ses_001")]
+    for ident, parent in sessions:
+        connection.execute(
+            "INSERT INTO session (id, project_id, parent_id, slug, directory, title, version, time_created, "
+            "time_updated) VALUES (?, 'proj', ?, 's', '/w', 't', '1.2.0', 1, 1)",
+            (ident, parent),
+        )
+    storage = folder / "raw" / "b" / "storage"
+    for path in sorted((storage / "message").rglob("*.json")) + sorted((storage / "part").rglob("*.json")):
+        doc = orjson.loads(path.read_bytes())
+        ident, owner = doc.pop("id"), doc.pop("messageID", None)
+        session = doc.pop("sessionID", "ses_001")
+        data = orjson.dumps(doc).decode()
+        if owner is None:
+            connection.execute("INSERT INTO message VALUES (?, ?, 1, 1, ?)", (ident, session, data))
+        else:
+            connection.execute("INSERT INTO part VALUES (?, ?, ?, 1, 1, ?)", (ident, owner, session, data))
+    user = orjson.dumps({"role": "user", "time": {"created": 2}}).decode()
+    assistant = orjson.dumps({"role": "assistant", "modelID": "glm-4.6", "providerID": "zai"}).decode()
+    connection.execute("INSERT INTO message VALUES ('msg_101', 'ses_003', 2, 2, ?)", (user,))
+    connection.execute("INSERT INTO message VALUES ('msg_102', 'ses_003', 2, 2, ?)", (assistant,))
+    text = orjson.dumps({"type": "text", "text": "look at c.py"}).decode()
+    reply = orjson.dumps({"type": "text", "text": "c.py is fine"}).decode()
+    connection.execute("INSERT INTO part VALUES ('prt_101', 'msg_101', 'ses_003', 2, 2, ?)", (text,))
+    connection.execute("INSERT INTO part VALUES ('prt_102', 'msg_102', 'ses_003', 2, 2, ?)", (reply,))
+    connection.commit()
+    connection.close()
+    runs, bad, notes = _runs(tmp_path / "raw")
+    assert [r["messages"] for r in runs[:2]] == [r["messages"] for r in expected]
+    assert [r["trajectory_id"] for r in runs] == ["ses_001", "ses_001#2", "ses_003"]
+    assert runs[2]["teacher"]["run_id"] == "subagent-of:ses_001" and _roles(runs[2]) == ["user", "assistant"]
+    assert bad == ["bad_opencode_record: no message of the session's model is stored in the database"]
+    report = _ingested(tmp_path, tmp_path / "raw")
+    assert (report.raw_records, report.quarantined) == (3, 1)
 
 
 # --- OpenHands V1 events, one a line

@@ -82,15 +82,29 @@ def test_a_forced_format_leaves_auxiliary_files_alone(tmp_path):
 
 
 def test_inputs_no_format_takes_are_named_with_reasons(tmp_path):
+    import sqlite3
+
+    other = sqlite3.connect(tmp_path / "other.db")
+    other.execute("CREATE TABLE notes (id INTEGER, body TEXT)")
+    other.close()
     report, read = _ingest(
         tmp_path,
-        {"list.json": b"[1, 2, 3]", "scalar.json": b"42", "notes.txt": b"hello", "obj.json": b'{"b": 1, "a": 2}'},
+        {
+            "list.json": b"[1, 2, 3]",
+            "scalar.json": b"42",
+            "notes.txt": b"hello",
+            "obj.json": b'{"b": 1, "a": 2}',
+            "other.db": (tmp_path / "other.db").read_bytes(),
+            "broken.db": b"SQLite format 3\x00" + b"\xff" * 200,
+        },
     )
     assert report.raw_records == 0
     assert read("skipped_inputs").select("raw_file", "reason").rows() == [
+        ("b/broken.db", "a SQLite database that does not open"),
         ("b/list.json", "a JSON list of 3 items that no format reads"),
         ("b/notes.txt", "not JSON Lines (*.jsonl, *.jsonl.gz) or a JSON document any format reads"),
         ("b/obj.json", "a JSON object (a, b) that no format reads"),
+        ("b/other.db", "a SQLite database (tables: notes) that no format reads"),
         ("b/scalar.json", "a JSON int, not records"),
     ]
 

@@ -59,9 +59,24 @@ def test_a_zip_archive_counts_its_members_under_the_key(tmp_path):
 
 def test_a_format_may_count_lines_files_and_documents_apart():
     declared = {"lines": recount.LINES, "document": recount.ONE}  # OpenHands: output.jsonl, or a bare event list
-    assert recount.rule_for(declared, lines=True) == recount.LINES
-    assert recount.rule_for(declared, lines=False) == recount.ONE
-    assert recount.rule_for(recount.ONE, lines=True) == recount.ONE
+    assert recount.rule_for(declared, "lines") == recount.LINES
+    assert recount.rule_for(declared, "document") == recount.ONE
+    assert recount.rule_for(recount.ONE, "lines") == recount.ONE
+
+
+def test_a_database_counts_the_rows_of_its_table_and_one_that_does_not_open_is_one_record(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "sessions.db"
+    with sqlite3.connect(db) as connection:
+        connection.execute("CREATE TABLE sessions (id TEXT)")
+        connection.executemany("INSERT INTO sessions VALUES (?)", [("a",), ("b",), ("c",)])
+    connection.close()
+    assert recount.count(db, recount.rows("sessions")) == 3
+    assert recount.count(db, recount.rows("messages")) == 1  # no such table: the file is one record
+    (tmp_path / "broken.db").write_bytes(b"SQLite format 3\x00" + b"\x00" * 80)
+    assert recount.count(tmp_path / "broken.db", recount.rows("sessions")) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.db", "sessions.db"]  # nothing written beside them
 
 
 def test_the_recount_follows_each_files_format_and_a_forced_one(tmp_path):

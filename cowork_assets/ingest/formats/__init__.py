@@ -21,6 +21,7 @@ file that is not auxiliary. A file no format takes is skipped with its reason, n
 from __future__ import annotations
 
 import itertools
+import sqlite3
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ import polars as pl
 from cowork_assets import plugins
 from cowork_assets.check_types.db_match import StateRules
 from cowork_assets.ingest import recount
+from cowork_assets.store import raw_databases
 from cowork_assets.store.raw_files import MAX_RECORD_BYTES, RawLine, batch_entries, iter_raw_lines, too_large
 
 FORCE_FILE = ".cowork-format"
@@ -61,6 +63,26 @@ class Sample:
     @property
     def is_lines(self) -> bool:
         return self.path.name.endswith(LINES_SUFFIXES)
+
+    @property
+    def kind(self) -> str:
+        """How the file holds its records: `lines` (JSON Lines), `database` (SQLite) or `document` (one JSON value)."""
+        return "lines" if self.is_lines else "database" if raw_databases.is_database(self.head) else "document"
+
+    @cached_property
+    def tables(self) -> dict[str, set[str]]:
+        """A SQLite database's tables and their columns; {} for any other file, or a database that does not open."""
+        if self.kind != "database":
+            return {}
+        try:
+            with raw_databases.open_database(self.path) as db:
+                return raw_databases.tables(db)
+        except sqlite3.DatabaseError:
+            return {}
+
+    def has_tables(self, wanted: dict[str, set[str]]) -> bool:
+        """Whether the file is a SQLite database holding these tables, each with at least these columns."""
+        return self.kind == "database" and all(cols <= self.tables.get(table, set()) for table, cols in wanted.items())
 
     @cached_property
     def head(self) -> bytes:
@@ -201,6 +223,12 @@ def why_not(sample: Sample) -> str:
     doc = sample.document
     if sample.is_lines:
         return _why_not_lines(sample.first_record)
+    if base := raw_databases.sidecar_of(sample.path):
+        return f"SQLite's own file beside the database {base.name}: read with it"
+    if sample.kind == "database":
+        if not sample.tables:
+            return "a SQLite database that does not open"
+        return f"a SQLite database (tables: {', '.join(sorted(sample.tables)[:8])}) that no format reads"
     if isinstance(doc, list):
         return f"a JSON list of {len(doc)} items that no format reads"
     if isinstance(doc, dict):
@@ -239,7 +267,7 @@ class BatchSources:
 
 def record_rules(sources: BatchSources) -> list[tuple[Path, str]]:
     """Each file the batch's formats read, with its format's rule for counting its records (`recount`)."""
-    return [(s.path, recount.rule_for(sources.format_of(s).RECORDS, s.is_lines)) for s in sources.files]
+    return [(s.path, recount.rule_for(sources.format_of(s).RECORDS, s.kind)) for s in sources.files]
 
 
 def recount_batch(raw_root: Path, batch: str, max_record_bytes: int = MAX_RECORD_BYTES) -> int:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from collections import Counter
+from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
@@ -348,3 +350,12 @@ def session_records(sample, reason: str, build) -> list[RawLine]:
     except Malformed as exc:
         return [RawLine(1, sample.head[:EXCERPT_BYTES], f"{reason}: {exc}")]
     return record_lines(1, lambda: build(lines), sample.head, reason)
+
+
+def database_records(sample, reason: str, stored_sessions) -> Iterator[RawLine]:
+    """A tool's session store (a SQLite database): `stored_sessions()`'s records, one a session, or — when the
+    database cannot be read — the file as one record, quarantined with `reason` and why."""
+    try:
+        yield from stored_sessions()
+    except sqlite3.Error as exc:
+        yield RawLine(1, sample.head[:EXCERPT_BYTES], f"{reason}: the database cannot be read ({exc})")

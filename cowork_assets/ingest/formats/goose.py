@@ -1,10 +1,12 @@
-"""Goose sessions (Block's agent): a session file of `~/.local/share/goose/sessions/` (JSON Lines: a first line of
-the session's metadata, `{working_dir, description, message_count, ...}`, then one message a line), a session
-exported as JSON (`goose session export`: `{id, working_dir, ..., conversation: [...]}`), or `goose run`'s
-`--output-format stream-json` (`{"type": "message", "message": {...}}` lines among its other events). The file is
-one run.
+"""Goose sessions (Block's agent): the session store of `~/.local/share/goose/sessions/`, `sessions.db` (SQLite,
+the releases since it replaced the session files: a `sessions` row each, its `messages` rows in the order written),
+a session file of releases before it (JSON Lines: a first line of the session's metadata, `{working_dir, description,
+message_count, ...}`, then one message a line), a session exported as JSON (`goose session export`: `{id,
+working_dir, ..., conversation: [...]}`), or `goose run`'s `--output-format stream-json` (`{"type": "message",
+"message": {...}}` lines among its other events). A session is one run.
 
-A message is `{role, created, content: [...]}` (Goose's Rust `Message`): `text`; `thinking` and
+A message is `{role, created, content: [...]}` (Goose's Rust `Message`; a `messages` row holds it as `role`,
+`created_timestamp`, `content_json` and `metadata_json`): `text`; `thinking` and
 `redactedThinking` (reasoning, through the one reasoning home); `toolRequest` (`{id, toolCall: {status, value:
 {name, arguments}}}`, a call; one whose `toolCall` failed to parse is still the call the model made, its arguments
 as written); `toolResponse` (`{id, toolResult: {status, value}}`, the call's result: the text of its content, or
@@ -15,14 +17,19 @@ and the model never got (`metadata.agentVisible: false`) are left out. The model
 
 from __future__ import annotations
 
+import sqlite3
+
 import orjson
 
 from cowork_assets.ingest import reasoning, recount
 from cowork_assets.ingest.formats import _common
+from cowork_assets.store.raw_databases import open_database
 
 NAME = "goose"
 PRIORITY = 20
-RECORDS = recount.ONE
+RECORDS = {"lines": recount.ONE, "document": recount.ONE, "database": recount.rows("sessions")}
+# The tables and columns of `sessions.db` read (Goose's session_manager.rs; later releases add columns).
+STORE = {"sessions": {"id", "working_dir"}, "messages": {"session_id", "role", "content_json"}}
 CODING_CATEGORIES = (NAME,)  # its runs are coding-agent runs
 # Content types only Goose writes (its `thinking` is Anthropic's too: not a sign of Goose on its own).
 GOOSE_PARTS = frozenset({"toolRequest", "toolResponse", "redactedThinking", "frontendToolRequest"})
@@ -42,6 +49,8 @@ def _goose(message) -> bool:
 
 
 def detect(sample) -> bool:
+    if sample.kind == "database":
+        return sample.has_tables(STORE)
     if sample.is_lines:
         first = sample.first_objects()
         messages = [m for m in map(_message, first) if m]
@@ -129,7 +138,38 @@ def _models(meta: dict):
             yield found
 
 
+def _stored_sessions(sample, batch):
+    """Each session of a `sessions.db` as one record (numbered in the order the sessions were made)."""
+    with open_database(sample.path) as db:
+        db.row_factory = sqlite3.Row
+        for number, row in enumerate(db.execute("SELECT * FROM sessions ORDER BY rowid").fetchall(), 1):
+            header = {k.removesuffix("_json"): row[k] for k in row.keys()}
+            stored = db.execute("SELECT * FROM messages WHERE session_id = ? ORDER BY rowid", (row["id"],)).fetchall()
+
+            def build(header=header, stored=stored):
+                for key in ("model_config", "extension_data"):  # JSON the session row keeps as text
+                    if isinstance(header.get(key), str):
+                        header[key] = orjson.loads(header[key] or "null")
+                # Only user and assistant rows, as Goose reads them back.
+                messages = [_stored_message(r) for r in stored if r["role"] in ("user", "assistant")]
+                return convert([header, *messages], sample, batch)
+
+            yield from _common.record_lines(number, build, orjson.dumps(header, default=str), "bad_goose_record")
+
+
+def _stored_message(row: sqlite3.Row) -> dict:
+    metadata = row["metadata_json"] if "metadata_json" in row.keys() else None
+    return {
+        "role": row["role"],
+        "content": orjson.loads(row["content_json"]),
+        "metadata": orjson.loads(metadata) if metadata else {},
+    }
+
+
 def records(sample, batch):
+    if sample.kind == "database":
+        yield from _common.database_records(sample, "bad_goose_record", lambda: _stored_sessions(sample, batch))
+        return
     if sample.is_lines:
         yield from _common.session_records(sample, "bad_goose_record", lambda lines: convert(lines, sample, batch))
         return

@@ -1,7 +1,9 @@
-"""OpenCode sessions, laid out as OpenCode stores them (`~/.local/share/opencode/storage/`): a session's info
+"""OpenCode sessions, as OpenCode stores them: its database `~/.local/share/opencode/opencode.db` (SQLite, OpenCode
+1.2 on: a `session` row each, its `message` and `part` rows, whose `data` is the message's or part's JSON without its
+ids), or the storage folder of releases before it (`~/.local/share/opencode/storage/`): a session's info
 `session/<project>/<session id>.json` (`{id: "ses_…", projectID, directory, title, time, ...}`: the record), its
 messages `message/<session id>/<message id>.json` (`{id, sessionID, role, modelID, providerID, ...}`) and their parts
-`part/<message id>/<part id>.json` (`{id, messageID, type, ...}`), read with it (`opencode_storage`). The session is
+`part/<message id>/<part id>.json` (`{id, messageID, type, ...}`), read with it (`opencode_storage`). A session is
 one run; messages and parts are taken in the order of their ids (OpenCode's ids ascend with time).
 
 A part is `text` (a turn's text; the user's `synthetic` ones are OpenCode's own notes, kept as it sent them),
@@ -14,12 +16,20 @@ The model is the assistant messages' `providerID/modelID`; the session has no gr
 
 from __future__ import annotations
 
+import sqlite3
+from collections import defaultdict
+
+import orjson
+
 from cowork_assets.ingest import reasoning, recount
 from cowork_assets.ingest.formats import _common
+from cowork_assets.store.raw_databases import open_database
 
 NAME = "opencode"
 PRIORITY = 20
-RECORDS = recount.ONE
+RECORDS = {"lines": recount.ONE, "document": recount.ONE, "database": recount.rows("session")}
+# The tables and columns of `opencode.db` read (OpenCode's session.sql.ts; later releases add columns and tables).
+STORE = {"session": {"id", "directory"}, "message": {"id", "session_id", "data"}, "part": {"id", "session_id", "data"}}
 CODING_CATEGORIES = (NAME,)  # its runs are coding-agent runs
 
 
@@ -28,6 +38,8 @@ def is_session(doc) -> bool:
 
 
 def detect(sample) -> bool:
+    if sample.kind == "database":
+        return sample.has_tables(STORE)
     return not sample.is_lines and is_session(sample.document)
 
 
@@ -68,12 +80,17 @@ def _turn(info: dict, parts: list[dict]) -> list[dict]:
     return [{"role": "user", "content": text}] if text else []
 
 
-def contexts(batch, session: str, notes) -> tuple[list[list[dict]], str | None]:
-    """(each context's messages, the model)."""
+def stored_turns(batch, session: str):
+    """A stored session's messages, each with its parts: (info, parts), from the storage folder's files."""
+    for info in stored(batch, "message", "sessionID", session):
+        yield info, stored(batch, "part", "messageID", info["id"])
+
+
+def contexts(turns, notes) -> tuple[list[list[dict]], str | None]:
+    """(each context's messages, the model) of a session's (message info, its parts), in order."""
     out: list[list[dict]] = [[]]
     model = None
-    for info in stored(batch, "message", "sessionID", session):
-        parts = stored(batch, "part", "messageID", info["id"])
+    for info, parts in turns:
         if info.get("role") == "user" and any(p.get("type") == "compaction" for p in parts) and out[-1]:
             out.append([])
             notes["opencode_compactions_split_into_contexts"] += 1
@@ -83,18 +100,48 @@ def contexts(batch, session: str, notes) -> tuple[list[list[dict]], str | None]:
     return out, model
 
 
-def convert(doc: dict, sample, batch) -> list[dict]:
-    found, model = contexts(batch, doc["id"], batch.notes)
+def convert(doc: dict, sample, batch, turns=None) -> list[dict]:
+    found, model = contexts(stored_turns(batch, doc["id"]) if turns is None else turns, batch.notes)
     runs = [c for c in found if any(m["role"] == "assistant" for m in c)]
     if not runs:
-        raise _common.Malformed("no message of the session's model is stored beside it (message/ and part/ folders)")
+        where = "in the database" if turns is not None else "beside it (message/ and part/ folders)"
+        raise _common.Malformed(f"no message of the session's model is stored {where}")
     request = _common.first_user_text(runs[0])
     state = {"directory": doc["directory"]} if doc.get("directory") else {}
     task = {"task_id": _common.task_id_of(NAME, request), "category": NAME, "request": request, "initial_state": state}
     return _common.context_runs(doc["id"], task, model or "unknown", runs, sample, batch, doc.get("parentID"))
 
 
+def _database_turns(db: sqlite3.Connection, session: str) -> list[tuple[dict, list[dict]]]:
+    """A session's messages and parts from `opencode.db`: each row's `data`, with the ids it is stored without."""
+    parts = defaultdict(list)
+    for ident, message, data in db.execute(
+        "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY id", (session,)
+    ):
+        parts[message].append({"id": ident, "messageID": message, **orjson.loads(data)})
+    found = db.execute("SELECT id, data FROM message WHERE session_id = ? ORDER BY id", (session,))
+    return [({"id": ident, "sessionID": session, **orjson.loads(data)}, parts[ident]) for ident, data in found]
+
+
+def _stored_sessions(sample, batch):
+    """Each session of an `opencode.db` as one record (numbered in the order the sessions were made)."""
+    with open_database(sample.path) as db:
+        db.row_factory = sqlite3.Row
+        for number, row in enumerate(db.execute("SELECT * FROM session ORDER BY rowid").fetchall(), 1):
+            row = dict(row)
+            doc = {"id": row["id"], "directory": row["directory"], "parentID": row.get("parent_id")}
+            yield from _common.record_lines(
+                number,
+                lambda doc=doc: convert(doc, sample, batch, _database_turns(db, doc["id"])),
+                orjson.dumps(row, default=str),
+                "bad_opencode_record",
+            )
+
+
 def records(sample, batch):
+    if sample.kind == "database":
+        yield from _common.database_records(sample, "bad_opencode_record", lambda: _stored_sessions(sample, batch))
+        return
     yield from _common.record_lines(
         1, lambda: convert(sample.document, sample, batch), sample.head, "bad_opencode_record"
     )
