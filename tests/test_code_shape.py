@@ -105,7 +105,8 @@ def test_every_test_the_docs_name_exists_at_its_path():
 def test_the_recount_of_raw_records_shares_no_code_with_ingest():
     """records_accounted_for compares ingest with ingest/recount.py: only the standard library there."""
     imported = _imports("cowork_assets")["cowork_assets/ingest/recount.py"]
-    assert imported == {"__future__", "json", "zipfile", "zlib", "collections.abc", "pathlib"}
+    standard = {"json", "zipfile", "zlib", "collections.abc", "contextlib", "pathlib", "shutil", "sqlite3", "tempfile"}
+    assert imported == {"__future__", *standard}
 
 
 def test_pure_modules_load_no_dagster():

@@ -2,8 +2,7 @@
 
 Which files a batch holds and what format each one is come from detection; how a format's records are counted
 is the format module's own declaration, its `RECORDS` rule (one of the rules below). The counting itself shares
-no code with ingest's readers (the standard library only, and the opening of a database file), so a reader that
-loses records cannot hide it here:
+no code with ingest's readers (the standard library only), so a reader that loses records cannot hide it here:
 - `LINES`: each line with a non-blank byte, counted on the decompressed bytes; a gzip stream that is corrupt or
   ends early ends in one more record (the unfinished line and the damage), and so does a read error;
 - `ONE`: the file is one record (a session transcript, a run's document);
@@ -19,13 +18,14 @@ such; so is one over the size bound, never read. A format may give a rule for ea
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
+import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
+from contextlib import closing
 from pathlib import Path
-
-from cowork_assets.store.raw_databases import open_database  # opening the file is shared; counting is not
 
 BLOCK = 1 << 20
 LINES, ONE, NONE = "lines", "one", "none"
@@ -113,10 +113,19 @@ def count_items(path: Path, key: str, max_bytes: int | None = None) -> int:
 
 
 def count_rows(path: Path, table: str) -> int:
-    """Rows of a table of a SQLite database; a database that does not open, or lacks the table, is one record."""
+    """Rows of a table of a SQLite database, with what its write-ahead log holds (read from a copy of the two: nothing
+    is written beside the file); a database that does not open, or lacks the table, is one record."""
+    wal = path.with_name(path.name + "-wal")
     try:
-        with open_database(path) as db:
-            return db.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+        with tempfile.TemporaryDirectory() as folder:
+            if wal.is_file() and wal.stat().st_size:
+                for file in (path, wal):
+                    shutil.copyfile(file, Path(folder) / file.name)
+                uri = (Path(folder) / path.name).as_uri()
+            else:
+                uri = path.resolve().as_uri() + "?immutable=1"
+            with closing(sqlite3.connect(uri, uri=True)) as db:
+                return db.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
     except (sqlite3.Error, OSError):
         return 1
 

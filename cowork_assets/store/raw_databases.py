@@ -9,7 +9,6 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import quote
 
 MAGIC = b"SQLite format 3\x00"
 # What SQLite keeps beside a database while it is open or not yet checkpointed: read with the database.
@@ -41,7 +40,7 @@ def open_database(path: Path) -> Iterator[sqlite3.Connection]:
             shutil.copyfile(wal, Path(folder) / wal.name)
             connection = sqlite3.connect(copy)
         else:
-            connection = sqlite3.connect(f"file:{quote(str(path.resolve()))}?immutable=1", uri=True)
+            connection = sqlite3.connect(path.resolve().as_uri() + "?immutable=1", uri=True)
         try:
             connection.execute("SELECT count(*) FROM sqlite_master").fetchone()  # not a database: raises here
             yield connection
