@@ -629,64 +629,69 @@ def test_an_opencode_db_is_a_run_per_session_read_as_the_storage_folder_is(tmp_p
 # --- OpenHands V1 events, one a line
 
 
+def _action(i: str, call: str, response: str) -> dict:
+    tool_call = {"id": call, "name": "terminal", "arguments": '{"command": "ls"}', "origin": "completion"}
+    return {
+        "id": i,
+        "kind": "ActionEvent",
+        "source": "agent",
+        "thought": [{"type": "text", "text": "look"}],
+        "tool_name": "terminal",
+        "tool_call_id": call,
+        "tool_call": tool_call,
+        "llm_response_id": response,
+    }
+
+
+def _observation(i: str, call: str) -> dict:
+    return {
+        "id": i,
+        "kind": "ObservationEvent",
+        "source": "environment",
+        "tool_name": "terminal",
+        "tool_call_id": call,
+        "observation": {"content": [{"type": "text", "text": "a.py"}]},
+    }
+
+
+V1_EVENTS = [
+    {
+        "id": "s",
+        "kind": "SystemPromptEvent",
+        "source": "agent",
+        "system_prompt": {"type": "text", "text": "You are OpenHands."},
+    },
+    {
+        "id": "u",
+        "kind": "MessageEvent",
+        "source": "user",
+        "llm_message": {"role": "user", "content": [{"type": "text", "text": "list"}]},
+    },
+    {
+        "id": "st",
+        "kind": "ConversationStateUpdateEvent",
+        "source": "environment",
+        "key": "stats",
+        "value": {"usage_to_metrics": {"default": {"model_name": "litellm_proxy/gpt-5"}}},
+    },
+    _action("a1", "c1", "r1"),
+    _observation("o1", "c1"),
+    _observation("o9", "gone"),  # a call the log does not hold: what the agent saw
+    {
+        "id": "k",
+        "kind": "Condensation",
+        "source": "environment",
+        "forgotten_event_ids": ["a1", "o1"],
+        "summary": "listed a.py",
+        "llm_response_id": "r",
+    },
+    _action("a2", "c2", "r2"),
+    _observation("o2", "c2"),
+]
+
+
 def test_openhands_v1_events_a_line_are_one_run_and_a_condensation_starts_a_context(tmp_path):
-    def action(i: str, call: str, response: str) -> dict:
-        tool_call = {"id": call, "name": "terminal", "arguments": '{"command": "ls"}', "origin": "completion"}
-        return {
-            "id": i,
-            "kind": "ActionEvent",
-            "source": "agent",
-            "thought": [{"type": "text", "text": "look"}],
-            "tool_name": "terminal",
-            "tool_call_id": call,
-            "tool_call": tool_call,
-            "llm_response_id": response,
-        }
-
-    def observation(i: str, call: str) -> dict:
-        return {
-            "id": i,
-            "kind": "ObservationEvent",
-            "source": "environment",
-            "tool_name": "terminal",
-            "tool_call_id": call,
-            "observation": {"content": [{"type": "text", "text": "a.py"}]},
-        }
-
-    events = [
-        {
-            "id": "s",
-            "kind": "SystemPromptEvent",
-            "source": "agent",
-            "system_prompt": {"type": "text", "text": "You are OpenHands."},
-        },
-        {
-            "id": "u",
-            "kind": "MessageEvent",
-            "source": "user",
-            "llm_message": {"role": "user", "content": [{"type": "text", "text": "list"}]},
-        },
-        {
-            "id": "st",
-            "kind": "ConversationStateUpdateEvent",
-            "source": "environment",
-            "key": "stats",
-            "value": {"usage_to_metrics": {"default": {"model_name": "litellm_proxy/gpt-5"}}},
-        },
-        action("a1", "c1", "r1"),
-        observation("o1", "c1"),
-        observation("o9", "gone"),  # a call the log does not hold: what the agent saw
-        {
-            "id": "k",
-            "kind": "Condensation",
-            "source": "environment",
-            "forgotten_event_ids": ["a1", "o1"],
-            "summary": "listed a.py",
-            "llm_response_id": "r",
-        },
-        action("a2", "c2", "r2"),
-        observation("o2", "c2"),
-    ]
+    events = V1_EVENTS
     raw = _batch(tmp_path, {"conversations/conv-1/events.jsonl": _lines(*events)})
     runs, bad, notes = _runs(raw)
     assert bad == [] and [r["trajectory_id"] for r in runs] == ["conv-1", "conv-1#2"]
@@ -695,6 +700,32 @@ def test_openhands_v1_events_a_line_are_one_run_and_a_condensation_starts_a_cont
     assert _roles(runs[1]) == ["system", "user", "user", "assistant", "tool"]
     assert runs[1]["messages"][2]["content"] == "listed a.py" and {r["task"]["request"] for r in runs} == {"list"}
     assert notes["openhands_condensations_split_into_contexts"] == 1 and recount_batch(raw, "b") == 1
+
+
+def test_an_openhands_sdk_conversation_folder_is_one_run_its_event_files_in_index_order(tmp_path):
+    """The SDK persists a conversation as `base_state.json` and one file an event: read as the same events written
+    one a line, in the order of the files' indexes (not of their names' ids), the model the state's agent's. A
+    conversation one of whose event files does not parse is quarantined whole, not read without it."""
+    state = {
+        "id": "3f1c9a",
+        "agent": {"kind": "Agent", "llm": {"model": "anthropic/claude-sonnet-4-5"}, "tools": []},
+        "workspace": {"kind": "LocalWorkspace", "working_dir": "/w"},
+        "execution_status": "finished",
+    }
+    files = {}
+    for name in ("3f1c9a", "77aa00"):
+        files[f"conversations/{name}/base_state.json"] = orjson.dumps(state | {"id": name})
+        for i, event in enumerate(V1_EVENTS):  # ids that sort otherwise than the indexes
+            files[f"conversations/{name}/events/event-{i:05d}-{9 - i}{event['id']}.json"] = orjson.dumps(event)
+    files["conversations/77aa00/events/event-00003-6a1.json"] = b'{"kind": "ActionEv'  # cut short
+    raw = _batch(tmp_path, files)
+    expected, _, _ = _runs(_batch(tmp_path / "lines", {"conversations/3f1c9a/events.jsonl": _lines(*V1_EVENTS)}))
+    runs, bad, _ = _runs(raw)
+    assert [r["trajectory_id"] for r in runs] == ["3f1c9a", "3f1c9a#2"]
+    assert [r["messages"] for r in runs] == [r["messages"] for r in expected]
+    assert {r["teacher"]["model"] for r in runs} == {"anthropic/claude-sonnet-4-5"}
+    assert bad == ["bad_openhands_events_record: its event file event-00003-6a1.json is not a JSON object"]
+    assert scan_batch(raw, "b").skipped == [] and recount_batch(raw, "b") == 2
 
 
 def test_every_new_reader_accounts_for_its_records_through_ingest(tmp_path):

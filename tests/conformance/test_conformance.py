@@ -27,6 +27,7 @@ NOT_IN_CORPUS = {"cowork", "openai_chat", "broken_json", "gemini_cli", "goose", 
     "harbor_result",
     "cline_task",
     "opencode_storage",
+    "openhands_event_file",
 }
 ONE_VERSION = {"tau_bench", "openhands_events"}  # one at hand
 

@@ -1,6 +1,8 @@
-"""OpenHands V1 (software-agent-sdk) events written one per line: a conversation's event log as JSON Lines, each line
-a typed event (`kind`: `SystemPromptEvent`, `MessageEvent`, `ActionEvent`, `ObservationEvent`, `AgentErrorEvent`,
-`Condensation`, `ConversationStateUpdateEvent`, ...). The file is one run.
+"""OpenHands V1 (software-agent-sdk) conversations: the folder the SDK persists one in (`base_state.json`, the
+conversation's state: the record, and `events/event-<index>-<event id>.json`, one file an event, read with it in
+the order of their indexes: `openhands_event_file`), or its events written one per line (JSON Lines). An event is
+typed (`kind`: `SystemPromptEvent`, `MessageEvent`, `ActionEvent`, `ObservationEvent`, `AgentErrorEvent`,
+`Condensation`, `ConversationStateUpdateEvent`, ...). A conversation is one run.
 
 Events become messages as in an evaluation output's V1 history (`openhands.v1_conversation`): the system prompt, the
 user's and agent's messages, each action a call (the actions of one model response one assistant turn, its `thought`
@@ -11,13 +13,14 @@ messages; the model is the one they report (`stats`), else `unknown`.
 **Condensation**: a `Condensation` event replaces the events it forgets with its summary: the model goes on in a new
 context. Each context is its own trajectory (`<run>`, `<run>#2`, ...): the new one opens with the system prompt, the
 user's messages the condenser kept and the summary (as a user message), then the events after it; no agent turn is
-trained twice. The run is the conversation's folder when the file is its `events.jsonl`, else the file's name.
+trained twice. The run is the conversation's folder (of `base_state.json`, or of a file named `events.jsonl`), else the
+file's name.
 There is no grade in the log: runs are ungraded."""
 
 from __future__ import annotations
 
 from cowork_assets.ingest import recount
-from cowork_assets.ingest.formats import _common
+from cowork_assets.ingest.formats import _common, openhands_event_file
 from cowork_assets.ingest.formats.openhands import v1_conversation, v1_text
 
 NAME = "openhands_events"
@@ -26,7 +29,14 @@ RECORDS = recount.ONE
 CONVERSATION = frozenset({"SystemPromptEvent", "MessageEvent", "ActionEvent", "ObservationEvent"})
 
 
+def is_state(doc) -> bool:
+    """A conversation's `base_state.json` (the SDK's `ConversationState`)."""
+    return isinstance(doc, dict) and "id" in doc and isinstance(doc.get("agent"), dict) and "workspace" in doc
+
+
 def detect(sample) -> bool:
+    if not sample.is_lines:
+        return sample.path.name == openhands_event_file.STATE_FILE and is_state(sample.document)
     first = sample.first_objects()
     return (
         bool(first)
@@ -69,7 +79,7 @@ def model_of(events: list[dict]) -> str:
     return "unknown"
 
 
-def convert(events: list[dict], sample, batch) -> list[dict]:
+def convert(events: list[dict], sample, batch, model: str | None = None) -> list[dict]:
     runs = [
         m
         for m in (v1_conversation(c) for c in contexts(events, batch.notes))
@@ -77,14 +87,33 @@ def convert(events: list[dict], sample, batch) -> list[dict]:
     ]
     if not runs:
         raise _common.Malformed("the event log holds no action or message of the agent")
-    run = sample.path.parent.name if sample.path.stem == "events" else sample.path.name.split(".")[0]
+    folder = sample.path.name in ("events.jsonl", openhands_event_file.STATE_FILE)
+    run = sample.path.parent.name if folder else sample.path.name.split(".")[0]
     users = (e for e in events if e.get("kind") == "MessageEvent" and e.get("source") == "user")
     request = next((t for e in users if (t := v1_text(e.get("llm_message")))), "")  # not an observation's text
     task = {"task_id": _common.task_id_of("openhands", request), "category": "openhands", "request": request}
-    return _common.context_runs(run, task, model_of(events), runs, sample, batch)
+    return _common.context_runs(run, task, model or model_of(events), runs, sample, batch)
+
+
+def persisted_events(sample, batch) -> list[dict]:
+    """The event files of a `base_state.json`'s conversation folder, in the order of their indexes."""
+    folder = sample.path.parent / "events"
+    found = (s for s in batch.auxiliary(openhands_event_file.NAME) if s.path.parent == folder)
+    files = sorted(found, key=openhands_event_file.index)
+    if broken := next((s for s in files if not isinstance(s.document, dict)), None):
+        raise _common.Malformed(f"its event file {broken.path.name} is not a JSON object")
+    return [s.document for s in files]
 
 
 def records(sample, batch):
-    yield from _common.session_records(
-        sample, "bad_openhands_events_record", lambda lines: convert(lines, sample, batch)
-    )
+    if sample.is_lines:
+        yield from _common.session_records(
+            sample, "bad_openhands_events_record", lambda lines: convert(lines, sample, batch)
+        )
+        return
+
+    def build():
+        llm = sample.document["agent"].get("llm") or {}
+        return convert(persisted_events(sample, batch), sample, batch, llm.get("model"))
+
+    yield from _common.record_lines(1, build, sample.head, "bad_openhands_events_record")
