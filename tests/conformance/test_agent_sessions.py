@@ -574,13 +574,54 @@ CREATE TABLE message (
 CREATE TABLE part (
     id TEXT PRIMARY KEY, message_id TEXT NOT NULL REFERENCES message(id), session_id TEXT NOT NULL,
     time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+CREATE TABLE session_message (
+    id TEXT PRIMARY KEY, session_id TEXT NOT NULL REFERENCES session(id), type TEXT NOT NULL, seq INTEGER NOT NULL,
+    time_created INTEGER NOT NULL, data TEXT NOT NULL);
 """
+
+# A session in the newer store only: `session_message` rows (packages/core/src/session-message.ts), in `seq` order.
+GLM = {"id": "glm-4.6", "providerID": "zai"}
+READ = {"status": "completed", "input": {"filePath": "d.py"}, "content": [{"type": "text", "text": "D"}]}
+FAILED = {"status": "error", "input": {"command": "x"}, "content": [], "error": {"message": "no x"}}
+PROJECTED = [
+    ("user", {"text": "fix d.py", "files": [], "agents": [], "time": {"created": 1}}),
+    ("agent-switched", {"agent": "build", "time": {"created": 1}}),
+    (
+        "assistant",
+        {
+            "agent": "build",
+            "model": GLM,
+            "content": [
+                {"type": "reasoning", "id": "r1", "text": "read it first"},
+                {"type": "text", "text": "Reading."},
+                {
+                    "type": "tool",
+                    "id": "c1",
+                    "name": "read",
+                    "state": READ,
+                    "time": {"created": 1},
+                },
+                {
+                    "type": "tool",
+                    "id": "c2",
+                    "name": "bash",
+                    "state": FAILED,
+                    "time": {"created": 1},
+                },
+            ],
+            "time": {"created": 2},
+        },
+    ),
+    ("compaction", {"reason": "auto", "summary": "Read d.py; x is missing.", "time": {"created": 3}}),
+    ("assistant", {"agent": "build", "model": GLM, "content": [{"type": "text", "text": "done"}], "time": {}}),
+]
 
 
 def test_an_opencode_db_is_a_run_per_session_read_as_the_storage_folder_is(tmp_path):
     """OpenCode 1.2 on keeps its sessions in `opencode.db`: messages and parts are rows whose `data` is their JSON
     without their ids. The storage folder's session, stored there, reads the same; a sub-agent's session names its
-    parent; a session with no message of the model is quarantined alone."""
+    parent; a session kept only in the newer `session_message` store reads as the parts its messages stand for, its
+    compaction a new context; a session with no message of the model is quarantined alone."""
     import sqlite3
 
     folder = tmp_path / "folder"
@@ -590,7 +631,7 @@ def test_an_opencode_db_is_a_run_per_session_read_as_the_storage_folder_is(tmp_p
     connection = sqlite3.connect(tmp_path / "raw" / "b" / "opencode.db")
     connection.executescript(OPENCODE_STORE)
     connection.execute("INSERT INTO project VALUES ('proj', '/w', 1, 1)")
-    sessions = [("ses_001", None), ("ses_002", None), ("ses_003", "ses_001")]
+    sessions = [("ses_001", None), ("ses_002", None), ("ses_003", "ses_001"), ("ses_004", None)]
     for ident, parent in sessions:
         connection.execute(
             "INSERT INTO session (id, project_id, parent_id, slug, directory, title, version, time_created, "
@@ -615,15 +656,26 @@ def test_an_opencode_db_is_a_run_per_session_read_as_the_storage_folder_is(tmp_p
     reply = orjson.dumps({"type": "text", "text": "c.py is fine"}).decode()
     connection.execute("INSERT INTO part VALUES ('prt_101', 'msg_101', 'ses_003', 2, 2, ?)", (text,))
     connection.execute("INSERT INTO part VALUES ('prt_102', 'msg_102', 'ses_003', 2, 2, ?)", (reply,))
+    for seq, (kind, data) in reversed(list(enumerate(PROJECTED))):  # written out of order: `seq` orders them
+        row = (f"evt_{9 - seq}", kind, seq, orjson.dumps(data).decode())
+        connection.execute("INSERT INTO session_message VALUES (?, 'ses_004', ?, ?, 1, ?)", row)
     connection.commit()
     connection.close()
     runs, bad, notes = _runs(tmp_path / "raw")
     assert [r["messages"] for r in runs[:2]] == [r["messages"] for r in expected]
-    assert [r["trajectory_id"] for r in runs] == ["ses_001", "ses_001#2", "ses_003"]
+    assert [r["trajectory_id"] for r in runs] == ["ses_001", "ses_001#2", "ses_003", "ses_004", "ses_004#2"]
     assert runs[2]["teacher"]["run_id"] == "subagent-of:ses_001" and _roles(runs[2]) == ["user", "assistant"]
+    projected, summarised = runs[3:]
+    assert _roles(projected) == ["user", "assistant", "tool", "tool"] and projected["teacher"]["model"] == "zai/glm-4.6"
+    assert projected["messages"][1]["reasoning_content"] == "read it first" and _calls(projected["messages"]) == [
+        "read",
+        "bash",
+    ]
+    assert [m["content"] for m in projected["messages"][2:]] == ["D", "no x"]
+    assert [m["content"] for m in summarised["messages"]] == ["Read d.py; x is missing.", "done"]
     assert bad == ["bad_opencode_record: no message of the session's model is stored in the database"]
     report = _ingested(tmp_path, tmp_path / "raw")
-    assert (report.raw_records, report.quarantined) == (3, 1)
+    assert (report.raw_records, report.quarantined) == (4, 1)
 
 
 # --- OpenHands V1 events, one a line

@@ -1,8 +1,10 @@
 """OpenCode sessions, as OpenCode stores them: its database `~/.local/share/opencode/opencode.db` (SQLite, OpenCode
-1.2 on: a `session` row each, its `message` and `part` rows, whose `data` is the message's or part's JSON without its
-ids), or the storage folder of releases before it (`~/.local/share/opencode/storage/`): a session's info
-`session/<project>/<session id>.json` (`{id: "ses_…", projectID, directory, title, time, ...}`: the record), its
-messages `message/<session id>/<message id>.json` (`{id, sessionID, role, modelID, providerID, ...}`) and their parts
+1.2 on: a `session` row each; its messages in `message` and `part` rows, whose `data` is the message's or part's JSON
+without its ids, or, in the newer store OpenCode projects sessions into, in `session_message` rows, each a `user`,
+`synthetic`, `shell`, `assistant` or `compaction` message read as the parts it stands for), or the storage folder
+of releases before it (`~/.local/share/opencode/storage/`): a session's info `session/<project>/<session id>.json`
+(`{id: "ses_…", projectID, directory, title, time, ...}`: the record), its messages
+`message/<session id>/<message id>.json` (`{id, sessionID, role, modelID, providerID, ...}`) and their parts
 `part/<message id>/<part id>.json` (`{id, messageID, type, ...}`), read with it (`opencode_storage`). A session is
 one run; messages and parts are taken in the order of their ids (OpenCode's ids ascend with time).
 
@@ -17,19 +19,16 @@ The model is the assistant messages' `providerID/modelID`; the session has no gr
 from __future__ import annotations
 
 import sqlite3
-from collections import defaultdict
 
 import orjson
 
 from cowork_assets.ingest import reasoning, recount
-from cowork_assets.ingest.formats import _common
+from cowork_assets.ingest.formats import _common, _opencode_db
 from cowork_assets.store.raw_databases import open_database
 
 NAME = "opencode"
 PRIORITY = 20
 RECORDS = {"lines": recount.ONE, "document": recount.ONE, "database": recount.rows("session")}
-# The tables and columns of `opencode.db` read (OpenCode's session.sql.ts; later releases add columns and tables).
-STORE = {"session": {"id", "directory"}, "message": {"id", "session_id", "data"}, "part": {"id", "session_id", "data"}}
 CODING_CATEGORIES = (NAME,)  # its runs are coding-agent runs
 
 
@@ -39,7 +38,7 @@ def is_session(doc) -> bool:
 
 def detect(sample) -> bool:
     if sample.kind == "database":
-        return sample.has_tables(STORE)
+        return _opencode_db.is_store(sample)
     return not sample.is_lines and is_session(sample.document)
 
 
@@ -112,17 +111,6 @@ def convert(doc: dict, sample, batch, turns=None) -> list[dict]:
     return _common.context_runs(doc["id"], task, model or "unknown", runs, sample, batch, doc.get("parentID"))
 
 
-def _database_turns(db: sqlite3.Connection, session: str) -> list[tuple[dict, list[dict]]]:
-    """A session's messages and parts from `opencode.db`: each row's `data`, with the ids it is stored without."""
-    parts = defaultdict(list)
-    for ident, message, data in db.execute(
-        "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY id", (session,)
-    ):
-        parts[message].append({"id": ident, "messageID": message, **orjson.loads(data)})
-    found = db.execute("SELECT id, data FROM message WHERE session_id = ? ORDER BY id", (session,))
-    return [({"id": ident, "sessionID": session, **orjson.loads(data)}, parts[ident]) for ident, data in found]
-
-
 def _stored_sessions(sample, batch):
     """Each session of an `opencode.db` as one record (numbered in the order the sessions were made)."""
     with open_database(sample.path) as db:
@@ -132,7 +120,7 @@ def _stored_sessions(sample, batch):
             doc = {"id": row["id"], "directory": row["directory"], "parentID": row.get("parent_id")}
             yield from _common.record_lines(
                 number,
-                lambda doc=doc: convert(doc, sample, batch, _database_turns(db, doc["id"])),
+                lambda doc=doc: convert(doc, sample, batch, _opencode_db.turns(db, doc["id"])),
                 orjson.dumps(row, default=str),
                 "bad_opencode_record",
             )
