@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from cowork_assets.ingest.reasoning import is_reasoning_part
+from cowork_assets.store.raw_databases import open_database
 from cowork_assets.store.raw_files import RawLine
 from cowork_assets.text_actions import TEXT_ACTION, fenced_command, text_action  # noqa: F401 (readers use them here)
 
@@ -352,10 +353,15 @@ def session_records(sample, reason: str, build) -> list[RawLine]:
     return record_lines(1, lambda: build(lines), sample.head, reason)
 
 
-def database_records(sample, reason: str, stored_sessions) -> Iterator[RawLine]:
-    """A tool's session store (a SQLite database): `stored_sessions()`'s records, one a session, or — when the
-    database cannot be read — the file as one record, quarantined with `reason` and why."""
+def database_records(sample, table: str, reason: str, build) -> Iterator[RawLine]:
+    """A tool's session store (a SQLite database): each row of `table` (a session, in the order the rows were
+    written) one record, `build(db, row)`'s trajectories or the row quarantined with `reason` and why; a database
+    that cannot be read is one record, quarantined so."""
     try:
-        yield from stored_sessions()
+        with open_database(sample.path) as db:
+            db.row_factory = sqlite3.Row
+            for number, row in enumerate(db.execute(f'SELECT * FROM "{table}" ORDER BY rowid').fetchall(), 1):
+                row = dict(row)
+                yield from record_lines(number, partial(build, db, row), orjson.dumps(row, default=str), reason)
     except sqlite3.Error as exc:
         yield RawLine(1, sample.head[:EXCERPT_BYTES], f"{reason}: the database cannot be read ({exc})")

@@ -18,12 +18,12 @@ and the model never got (`metadata.agentVisible: false`) are left out. The model
 from __future__ import annotations
 
 import sqlite3
+from functools import partial
 
 import orjson
 
 from cowork_assets.ingest import reasoning, recount
 from cowork_assets.ingest.formats import _common
-from cowork_assets.store.raw_databases import open_database
 
 NAME = "goose"
 PRIORITY = 20
@@ -138,23 +138,16 @@ def _models(meta: dict):
             yield found
 
 
-def _stored_sessions(sample, batch):
-    """Each session of a `sessions.db` as one record (numbered in the order the sessions were made)."""
-    with open_database(sample.path) as db:
-        db.row_factory = sqlite3.Row
-        for number, row in enumerate(db.execute("SELECT * FROM sessions ORDER BY rowid").fetchall(), 1):
-            header = {k.removesuffix("_json"): row[k] for k in row.keys()}
-            stored = db.execute("SELECT * FROM messages WHERE session_id = ? ORDER BY rowid", (row["id"],)).fetchall()
-
-            def build(header=header, stored=stored):
-                for key in ("model_config", "extension_data"):  # JSON the session row keeps as text
-                    if isinstance(header.get(key), str):
-                        header[key] = orjson.loads(header[key] or "null")
-                # Only user and assistant rows, as Goose reads them back.
-                messages = [_stored_message(r) for r in stored if r["role"] in ("user", "assistant")]
-                return convert([header, *messages], sample, batch)
-
-            yield from _common.record_lines(number, build, orjson.dumps(header, default=str), "bad_goose_record")
+def _stored_session(db, row: dict, sample, batch) -> list[dict]:
+    """A `sessions.db` session: its row, then its `messages` rows in the order written (user and assistant ones, as
+    Goose reads them back)."""
+    header = {k.removesuffix("_json"): v for k, v in row.items()}
+    for key in ("model_config", "extension_data"):  # JSON the session row keeps as text
+        if isinstance(header.get(key), str):
+            header[key] = orjson.loads(header[key] or "null")
+    stored = db.execute("SELECT * FROM messages WHERE session_id = ? ORDER BY rowid", (row["id"],))
+    messages = [_stored_message(r) for r in stored if r["role"] in ("user", "assistant")]
+    return convert([header, *messages], sample, batch)
 
 
 def _stored_message(row: sqlite3.Row) -> dict:
@@ -168,7 +161,8 @@ def _stored_message(row: sqlite3.Row) -> dict:
 
 def records(sample, batch):
     if sample.kind == "database":
-        yield from _common.database_records(sample, "bad_goose_record", lambda: _stored_sessions(sample, batch))
+        build = partial(_stored_session, sample=sample, batch=batch)
+        yield from _common.database_records(sample, "sessions", "bad_goose_record", build)
         return
     if sample.is_lines:
         yield from _common.session_records(sample, "bad_goose_record", lambda lines: convert(lines, sample, batch))

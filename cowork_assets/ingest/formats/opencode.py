@@ -18,13 +18,10 @@ The model is the assistant messages' `providerID/modelID`; the session has no gr
 
 from __future__ import annotations
 
-import sqlite3
-
-import orjson
+from functools import partial
 
 from cowork_assets.ingest import reasoning, recount
 from cowork_assets.ingest.formats import _common, _opencode_db
-from cowork_assets.store.raw_databases import open_database
 
 NAME = "opencode"
 PRIORITY = 20
@@ -111,24 +108,15 @@ def convert(doc: dict, sample, batch, turns=None) -> list[dict]:
     return _common.context_runs(doc["id"], task, model or "unknown", runs, sample, batch, doc.get("parentID"))
 
 
-def _stored_sessions(sample, batch):
-    """Each session of an `opencode.db` as one record (numbered in the order the sessions were made)."""
-    with open_database(sample.path) as db:
-        db.row_factory = sqlite3.Row
-        for number, row in enumerate(db.execute("SELECT * FROM session ORDER BY rowid").fetchall(), 1):
-            row = dict(row)
-            doc = {"id": row["id"], "directory": row["directory"], "parentID": row.get("parent_id")}
-            yield from _common.record_lines(
-                number,
-                lambda doc=doc: convert(doc, sample, batch, _opencode_db.turns(db, doc["id"])),
-                orjson.dumps(row, default=str),
-                "bad_opencode_record",
-            )
+def _stored_session(db, row: dict, sample, batch) -> list[dict]:
+    doc = {"id": row["id"], "directory": row["directory"], "parentID": row.get("parent_id")}
+    return convert(doc, sample, batch, _opencode_db.turns(db, row["id"]))
 
 
 def records(sample, batch):
     if sample.kind == "database":
-        yield from _common.database_records(sample, "bad_opencode_record", lambda: _stored_sessions(sample, batch))
+        build = partial(_stored_session, sample=sample, batch=batch)
+        yield from _common.database_records(sample, "session", "bad_opencode_record", build)
         return
     yield from _common.record_lines(
         1, lambda: convert(sample.document, sample, batch), sample.head, "bad_opencode_record"
