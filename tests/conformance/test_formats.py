@@ -718,3 +718,36 @@ def test_the_shipped_real_sample_is_read_whole(batch, formats_read, runs, tmp_pa
     report = ingest_batch(SAMPLE, batch, tmp_path)
     assert (dict(report.formats), report.parsed, report.quarantined) == (formats_read, runs, 0)
     assert all(f.split("/")[1].startswith("LICENSE") for f, _ in report.skipped)
+
+
+def test_each_auxiliary_format_is_listed_once_per_batch_however_many_runs_look_it_up(tmp_path, monkeypatch):
+    """Reports, results, task metadata, stored messages and event files are looked up per run through one index
+    per batch: a reader that went through every auxiliary file for each run would take time quadratic in the
+    batch (hours for a storage folder of thousands of sessions)."""
+    import shutil
+    from collections import Counter
+
+    from tests.conformance import test_agent_sessions as sessions
+    from tests.conformance.summarize import HERE
+    from tests.conformance.test_tool_versions import _runs
+
+    listed, calls = formats.Batch.auxiliary, Counter()
+    monkeypatch.setattr(formats.Batch, "auxiliary", lambda self, name: calls.update([name]) or listed(self, name))
+    for fmt in ("mini_swe_agent", "atif"):  # SWE-bench reports beside runs; Harbor results beside trajectories
+        shutil.copytree(HERE / fmt, tmp_path / fmt / "raw" / "b")
+    for copy in ("a", "b", "c"):
+        sessions.test_an_opencode_storage_folder_is_one_run_a_session_with_its_compactions(tmp_path / f"oc-{copy}")
+        sessions.test_a_cline_task_folder_reads_xml_tool_uses_as_text_protocol_calls(tmp_path / f"cline-{copy}")
+        target = tmp_path / "many" / "raw" / "b" / copy
+        shutil.copytree(tmp_path / f"oc-{copy}" / "raw" / "b", target, dirs_exist_ok=True)
+        shutil.copytree(tmp_path / f"cline-{copy}" / "raw" / "b", target, dirs_exist_ok=True)
+    sessions.test_an_openhands_sdk_conversation_folder_is_one_run_its_event_files_in_index_order(tmp_path / "oh")
+    shutil.copytree(tmp_path / "oh" / "raw" / "b", tmp_path / "many" / "raw" / "b" / "oh")
+    read = {}
+    for batch in ("mini_swe_agent", "atif", "many"):
+        calls.clear()
+        runs, _, _ = _runs(tmp_path / batch / "raw")
+        read[batch] = (len(runs), dict(calls))
+    assert read["mini_swe_agent"] == (6, {"swebench_report": 1})
+    assert read["atif"] == (2, {"atif": 1, "harbor_result": 1})
+    assert read["many"] == (3 * 2 + 3 + 2, {"opencode_storage": 1, "cline_task": 1, "openhands_event_file": 1})

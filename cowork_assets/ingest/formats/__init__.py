@@ -156,10 +156,18 @@ class Batch:
     notes: Counter = field(default_factory=Counter)  # repairs made while reading, e.g. dropped null keywords
     state_rules: StateRules = field(default_factory=StateRules)
     _ids: set[str] = field(default_factory=set)
+    _built: dict = field(default_factory=dict)
 
     def auxiliary(self, name: str) -> list[Sample]:
         """The batch's files of the auxiliary format `name`, in file order."""
         return [s for s, fmt in self.samples.values() if fmt.NAME == name]
+
+    def once(self, key: str, build):
+        """`build()`, built once per batch: an index of its auxiliary files that a format looks records up in (a
+        look-up per record through every file would take time quadratic in the batch's files)."""
+        if key not in self._built:
+            self._built[key] = build()
+        return self._built[key]
 
     def unique_id(self, trajectory_id: str, sample: Sample) -> str:
         """The id, or, when another file of the batch already used it, the id made unique with this file's path in

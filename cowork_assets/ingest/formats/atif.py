@@ -104,7 +104,7 @@ def convert(obj: dict, sample, batch) -> dict:
     agent = obj.get("agent") or {}
     request = _common.first_user_text(messages)
     session = str(obj.get("session_id") or sample.path.stem)
-    of = parents(batch)
+    of = batch.once("atif_parents", lambda: parents(batch))
     parent = of.get(session) or of.get(sample.path.name)
     result = harbor_result.result_for(batch, sample, sub_trajectory=bool(parent))
     task_id = str((result or {}).get("task_name") or _common.task_id_of("atif", request))

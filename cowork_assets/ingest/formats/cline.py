@@ -90,14 +90,20 @@ def conversation(history: list[dict]) -> list[dict]:
     return _common.text_protocol(out, action_of=text_action)
 
 
-def model_of(sample, batch) -> str:
+def _models(batch) -> dict:
+    """Each task folder's model: the last of its `task_metadata.json`'s `model_usage`."""
+    found = {}
     for aux in batch.auxiliary("cline_task"):
         doc = aux.document
-        if aux.path.parent == sample.path.parent and aux.path.name == "task_metadata.json" and isinstance(doc, dict):
+        if aux.path.name == "task_metadata.json" and isinstance(doc, dict):
             usage = [u for u in doc.get("model_usage") or [] if isinstance(u, dict) and u.get("model_id")]
             if usage:
-                return str(usage[-1]["model_id"])
-    return "unknown"
+                found[aux.path.parent] = str(usage[-1]["model_id"])
+    return found
+
+
+def model_of(sample, batch) -> str:
+    return batch.once(NAME, lambda: _models(batch)).get(sample.path.parent, "unknown")
 
 
 def convert(history: list[dict], sample, batch) -> dict:

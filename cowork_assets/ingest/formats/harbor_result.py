@@ -35,17 +35,16 @@ def result_for(batch, sample, sub_trajectory: bool = False) -> dict | None:
     """The Harbor result of an ATIF file of the batch (None when there is none). A sub-trajectory (a sub-run the
     trial's main trajectory refers to) is graded only by a result named after it: the trial's reward is its
     main run's."""
-    results = {PurePosixPath(s.rel): s.document for s in batch.auxiliary(NAME)}
+    results = batch.once(NAME, lambda: {PurePosixPath(s.rel): s.document for s in batch.auxiliary(NAME)})
     path = PurePosixPath(sample.rel)
     paired = results.get(path.with_name(prefix(path.name) + SUFFIX))
-    trial = [r for r in results if r.name == SUFFIX and path.is_relative_to(r.parent)]
     if sub_trajectory:
         return paired
-    if paired is None and trial:
-        paired = results[max(trial, key=lambda r: len(r.parts))]  # the nearest trial folder
+    if paired is None:  # the nearest trial folder's
+        paired = next((results[r] for folder in path.parents if (r := folder / SUFFIX) in results), None)
     if paired is None and len(results) == 1:
-        atif_files = [s for s, fmt in batch.samples.values() if fmt.NAME == "atif"]
-        paired = next(iter(results.values())) if len(atif_files) == 1 else None
+        atif_files = batch.once("atif_files", lambda: sum(fmt.NAME == "atif" for _, fmt in batch.samples.values()))
+        paired = next(iter(results.values())) if atif_files == 1 else None
     return paired
 
 

@@ -18,6 +18,7 @@ The model is the assistant messages' `providerID/modelID`; the session has no gr
 
 from __future__ import annotations
 
+from collections import defaultdict
 from functools import partial
 
 from cowork_assets.ingest import reasoning, recount
@@ -39,14 +40,22 @@ def detect(sample) -> bool:
     return not sample.is_lines and is_session(sample.document)
 
 
-def stored(batch, kind: str, owner_key: str, owner: str) -> list[dict]:
-    """The stored messages (`kind` "message") or parts ("part") of one session or message, in id order."""
-    docs = (s.document for s in batch.auxiliary("opencode_storage"))
-    found = [d for d in docs if isinstance(d, dict) and d.get(owner_key) == owner]
-    return sorted(
-        (d for d in found if str(d.get("id", "")).startswith("msg_" if kind == "message" else "prt_")),
-        key=lambda d: d["id"],
-    )
+def _stored_index(batch) -> dict[tuple[str, str], list[dict]]:
+    """The storage folder's messages by session and parts by message, each in id order."""
+    found = defaultdict(list)
+    for sample in batch.auxiliary("opencode_storage"):
+        doc = sample.document
+        ident = str(doc.get("id", "")) if isinstance(doc, dict) else ""
+        if ident.startswith("msg_"):
+            found["message", doc.get("sessionID")].append(doc)
+        elif ident.startswith("prt_"):
+            found["part", doc.get("messageID")].append(doc)
+    return {key: sorted(docs, key=lambda d: d["id"]) for key, docs in found.items()}
+
+
+def stored(batch, kind: str, owner: str) -> list[dict]:
+    """The stored messages (`kind` "message") of one session, or parts ("part") of one message, in id order."""
+    return batch.once(NAME, lambda: _stored_index(batch)).get((kind, owner), [])
 
 
 def _turn(info: dict, parts: list[dict]) -> list[dict]:
@@ -78,8 +87,8 @@ def _turn(info: dict, parts: list[dict]) -> list[dict]:
 
 def stored_turns(batch, session: str):
     """A stored session's messages, each with its parts: (info, parts), from the storage folder's files."""
-    for info in stored(batch, "message", "sessionID", session):
-        yield info, stored(batch, "part", "messageID", info["id"])
+    for info in stored(batch, "message", session):
+        yield info, stored(batch, "part", info["id"])
 
 
 def contexts(turns, notes) -> tuple[list[list[dict]], str | None]:

@@ -19,6 +19,8 @@ There is no grade in the log: runs are ungraded."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from cowork_assets.ingest import recount
 from cowork_assets.ingest.formats import _common, openhands_event_file
 from cowork_assets.ingest.formats.openhands import v1_conversation, v1_text
@@ -95,11 +97,17 @@ def convert(events: list[dict], sample, batch, model: str | None = None) -> list
     return _common.context_runs(run, task, model or model_of(events), runs, sample, batch)
 
 
+def _event_files(batch) -> dict:
+    """The batch's event files by their `events/` folder, each folder's in the order of their indexes."""
+    found = defaultdict(list)
+    for event in batch.auxiliary(openhands_event_file.NAME):
+        found[event.path.parent].append(event)
+    return {folder: sorted(files, key=openhands_event_file.index) for folder, files in found.items()}
+
+
 def persisted_events(sample, batch) -> list[dict]:
     """The event files of a `base_state.json`'s conversation folder, in the order of their indexes."""
-    folder = sample.path.parent / "events"
-    found = (s for s in batch.auxiliary(openhands_event_file.NAME) if s.path.parent == folder)
-    files = sorted(found, key=openhands_event_file.index)
+    files = batch.once(openhands_event_file.NAME, lambda: _event_files(batch)).get(sample.path.parent / "events", [])
     if broken := next((s for s in files if not isinstance(s.document, dict)), None):
         raise _common.Malformed(f"its event file {broken.path.name} is not a JSON object")
     return [s.document for s in files]

@@ -69,13 +69,19 @@ def verdicts(sample) -> dict[str, bool]:
     return {str(k): v["resolved"] for k, v in doc.items()}
 
 
+def _graded(batch) -> dict[str, tuple[bool, str]]:
+    """instance id -> (resolved, the report saying so), a resolving report first, else the first to name it."""
+    found: dict[str, tuple[bool, str]] = {}
+    for sample in batch.auxiliary(NAME):
+        for instance, verdict in verdicts(sample).items():
+            if instance not in found or verdict and not found[instance][0]:
+                found[instance] = (verdict, sample.rel)
+    return found
+
+
 def grade(batch, instance_id: str) -> dict | None:
     """The grade the batch's reports give the instance (a resolving report first), or None when none names it."""
-    found = None
-    for sample in batch.auxiliary(NAME):
-        verdict = verdicts(sample).get(instance_id)
-        if verdict is not None and (found is None or verdict and not found[0]):
-            found = (verdict, sample.rel)
+    found = batch.once(NAME, lambda: _graded(batch)).get(instance_id)
     if found is None:
         return None
     passed, source = found
