@@ -425,6 +425,23 @@ def test_a_goose_sessions_db_is_a_run_per_session_and_a_broken_one_is_quarantine
     )
 
 
+def test_a_damaged_page_of_a_sessions_db_quarantines_the_sessions_it_held_and_no_other(tmp_path):
+    """A database with a damaged page (a disk error, a copy cut short) still reads every session it can: those whose
+    rows were on that page are quarantined, each named, and every session is accounted for."""
+    batch = tmp_path / "raw" / "b"
+    batch.mkdir(parents=True)
+    long = [_goose("user", {"type": "text", "text": "x" * 5000}), *GOOSE_CONVERSATION[1:]]
+    _goose_store(batch / "sessions.db", {f"20260301_{i}": long for i in range(200)})
+    data = bytearray((batch / "sessions.db").read_bytes())
+    middle = len(data) // 2 // 4096 * 4096
+    data[middle : middle + 4096] = b"\xff" * 4096
+    (batch / "sessions.db").write_bytes(bytes(data))
+    report = _ingested(tmp_path, tmp_path / "raw")
+    _, bad, _ = _runs(tmp_path / "raw")
+    assert report.raw_records == 200 and report.quarantined == len(bad) and 1 <= len(bad) <= 3
+    assert {b.split(" (")[0] for b in bad} == {"bad_goose_record: its messages cannot be read"}
+
+
 def test_a_goose_sessions_db_copied_while_goose_ran_is_read_with_its_write_ahead_log_and_left_untouched(tmp_path):
     """A store copied while Goose had it open: the sessions not yet checkpointed are in `sessions.db-wal` only. They
     are read, nothing is written beside the database (a new file would change the batch), and the log and

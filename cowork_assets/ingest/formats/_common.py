@@ -355,13 +355,26 @@ def session_records(sample, reason: str, build) -> list[RawLine]:
 
 def database_records(sample, table: str, reason: str, build) -> Iterator[RawLine]:
     """A tool's session store (a SQLite database): each row of `table` (a session, in the order the rows were
-    written) one record, `build(db, row)`'s trajectories or the row quarantined with `reason` and why; a database
-    that cannot be read is one record, quarantined so."""
+    written) one record, `build(db, row)`'s trajectories, or the row quarantined with `reason` and why: one whose
+    rows cannot be read (a damaged page) too, alone. A database that cannot be read is one record, quarantined so."""
     try:
         with open_database(sample.path) as db:
             db.row_factory = sqlite3.Row
-            for number, row in enumerate(db.execute(f'SELECT * FROM "{table}" ORDER BY rowid').fetchall(), 1):
-                row = dict(row)
-                yield from record_lines(number, partial(build, db, row), orjson.dumps(row, default=str), reason)
+            rowids = [r[0] for r in db.execute(f'SELECT rowid FROM "{table}" ORDER BY rowid')]
+            for number, rowid in enumerate(rowids, 1):
+                try:
+                    row = dict(db.execute(f'SELECT * FROM "{table}" WHERE rowid = ?', (rowid,)).fetchone())
+                except sqlite3.Error as exc:
+                    yield RawLine(number, f"{table} row {rowid}".encode(), f"{reason}: the row cannot be read ({exc})")
+                    continue
+                run = partial(_readable_rows, build, db, row)
+                yield from record_lines(number, run, orjson.dumps(row, default=str), reason)
     except sqlite3.Error as exc:
         yield RawLine(1, sample.head[:EXCERPT_BYTES], f"{reason}: the database cannot be read ({exc})")
+
+
+def _readable_rows(build, db, row: dict):
+    try:
+        return build(db, row)
+    except sqlite3.Error as exc:  # a damaged page among the session's messages: this session alone
+        raise Malformed(f"its messages cannot be read ({exc})") from None
