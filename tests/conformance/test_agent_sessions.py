@@ -425,6 +425,48 @@ def test_a_goose_sessions_db_is_a_run_per_session_and_a_broken_one_is_quarantine
     )
 
 
+def test_a_goose_compaction_keeps_what_the_model_saw_before_it_as_its_own_context(tmp_path):
+    """Goose compacts by hiding every earlier message from the model (`agentVisible: false`) and adding a summary
+    only the model sees, with or without a notice of it: the hidden messages are the context the model had until
+    then, so each compaction starts the next context and none is lost; a message hidden after the last compaction
+    is one the model never got."""
+    hidden, only_model = {"agentVisible": False}, {"userVisible": False}
+    gone = {"agentVisible": False, "userVisible": False}  # only the model saw it, until the next compaction
+    call = {**REQUEST, "id": "t2"}
+    session = [
+        _goose("user", {"type": "text", "text": "what is here?"}, metadata=hidden),
+        _goose("assistant", REQUEST, metadata=hidden),
+        _goose("user", RESPONSE, metadata=hidden),
+        _goose("assistant", {"type": "text", "text": "a.py"}, metadata=hidden),
+        _goose("user", {"type": "text", "text": "Summary: a.py is here."}, metadata=gone),
+        _goose("assistant", {"type": "text", "text": "Carry on from the summary."}, metadata=gone),
+        _goose("user", {"type": "text", "text": "count its lines"}, metadata=hidden),
+        _goose("assistant", call, metadata=hidden),
+        _goose("user", {**RESPONSE, "id": "t2"}, metadata=hidden),
+        _goose("assistant", {"type": "conversationCompacted", "msg": "compacted"}, metadata=hidden),
+        _goose("user", {"type": "text", "text": "Summary: a.py, 1 line."}, metadata=only_model),
+        _goose("assistant", {"type": "text", "text": "Carry on."}, metadata=only_model),
+        _goose("user", {"type": "text", "text": "and now?"}),
+        _goose("assistant", {"type": "text", "text": "done"}),
+        _goose("user", {"type": "text", "text": "a note for the user"}, metadata=hidden),
+    ]
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    _goose_store(tmp_path / "raw" / "b" / "sessions.db", {"20260301_1": session})
+    (tmp_path / "raw" / "b" / "20260301_2.jsonl").write_bytes(_lines({"working_dir": "/w"}, *session))
+    runs, bad, notes = _runs(tmp_path / "raw")
+    ids = ["20260301_2", "20260301_2#2", "20260301_2#3", "20260301_1", "20260301_1#2", "20260301_1#3"]
+    assert bad == [] and [r["trajectory_id"] for r in runs] == ids  # the session file, then the database
+    texts = [[m["content"] for m in r["messages"]] for r in runs[:3]]
+    assert texts == [
+        ["what is here?", None, "a.py", "a.py"],
+        ["Summary: a.py is here.", "Carry on from the summary.", "count its lines", None, "a.py"],
+        ["Summary: a.py, 1 line.", "Carry on.", "and now?", "done"],
+    ]
+    assert [_calls(r["messages"]) for r in runs[:3]] == [["developer__shell"], ["developer__shell"], []]
+    assert [r["messages"] for r in runs[3:]] == [r["messages"] for r in runs[:3]]  # the database reads the same
+    assert notes == {"goose_messages_the_agent_never_saw": 2, "goose_summaries_split_into_contexts": 4}
+
+
 def test_a_damaged_page_of_a_sessions_db_quarantines_the_sessions_it_held_and_no_other(tmp_path):
     """A database with a damaged page (a disk error, a copy cut short) still reads every session it can: those whose
     rows were on that page are quarantined, each named, and every session is accounted for."""

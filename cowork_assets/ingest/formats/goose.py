@@ -10,10 +10,15 @@ A message is `{role, created, content: [...]}` (Goose's Rust `Message`; a `messa
 `redactedThinking` (reasoning, through the one reasoning home); `toolRequest` (`{id, toolCall: {status, value:
 {name, arguments}}}`, a call; one whose `toolCall` failed to parse is still the call the model made, its arguments
 as written); `toolResponse` (`{id, toolResult: {status, value}}`, the call's result: the text of its content, or
-its error); a `summarizationRequested` / `contextLengthExceeded` notice starts a new context (Goose summarised the
-conversation): each context is its own trajectory (`<session>`, `<session>#2`, ...). Messages the user never saw
-and the model never got (`metadata.agentVisible: false`) are left out. The model comes from the messages'
-`metadata` or the session's, else `unknown`; the session has no grade: runs are ungraded."""
+its error).
+
+**Compaction**: Goose compacts a conversation by hiding every message so far from the model
+(`metadata.agentVisible: false`) and adding a summary only the model is shown (`userVisible: false`), with or
+without a notice (`summarizationRequested`, `conversationCompacted`, `contextLengthExceeded`). Each compaction
+starts a new context, each its own trajectory (`<session>`, `<session>#2`, ...): the messages it hid are the
+context the model had until then. A message hidden from the model otherwise (after the last compaction, or beside
+messages it still had) is one it never got, and is left out. The model comes from the messages' `metadata` or the
+session's, else `unknown`; the session has no grade: runs are ungraded."""
 
 from __future__ import annotations
 
@@ -33,7 +38,7 @@ STORE = {"sessions": {"id", "working_dir"}, "messages": {"session_id", "role", "
 CODING_CATEGORIES = (NAME,)  # its runs are coding-agent runs
 # Content types only Goose writes (its `thinking` is Anthropic's too: not a sign of Goose on its own).
 GOOSE_PARTS = frozenset({"toolRequest", "toolResponse", "redactedThinking", "frontendToolRequest"})
-NEW_CONTEXT = frozenset({"summarizationRequested", "contextLengthExceeded"})
+NEW_CONTEXT = frozenset({"summarizationRequested", "conversationCompacted", "contextLengthExceeded"})
 METADATA_KEYS = ("working_dir", "message_count", "schedule_id", "total_tokens")
 
 
@@ -77,17 +82,43 @@ def _result_text(result) -> str:
     return str(result.get("error") or value or "")
 
 
-def contexts(messages: list[dict], notes) -> list[list[dict]]:
-    out: list[list[dict]] = [[]]
-    for m in messages:
-        if (m.get("metadata") or {}).get("agentVisible") is False:
-            notes["goose_messages_the_agent_never_saw"] += 1
-            continue
-        parts = [p for p in m["content"] if isinstance(p, dict)]
-        if any(p.get("type") in NEW_CONTEXT for p in parts) and out[-1]:
+def _visible(message: dict, to: str) -> bool:
+    return (message.get("metadata") or {}).get(to) is not False
+
+
+def _segments(messages: list[dict]) -> list[list[int]]:
+    """The messages' indexes, split where Goose compacted the conversation: at a notice of it (`NEW_CONTEXT`), or
+    at a message only the model was shown (the summary) after messages the user saw that the model no longer does
+    (a compaction hides every message before it from the model; each was in the model's context until then)."""
+    out, start, hidden_since, user_seen_since = [[]], 0, True, False
+    for i, m in enumerate(messages):
+        notice = any(isinstance(p, dict) and p.get("type") in NEW_CONTEXT for p in m["content"])
+        summary = not _visible(m, "userVisible") and i > start and hidden_since and user_seen_since
+        if (notice or summary) and out[-1]:
             out.append([])
+            start, hidden_since, user_seen_since = i, True, False
+        out[-1].append(i)
+        hidden_since = hidden_since and not _visible(m, "agentVisible")
+        user_seen_since = user_seen_since or _visible(m, "userVisible")
+    return out
+
+
+def contexts(messages: list[dict], notes) -> list[list[dict]]:
+    segments = _segments(messages)
+    out: list[list[dict]] = []
+    for n, segment in enumerate(segments):
+        # Hidden by a later compaction: every message of the segment is (the model had them all until it). Else a
+        # message hidden from the model is one it never got.
+        compacted = n < len(segments) - 1 and not any(_visible(messages[i], "agentVisible") for i in segment)
+        if n and out[-1]:
             notes["goose_summaries_split_into_contexts"] += 1
-        out[-1].extend(_turn(m["role"], parts))
+        out.append([])
+        for i in segment:
+            m = messages[i]
+            if not compacted and not _visible(m, "agentVisible"):
+                notes["goose_messages_the_agent_never_saw"] += 1
+                continue
+            out[-1].extend(_turn(m["role"], [p for p in m["content"] if isinstance(p, dict)]))
     return out
 
 
