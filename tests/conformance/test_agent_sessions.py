@@ -558,6 +558,65 @@ def test_a_cline_task_folder_reads_xml_tool_uses_as_text_protocol_calls(tmp_path
     assert run["messages"][2]["content"] == "[read_file for 'a.py'] Result:\n\nprint(1)"
 
 
+def _use(call: str, path: str, **extra) -> dict:
+    block = {"type": "tool_use", "id": call, "name": "read_file", "input": {"path": path}}
+    return {"role": "assistant", "content": [block], **extra}
+
+
+def _result(call: str, text: str, **extra) -> dict:
+    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call, "content": text}], **extra}
+
+
+def test_a_roo_code_condense_ends_a_context_after_the_messages_it_kept(tmp_path):
+    """Roo Code condenses without deleting: the messages it summarised are tagged, its summary (an assistant message
+    that copies the calls whose results it kept) goes before the three messages it kept. The context before the
+    condense is every message the model had, those three included; the next opens with the task and the summary
+    as user messages, so each turn is trained once, in the context it was written in. A release that deleted what
+    it summarised kept nothing after its summary."""
+    x = {"condenseParent": "c-1"}
+    summary_blocks = [
+        {"type": "reasoning", "text": "Condensing conversation context."},
+        {"type": "text", "text": "Summary: a.py and b.py were read."},
+        {"type": "tool_use", "id": "t2", "name": "read_file", "input": {"path": "b.py"}},  # a copy, for its result
+    ]
+    history = [
+        {"role": "user", "content": [{"type": "text", "text": "<task>\nread the files\n</task>"}], "ts": 1},
+        _use("t1", "a.py", ts=2, **x),
+        _result("t1", "A", ts=3, **x),
+        _use("t2", "b.py", ts=4, **x),
+        {"role": "assistant", "content": summary_blocks, "ts": 4, "isSummary": True, "condenseId": "c-1"},
+        _result("t2", "B", ts=5),
+        _use("t3", "c.py", ts=6),
+        _result("t3", "C", ts=7),
+        {"role": "assistant", "content": [{"type": "text", "text": "All three read."}], "ts": 9},
+    ]
+    deleted = [history[0], {**history[4], "ts": 8}, history[8]]  # an earlier release: the summarised ones gone
+    raw = _batch(
+        tmp_path,
+        {
+            "tasks/1/api_conversation_history.json": orjson.dumps(history),
+            "tasks/2/api_conversation_history.json": orjson.dumps(deleted),
+        },
+    )
+    runs, bad, notes = _runs(raw)
+    assert bad == [] and [r["trajectory_id"] for r in runs] == ["1", "1#2", "2"]
+    before, after, older = runs
+    assert _roles(before) == ["user", "assistant", "tool", "assistant", "tool", "assistant", "tool"]
+    assert _calls(before["messages"]) == ["read_file"] * 3 and [m["content"] for m in before["messages"][2::2]] == [
+        "A",
+        "B",
+        "C",
+    ]
+    assert [(m["role"], m["content"]) for m in after["messages"]] == [
+        ("user", "<task>\nread the files\n</task>"),
+        ("user", "Summary: a.py and b.py were read."),
+        ("assistant", "All three read."),
+    ]
+    assert [m["content"] for m in older["messages"]] == [m["content"] for m in after["messages"]]
+    assert {r["task"]["request"] for r in runs} == {"read the files"}
+    assert notes["cline_condenses_split_into_contexts"] == 2
+
+
 # --- OpenCode
 
 

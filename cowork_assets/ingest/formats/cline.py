@@ -10,7 +10,15 @@ Result:` and the output (then the environment details the extension appends), is
 text-protocol call (its parameters its arguments) and that message its result, as mini-swe-agent's are. Releases
 with native tool calling write `tool_use` / `tool_result` blocks, read as calls and their results. The first user
 message's `<task>` is the request; `attempt_completion` ends a run. The model is the last of `task_metadata.json`'s
-`model_usage`, else `unknown`; the folder has no grade: runs are ungraded."""
+`model_usage`, else `unknown`; the folder has no grade: runs are ungraded.
+
+**Condensing** (Roo Code): a condense keeps every message, tags those it summarised (`condenseParent`: the summary's
+`condenseId`) and inserts its summary (`isSummary`) before the messages it kept (the last three: the first of them
+one millisecond after the summary's `ts`); a release that deleted the summarised messages tagged none and kept
+nothing after. Each condense starts a new context, each its own trajectory (`<task>`, `<task>#2`, ...): the one
+before holds what the model had, the kept messages included; the next opens with the untagged user messages before
+the summary (the task) and the summary's text as a user message, so no turn is trained twice or in a context the
+model did not have."""
 
 from __future__ import annotations
 
@@ -25,6 +33,7 @@ RECORDS = recount.ONE
 CODING_CATEGORIES = (NAME,)  # its runs are coding-agent runs
 TERMINAL_TOOLS = frozenset({"attempt_completion"})
 HISTORY = "api_conversation_history.json"
+KEPT_BY_A_CONDENSE = 3  # Roo Code's N_MESSAGES_TO_KEEP
 # Cline's and Roo Code's tools (their system prompts): an XML element named otherwise in a reply is text, not a call.
 TOOLS = frozenset(
     "execute_command read_file write_to_file replace_in_file apply_diff insert_content search_and_replace "
@@ -106,22 +115,50 @@ def model_of(sample, batch) -> str:
     return batch.once(NAME, lambda: _models(batch)).get(sample.path.parent, "unknown")
 
 
-def convert(history: list[dict], sample, batch) -> dict:
-    messages = conversation(history)
-    first = _common.first_user_text(messages)
+def _kept(history: list[dict], at: int) -> int:
+    """How many messages after the summary at `at` its condense kept: Roo Code's last three, the first of them one
+    millisecond after the summary; none when the condense deleted what it summarised (it tagged no message)."""
+    summary = history[at]
+    if not any(m.get("condenseParent") == summary["condenseId"] for m in history[:at]):
+        return 0
+    after = []
+    for m in history[at + 1 : at + 1 + KEPT_BY_A_CONDENSE]:
+        if m.get("isSummary"):
+            break
+        after.append(m)
+    stamped = isinstance(summary.get("ts"), int) and after and after[0].get("ts") is not None
+    return 0 if stamped and after[0]["ts"] != summary["ts"] + 1 else len(after)
+
+
+def contexts(history: list[dict], notes) -> list[list[dict]]:
+    """The stored messages of each context the model had, a condense ending one (see the module's docstring)."""
+    out, current, i = [], [], 0
+    while i < len(history):
+        m = history[i]
+        if not (m.get("isSummary") and m.get("condenseId")):
+            current.append(m)
+            i += 1
+            continue
+        kept = _kept(history, i)
+        out.append(current + history[i + 1 : i + 1 + kept])
+        untagged = (x for x in history[:i] if not x.get("condenseParent") and not x.get("isSummary"))
+        task = [x for x in untagged if x["role"] == "user"]
+        summary = _common.text([b for b in _blocks(m.get("content")) if b.get("type") == "text"]) or ""
+        current = [*task, {"role": "user", "content": summary}]
+        i += 1 + kept
+        notes["cline_condenses_split_into_contexts"] += 1
+    return [*out, current]
+
+
+def convert(history: list[dict], sample, batch) -> list[dict]:
+    runs = [c for c in map(conversation, contexts(history, batch.notes)) if any(m["role"] == "assistant" for m in c)]
+    if not runs:
+        raise _common.Malformed("the conversation holds no turn of the model")
+    first = _common.first_user_text(runs[0])
     request = task.group(1).strip() if (task := TASK.search(first)) else first
-    return _common.trajectory(
-        batch.unique_id(sample.path.parent.name, sample),
-        {
-            "task_id": _common.task_id_of(NAME, request),
-            "category": NAME,
-            "request": request,
-            "tools": _common.called_tools(messages),
-        },
-        model_of(sample, batch),
-        messages,
-    )
+    task_ = {"task_id": _common.task_id_of(NAME, request), "category": NAME, "request": request}
+    return _common.context_runs(sample.path.parent.name, task_, model_of(sample, batch), runs, sample, batch)
 
 
 def records(sample, batch):
-    yield _common.record_line(1, lambda: convert(sample.document, sample, batch), sample.head, "bad_cline_record")
+    yield from _common.record_lines(1, lambda: convert(sample.document, sample, batch), sample.head, "bad_cline_record")
