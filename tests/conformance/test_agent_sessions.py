@@ -5,12 +5,14 @@ a quote in a reply, a tool use nested in a file's content)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import orjson
 
 from cowork_assets.ingest.batch import ingest_batch
 from cowork_assets.ingest.formats import recount_batch, scan_batch
+from cowork_assets.store.raw_files import too_large
 from cowork_assets.warehouse import trace
 from tests.conformance.test_tool_versions import _batch, _calls, _lines, _runs
 
@@ -484,12 +486,42 @@ def test_a_damaged_page_of_a_sessions_db_quarantines_the_sessions_it_held_and_no
     assert {b.split(" (")[0] for b in bad} == {"bad_goose_record: its messages cannot be read"}
 
 
+def test_a_stored_session_over_max_record_bytes_is_too_large_and_never_loaded(tmp_path):
+    """A session store is not one record: each session is held to `max_record_bytes` by the size of its stored
+    messages (a Goose session's `content_json`, an OpenCode session's `data` in whichever store), quarantined as
+    `too_large` past it, and the other sessions are read."""
+    import sqlite3
+
+    raw = tmp_path / "raw"
+    (raw / "b").mkdir(parents=True)
+    long = [_goose("user", {"type": "text", "text": "x" * 50_000}), *GOOSE_CONVERSATION[1:]]
+    _goose_store(raw / "b" / "sessions.db", {"20260301_1": GOOSE_CONVERSATION, "20260301_2": long})
+    opencode = tmp_path / "opencode"
+    test_an_opencode_db_is_a_run_per_session_read_as_the_storage_folder_is(opencode)
+    shutil.copyfile(opencode / "raw" / "b" / "opencode.db", raw / "b" / "opencode.db")
+    with sqlite3.connect(raw / "b" / "opencode.db") as db:  # each session's stored bytes, counted here
+        rows = [*db.execute("SELECT session_id, data FROM part"), *db.execute("SELECT session_id, data FROM message")]
+        rows += list(db.execute("SELECT session_id, data FROM session_message"))
+    sizes = {}
+    for session, data in rows:
+        sizes[session] = sizes.get(session, 0) + len(data.encode())
+    largest = max(sizes, key=sizes.get)
+    limit = max(sizes.values()) - 1
+    assert limit > max(v for k, v in sizes.items() if k != largest) and limit < 50_000
+    sources = scan_batch(raw, "b", max_record_bytes=limit)
+    found = [(s.rel, line.error) for s in sources.files for line in sources.records(s) if line.error]
+    assert sorted(found) == [
+        ("b/opencode.db", "bad_opencode_record: no message of the session's model is stored in the database"),
+        ("b/opencode.db", too_large(limit)),
+        ("b/sessions.db", too_large(limit)),
+    ]
+    assert recount_batch(raw, "b", max_record_bytes=limit) == 2 + 4
+
+
 def test_a_goose_sessions_db_copied_while_goose_ran_is_read_with_its_write_ahead_log_and_left_untouched(tmp_path):
     """A store copied while Goose had it open: the sessions not yet checkpointed are in `sessions.db-wal` only. They
     are read, nothing is written beside the database (a new file would change the batch), and the log and
     SQLite's shared-memory file are named as read with the database."""
-    import shutil
-
     live = tmp_path / "live" / "sessions.db"
     live.parent.mkdir()
     connection = _goose_store(live, {"20260301_1": GOOSE_CONVERSATION}, keep_open=True)

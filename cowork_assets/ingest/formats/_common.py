@@ -13,7 +13,7 @@ import orjson
 
 from cowork_assets.ingest.reasoning import is_reasoning_part
 from cowork_assets.store.raw_databases import open_database
-from cowork_assets.store.raw_files import RawLine
+from cowork_assets.store.raw_files import RawLine, too_large
 from cowork_assets.text_actions import TEXT_ACTION, fenced_command, text_action  # noqa: F401 (readers use them here)
 
 NO_PARAMETERS = {"type": "object", "properties": {}}
@@ -353,28 +353,32 @@ def session_records(sample, reason: str, build) -> list[RawLine]:
     return record_lines(1, lambda: build(lines), sample.head, reason)
 
 
-def database_records(sample, table: str, reason: str, build) -> Iterator[RawLine]:
+def database_records(sample, table: str, reason: str, build, size) -> Iterator[RawLine]:
     """A tool's session store (a SQLite database): each row of `table` (a session, in the order the rows were
-    written) one record, `build(db, row)`'s trajectories, or the row quarantined with `reason` and why: one whose
-    rows cannot be read (a damaged page) too, alone. A database that cannot be read is one record, quarantined so."""
+    written) one record (`_session_record`); a database that cannot be read is one record, quarantined so."""
     try:
         with open_database(sample.path) as db:
             db.row_factory = sqlite3.Row
             rowids = [r[0] for r in db.execute(f'SELECT rowid FROM "{table}" ORDER BY rowid')]
             for number, rowid in enumerate(rowids, 1):
-                try:
-                    row = dict(db.execute(f'SELECT * FROM "{table}" WHERE rowid = ?', (rowid,)).fetchone())
-                except sqlite3.Error as exc:
-                    yield RawLine(number, f"{table} row {rowid}".encode(), f"{reason}: the row cannot be read ({exc})")
-                    continue
-                run = partial(_readable_rows, build, db, row)
-                yield from record_lines(number, run, orjson.dumps(row, default=str), reason)
+                yield from _session_record(sample, db, (table, rowid, number), reason, build, size)
     except sqlite3.Error as exc:
         yield RawLine(1, sample.head[:EXCERPT_BYTES], f"{reason}: the database cannot be read ({exc})")
 
 
-def _readable_rows(build, db, row: dict):
+def _session_record(sample, db, where: tuple[str, int, int], reason: str, build, size) -> list[RawLine]:
+    """A stored session's trajectories, `build(db, row)`, or the session quarantined alone: with `reason` and why
+    (its rows on a damaged page among them), or as `too_large` when its stored messages (`size(db, row)` bytes)
+    pass `max_record_bytes`, never loaded."""
+    table, rowid, number = where
     try:
-        return build(db, row)
-    except sqlite3.Error as exc:  # a damaged page among the session's messages: this session alone
-        raise Malformed(f"its messages cannot be read ({exc})") from None
+        row = dict(db.execute(f'SELECT * FROM "{table}" WHERE rowid = ?', (rowid,)).fetchone())
+    except sqlite3.Error as exc:
+        return [RawLine(number, f"{table} row {rowid}".encode(), f"{reason}: the row cannot be read ({exc})")]
+    excerpt = orjson.dumps(row, default=str)
+    try:
+        if size(db, row) > sample.max_record_bytes:
+            return [RawLine(number, excerpt[:EXCERPT_BYTES], too_large(sample.max_record_bytes))]
+        return record_lines(number, partial(build, db, row), excerpt, reason)
+    except sqlite3.Error as exc:
+        return [RawLine(number, excerpt[:EXCERPT_BYTES], f"{reason}: its messages cannot be read ({exc})")]

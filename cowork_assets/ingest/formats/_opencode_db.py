@@ -30,6 +30,14 @@ def turns(db: sqlite3.Connection, session: str) -> list[tuple[dict, list[dict]]]
     return legacy or (_projected(db, session) if "session_message" in tables else [])
 
 
+def stored_bytes(db: sqlite3.Connection, row: dict) -> int:
+    """The bytes of a session's stored messages and parts, in whichever store holds them (its record's size)."""
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    found = tables & {"message", "part", "session_message"}
+    sizes = (f'SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM "{t}" WHERE session_id = ?' for t in found)
+    return sum(db.execute(size, (row["id"],)).fetchone()[0] for size in sizes)
+
+
 def _legacy(db: sqlite3.Connection, session: str) -> list[tuple[dict, list[dict]]]:
     parts = defaultdict(list)
     found = db.execute("SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY id", (session,))

@@ -181,6 +181,12 @@ def _stored_session(db, row: dict, sample, batch) -> list[dict]:
     return convert([header, *messages], sample, batch)
 
 
+def _stored_bytes(db, row: dict) -> int:
+    """The bytes of a session's stored messages (its record's size)."""
+    found = "SELECT coalesce(sum(length(CAST(content_json AS BLOB))), 0) FROM messages WHERE session_id = ?"
+    return db.execute(found, (row["id"],)).fetchone()[0]
+
+
 def _stored_message(row: sqlite3.Row) -> dict:
     metadata = row["metadata_json"] if "metadata_json" in row.keys() else None
     return {
@@ -193,7 +199,7 @@ def _stored_message(row: sqlite3.Row) -> dict:
 def records(sample, batch):
     if sample.kind == "database":
         build = partial(_stored_session, sample=sample, batch=batch)
-        yield from _common.database_records(sample, "sessions", "bad_goose_record", build)
+        yield from _common.database_records(sample, "sessions", "bad_goose_record", build, _stored_bytes)
         return
     if sample.is_lines:
         yield from _common.session_records(sample, "bad_goose_record", lambda lines: convert(lines, sample, batch))

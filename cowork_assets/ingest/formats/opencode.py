@@ -125,7 +125,8 @@ def _stored_session(db, row: dict, sample, batch) -> list[dict]:
 def records(sample, batch):
     if sample.kind == "database":
         build = partial(_stored_session, sample=sample, batch=batch)
-        yield from _common.database_records(sample, "session", "bad_opencode_record", build)
+        sizes = _opencode_db.stored_bytes
+        yield from _common.database_records(sample, "session", "bad_opencode_record", build, sizes)
         return
     yield from _common.record_lines(
         1, lambda: convert(sample.document, sample, batch), sample.head, "bad_opencode_record"
