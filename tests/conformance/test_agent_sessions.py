@@ -590,6 +590,29 @@ def test_a_cline_task_folder_reads_xml_tool_uses_as_text_protocol_calls(tmp_path
     assert run["messages"][2]["content"] == "[read_file for 'a.py'] Result:\n\nprint(1)"
 
 
+def test_a_cline_task_without_model_usage_takes_its_model_from_the_ui_messages(tmp_path):
+    """Releases that write no `model_usage` record the model on the extension's own messages (`modelInfo`)."""
+    history = [_said("user", "<task>\nsay hi\n</task>"), _said("assistant", "hi")]
+    shown = [
+        {"ts": 1, "type": "say", "say": "task", "text": "say hi"},
+        {"ts": 2, "type": "say", "say": "api_req_started", "text": "{}", "modelInfo": {"modelId": "old-model"}},
+        {
+            "ts": 3,
+            "type": "say",
+            "say": "api_req_started",
+            "text": "{}",
+            "modelInfo": {"providerId": "x", "modelId": "m-2"},
+        },
+    ]
+    files = {
+        "tasks/1/api_conversation_history.json": orjson.dumps(history),
+        "tasks/1/ui_messages.json": orjson.dumps(shown),
+    }
+    files |= {"tasks/2/api_conversation_history.json": orjson.dumps(history), "tasks/2/ui_messages.json": b"[]"}
+    runs, bad, _ = _runs(_batch(tmp_path, files))
+    assert bad == [] and [(r["trajectory_id"], r["teacher"]["model"]) for r in runs] == [("1", "m-2"), ("2", "unknown")]
+
+
 def _use(call: str, path: str, **extra) -> dict:
     block = {"type": "tool_use", "id": call, "name": "read_file", "input": {"path": path}}
     return {"role": "assistant", "content": [block], **extra}

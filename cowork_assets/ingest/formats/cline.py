@@ -10,7 +10,8 @@ Result:` and the output (then the environment details the extension appends), is
 text-protocol call (its parameters its arguments) and that message its result, as mini-swe-agent's are. Releases
 with native tool calling write `tool_use` / `tool_result` blocks, read as calls and their results. The first user
 message's `<task>` is the request; `attempt_completion` ends a run. The model is the last of `task_metadata.json`'s
-`model_usage`, else `unknown`; the folder has no grade: runs are ungraded.
+`model_usage`, else the last `modelInfo` of `ui_messages.json`, else `unknown`; the folder has no grade: runs are
+ungraded.
 
 **Condensing** (Roo Code): a condense keeps every message, tags those it summarised (`condenseParent`: the summary's
 `condenseId`) and inserts its summary (`isSummary`) before the messages it kept (the last three: the first of them
@@ -100,15 +101,19 @@ def conversation(history: list[dict]) -> list[dict]:
 
 
 def _models(batch) -> dict:
-    """Each task folder's model: the last of its `task_metadata.json`'s `model_usage`."""
-    found = {}
+    """Each task folder's model: the last of its `task_metadata.json`'s `model_usage`, else the last `modelInfo`
+    its `ui_messages.json` records (Cline writes one on each message)."""
+    usage, shown = {}, {}
     for aux in batch.auxiliary("cline_task"):
         doc = aux.document
         if aux.path.name == "task_metadata.json" and isinstance(doc, dict):
-            usage = [u for u in doc.get("model_usage") or [] if isinstance(u, dict) and u.get("model_id")]
-            if usage:
-                found[aux.path.parent] = str(usage[-1]["model_id"])
-    return found
+            found = [u["model_id"] for u in doc.get("model_usage") or [] if isinstance(u, dict) and u.get("model_id")]
+            usage |= {aux.path.parent: str(found[-1])} if found else {}
+        elif aux.path.name == "ui_messages.json" and isinstance(doc, list):
+            info = [m["modelInfo"] for m in doc if isinstance(m, dict) and isinstance(m.get("modelInfo"), dict)]
+            found = [i["modelId"] for i in info if i.get("modelId")]
+            shown |= {aux.path.parent: str(found[-1])} if found else {}
+    return shown | usage
 
 
 def model_of(sample, batch) -> str:
