@@ -646,16 +646,18 @@ def test_a_roo_code_condense_ends_a_context_after_the_messages_it_kept(tmp_path)
         {"role": "assistant", "content": [{"type": "text", "text": "All three read."}], "ts": 9},
     ]
     deleted = [history[0], {**history[4], "ts": 8}, history[8]]  # an earlier release: the summarised ones gone
+    unnamed = [history[0], {k: v for k, v in deleted[1].items() if k != "condenseId"}, history[8]]  # no id yet
     raw = _batch(
         tmp_path,
         {
             "tasks/1/api_conversation_history.json": orjson.dumps(history),
             "tasks/2/api_conversation_history.json": orjson.dumps(deleted),
+            "tasks/3/api_conversation_history.json": orjson.dumps(unnamed),
         },
     )
     runs, bad, notes = _runs(raw)
-    assert bad == [] and [r["trajectory_id"] for r in runs] == ["1", "1#2", "2"]
-    before, after, older = runs
+    assert bad == [] and [r["trajectory_id"] for r in runs] == ["1", "1#2", "2", "3"]
+    before, after, older, oldest = runs
     assert _roles(before) == ["user", "assistant", "tool", "assistant", "tool", "assistant", "tool"]
     assert _calls(before["messages"]) == ["read_file"] * 3 and [m["content"] for m in before["messages"][2::2]] == [
         "A",
@@ -667,9 +669,10 @@ def test_a_roo_code_condense_ends_a_context_after_the_messages_it_kept(tmp_path)
         ("user", "Summary: a.py and b.py were read."),
         ("assistant", "All three read."),
     ]
-    assert [m["content"] for m in older["messages"]] == [m["content"] for m in after["messages"]]
+    turns = lambda run: [(m["role"], m["content"]) for m in run["messages"]]  # noqa: E731
+    assert turns(older) == turns(oldest) == turns(after)
     assert {r["task"]["request"] for r in runs} == {"read the files"}
-    assert notes["cline_condenses_split_into_contexts"] == 2
+    assert notes["cline_condenses_split_into_contexts"] == 3
 
 
 # --- OpenCode

@@ -124,7 +124,8 @@ def _kept(history: list[dict], at: int) -> int:
     """How many messages after the summary at `at` its condense kept: Roo Code's last three, the first of them one
     millisecond after the summary; none when the condense deleted what it summarised (it tagged no message)."""
     summary = history[at]
-    if not any(m.get("condenseParent") == summary["condenseId"] for m in history[:at]):
+    condensed = summary.get("condenseId")
+    if not condensed or not any(m.get("condenseParent") == condensed for m in history[:at]):
         return 0
     after = []
     for m in history[at + 1 : at + 1 + KEPT_BY_A_CONDENSE]:
@@ -140,7 +141,7 @@ def contexts(history: list[dict], notes) -> list[list[dict]]:
     out, current, i = [], [], 0
     while i < len(history):
         m = history[i]
-        if not (m.get("isSummary") and m.get("condenseId")):
+        if not m.get("isSummary"):
             current.append(m)
             i += 1
             continue
