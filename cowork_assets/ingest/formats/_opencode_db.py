@@ -24,16 +24,16 @@ def is_store(sample) -> bool:
     return sample.has_tables(SESSIONS) and (sample.has_tables(LEGACY) or sample.has_tables(PROJECTED))
 
 
-def turns(db: sqlite3.Connection, session: str) -> list[tuple[dict, list[dict]]]:
-    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    legacy = _legacy(db, session) if {"message", "part"} <= tables else []
-    return legacy or (_projected(db, session) if "session_message" in tables else [])
+def turns(db: sqlite3.Connection, session: str, tables: dict[str, set[str]]) -> list[tuple[dict, list[dict]]]:
+    """A session's (message info, its parts), from the database's `tables` (`Sample.tables`: read once, at
+    detection)."""
+    legacy = _legacy(db, session) if {"message", "part"} <= tables.keys() else []
+    return legacy or (_projected(db, session, tables["session_message"]) if "session_message" in tables else [])
 
 
-def stored_bytes(db: sqlite3.Connection, row: dict) -> int:
+def stored_bytes(db: sqlite3.Connection, row: dict, tables: dict[str, set[str]]) -> int:
     """The bytes of a session's stored messages and parts, in whichever store holds them (its record's size)."""
-    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    found = tables & {"message", "part", "session_message"}
+    found = tables.keys() & {"message", "part", "session_message"}
     sizes = (f'SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM "{t}" WHERE session_id = ?' for t in found)
     return sum(db.execute(size, (row["id"],)).fetchone()[0] for size in sizes)
 
@@ -47,8 +47,7 @@ def _legacy(db: sqlite3.Connection, session: str) -> list[tuple[dict, list[dict]
     return [({"id": ident, "sessionID": session, **orjson.loads(data)}, parts[ident]) for ident, data in found]
 
 
-def _projected(db: sqlite3.Connection, session: str) -> list[tuple[dict, list[dict]]]:
-    columns = {r[0] for r in db.execute("SELECT name FROM pragma_table_info('session_message')")}
+def _projected(db: sqlite3.Connection, session: str, columns: set[str]) -> list[tuple[dict, list[dict]]]:
     order = "seq" if "seq" in columns else "time_created, id" if "time_created" in columns else "id"
     found = db.execute(f"SELECT id, type, data FROM session_message WHERE session_id = ? ORDER BY {order}", (session,))
     return [_turn(ident, kind, orjson.loads(data)) for ident, kind, data in found]

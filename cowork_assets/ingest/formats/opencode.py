@@ -119,13 +119,13 @@ def convert(doc: dict, sample, batch, turns=None) -> list[dict]:
 
 def _stored_session(db, row: dict, sample, batch) -> list[dict]:
     doc = {"id": row["id"], "directory": row["directory"], "parentID": row.get("parent_id")}
-    return convert(doc, sample, batch, _opencode_db.turns(db, row["id"]))
+    return convert(doc, sample, batch, _opencode_db.turns(db, row["id"], sample.tables))
 
 
 def records(sample, batch):
     if sample.kind == "database":
         build = partial(_stored_session, sample=sample, batch=batch)
-        sizes = _opencode_db.stored_bytes
+        sizes = partial(_opencode_db.stored_bytes, tables=sample.tables)
         yield from _common.database_records(sample, "session", "bad_opencode_record", build, sizes)
         return
     yield from _common.record_lines(
