@@ -675,6 +675,52 @@ def test_a_roo_code_condense_ends_a_context_after_the_messages_it_kept(tmp_path)
     assert notes["cline_condenses_split_into_contexts"] == 3
 
 
+def test_a_sliding_window_truncation_ends_a_context_at_the_first_message_it_kept(tmp_path):
+    """Roo Code hides what a truncation drops (`truncationParent`) and puts a marker the model reads before the first
+    message it kept; Cline keeps the history whole and records the range it hid on its own messages, the message
+    after the range holding the result of the last hidden call. Either way the context before the truncation is what
+    came before it, the next opens with the task (and Roo Code's marker): each call is read once, next to its
+    result. A range outside the history, or not a range, is no truncation."""
+    hid = {"truncationParent": "tr-1"}
+    marker = {"role": "user", "content": "[Sliding window truncation: 4 messages hidden to reduce context]"}
+    task = {"role": "user", "content": [{"type": "text", "text": "<task>\nread the files\n</task>"}]}
+    done = {"role": "assistant", "content": [{"type": "text", "text": "All three read."}]}
+    roo = [task, _use("t1", "a.py", **hid), _result("t1", "A", **hid), _use("t2", "b.py", **hid)]
+    roo += [_result("t2", "B", **hid), marker | {"isTruncationMarker": True, "truncationId": "tr-1"}]
+    roo += [_use("t3", "c.py"), _result("t3", "C"), done]
+    cline = [task, _use("t1", "a.py"), _result("t1", "A"), _use("t2", "b.py"), _result("t2", "B")]
+    cline += [_use("t3", "c.py"), _result("t3", "C"), done]
+    said = [
+        {"ts": 1, "type": "say", "say": "task", "text": "read the files"},
+        {"ts": 2, "type": "say", "say": "api_req_started", "conversationHistoryIndex": 4},
+        {"ts": 3, "type": "say", "say": "api_req_started", "conversationHistoryIndex": 6},
+        {"ts": 4, "type": "say", "say": "text", "conversationHistoryIndex": 7},
+    ]
+    ranged = [said[0], said[1]] + [m | {"conversationHistoryDeletedRange": [2, 3]} for m in said[2:]]
+    off = [m | {"conversationHistoryDeletedRange": bad} for m, bad in zip(said, ([2, 7], [2], ["2", 3], [3, 2]))]
+    files = {"tasks/roo/api_conversation_history.json": orjson.dumps(roo)}
+    for name, shown in (("cline", ranged), ("whole", off)):
+        files |= {f"tasks/{name}/api_conversation_history.json": orjson.dumps(cline)}
+        files |= {f"tasks/{name}/ui_messages.json": orjson.dumps(shown)}
+    runs, bad, notes = _runs(_batch(tmp_path, files))
+    assert bad == [] and [r["trajectory_id"] for r in runs] == ["cline", "cline#2", "roo", "roo#2", "whole"]
+    cline_before, cline_after, roo_before, roo_after, whole = runs
+    for run in (cline_before, roo_before):
+        assert _roles(run) == ["user", "assistant", "tool", "assistant", "tool"]
+        assert [m["content"] for m in run["messages"][2::2]] == ["A", "B"]
+    assert [(m["role"], m["content"]) for m in roo_after["messages"]] == [
+        ("user", "<task>\nread the files\n</task>"),
+        ("user", marker["content"]),
+        ("assistant", ""),
+        ("tool", "C"),
+        ("assistant", "All three read."),
+    ]
+    assert _roles(cline_after) == ["user", "assistant", "tool", "assistant"]
+    assert _calls(roo_after["messages"]) == _calls(cline_after["messages"]) == ["read_file"]
+    assert _calls(whole["messages"]) == ["read_file"] * 3
+    assert notes["cline_truncations_split_into_contexts"] == 2
+
+
 # --- OpenCode
 
 

@@ -1,8 +1,8 @@
 """Cline and Roo Code task folders (`tasks/<task id>/`): the conversation the model had is
 `api_conversation_history.json`, a JSON list of Anthropic messages (`{role, content}`; content a string or blocks:
 `text`, `image`, `thinking`, `tool_use`, `tool_result`). The other files of the folder (`ui_messages.json`,
-`task_metadata.json`, ...) are the extension's own (`cline_task`: read for the model, no records). The file is one
-run.
+`task_metadata.json`, ...) are the extension's own (`cline_task`: read for the model and Cline's truncations, no
+records). The file is one run.
 
 Both extensions long used a text protocol: the assistant writes one tool use as XML in its text
 (`<read_file>\\n<path>src/a.ts</path>\\n</read_file>`), and the next user message, `[read_file for 'src/a.ts']
@@ -19,7 +19,15 @@ one millisecond after the summary's `ts`); a release that deleted the summarised
 nothing after. Each condense starts a new context, each its own trajectory (`<task>`, `<task>#2`, ...): the one
 before holds what the model had, the kept messages included; the next opens with the untagged user messages before
 the summary (the task) and the summary's text as a user message, so no turn is trained twice or in a context the
-model did not have."""
+model did not have.
+
+**Sliding-window truncation** starts a context too, at the first message it kept: everything before is the context
+the model had, and the next opens with the task (and Roo Code's marker): each call read once, next to its result.
+Roo Code tags the messages it hid (`truncationParent`) and inserts a marker (`isTruncationMarker`, a user message
+the model reads) before the first it kept; Cline keeps the history whole and records the range it hid on the
+extension's own messages (`ui_messages.json`'s `conversationHistoryDeletedRange`, `[2, end]`: the task and the first
+reply stay), the message after the range holding the results of the calls the last hidden reply made: it stays with
+them."""
 
 from __future__ import annotations
 
@@ -100,24 +108,34 @@ def conversation(history: list[dict]) -> list[dict]:
     return _common.text_protocol(out, action_of=text_action)
 
 
-def _models(batch) -> dict:
-    """Each task folder's model: the last of its `task_metadata.json`'s `model_usage`, else the last `modelInfo`
-    its `ui_messages.json` records (Cline writes one on each message)."""
-    usage, shown = {}, {}
+def _task_files(batch) -> dict:
+    """Each task folder's model (the last of its `task_metadata.json`'s `model_usage`, else the last `modelInfo` its
+    `ui_messages.json` records: Cline writes one on each message) and the ends of the ranges of the history Cline's
+    truncations hid, in order."""
+    usage, shown, hidden = {}, {}, {}
     for aux in batch.auxiliary("cline_task"):
-        doc = aux.document
+        doc, folder = aux.document, aux.path.parent
         if aux.path.name == "task_metadata.json" and isinstance(doc, dict):
             found = [u["model_id"] for u in doc.get("model_usage") or [] if isinstance(u, dict) and u.get("model_id")]
-            usage |= {aux.path.parent: str(found[-1])} if found else {}
+            usage |= {folder: str(found[-1])} if found else {}
         elif aux.path.name == "ui_messages.json" and isinstance(doc, list):
-            info = [m["modelInfo"] for m in doc if isinstance(m, dict) and isinstance(m.get("modelInfo"), dict)]
-            found = [i["modelId"] for i in info if i.get("modelId")]
-            shown |= {aux.path.parent: str(found[-1])} if found else {}
-    return shown | usage
+            said = [m for m in doc if isinstance(m, dict)]
+            found = [m["modelInfo"]["modelId"] for m in said if (m.get("modelInfo") or {}).get("modelId")]
+            shown |= {folder: str(found[-1])} if found else {}
+            hidden[folder] = sorted({end for m in said if (end := _range_end(m)) is not None})
+    folders = usage.keys() | shown.keys() | hidden.keys()
+    return {f: (usage.get(f) or shown.get(f, "unknown"), tuple(hidden.get(f, ()))) for f in folders}
 
 
-def model_of(sample, batch) -> str:
-    return batch.once(NAME, lambda: _models(batch)).get(sample.path.parent, "unknown")
+def _range_end(said: dict) -> int | None:
+    hid = said.get("conversationHistoryDeletedRange")
+    ok = isinstance(hid, list) and len(hid) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in hid)
+    return hid[1] if ok and 1 <= hid[0] <= hid[1] else None
+
+
+def task_files(sample, batch) -> tuple[str, tuple[int, ...]]:
+    """The model and Cline's truncations of this task folder (`unknown` and none without its files)."""
+    return batch.once(NAME, lambda: _task_files(batch)).get(sample.path.parent, ("unknown", ()))
 
 
 def _kept(history: list[dict], at: int) -> int:
@@ -136,34 +154,54 @@ def _kept(history: list[dict], at: int) -> int:
     return 0 if stamped and after[0]["ts"] != summary["ts"] + 1 else len(after)
 
 
-def contexts(history: list[dict], notes) -> list[list[dict]]:
-    """The stored messages of each context the model had, a condense ending one (see the module's docstring)."""
+def _still_seen(history: list[dict], at: int) -> list[dict]:
+    """The user messages before `at` that no condense or truncation hid: the task (and the markers of earlier
+    truncations)."""
+    hidden = ("condenseParent", "truncationParent", "isSummary")
+    return [x for x in history[:at] if x["role"] == "user" and not any(x.get(key) for key in hidden)]
+
+
+def contexts(history: list[dict], notes, hidden_ends: tuple[int, ...] = ()) -> list[list[dict]]:
+    """The stored messages of each context the model had, a condense or a truncation ending one (see the module's
+    docstring); `hidden_ends`: where the ranges Cline's truncations hid end."""
+    cut_after = {end + 1 for end in hidden_ends if end + 2 < len(history)}
     out, current, i = [], [], 0
     while i < len(history):
         m = history[i]
-        if not m.get("isSummary"):
+        if m.get("isTruncationMarker"):
+            out.append(current)
+            current = [*_still_seen(history, i), m]
+            notes["cline_truncations_split_into_contexts"] += 1
+        elif m.get("isSummary"):
+            kept = _kept(history, i)
+            out.append(current + history[i + 1 : i + 1 + kept])
+            summary = _common.text([b for b in _blocks(m.get("content")) if b.get("type") == "text"]) or ""
+            current = [*_still_seen(history, i), {"role": "user", "content": summary}]
+            i += kept
+            notes["cline_condenses_split_into_contexts"] += 1
+        else:
             current.append(m)
-            i += 1
-            continue
-        kept = _kept(history, i)
-        out.append(current + history[i + 1 : i + 1 + kept])
-        untagged = (x for x in history[:i] if not x.get("condenseParent") and not x.get("isSummary"))
-        task = [x for x in untagged if x["role"] == "user"]
-        summary = _common.text([b for b in _blocks(m.get("content")) if b.get("type") == "text"]) or ""
-        current = [*task, {"role": "user", "content": summary}]
-        i += 1 + kept
-        notes["cline_condenses_split_into_contexts"] += 1
+        if i in cut_after:
+            out.append(current)
+            current = history[:1]
+            notes["cline_truncations_split_into_contexts"] += 1
+        i += 1
     return [*out, current]
 
 
 def convert(history: list[dict], sample, batch) -> list[dict]:
-    runs = [c for c in map(conversation, contexts(history, batch.notes)) if any(m["role"] == "assistant" for m in c)]
+    model, hidden_ends = task_files(sample, batch)
+    runs = [
+        c
+        for c in map(conversation, contexts(history, batch.notes, hidden_ends))
+        if any(m["role"] == "assistant" for m in c)
+    ]
     if not runs:
         raise _common.Malformed("the conversation holds no turn of the model")
     first = _common.first_user_text(runs[0])
     request = task.group(1).strip() if (task := TASK.search(first)) else first
     task_ = {"task_id": _common.task_id_of(NAME, request), "category": NAME, "request": request}
-    return _common.context_runs(sample.path.parent.name, task_, model_of(sample, batch), runs, sample, batch)
+    return _common.context_runs(sample.path.parent.name, task_, model, runs, sample, batch)
 
 
 def records(sample, batch):

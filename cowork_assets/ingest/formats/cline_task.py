@@ -1,6 +1,6 @@
 """The files Cline and Roo Code keep beside a task's conversation (`ui_messages.json`, `task_metadata.json`,
 `context_history.json`, ...): the extension's own record of the task, read with the conversation they describe
-(`cline`: the model), no records of their own."""
+(`cline`: the model, and the ranges of the history Cline's truncations hid), no records of their own."""
 
 from __future__ import annotations
 
