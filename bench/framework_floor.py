@@ -6,9 +6,9 @@ step's start, outputs and success, a materialization per asset and an evaluation
 look-ups, every event stored in the instance's SQLite files. A batch run, or the corpus refresh, of these assets and
 checks on this storage costs at least as much, whatever the pipeline's own code does.
 
-`python -m bench.framework_floor` compares the instance's storage: the per-batch-run figure on the SQLite instance
-`cowork-curate run` writes (an event log file per run) and on the same instance with Dagster's consolidated SQLite
-event log (one file for every run's events), alternated.
+`python -m bench.framework_floor` compares the instance's storage: the per-batch figures on the SQLite instance
+`cowork-curate run` writes (Dagster's SQLite storages keeping their database engines:
+`dagster_project/sqlite_storage.py`) and on the same files with Dagster's own (`storage: sqlite`), alternated.
 """
 
 import shutil
@@ -81,40 +81,30 @@ def no_work_definitions() -> dg.Definitions:
     )
 
 
-# Dagster's consolidated SQLite event log: one file for every run's events (the default keeps a file per run).
-CONSOLIDATED = """run_storage:
-  module: dagster.core.storage.runs
-  class: SqliteRunStorage
-  config: {{base_dir: "{home}/history"}}
-event_log_storage:
-  module: dagster.core.storage.event_log
-  class: ConsolidatedSqliteEventLogStorage
-  config: {{base_dir: "{home}/history/runs"}}
-schedule_storage:
-  module: dagster.core.storage.schedules
-  class: SqliteScheduleStorage
-  config: {{base_dir: "{home}/schedules"}}
+# Dagster's own SQLite storages, on the same files: each creates a database engine for every connection.
+DAGSTER_SQLITE = """storage:
+  sqlite:
+    base_dir: "{home}"
 """
 
 
-def framework_floor(home: Path, batch_runs: int, consolidated: bool = False) -> dict:
+def framework_floor(home: Path, batch_runs: int, dagster_sqlite: bool = False) -> dict:
     """Seconds Dagster alone takes for a batch run (the mean of `batch_runs` runs after a first one, each a new
     batch partition, one after another in this process), per batch in one run over those `batch_runs` batches, and
     for the corpus jobs once after them, on a fresh instance at `home`, as `cowork-curate run` configures it (with
-    Dagster's consolidated event log if `consolidated`)."""
-    from cowork_cli.runner import INSTANCE_HEADER, INSTANCE_YAML, console_logger, ensure_instance
+    Dagster's own SQLite storages if `dagster_sqlite`)."""
+    from cowork_cli.runner import INSTANCE_HEADER, console_logger, ensure_instance, instance_yaml
     from dagster_project.jobs import BATCH_JOB, CORPUS_JOBS
 
     shutil.rmtree(home, ignore_errors=True)
-    if consolidated:  # a file without the tool's header line: ensure_instance keeps it as it is
+    if dagster_sqlite:  # a file without the tool's header line: ensure_instance keeps it as it is
         home.mkdir(parents=True)
-        config = INSTANCE_YAML.format(home=f'"{home}"').removeprefix(INSTANCE_HEADER)
-        (home / "dagster.yaml").write_text(
-            config.replace(f'storage:\n  sqlite:\n    base_dir: "{home}"\n', CONSOLIDATED.format(home=home))
-        )
+        config = instance_yaml(home).removeprefix(INSTANCE_HEADER)
+        storages = config[config.index("run_storage:") : config.index("run_coordinator:")]
+        (home / "dagster.yaml").write_text(config.replace(storages, DAGSTER_SQLITE.format(home=home.resolve())))
     instance = ensure_instance(home)
-    if consolidated != (type(instance.event_log_storage).__name__ == "ConsolidatedSqliteEventLogStorage"):
-        raise RuntimeError(f"the instance at {home} does not have the event log asked for")
+    if dagster_sqlite != (type(instance.event_log_storage).__name__ == "SqliteEventLogStorage"):
+        raise RuntimeError(f"the instance at {home} does not have the storage asked for")
     defs = no_work_definitions()
     names = [f"floor-{i:03d}" for i in range(batch_runs + 1)]
     instance.add_dynamic_partitions(batches.name, names)
@@ -150,7 +140,11 @@ if __name__ == "__main__":
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as work:  # on the disk the data root is on, not a RAM disk
         for _ in range(args.rounds):
-            for consolidated in (False, True):
-                floor = framework_floor(Path(work) / "home", args.runs, consolidated)
-                name = "consolidated event log" if consolidated else "an event log file per run (the default)"
-                print(f"{name}: {floor['seconds_per_batch_run']:.2f} s per batch run")
+            for dagster_sqlite in (False, True):
+                floor = framework_floor(Path(work) / "home", args.runs, dagster_sqlite)
+                name = "Dagster's own SQLite storages" if dagster_sqlite else "this tool's (engines kept)"
+                print(
+                    f"{name}: {floor['seconds_per_batch_run']:.2f} s per batch run, "
+                    f"{floor['seconds_per_batch_in_one_run']:.2f} s per batch in one run over {args.runs}, "
+                    f"{sum(floor['corpus_runs_seconds'].values()):.2f} s for the corpus jobs"
+                )

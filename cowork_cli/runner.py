@@ -44,10 +44,23 @@ INSTANCE_YAML = (
     + """
 # cowork-curate rewrites this file when it differs from what it would write; delete the line above
 # to keep your own edits.
-# Dagster's own SQLite storage: the UI streams a run's events from it as they are written.
-storage:
-  sqlite:
-    base_dir: {home}
+# Dagster's SQLite storage (the UI streams a run's events from it as they are written; the files of
+# `storage: sqlite`), each keeping its database engines: dagster_project/sqlite_storage.py.
+run_storage:
+  module: dagster_project.sqlite_storage
+  class: KeptEngineSqliteRunStorage
+  config:
+    base_dir: {history}
+event_log_storage:
+  module: dagster_project.sqlite_storage
+  class: KeptEngineSqliteEventLogStorage
+  config:
+    base_dir: {runs}
+schedule_storage:
+  module: dagster_project.sqlite_storage
+  class: KeptEngineSqliteScheduleStorage
+  config:
+    base_dir: {schedules}
 # Runs launched from the UI or by a sensor leave the queue within a second.
 run_coordinator:
   module: dagster.core.run_coordinator
@@ -81,14 +94,20 @@ concurrency:
 )
 
 
+def instance_yaml(home: Path) -> str:
+    """The `dagster.yaml` this tool writes for an instance at `home`: its storages in the folders of Dagster's
+    `storage: sqlite`."""
+    where = {"history": ("history",), "runs": ("history", "runs"), "schedules": ("schedules",)}
+    return INSTANCE_YAML.format(**{key: json.dumps(str(home.resolve().joinpath(*at))) for key, at in where.items()})
+
+
 def ensure_instance(home: Path) -> dg.DagsterInstance:
     """The instance at `home`, created if needed (its `dagster.yaml` brought up to date if this tool wrote
     it). Creation is serialised: two processes creating the SQLite schema at once would corrupt it."""
     home.mkdir(parents=True, exist_ok=True)
     with lease.file_lock(home / ".create.lock"):
-        home_path = json.dumps(str(home.resolve()))
         config = home / "dagster.yaml"
-        wanted = INSTANCE_YAML.format(home=home_path)
+        wanted = instance_yaml(home)
         current = config.read_text() if config.exists() else INSTANCE_HEADER
         if current.startswith(INSTANCE_HEADER) and current != wanted:
             config.write_text(wanted)

@@ -1,5 +1,6 @@
-"""The instance cowork-curate writes: Dagster's own SQLite storage, whose events a reader sees as they are written
-(the UI's run page watches them so), and a run queue that starts launched runs within a second."""
+"""The instance cowork-curate writes: Dagster's SQLite storage (its engines kept: dagster_project/sqlite_storage.py),
+whose events a reader sees as they are written (the UI's run page watches them so), and a run queue that starts
+launched runs within a second."""
 
 import subprocess
 import sys
@@ -31,7 +32,7 @@ two_steps.execute_in_process(instance=dg.DagsterInstance.from_config({home!r}))
 
 def test_a_reader_sees_a_runs_events_while_it_runs(tmp_path):
     instance = ensure_instance(tmp_path / "home")
-    assert type(instance.event_log_storage).__name__ == "SqliteEventLogStorage"  # Dagster's own
+    assert type(instance.event_log_storage).__name__ == "KeptEngineSqliteEventLogStorage"
     run = subprocess.Popen([sys.executable, "-c", RUN.format(home=str(tmp_path / "home"))])
     deadline = time.monotonic() + 60
     while not (records := instance.get_run_records(limit=1)):
@@ -63,7 +64,7 @@ def test_a_reader_sees_a_runs_events_while_it_runs(tmp_path):
 def test_the_instance_yaml_is_dagsters_storage_and_a_quick_queue(tmp_path):
     instance = ensure_instance(tmp_path / "home")
     text = (tmp_path / "home" / "dagster.yaml").read_text()
-    assert text.startswith(INSTANCE_HEADER) and "sqlite:" in text
+    assert text.startswith(INSTANCE_HEADER) and "dagster_project.sqlite_storage" in text
     assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
     assert instance.run_coordinator.dequeue_interval_seconds == 1
     assert isinstance(instance, dg.DagsterInstance)

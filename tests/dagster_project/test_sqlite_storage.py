@@ -1,0 +1,68 @@
+"""The instance's SQLite storages keep their database engines (dagster_project/sqlite_storage.py): the same files as
+Dagster's `storage: sqlite`, so an instance switched to them or back keeps its history, and an engine per file,
+not per connection. These fail when a Dagster upgrade changes the private methods the storages override."""
+
+import dagster as dg
+
+from bench.framework_floor import DAGSTER_SQLITE
+from cowork_cli.runner import INSTANCE_HEADER, ensure_instance
+from dagster_project import sqlite_storage
+
+
+@dg.asset(partitions_def=dg.StaticPartitionsDefinition(["a", "b"]))
+def numbers() -> dg.MaterializeResult:
+    return dg.MaterializeResult(metadata={"n": 1})
+
+
+def _files(home) -> list[str]:
+    return sorted(str(p.relative_to(home)) for p in home.rglob("*.db"))
+
+
+def _materialized(instance: dg.DagsterInstance, partition: str) -> str:
+    result = dg.materialize([numbers], instance=instance, partition_key=partition)
+    assert result.success
+    return result.run_id
+
+
+def _created() -> tuple[int, int, int]:
+    return tuple(e.created for e in (sqlite_storage.engine, sqlite_storage.timed_out, sqlite_storage.index_engine))
+
+
+def test_the_storages_keep_an_engine_per_file_and_the_index_open_on_dagsters_files(tmp_path):
+    home = tmp_path / "home"
+    instance = ensure_instance(home)
+    kinds = {type(s).__name__ for s in (instance.run_storage, instance.event_log_storage, instance.schedule_storage)}
+    assert kinds == {f"KeptEngineSqlite{kind}Storage" for kind in ("Run", "EventLog", "Schedule")}
+    instance.all_instigator_state()  # each storage has connected once
+    before = _created()
+    first = _materialized(instance, "a")
+    # the run's own file takes an engine; runs.db, schedules.db and the index keep theirs for every connection
+    assert [now - then for now, then in zip(_created(), before)] == [0, 1, 0]
+    second = _materialized(instance, "b")
+    assert [now - then for now, then in zip(_created(), before)] == [0, 2, 0]
+    index = sqlite_storage.index_engine(instance.event_log_storage.conn_string_for_shard("index"))
+    assert index.pool.checkedin() == 1  # its connection kept open between uses
+    assert _files(home) == sorted(
+        ["history/runs.db", f"history/runs/{first}.db", f"history/runs/{second}.db", "history/runs/index.db"]
+        + ["schedules/schedules.db"]
+    )
+    instance.dispose()
+    assert index.pool.checkedin() == 0
+
+
+def test_an_instance_switched_between_dagsters_storages_and_these_keeps_its_history(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(DAGSTER_SQLITE.format(home=home))  # no header: a file of the user's own
+    with dg.DagsterInstance.from_config(str(home)) as before:
+        assert type(before.event_log_storage).__name__ == "SqliteEventLogStorage"
+        first = _materialized(before, "a")
+    (home / "dagster.yaml").write_text(INSTANCE_HEADER)  # this tool's, of an older release: rewritten
+    after = ensure_instance(home)
+    assert type(after.event_log_storage).__name__ == "KeptEngineSqliteEventLogStorage"
+    second = _materialized(after, "b")
+    for instance in (after, dg.DagsterInstance.from_config(str(home))):
+        assert {r.dagster_run.run_id for r in instance.get_run_records()} == {first, second}
+        events = instance.fetch_materializations(numbers.key, limit=10).records
+        assert sorted((e.run_id, e.partition_key) for e in events) == sorted([(first, "a"), (second, "b")])
+        assert any(e.dagster_event and e.dagster_event.is_step_success for e in instance.all_logs(first))
