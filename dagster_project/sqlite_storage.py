@@ -27,7 +27,7 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_
 from dagster._core.storage.runs import SqliteRunStorage
 from dagster._core.storage.schedules import SqliteScheduleStorage
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, event, exc
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
@@ -46,6 +46,8 @@ class _Engines:
         with self._lock:
             if (kept := self._engines.pop(conn_string, None)) is None:
                 kept = create_engine(conn_string, **self._options)
+                if not isinstance(kept.pool, NullPool):
+                    _reopened_when_replaced(kept)
                 self.created += 1
             self._engines[conn_string] = kept
             while len(self._engines) > self._size:
@@ -63,6 +65,28 @@ class _Engines:
         for kept in self._engines.values():
             kept.dispose(close=False)
         self._engines.clear()
+
+
+def _reopened_when_replaced(kept: Engine) -> None:
+    """A kept connection is given out only while the file it opened is still the one at its path: a folder deleted
+    and made again (a test's, a wiped instance's) would otherwise have its new index read and written through the
+    old file's connection."""
+    path = kept.url.database
+
+    def inode() -> int | None:
+        try:
+            return os.stat(path).st_ino
+        except FileNotFoundError:
+            return None
+
+    @event.listens_for(kept, "connect")
+    def opened(_dbapi, record) -> None:
+        record.info["inode"] = inode()
+
+    @event.listens_for(kept, "checkout")
+    def given_out(_dbapi, record, _proxy) -> None:
+        if record.info.get("inode") != inode():
+            raise exc.DisconnectionError(f"{path} was replaced: reopening it")  # the pool opens a new connection
 
 
 # A long-lived process (the UI, the daemon) reads many runs' files: the engines of the last 256 are kept.

@@ -34,7 +34,7 @@ def test_the_library_imports_neither_the_command_line_nor_the_orchestration_laye
     assert {m: n for m, n in offenders.items() if n} == {}
 
 
-def test_no_private_dagster_import_but_the_runs_origin_and_a_check_target():
+def test_no_private_dagster_import_but_the_runs_origin_a_check_target_and_the_sqlite_storages():
     private = {
         m: sorted(n for n in names if n.startswith("dagster._"))
         for package in ("cowork_assets", "cowork_cli", "dagster_project")
@@ -49,6 +49,13 @@ def test_no_private_dagster_import_but_the_runs_origin_and_a_check_target():
             "dagster._core.execution.api",
             "dagster._core.remote_origin",
             "dagster._core.types.loadable_target_origin",
+        ],
+        "dagster_project/sqlite_storage.py": [  # no public way to choose how Dagster's SQLite storages connect
+            "dagster._core.storage.event_log",
+            "dagster._core.storage.event_log.sqlite.sqlite_event_log",
+            "dagster._core.storage.runs",
+            "dagster._core.storage.schedules",
+            "dagster._core.storage.sqlite",
         ],
     }
 

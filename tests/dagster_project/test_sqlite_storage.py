@@ -2,11 +2,17 @@
 Dagster's `storage: sqlite`, so an instance switched to them or back keeps its history, and an engine per file,
 not per connection. These fail when a Dagster upgrade changes the private methods the storages override."""
 
+import shutil
+import subprocess
+import sys
+
 import dagster as dg
 
 from bench.framework_floor import DAGSTER_SQLITE
 from cowork_cli.runner import INSTANCE_HEADER, ensure_instance
 from dagster_project import sqlite_storage
+
+SEEN = "import dagster as dg; print(*dg.DagsterInstance.from_config({home!r}).get_dynamic_partitions('batches'))"
 
 
 @dg.asset(partitions_def=dg.StaticPartitionsDefinition(["a", "b"]))
@@ -66,3 +72,19 @@ def test_an_instance_switched_between_dagsters_storages_and_these_keeps_its_hist
         events = instance.fetch_materializations(numbers.key, limit=10).records
         assert sorted((e.run_id, e.partition_key) for e in events) == sorted([(first, "a"), (second, "b")])
         assert any(e.dagster_event and e.dagster_event.is_step_success for e in instance.all_logs(first))
+
+
+def test_an_instance_folder_deleted_and_made_again_is_read_from_its_new_files(tmp_path):
+    """The index's kept connection is to a file: a folder deleted and made again in the same process (a test's, a
+    bench's, a wiped instance's) must not be read or written through the old file's connection, in this process or
+    as another process sees it."""
+    home = tmp_path / "home"
+    for batches in (["a"], ["b", "c"]):
+        shutil.rmtree(home, ignore_errors=True)
+        instance = ensure_instance(home)
+        instance.add_dynamic_partitions("batches", batches)
+        assert instance.get_dynamic_partitions("batches") == batches
+        seen = subprocess.run(
+            [sys.executable, "-c", SEEN.format(home=str(home))], capture_output=True, text=True, check=True
+        )
+        assert seen.stdout.split() == batches
