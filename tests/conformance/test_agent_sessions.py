@@ -698,13 +698,17 @@ def test_a_sliding_window_truncation_ends_a_context_at_the_first_message_it_kept
     ]
     ranged = [said[0], said[1]] + [m | {"conversationHistoryDeletedRange": [2, 3]} for m in said[2:]]
     off = [m | {"conversationHistoryDeletedRange": bad} for m, bad in zip(said, ([2, 7], [2], ["2", 3], [3, 2]))]
+    as_reply = [m | {"role": "assistant"} if m.get("isTruncationMarker") else m for m in roo]  # an early shape
     files = {"tasks/roo/api_conversation_history.json": orjson.dumps(roo)}
+    files |= {"tasks/roo-reply/api_conversation_history.json": orjson.dumps(as_reply)}
     for name, shown in (("cline", ranged), ("whole", off)):
         files |= {f"tasks/{name}/api_conversation_history.json": orjson.dumps(cline)}
         files |= {f"tasks/{name}/ui_messages.json": orjson.dumps(shown)}
     runs, bad, notes = _runs(_batch(tmp_path, files))
-    assert bad == [] and [r["trajectory_id"] for r in runs] == ["cline", "cline#2", "roo", "roo#2", "whole"]
-    cline_before, cline_after, roo_before, roo_after, whole = runs
+    ids = ["cline", "cline#2", "roo", "roo#2", "roo-reply", "roo-reply#2", "whole"]
+    assert bad == [] and [r["trajectory_id"] for r in runs] == ids
+    cline_before, cline_after, roo_before, roo_after, _, roo_reply_after, whole = runs
+    assert roo_reply_after["messages"] == roo_after["messages"]
     for run in (cline_before, roo_before):
         assert _roles(run) == ["user", "assistant", "tool", "assistant", "tool"]
         assert [m["content"] for m in run["messages"][2::2]] == ["A", "B"]
@@ -718,7 +722,7 @@ def test_a_sliding_window_truncation_ends_a_context_at_the_first_message_it_kept
     assert _roles(cline_after) == ["user", "assistant", "tool", "assistant"]
     assert _calls(roo_after["messages"]) == _calls(cline_after["messages"]) == ["read_file"]
     assert _calls(whole["messages"]) == ["read_file"] * 3
-    assert notes["cline_truncations_split_into_contexts"] == 2
+    assert notes["cline_truncations_split_into_contexts"] == 3
 
 
 # --- OpenCode

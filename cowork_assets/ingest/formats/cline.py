@@ -154,6 +154,10 @@ def _kept(history: list[dict], at: int) -> int:
     return 0 if stamped and after[0]["ts"] != summary["ts"] + 1 else len(after)
 
 
+def _text(message: dict) -> str:
+    return _common.text([b for b in _blocks(message.get("content")) if b.get("type") == "text"]) or ""
+
+
 def _still_seen(history: list[dict], at: int) -> list[dict]:
     """The user messages before `at` that no condense or truncation hid: the task (and the markers of earlier
     truncations)."""
@@ -168,15 +172,14 @@ def contexts(history: list[dict], notes, hidden_ends: tuple[int, ...] = ()) -> l
     out, current, i = [], [], 0
     while i < len(history):
         m = history[i]
-        if m.get("isTruncationMarker"):
+        if m.get("isTruncationMarker"):  # read as the user's note whatever its role: never a turn to train
             out.append(current)
-            current = [*_still_seen(history, i), m]
+            current = [*_still_seen(history, i), {"role": "user", "content": _text(m)}]
             notes["cline_truncations_split_into_contexts"] += 1
         elif m.get("isSummary"):
             kept = _kept(history, i)
             out.append(current + history[i + 1 : i + 1 + kept])
-            summary = _common.text([b for b in _blocks(m.get("content")) if b.get("type") == "text"]) or ""
-            current = [*_still_seen(history, i), {"role": "user", "content": summary}]
+            current = [*_still_seen(history, i), {"role": "user", "content": _text(m)}]
             i += kept
             notes["cline_condenses_split_into_contexts"] += 1
         else:
