@@ -99,32 +99,29 @@ index_engine = _Engines(
 os.register_at_fork(after_in_child=lambda: [e.forget() for e in (engine, timed_out, index_engine)])
 
 
-@contextmanager
-def _transaction(conn_string: str) -> Iterator[Connection]:
-    with engine(conn_string).connect() as conn, conn.begin():
-        yield conn
+class _OneFileKeptEngine:
+    """What Dagster's run and schedule storages (one file each, config `base_dir`) change to keep their engine:
+    built as the subclass (Dagster's `from_config_value` builds its own class), connecting through the kept
+    engine."""
 
-
-class KeptEngineSqliteRunStorage(SqliteRunStorage):
-    """Dagster's `SqliteRunStorage` (config `base_dir`), its engine kept."""
+    _conn_string: str
 
     @classmethod
-    def from_config_value(cls, inst_data, config_value) -> KeptEngineSqliteRunStorage:
+    def from_config_value(cls, inst_data, config_value):
         return cls.from_local(inst_data=inst_data, **config_value)
 
+    @contextmanager
     def connect(self) -> Iterator[Connection]:
-        return _transaction(self._conn_string)
+        with engine(self._conn_string).connect() as conn, conn.begin():
+            yield conn
 
 
-class KeptEngineSqliteScheduleStorage(SqliteScheduleStorage):
-    """Dagster's `SqliteScheduleStorage` (config `base_dir`), its engine kept."""
+class KeptEngineSqliteRunStorage(_OneFileKeptEngine, SqliteRunStorage):
+    """Dagster's `SqliteRunStorage`, its engine kept."""
 
-    @classmethod
-    def from_config_value(cls, inst_data, config_value) -> KeptEngineSqliteScheduleStorage:
-        return cls.from_local(inst_data=inst_data, **config_value)
 
-    def connect(self) -> Iterator[Connection]:
-        return _transaction(self._conn_string)
+class KeptEngineSqliteScheduleStorage(_OneFileKeptEngine, SqliteScheduleStorage):
+    """Dagster's `SqliteScheduleStorage`, its engine kept."""
 
 
 class KeptEngineSqliteEventLogStorage(SqliteEventLogStorage):

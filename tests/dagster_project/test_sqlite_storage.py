@@ -36,11 +36,13 @@ def _created() -> tuple[int, int, int]:
 
 def test_the_storages_keep_an_engine_per_file_and_the_index_open_on_dagsters_files(tmp_path):
     home = tmp_path / "home"
+    start = _created()
     instance = ensure_instance(home)
     kinds = {type(s).__name__ for s in (instance.run_storage, instance.event_log_storage, instance.schedule_storage)}
     assert kinds == {f"KeptEngineSqlite{kind}Storage" for kind in ("Run", "EventLog", "Schedule")}
-    instance.all_instigator_state()  # each storage has connected once
+    instance.all_instigator_state()  # each storage has connected: runs.db, schedules.db, the index
     before = _created()
+    assert [now - then for now, then in zip(before, start)] == [2, 0, 1]
     first = _materialized(instance, "a")
     # the run's own file takes an engine; runs.db, schedules.db and the index keep theirs for every connection
     assert [now - then for now, then in zip(_created(), before)] == [0, 1, 0]
