@@ -13,7 +13,7 @@ from cowork_assets.curation.budget import count, template_markup, trim
 from cowork_assets.curation.schemas import CuratedMessages, EvidenceAudit, EvidenceRollup, SampleStats
 from cowork_assets.curation.secrets import Detector
 from cowork_assets.curation.terminal import normalised
-from cowork_assets.curation.truncate import Shown, cores, cut, long_observations
+from cowork_assets.curation.truncate import VALUE, Shown, cores, cut, long_observations
 from cowork_assets.evidence.locate import shown
 from cowork_assets.ingest.formats import coding_categories
 from cowork_assets.settings import CurationSettings
@@ -85,7 +85,6 @@ def curate_chunk(
         )
         for s in names()
     }
-    survives = {s: before_use.survival(cuts[s]) for s in names()}
     # The budget: each trajectory's is its category's (settings.budgets).
     budgets = trajectories.select("trajectory_id", "category").join(
         settings.budgets(trajectories["category"], coding_categories()), on="category", how="left"
@@ -150,7 +149,7 @@ def curate_chunk(
 
     # What the budget took: dropped samples lose everything; trimmed ones are re-checked.
     final_cuts = curated.filter(pl.col("truncated") | pl.col("trimmed")).select(*KEY, "kept_spans")
-    survives["final"] = before_use.survival(final_cuts)
+    survives = before_use.survival(cuts | {"final": final_cuts})
     audit = _audit(batch, evidence, survives, stats, settings.truncation_strategy)
     curated = normalised(curated, KEY)  # last: the cuts and the trim render from the original text
     curated, redactions = redact.apply(curated, found, batch)
@@ -226,19 +225,15 @@ def _sample_stats(batch, trajectories, cuts, totals, verdict) -> pl.DataFrame:
     return stats.with_columns(batch=pl.lit(batch)).select(polars_schema(SampleStats).names())
 
 
-def _audit(batch, evidence, survives, stats, strategy) -> pl.DataFrame:
-    audit = evidence
-    for name, frame in survives.items():
-        audit = audit.join(
-            frame.rename({"survives": f"survives_{name}"}),
-            on=["trajectory_id", "norm"],
-            how="left",
-            maintain_order="left",
-        )
+def _audit(batch, evidence, survives: pl.DataFrame, stats, strategy) -> pl.DataFrame:
+    """The evidence items with what each cut (`survives_<name>` of `survives`: the strategies' and the final one)
+    and the budget lost."""
+    audit = evidence.join(survives, on=VALUE, how="left", maintain_order="left")
+    cuts = [c.removeprefix("survives_") for c in survives.columns if c.startswith("survives_")]
     at_risk = pl.col("status") == "at_risk"
-    lost = {name: at_risk & ~pl.col(f"survives_{name}").fill_null(False) for name in survives}
+    lost = {name: at_risk & ~pl.col(f"survives_{name}").fill_null(False) for name in cuts}
     dropped = stats.filter(pl.col("verdict") == "dropped").select("trajectory_id", dropped=pl.lit(True))
-    strategies = [name for name in survives if name != "final"]
+    strategies = [name for name in cuts if name != "final"]
     return (
         audit.join(dropped, on="trajectory_id", how="left", maintain_order="left")
         .with_columns(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import polars as pl
 
 from cowork_assets.curation.schemas import TruncationSweep
-from cowork_assets.curation.truncate import Shown, kept_spans, observations
+from cowork_assets.curation.truncate import KEY, Shown, kept_spans, observations
 from cowork_assets.evidence.locate import shown
 from cowork_assets.markdown import Markdown
 from cowork_assets.store.models import polars_schema
@@ -52,16 +52,18 @@ def sweep(
         orient="row",
     ).with_row_index("config")
     before_use = Shown(occurrences)
-    taken, gone = [], []
+    cuts, spans = [], []  # per configuration: what it keeps of each long observation; the spans it keeps
     for config, name, n in configs.iter_rows():
         module, long, tag = registry()[name], every.filter(pl.col("shown") > n), pl.lit(config, pl.UInt32)
         if getattr(module, "KEEPS_ALL_EVIDENCE", False):  # loses nothing: only its characters are needed
             found = long.with_columns(kept=module.kept_chars(long, n, evidence_context_chars)["kept_chars"])
         else:
             found = kept_spans(long, name, n, evidence_context_chars).with_columns(kept=span_chars.list.sum())
-            gone.append(before_use.lost(found).with_columns(config=tag))
-        taken.append(found.group_by("category").agg(taken=(pl.col("length") - pl.col("kept")).sum(), config=tag))
-    return _tally(every, items, before_use.counts, configs, pl.concat(taken), pl.concat(gone))
+            spans.append(found.select(*KEY, "kept_spans", config=tag))
+        cuts.append(found.select("category", "length", "kept", config=tag))
+    taken = pl.concat(cuts).group_by("category", "config").agg(taken=(pl.col("length") - pl.col("kept")).sum())
+    gone = before_use.lost(pl.concat(spans), by=("config",))
+    return _tally(every, items, before_use.counts, configs, taken, gone)
 
 
 def _tally(

@@ -10,6 +10,7 @@ from cowork_assets.truncation.spans import MARKER, MARKER_RE, SPAN
 from cowork_assets.truncation.strategies import strategy
 
 KEY = ["trajectory_id", "message_index"]
+VALUE = ["trajectory_id", "norm"]  # an evidence value of a trajectory
 CUT_SCHEMA = {
     "trajectory_id": pl.String,
     "message_index": pl.Int32,
@@ -141,35 +142,37 @@ class Shown:
         occurrences = occurrences.with_row_index("occurrence")
         self.messages = occurrences.select(KEY).unique().with_row_index("message")  # the messages showing any
         self.places = occurrences.join(self.messages, on=KEY).select("occurrence", "message", "offset", "length")
-        self.values = occurrences.select("occurrence", "trajectory_id", "norm")
-        self.counts = occurrences.group_by("trajectory_id", "norm").agg(occurrences=pl.len())
+        self.values = occurrences.select("occurrence", *VALUE)
+        self.counts = occurrences.group_by(VALUE).agg(occurrences=pl.len())
 
-    def survival(self, cuts: pl.DataFrame) -> pl.DataFrame:
-        """Per (trajectory_id, norm): does any occurrence lie wholly in text `cuts` keeps (or in a message it
-        leaves whole)?"""
-        gone = self.lost(cuts).with_columns(gone=pl.lit(True))
-        return self.counts.join(gone, on=["trajectory_id", "norm"], how="left").select(
-            "trajectory_id", "norm", survives=pl.col("gone").is_null()
+    def survival(self, cuts: dict[str, pl.DataFrame]) -> pl.DataFrame:
+        """Per (trajectory_id, norm) shown, `survives_<name>` for each cut of `cuts`: does any occurrence lie wholly
+        in text the cut keeps (or in a message it leaves whole)? The cuts are tested together."""
+        spans = pl.concat([c.select(*KEY, "kept_spans", cut=pl.lit(name)) for name, c in cuts.items()])
+        lost = self.lost(spans, by=("cut",)).group_by(VALUE).agg(lost=pl.col("cut"))
+        return self.counts.join(lost, on=VALUE, how="left").select(
+            *VALUE, **{f"survives_{name}": ~pl.col("lost").list.contains(name).fill_null(False) for name in cuts}
         )
 
-    def lost(self, cuts: pl.DataFrame) -> pl.DataFrame:
+    def lost(self, cuts: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
         """The (trajectory_id, norm) whose every occurrence `cuts` removes: each lies in a cut message and in none
-        of its kept spans. Only the cut messages that show a value are looked at: the others cannot lose one."""
+        of its kept spans; per value of the `by` columns when `cuts` holds several cuts. Only the cut messages that
+        show a value are looked at: the others cannot lose one."""
         inside = (pl.col("start") <= pl.col("offset")) & (pl.col("offset") + pl.col("length") <= pl.col("end"))
-        spans = cuts.join(self.messages, on=KEY).select("message", "kept_spans")
-        removed = (
-            self.places.join(spans, on="message")
+        spans = cuts.lazy().join(self.messages.lazy(), on=KEY).select(*by, "message", "kept_spans")
+        return (
+            self.places.lazy()
+            .join(spans, on="message")
             .explode("kept_spans")
             .unnest("kept_spans")
-            .group_by("occurrence")
+            .group_by(*by, "occurrence")
             .agg(kept=inside.fill_null(False).any())
             .filter(~pl.col("kept"))
-        )
-        return (
-            removed.join(self.values, on="occurrence")
-            .group_by("trajectory_id", "norm")
+            .join(self.values.lazy(), on="occurrence")
+            .group_by(*by, *VALUE)
             .agg(removed=pl.len())
-            .join(self.counts, on=["trajectory_id", "norm"])
+            .join(self.counts.lazy(), on=VALUE)
             .filter(pl.col("removed") == pl.col("occurrences"))
-            .select("trajectory_id", "norm")
+            .select(*by, *VALUE)
+            .collect()
         )

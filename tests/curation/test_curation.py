@@ -163,15 +163,21 @@ def test_a_value_survives_while_any_occurrence_before_use_is_kept():
         schema_overrides={"message_index": pl.Int32, "kept_spans": pl.List(span)},
     )
     shown = Shown(occurrences)
-    assert sorted(shown.survival(cuts).rows()) == [
-        ("t", "gone", False),
-        ("t", "kept", True),
-        ("t", "whole", True),
-        ("u", "edge", False),
+    # Several cuts tested together: this one, one that leaves message 2 whole, and one that cuts nothing.
+    survival = shown.survival({"a": cuts, "b": cuts.filter(pl.col("message_index") == 4), "none": cuts.clear()})
+    assert survival.columns == ["trajectory_id", "norm", "survives_a", "survives_b", "survives_none"]
+    assert sorted(survival.rows()) == [
+        ("t", "gone", False, True, True),
+        ("t", "kept", True, True, True),
+        ("t", "whole", True, True, True),
+        ("u", "edge", False, True, True),
     ]
-    # The same index tests another cut: one that leaves message 2 whole.
     assert sorted(shown.lost(cuts.filter(pl.col("message_index") == 4)).rows()) == []
     assert sorted(shown.lost(cuts).rows()) == [("t", "gone"), ("u", "edge")]
+    both = pl.concat(
+        [cuts.with_columns(cut=pl.lit(1)), cuts.filter(pl.col("message_index") == 2).with_columns(cut=pl.lit(2))]
+    )
+    assert sorted(shown.lost(both, by=("cut",)).rows()) == [(1, "t", "gone"), (1, "u", "edge"), (2, "u", "edge")]
 
 
 def test_drop_policy_drops_and_loses_every_item():
