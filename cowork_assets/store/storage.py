@@ -392,6 +392,39 @@ def parquet_rows(location: str | list[str]) -> int:
     return pl.scan_parquet(location).select(pl.len()).collect().item() if location else 0
 
 
+# (file, size, modification time in ns) -> its rows: the footers of files that have not changed are read once a process.
+_FOOTER_ROWS: dict[tuple[str, int, int], int] = {}
+_FOOTER_ROWS_KEPT = 100_000
+
+
+def stamps(files: list[str]) -> dict[str, tuple[int, int]]:
+    """(size, modification time in ns) of each of `files` (all in one filesystem) that is there: a stat each, or
+    a listing request each in an object store; a footer read costs several."""
+    if not files:
+        return {}
+    fs = filesystem(files[0])[0]
+    infos = fs.get_file_info([filesystem(f)[1] for f in files])
+    return {f: (i.size, i.mtime_ns) for f, i in zip(files, infos) if i.type == pafs.FileType.File}
+
+
+def footer_rows(file: str, stamp: tuple[int, int]) -> int | None:
+    """Rows of a Parquet file from its footer, read once while it keeps its `stamp` (`stamps`: a file is only ever
+    replaced whole, and a new one differs in size or time); None when it is gone. For figures shown, not for
+    decisions: a rewrite of the same size within the filesystem's time resolution would read as the old file."""
+    key = (file, *stamp)
+    if key not in _FOOTER_ROWS:
+        fs, path = filesystem(file)
+        try:
+            with fs.open_input_file(path) as f:
+                rows = pq.read_metadata(f).num_rows
+        except (OSError, pa.ArrowException):  # gone since it was stamped, or not Parquet: as none
+            return None
+        if len(_FOOTER_ROWS) >= _FOOTER_ROWS_KEPT:
+            _FOOTER_ROWS.clear()
+        _FOOTER_ROWS[key] = rows
+    return _FOOTER_ROWS[key]
+
+
 def iter_chunks(location: str, columns: list[str] | None = None, rows: int = 25_000) -> Iterator[pl.DataFrame]:
     """A Parquet file `rows` rows at a time, wherever it lives (polars' streaming reader: a third of
     the time pyarrow's row-group reads take), JSON fields as strings (`plain`)."""

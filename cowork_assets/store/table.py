@@ -10,7 +10,6 @@ object store. Each stage declares its tables in its `schemas.py`, beside their m
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from contextlib import suppress
 from dataclasses import dataclass
 from typing import Literal
 
@@ -109,8 +108,9 @@ class Table:
 
     def rows_of_other_batches(self, root: str, batch: str) -> int:
         """Rows of every other batch's file: the one a run of it is writing aside if there is one (batches run side
-        by side), else its file in `tables/`. Metadata only: a file moved or removed meanwhile counts as its other
-        copy, or as none."""
+        by side), else its file in `tables/`. From the files' footers, each read once while the file is unchanged (a
+        run over many batches would read O(batches) footers for each); a file moved or removed meanwhile counts as
+        its other copy, or as none."""
         committed = {n.removeprefix("batch=") for n in storage.list_names(self.folder(root), directories=True)}
         in_progress = aside.in_progress(root)
         copies = [
@@ -120,12 +120,8 @@ class Table:
             ]
             for other in sorted((committed | set(in_progress)) - {batch})
         ]
-        # The settled batches' footers in one read (a read each made every batch run's metadata O(batches)); a file
-        # gone meanwhile fails it, and each batch is then read on its own.
-        settled = [files[0] for files in copies if len(files) == 1]
-        with suppress(OSError, pl.exceptions.PolarsError):
-            return storage.parquet_rows(settled) + sum(_first_rows(files) for files in copies if len(files) > 1)
-        return sum(_first_rows(files) for files in copies)
+        there = storage.stamps([f for files in copies for f in files])
+        return sum(_first_rows(files, there) for files in copies)
 
     def chunks(self, root: str, batch: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
         """A per-trajectory table of a batch, whole trajectories a chunk at a time (`storage.trajectory_chunks`)."""
@@ -170,14 +166,10 @@ class Table:
         return storage.ParquetSink(self.file(root, part), arrow_schema(self.model))
 
 
-def _first_rows(files: list[str]) -> int:
-    """Rows of the first of `files` there is (none: 0)."""
-    for f in files:
-        try:
-            return storage.parquet_rows(f)
-        except (OSError, pl.exceptions.PolarsError):  # not there (any more): its next copy
-            continue
-    return 0
+def _first_rows(files: list[str], there: dict[str, tuple[int, int]]) -> int:
+    """Rows of the first of `files` there is (`there`: their stamps; none: 0)."""
+    found = (storage.footer_rows(f, there[f]) for f in files if f in there)
+    return next((rows for rows in found if rows is not None), 0)
 
 
 def _noted_corpus(location: str) -> str | None:

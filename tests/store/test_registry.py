@@ -1,7 +1,10 @@
 """The registry's row counts across batches, as a batch run's metadata reports them (`rows_all_batches`)."""
 
+import os
+
 import polars as pl
 
+from cowork_assets.store import storage
 from cowork_assets.store.registry import TABLES
 
 SCHEMA = {"batch": pl.String, "raw_file": pl.String, "reason": pl.String}
@@ -25,3 +28,30 @@ def test_the_rows_of_other_batches_are_their_committed_files_or_the_copy_a_run_i
     # A file gone between the listing and the read (a batch dropped meanwhile) counts as none, the others still count.
     (tmp_path / "tables" / "skipped_inputs" / "batch=d" / "data.parquet").unlink()
     assert table.rows_of_other_batches(str(tmp_path), "a") == 2 + 16
+
+
+def test_a_footer_is_read_once_while_its_file_is_unchanged_and_again_once_it_is_replaced(tmp_path, monkeypatch):
+    table, folder = TABLES["skipped_inputs"], tmp_path / "tables" / "skipped_inputs"
+    for batch, rows in {"a": 1, "b": 2, "c": 4}.items():
+        _write(folder / f"batch={batch}" / "data.parquet", rows)
+    read = []
+    metadata = storage.pq.read_metadata
+    monkeypatch.setattr(storage.pq, "read_metadata", lambda f: read.append(f) or metadata(f))
+    assert table.rows_of_other_batches(str(tmp_path), "a") == 2 + 4
+    assert len(read) == 2
+    assert table.rows_of_other_batches(str(tmp_path), "c") == 1 + 2  # b's footer is known: a's alone is read
+    assert table.rows_of_other_batches(str(tmp_path), "a") == 2 + 4
+    assert len(read) == 3
+    # A batch redone: its file replaced by one of other rows is read anew.
+    replaced = folder / "batch=b" / "data.parquet"
+    _write(replaced.with_suffix(".tmp"), 32)
+    os.replace(replaced.with_suffix(".tmp"), replaced)
+    assert table.rows_of_other_batches(str(tmp_path), "a") == 32 + 4
+    assert len(read) == 4
+    # A file that is not Parquet counts as none; so does one gone after it was stamped.
+    (folder / "batch=c" / "data.parquet").write_bytes(b"not parquet")
+    assert table.rows_of_other_batches(str(tmp_path), "a") == 32
+    stamp = storage.stamps([str(replaced)])[str(replaced)]
+    replaced.unlink()
+    assert storage.stamps([str(replaced)]) == {}
+    assert storage.footer_rows(str(replaced), (stamp[0] + 1, stamp[1])) is None
