@@ -433,23 +433,25 @@ def iter_chunks(location: str, columns: list[str] | None = None, rows: int = 25_
         yield plain(chunk)
 
 
-def trajectory_chunks(location: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
+def trajectory_chunks(location: str, columns: list[str] | None = None, rows: int = 25_000) -> Iterator[pl.DataFrame]:
     """Chunks of a per-trajectory table, re-cut so no trajectory is split across two chunks.
 
-    Tables are written in trajectory order, so rows of one trajectory are contiguous; a trajectory
-    that straddles a chunk boundary is carried into the next chunk.
+    Tables are written in trajectory order, so rows of one trajectory are contiguous. A chunk read is held until
+    the next one comes: then all but its last trajectory are yielded, and that one is carried into the next. The
+    last chunk is yielded whole, so a table of one chunk is one chunk (each costs every stage its fixed work).
     """
-    carry: pl.DataFrame | None = None
-    for frame in iter_chunks(location, columns):
-        if carry is not None:
-            frame = pl.concat([carry, frame])
-        ids = frame["trajectory_id"]
-        start = frame.height - (ids.reverse() != ids[-1]).arg_max() if (ids != ids[-1]).any() else 0
-        carry = frame.slice(start)
+    held: pl.DataFrame | None = None
+    for frame in iter_chunks(location, columns, rows):
+        if held is None or held.is_empty():
+            held = frame
+            continue
+        ids = held["trajectory_id"]
+        start = held.height - (ids.reverse() != ids[-1]).arg_max() if (ids != ids[-1]).any() else 0
         if start:
-            yield frame.slice(0, start)
-    if carry is not None and carry.height:
-        yield carry
+            yield held.slice(0, start)
+        held = pl.concat([held.slice(start), frame])
+    if held is not None and held.height:
+        yield held
 
 
 def local_root(data_root: str) -> Path:
