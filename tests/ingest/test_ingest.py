@@ -274,11 +274,18 @@ def test_empty_batch_writes_empty_tables(tmp_path):
     assert all(TABLES[t].read(tmp_path / "out", "b").height == 0 for t in BATCH_TABLES)
 
 
-def test_schema_validation_reports_every_failure_with_its_row_in_the_file(tmp_path):
+@pytest.mark.parametrize("in_memory", [True, False], ids=["read", "scanned"])
+def test_schema_validation_reports_every_failure_with_its_row_in_the_file(tmp_path, monkeypatch, in_memory):
     import pyarrow.parquet as pq
 
     from cowork_assets.ingest.schemas import Messages, Trajectories
+    from cowork_assets.store import models
     from cowork_assets.store.models import polars_schema, validate_table
+
+    # A small file is validated in memory, a large one over a scan: the same failures either way.
+    monkeypatch.setattr(models, "IN_MEMORY_BYTES", models.IN_MEMORY_BYTES if in_memory else 0)
+    read, original = [], pl.read_parquet
+    monkeypatch.setattr(pl, "read_parquet", lambda *a, **k: read.append(a) or original(*a, **k))
 
     good = {
         "batch": "b",
@@ -330,6 +337,7 @@ def test_schema_validation_reports_every_failure_with_its_row_in_the_file(tmp_pa
     assert failures.select("check", "column", "index").rows() == [
         ("field_uniqueness", "trajectory_id", i) for i in (0, 1)
     ]
+    assert len(read) == (5 if in_memory else 0)
 
 
 def test_keyed_rows_are_read_from_their_own_batch_in_the_order_asked(tmp_path, monkeypatch):
