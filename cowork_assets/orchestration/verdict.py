@@ -183,10 +183,21 @@ def failed_checks(instance: dg.DagsterInstance, run_id: str | None, batch: str) 
     }
 
 
+# run_id -> (where the last read stopped, the check evaluations read so far), for the runs looked at last.
+_READ: dict[str, tuple[str | None, list[dg.AssetCheckEvaluation]]] = {}
+_RUNS_KEPT = 8
+
+
 def _evaluations(instance: dg.DagsterInstance, run_id: str, batch: str) -> list[dg.AssetCheckEvaluation]:
-    """The run's check evaluations of the batch (a run may process several batches, each its own partition)."""
-    evaluations = (e.asset_check_evaluation for e in instance.all_logs(run_id, of_type=CHECK_EVALUATION))
-    return [e for e in evaluations if e is not None and e.partition in (batch, None)]
+    """The run's check evaluations of the batch (a run may process several batches, each its own partition). A run's
+    log is read on from where the last look at it stopped: a run over many batches looks once per batch."""
+    cursor, seen = _READ.pop(run_id, (None, []))
+    found = instance.get_records_for_run(run_id, cursor=cursor, of_type=CHECK_EVALUATION)
+    seen += [e for r in found.records if (e := r.event_log_entry.asset_check_evaluation) is not None]
+    _READ[run_id] = (found.cursor, seen)
+    while len(_READ) > _RUNS_KEPT:
+        del _READ[next(iter(_READ))]
+    return [e for e in seen if e.partition in (batch, None)]
 
 
 def failed_batches(instance: dg.DagsterInstance, batches: list[str]) -> list[str]:
