@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import orjson
@@ -77,8 +78,22 @@ def files_of(entries: list[str]) -> list[Path]:
 
 
 def load(entries: list[str]) -> pl.DataFrame:
-    """benchmark, task_id, side (`test` held out, `train` the training side), text, source: every list entry."""
-    rows = [row for path in files_of(entries) for row in _rows(path)]
+    """benchmark, task_id, side (`test` held out, `train` the training side), text, source: every list entry. Read
+    once while the files stay as they were (every batch looks them up)."""
+    return _load(tuple((path, *_stamp(path)) for path in files_of(entries)))
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    try:
+        found = path.stat()
+    except OSError:  # reading it says why
+        return (-1, -1)
+    return (found.st_size, found.st_mtime_ns)
+
+
+@lru_cache(maxsize=8)
+def _load(files: tuple[tuple[Path, int, int], ...]) -> pl.DataFrame:
+    rows = [row for path, *_ in files for row in _rows(path)]
     frame = pl.DataFrame(rows, schema=LISTS_SCHEMA, orient="row")
     return frame.unique(["task_id", "side"], keep="first", maintain_order=True)
 

@@ -63,6 +63,10 @@ def test_lists_of_ids_name_their_benchmark_and_id_scheme(tmp_path):
         ("tau2", "tau2-mock-1", "train"),
         ("tau2", "tau2-mock-2", "test"),
     ]
+    # Read once while the files stay as they are: a list edited, or added, is read anew.
+    assert load([str(tmp_path)]) is load([str(tmp_path)])
+    (tmp_path / "mine.json").write_text(json.dumps({"benchmark": "internal", "task_id": "tasks-{id}", "ids": [8]}))
+    assert {"tasks-8"} == set(load([str(tmp_path)]).filter(pl.col("benchmark") == "internal")["task_id"])
     (tmp_path / "broken.json").write_text("{not json")
     with pytest.raises(HoldoutError, match="broken.json cannot be read"):
         load([str(tmp_path)])
