@@ -19,6 +19,7 @@ from tests.live_ui import REPOSITORY, dagster_dev, graphql
 
 BACKFILL = """mutation($p: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $p) {
   __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message } } }"""
+FINISHED = ("COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED")
 LAUNCH = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) { __typename
   ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } } }"""
 
@@ -56,14 +57,13 @@ def test_a_backfill_of_every_task_bucket_is_one_run(live):
     runs = []
     while time.monotonic() < deadline and server.poll() is None:
         runs = instance.get_run_records(dg.RunsFilter(tags={"dagster/backfill": backfill}))
-        finished = ("COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED")
-        if (
-            runs
-            and all(r.dagster_run.is_finished for r in runs)
-            and instance.get_backfill(backfill).status.value in finished
-        ):
+        # Done once it has submitted its last bucket (or is marked completed: the daemon does so only at its next
+        # tick, 30 s on) and its runs have finished.
+        state = instance.get_backfill(backfill)
+        submitted = state.last_submitted_partition_name == BUCKETS[-1] or state.status.value in FINISHED
+        if runs and submitted and all(r.dagster_run.is_finished for r in runs):
             break
-        time.sleep(2)
+        time.sleep(1)
     assert len(runs) == 1, [r.dagster_run.tags for r in runs]
     run = runs[0].dagster_run
     assert run.status == dg.DagsterRunStatus.SUCCESS
