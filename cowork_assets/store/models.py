@@ -52,8 +52,9 @@ def validate_table(location: str, model: type[pa.DataFrameModel]) -> tuple[int, 
     only the columns it needs, so memory stays bounded and long text columns are not loaded just to confirm a type
     the file's schema already states.
     """
-    size = storage.stamps([location]).get(location, (IN_MEMORY_BYTES + 1,))[0]
-    frame = pl.read_parquet(location).lazy() if size <= IN_MEMORY_BYTES else pl.scan_parquet(location)
+    size, _ = storage.stamps([location]).get(location, (None, None))  # none: the scan says why
+    small = size is not None and size <= IN_MEMORY_BYTES
+    frame = pl.read_parquet(location).lazy() if small else pl.scan_parquet(location)
     rows = frame.select(pl.len()).collect().item()
     with config_context(validation_depth=ValidationDepth.SCHEMA_AND_DATA):
         try:
