@@ -90,8 +90,14 @@ def code_version(*modules: str) -> str:
     files = sorted({f for m in modules for path in source_closure(m) for f in (path, *_read_by(path))})
     digest = hashlib.sha256()
     for path in files:
-        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + _file_digest(path))
     return digest.hexdigest()[:12]
+
+
+@cache
+def _file_digest(path: Path) -> bytes:
+    """A file's hash, read once per process: the assets' versions share most of their files."""
+    return hashlib.sha256(path.read_bytes()).digest()
 
 
 def batch_code_version() -> str:
