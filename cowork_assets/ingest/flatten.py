@@ -9,6 +9,7 @@ per distinct task package (its canonical hash).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import re
 import tempfile
@@ -18,6 +19,7 @@ from functools import lru_cache
 import duckdb
 import orjson
 import polars as pl
+import pyarrow as pa
 
 from cowork_assets.ingest.contract import Trajectory, columnar_schema
 from cowork_assets.ingest.schemas import Messages, ToolCalls, Trajectories
@@ -106,7 +108,9 @@ PACKAGE_SCHEMA = {
 
 def _parse_packages(task_jsons: Sequence[str]) -> pl.DataFrame:
     """One row per task JSON: its hash and its parts (free-form parts as JSON strings)."""
-    columns: dict[str, list] = {name: [] for name in PACKAGE_SCHEMA}
+    scalars = {name: dtype for name, dtype in PACKAGE_SCHEMA.items() if name != "check_types"}
+    columns: dict[str, list] = {name: [] for name in scalars}
+    check_types: list[str] = []  # every package's, one after another: a list per row is built element by element
     for text in task_jsons:
         task = orjson.loads(text)
         tools, checks = task.get("tools") or [], task.get("checks") or []
@@ -120,11 +124,15 @@ def _parse_packages(task_jsons: Sequence[str]) -> pl.DataFrame:
             orjson.dumps(checks).decode(),
             len(tools),
             len(checks),
-            [c["type"] for c in checks],
         )
         for column, value in zip(columns.values(), row):
             column.append(value)
-    return pl.DataFrame(columns, schema=PACKAGE_SCHEMA)
+        check_types += [c["type"] for c in checks]
+    offsets = pa.array(list(itertools.accumulate(columns["n_checks"], initial=0)), pa.int32())
+    lists = pa.ListArray.from_arrays(offsets, pa.array(check_types, pa.string()))
+    return pl.DataFrame(columns, schema=scalars).with_columns(
+        check_types=pl.Series(lists, dtype=PACKAGE_SCHEMA["check_types"])
+    )
 
 
 class TaskPackages:
