@@ -61,10 +61,15 @@ def _excluded(settings: CurateSettings, dataset: str) -> pl.DataFrame:
     return found.filter(pl.col("dataset") == dataset)
 
 
+def _corpus_held_out(settings: CurateSettings) -> pl.DataFrame:
+    """The corpus's tasks held out by the benchmark lists (`selection.holdout.held_out`), found once per corpus."""
+    return corpus_held_out(settings.root, settings.holdout, settings.holdout_overlap, verdict.corpus_version(settings))
+
+
 def _held_out(settings: CurateSettings) -> list[str]:
     """Every task no dataset may hold: the lists' test tasks, and the corpus's tasks held out as near duplicates."""
     listed = load(settings.holdout).filter(pl.col("side") == "test")["task_id"]
-    found = corpus_held_out(settings.root, settings.holdout, settings.holdout_overlap)["task_id"]
+    found = _corpus_held_out(settings)["task_id"]
     return sorted(set(listed) | set(found))
 
 
@@ -261,7 +266,7 @@ def rl_rollout_rows(context: dg.AssetExecutionContext, settings: CurateSettings)
         runs = runs.filter(pl.col("teacher_role") == settings.rl_rollout_role)
     # Runs of held-out tasks, and of held-back batches, are left out; found here, not read from exclusions, which
     # rollouts do not wait for.
-    held = corpus_held_out(settings.root, settings.holdout, settings.holdout_overlap).select("task_id")
+    held = _corpus_held_out(settings).select("task_id")
     runs = first_batch_rows(runs.collect()).join(held, on="task_id", how="anti")
     held_back = verdict.corpus_now(context.instance, settings, deep=False).held_back
     runs = runs.filter(~pl.col("batch").is_in(list(held_back)))
@@ -443,7 +448,10 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
         if refused := pub.shrink_refused(settings.root, dataset, rows, settings.max_shrink):
             raise dg.Failure(f"{dataset} not published: {refused}")
         now = pub.current_rows(settings.root, dataset)
-        inputs = {**card_inputs(settings, dataset, candidate, rows), "previous_rows": now[1] if now else None}
+        inputs = {
+            **card_inputs(settings, dataset, candidate, rows, _corpus_held_out(settings)),
+            "previous_rows": now[1] if now else None,
+        }
         inputs["batches"] = corpus.card()
         examples = trace_examples(candidate) if described.trace_examples else {}  # before publishing moves the files
         cards = {}

@@ -9,7 +9,6 @@ from cowork_assets.curation.sweep import totals
 from cowork_assets.datasets.schemas import PUBLISHED
 from cowork_assets.holdouts import load, shipped
 from cowork_assets.ingest.formats import coding_categories
-from cowork_assets.selection.holdout import corpus_held_out
 from cowork_assets.selection.schemas import CRITERIA
 from cowork_assets.settings import Settings
 from cowork_assets.store.registry import TABLES
@@ -20,13 +19,12 @@ def _count(frame: pl.LazyFrame) -> int:
     return frame.select(pl.len()).collect().item()
 
 
-def funnel(settings: Settings, dataset: str, published: int) -> list[tuple[str, int]]:
+def funnel(settings: Settings, dataset: str, published: int, held: pl.DataFrame) -> list[tuple[str, int]]:
     described = PUBLISHED[dataset]
     parsed = _count(TABLES["trajectories"].scan(settings.root))
     if described.exclusions is None:  # not selected (rollouts): exclusions may not even exist yet when it publishes
-        held = corpus_held_out(settings.root, settings.holdout, settings.holdout_overlap).select("task_id")
         runs = TABLES["trajectories"].scan(settings.root).select("task_id")
-        kept = _count(runs.join(held.lazy(), on="task_id", how="anti"))
+        kept = _count(runs.join(held.lazy().select("task_id"), on="task_id", how="anti"))
         return [("parsed trajectories", parsed), ("after holdout", kept), ("published rollouts", published)]
     exclusions = TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == described.exclusions)
     if described.rows == "tasks":
@@ -131,11 +129,10 @@ def redactions(files: list[str]) -> list[dict]:
 UNLISTED_BENCHMARKS = ("SWE-bench (full test set)", "SWE-bench Multimodal", "tau-bench", "Terminal-Bench")
 
 
-def decontamination(settings: Settings) -> dict:
+def decontamination(settings: Settings, held: pl.DataFrame) -> dict:
     """Each benchmark the `holdout` lists check (its test tasks, the corpus's runs held out by id and by text), and
     the benchmarks not checked: shipped lists not named, and well-known ones no list covers."""
     lists = load(settings.holdout)
-    held = corpus_held_out(settings.root, settings.holdout, settings.holdout_overlap)
     runs = TABLES["trajectories"].scan(settings.root).select("task_id").collect()
     removed = held.join(runs, on="task_id").group_by("benchmark", "reason").agg(runs=pl.len())
     by = {(b, r): n for b, r, n in removed.iter_rows()}
@@ -175,8 +172,9 @@ def pair_summary(files: list[str]) -> list[dict]:
     )
 
 
-def card_inputs(settings: Settings, dataset: str, files: list[str], rows: int) -> dict:
-    """What the card of a candidate (its Parquet `files`, `rows` in all) reports beside its row counts."""
+def card_inputs(settings: Settings, dataset: str, files: list[str], rows: int, held: pl.DataFrame) -> dict:
+    """What the card of a candidate (its Parquet `files`, `rows` in all) reports beside its row counts; `held`: the
+    corpus's held-out tasks (`selection.holdout.corpus_held_out`)."""
     described = PUBLISHED[dataset]
     training = described.training_card
     lengths = (
@@ -185,7 +183,7 @@ def card_inputs(settings: Settings, dataset: str, files: list[str], rows: int) -
         else []
     )
     return {
-        "funnel": funnel(settings, dataset, rows),
+        "funnel": funnel(settings, dataset, rows, held),
         "reasons": reasons(settings, described.exclusions) if described.exclusions else [],
         "retention": retention(settings) if training else {},
         "sweep": truncation_sweep(settings) if training else [],
@@ -193,7 +191,7 @@ def card_inputs(settings: Settings, dataset: str, files: list[str], rows: int) -
         "token_lengths": over_lengths(files) if training else [],
         "terminal_text": terminal_text(settings, files) if training else None,
         "redactions": redactions(files),
-        "decontamination": decontamination(settings),
+        "decontamination": decontamination(settings, held),
         "pairs": pair_summary(files) if described.rows == "pairs" else [],
         "budgets": settings.budgets(
             pl.scan_parquet(files).select("category").collect()["category"], coding_categories()

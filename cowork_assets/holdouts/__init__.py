@@ -80,7 +80,12 @@ def files_of(entries: list[str]) -> list[Path]:
 def load(entries: list[str]) -> pl.DataFrame:
     """benchmark, task_id, side (`test` held out, `train` the training side), text, source: every list entry. Read
     once while the files stay as they were (every batch looks them up)."""
-    return _load(tuple((path, *_stamp(path)) for path in files_of(entries)))
+    return _load(state(entries))
+
+
+def state(entries: list[str]) -> tuple[tuple[Path, int, int], ...]:
+    """The list files the entries name, each with its size and time: equal while the lists are unchanged."""
+    return tuple((path, *_stamp(path)) for path in files_of(entries))
 
 
 def _stamp(path: Path) -> tuple[int, int]:

@@ -130,7 +130,7 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
         .join(prompt_keys(TABLES["messages"].scan(root)).collect(), on=run, how="left")
         .join(stats.select(*run, chars="chars_after"), on=run, how="left")
     )
-    held = corpus_held_out(root, settings.holdout, settings.holdout_overlap)
+    held = corpus_held_out(root, settings.holdout, settings.holdout_overlap, corpus)
     secret_checks = None
     if settings.redact_secrets:  # one package per task, a batch's at a time: every batch's copies would be GBs
         detector = Detector(tuple(settings.secret_allowlist))

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 
 import polars as pl
 
-from cowork_assets.holdouts import load
+from cowork_assets import holdouts
 
 NGRAM = 13
 WORD = re.compile(r"\w+")
@@ -105,12 +106,19 @@ def _containing(
     return pl.DataFrame(rows, schema=HELD_OUT_SCHEMA, orient="row")
 
 
-def corpus_held_out(root: str, entries: list[str], overlap: float) -> pl.DataFrame:
-    """The held-out tasks of the corpus under `root` (`held_out` of its task packages and the lists `entries`)."""
+def corpus_held_out(root: str, entries: list[str], overlap: float, corpus: str) -> pl.DataFrame:
+    """The held-out tasks of the corpus under `root` (`held_out` of its task packages and the lists `entries`).
+    `corpus`: the corpus's version (`verdict.corpus_version`). Found once while it and the lists stay as they are:
+    each dataset of a refresh asks, and every task's request is read."""
+    return _corpus_held_out(root, tuple(entries), overlap, corpus, holdouts.state(entries))
+
+
+@lru_cache(maxsize=4)
+def _corpus_held_out(root: str, entries: tuple[str, ...], overlap: float, *_state) -> pl.DataFrame:
     from cowork_assets.store.registry import TABLES
 
     tasks = TABLES["task_packages"].scan(root).select("task_id", "request").unique("task_id", keep="first")
-    return held_out(tasks.collect().sort("task_id"), load(entries), overlap)
+    return held_out(tasks.collect().sort("task_id"), holdouts.load(list(entries)), overlap)
 
 
 def training_side(lists: pl.DataFrame) -> pl.Series:

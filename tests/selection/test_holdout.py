@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -151,6 +152,39 @@ def test_a_renamed_copy_is_caught_by_its_original_in_the_corpus_without_the_harn
         ("cand-1", "swebench-verified", "contains_test_text"),
     ]
     assert held_out(tasks, lists, overlap=1.0)["task_id"].to_list() == ["astropy__astropy-12907", "cand-1"]
+
+
+def test_the_corpus_held_out_tasks_are_found_once_while_the_corpus_and_the_lists_are_unchanged(tmp_path, monkeypatch):
+    """Every dataset of a refresh asks for the corpus's held-out tasks: they are found once, and again when a batch
+    is redone (its manifest changes) or a list file changes."""
+    from cowork_assets.orchestration.verdict import corpus_version
+    from cowork_assets.selection import holdout
+    from cowork_assets.settings import Settings
+    from cowork_assets.store import storage
+    from cowork_assets.store.batch_state import STATE
+    from cowork_assets.store.registry import TABLES
+
+    root, found = str(tmp_path / "curated"), []
+    monkeypatch.setattr(holdout, "held_out", lambda *args: found.append(args[0]) or held_out(*args))
+    listed = tmp_path / "benchmark.txt"
+    listed.write_text("# benchmark: bench\nbench-1\n")
+
+    def batch(task_ids: list[str], raw: str) -> None:
+        packages = TABLES["task_packages"].committed_file(root, "b1")
+        Path(packages).parent.mkdir(parents=True, exist_ok=True)
+        pl.DataFrame({"task_id": task_ids, "request": ["r"] * len(task_ids)}).write_parquet(packages)
+        storage.write_text_atomic(f"{root}/{STATE}/manifests/b1.json", json.dumps({"raw": raw, "settings": "s"}))
+
+    def ask() -> list[str]:
+        corpus = corpus_version(Settings(raw_root=str(tmp_path), data_root=root))
+        return holdout.corpus_held_out(root, [str(listed)], 0.5, corpus)["task_id"].to_list()
+
+    batch(["bench-1", "bench-2", "x"], raw="r1")
+    assert [ask(), ask(), ask()] == [["bench-1"]] * 3 and len(found) == 1
+    batch(["bench-2", "x"], raw="r2")  # the batch redone from other raw files
+    assert ask() == [] and len(found) == 2
+    listed.write_text("# benchmark: bench\nbench-1\nbench-2\n")  # a longer list: a new size
+    assert [ask(), ask()] == [["bench-2"]] * 2 and len(found) == 3
 
 
 @pytest.mark.skipif(not (REAL / "round4").is_dir(), reason="../shared/realdata is absent")
