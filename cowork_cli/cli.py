@@ -91,6 +91,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         check_root(settings.root)
     except (ConnectionError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from None
+    from cowork_assets.store.raw_files import discover_batches
+    from cowork_cli.workers import start_early
+
+    start_early(settings, [b for b in discover_batches(raw) if not args.batch or b in args.batch])
     from sqlalchemy.exc import DatabaseError
 
     from cowork_cli.runner import ensure_instance, materialize_all

@@ -6,18 +6,15 @@ cross-batch job, all recorded in the Dagster instance (so `make ui` shows the hi
 
 from __future__ import annotations
 
-import atexit
 import json
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from multiprocessing import active_children, get_context
+from multiprocessing import active_children
 from pathlib import Path
 
 import dagster as dg
@@ -30,11 +27,10 @@ from cowork_assets.orchestration.resources import CurateSettings
 from cowork_assets.orchestration.run_health import in_flight, last_data_root, reap_dead_runs
 from cowork_assets.orchestration.stages import PROGRESS, failed_stage
 from cowork_assets.runtime import scratch
-from cowork_assets.runtime.procfs import die_with_parent
-from cowork_assets.settings import PARALLEL_FROM_BATCHES
 from cowork_assets.store import lease
-from cowork_assets.store.raw_files import batch_entries, discover_batches, not_batches
+from cowork_assets.store.raw_files import discover_batches, not_batches
 from cowork_assets.tokens import TokenizerUnavailable, get_encoding
+from cowork_cli.workers import flush_logs, in_workers, worker_instance, worker_pool
 
 # Every run the CLI makes says so (the UI lists it with the tag; a launched run has none).
 CLI_TAG = {"cowork/launched_by": "cli"}
@@ -199,15 +195,8 @@ def materialize_all(
     order = instance.get_dynamic_partitions(batches_partitions.name)
     runs = batch_runs(order, todo, per_run, alone=verdict.failed_batches(instance, todo))
     if parallel:
-        # Workers start first: they import the code and open the instance while this process does the same.
-        with environment(**worker_environment(workers)):
-            pool = ProcessPoolExecutor(
-                max_workers=workers,
-                mp_context=get_context("spawn"),
-                initializer=_start_worker,
-                initargs=(instance.root_directory,),
-            )
-            results = pool.map(_process_batches, [config] * len(runs), runs)
+        pool = worker_pool(workers, instance.root_directory)
+        results = pool.map(_process_batches, [config] * len(runs), runs)
     else:
         pool, results = None, (_process_batches(config, run, instance) for run in runs)
     from cowork_cli.origin import execute
@@ -215,7 +204,7 @@ def materialize_all(
 
     threading.Thread(target=_warm_up, args=(settings.token_encoding,), daemon=True).start()
     retry = []
-    with _progress(echo):  # each batch of a shared run as it is written
+    with progress(echo):  # each batch of a shared run as it is written
         try:
             done = 0
             for run in results:
@@ -324,41 +313,6 @@ def _warm_up(encoding: str) -> None:
         get_encoding(encoding)
 
 
-def in_workers(settings: CurateSettings, batches: Sequence[str]) -> bool:
-    """Whether `batches` run in `max_concurrent` worker processes rather than one after another in this one: when
-    they are many, or hold `parallel_from_mb` MB of raw files or more."""
-    return (
-        len(batches) >= PARALLEL_FROM_BATCHES or raw_megabytes(settings.raw_path, batches) >= settings.parallel_from_mb
-    )
-
-
-def raw_megabytes(raw_root: Path, batches: Sequence[str]) -> float:
-    """MB of raw files in these batch folders."""
-    return sum(f.stat().st_size for b in batches for f in batch_entries(raw_root, b)[0]) / 1e6
-
-
-def worker_environment(workers: int) -> dict[str, str]:
-    """Environment of the batch workers: the cores are shared out between them, one polars thread pool per
-    core, not per worker. A setting the user made wins. (Polars' allocator setting they inherit: see
-    cowork_assets/__init__.py.)"""
-    return {"POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))}
-
-
-@contextmanager
-def environment(**values: str) -> Iterator[None]:
-    """Environment variables for the processes started inside the block (spawned workers copy it)."""
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
-
-
-_worker_instance: dg.DagsterInstance | None = None
-
-
 class _Echo(logging.Handler):
     def __init__(self, echo: Callable[[str], None]):
         super().__init__(logging.INFO)
@@ -369,7 +323,7 @@ class _Echo(logging.Handler):
 
 
 @contextmanager
-def _progress(echo: Callable[[str], None]) -> Iterator[None]:
+def progress(echo: Callable[[str], None]) -> Iterator[None]:
     """The batch step's progress lines (each batch of a shared run as it is written) said through `echo`."""
     logger, handler = PROGRESS, _Echo(echo)
     logger.setLevel(logging.INFO)
@@ -379,30 +333,6 @@ def _progress(echo: Callable[[str], None]) -> Iterator[None]:
         yield
     finally:
         logger.removeHandler(handler)
-
-
-def _start_worker(home: str) -> None:
-    """Pool initializer: import the code and open the instance once per worker process, whose batches' progress
-    lines go to the console as the parent's do."""
-    global _worker_instance
-    _progress(print).__enter__()
-    from dagster_project.definitions import job_definition  # tunes the process, as in the parent
-    from dagster_project.jobs import BATCH_JOB
-
-    die_with_parent()
-    job_definition(BATCH_JOB)
-    _worker_instance = dg.DagsterInstance.from_config(home)
-    atexit.register(_exit_at_once)
-
-
-def _exit_at_once() -> None:
-    """A pool worker's last act: its results are returned and its runs recorded, and tearing down an
-    interpreter that holds a batch's memory takes seconds, during which the cross-batch phase has started beside
-    it and the peak memory holds both."""
-    logging.shutdown()  # flush what the log handlers hold, as a normal exit would
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
 
 
 @dataclass(frozen=True)
@@ -431,10 +361,13 @@ def _process_batches(config: dict, run: list[str], instance: dg.DagsterInstance 
     from cowork_cli.origin import execute
     from dagster_project.jobs import BATCH_JOB
 
-    instance = instance or _worker_instance
+    in_worker = instance is None
+    instance = instance or worker_instance()
     t0 = time.monotonic()
     result = execute(BATCH_JOB, instance, config, {**partition_tags(run[0], run[-1]), **CLI_TAG})
     seconds = time.monotonic() - t0
+    if in_worker:
+        flush_logs()
     written = {
         e.step_materialization_data.materialization.partition
         for e in result.get_asset_materialization_events()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from cowork_cli.runner import environment
+from cowork_cli.workers import environment
 
 
 @contextlib.contextmanager

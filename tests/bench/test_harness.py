@@ -48,7 +48,7 @@ def test_bench_separates_the_fixed_cost_small_batches_and_a_daily_drop(benched):
     extra, marginal = figures["extra_runs"], figures["marginal"]
     fixed = extra["fixed"]
     assert (fixed["trajectories"], fixed["batches"], fixed["failed"]) == (4, 2, {})
-    assert 0 < fixed["wall_seconds"] and 0 < fixed["cpu_seconds"]
+    assert 0 < fixed["wall_seconds"] and 0 < fixed["cpu_seconds"] and 0 < fixed["fresh_process_wall_seconds"]
     assert abs(marginal["wall_seconds"] - (figures["wall_seconds"] - fixed["wall_seconds"])) <= 0.1
     assert abs(marginal["cpu_seconds"] - (figures["cpu_seconds"] - fixed["cpu_seconds"])) <= 0.1
     assert abs(marginal["wall_per_1000"] - marginal["wall_seconds"] / 120 * 1000) <= 0.01
@@ -65,6 +65,7 @@ def test_bench_separates_the_fixed_cost_small_batches_and_a_daily_drop(benched):
     assert not (out / "raw-120" / "zz-incremental-3").exists()  # and the corpus is left as it was
     printed = report(figures)
     assert f"fixed cost      {fixed['wall_seconds']} s wall, {fixed['cpu_seconds']} s cpu" in printed
+    assert f"as a new `cowork-curate run` process: {fixed['fresh_process_wall_seconds']} s wall" in printed
     assert f"{small['seconds_per_batch']} s per batch beyond the one-batch run" in printed
     assert f"one batch of 3 dropped onto the corpus: {drop['wall_seconds']} s" in printed
     assert f"x{marginal['over_naive_reference']}" in printed

@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -12,6 +13,7 @@ import pytest
 from cowork_assets.store.registry import TABLES
 from cowork_assets.synthetic.generate import generate
 from cowork_assets.warehouse.duckdb_file import build_warehouse
+from tests.conftest import ROOT
 
 
 def test_two_runs_on_different_batches_at_once_corrupt_nothing(tmp_path):
@@ -113,15 +115,15 @@ def test_the_duckdb_file_is_rebuilt_while_a_reader_has_it_open(pipeline):
 
 
 def test_batch_workers_share_the_cores_and_keep_a_setting_the_user_made(monkeypatch):
-    from cowork_cli import runner
+    from cowork_cli import workers
 
     monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
-    assert runner.worker_environment(2) == {"POLARS_MAX_THREADS": "4"}
-    assert runner.worker_environment(16)["POLARS_MAX_THREADS"] == "1"
+    assert workers.worker_environment(2) == {"POLARS_MAX_THREADS": "4"}
+    assert workers.worker_environment(16)["POLARS_MAX_THREADS"] == "1"
     monkeypatch.setenv("POLARS_MAX_THREADS", "3")
-    assert runner.worker_environment(2) == {"POLARS_MAX_THREADS": "3"}
-    with runner.environment(POLARS_MAX_THREADS="1", COWORK_TEST_VARIABLE="x"):
+    assert workers.worker_environment(2) == {"POLARS_MAX_THREADS": "3"}
+    with workers.environment(POLARS_MAX_THREADS="1", COWORK_TEST_VARIABLE="x"):
         assert os.environ["POLARS_MAX_THREADS"] == "1" and os.environ["COWORK_TEST_VARIABLE"] == "x"
     assert "COWORK_TEST_VARIABLE" not in os.environ and os.environ["POLARS_MAX_THREADS"] == "3"  # restored
 
@@ -147,36 +149,90 @@ def test_polars_allocator_keeps_freed_pages_unless_the_user_says_otherwise():
     assert users.endswith(",dirty_decay_ms:0") and JEMALLOC_CONF not in users
 
 
-def test_a_batch_worker_exits_at_once_without_losing_what_it_logged(tmp_path):
-    """Pool workers skip the interpreter's slow teardown, but not the flushing a normal exit does."""
-    log = tmp_path / "worker.log"
-    code = f"""
-import logging, logging.handlers, pathlib
-from cowork_cli.runner import _start_worker, ensure_instance
-ensure_instance(pathlib.Path({str(tmp_path / "home")!r}))
-_start_worker({str(tmp_path / "home")!r})
-buffered = logging.handlers.MemoryHandler(100, target=logging.FileHandler({str(log)!r}))
-logging.getLogger("worker").addHandler(buffered)
-logging.getLogger("worker").warning("batch done")
-print("printed", end="")
-"""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and done.stdout == "printed", done.stderr
-    assert log.read_text() == "batch done\n"
+def _probe_worker() -> dict:
+    """Run in a batch worker: what it inherited, and the fork server's threads."""
+    server = os.getppid()
+    tasks = Path(f"/proc/{server}/task")
+    return {
+        "server": server,
+        "server_threads": [(tasks / t / "comm").read_text().strip() for t in os.listdir(tasks)],
+        "pool_threads": pl.thread_pool_size(),
+        "variable": os.environ.get("COWORK_TEST_VARIABLE"),
+        "preloaded": "dagster_project.definitions" in sys.modules,
+    }
+
+
+# The threads importing polars starts (its allocator's, its spill-folder cleaner): none holds a lock across a fork.
+IMPORT_THREADS = {"python", "jemalloc_bg_thd", "polars-ooc-clea"}
+
+
+def _two_pools(home: str) -> list[dict]:
+    """What a worker of each of two pools, one after the other in one process, sees."""
+    from cowork_cli import workers
+
+    seen = []
+    for value, width in (("first", 64), ("second", 1)):  # the second asks for more threads: the server's count holds
+        os.environ["COWORK_TEST_VARIABLE"] = value
+        with workers.worker_pool(width, home) as pool:
+            seen.append(pool.submit(_probe_worker).result(timeout=120))
+    return seen
+
+
+def _log_buffered(log: str) -> None:
+    import logging.handlers
+
+    logging.getLogger("worker").addHandler(logging.handlers.MemoryHandler(100, target=logging.FileHandler(log)))
+    logging.getLogger("worker").warning("batch done")
+
+
+def test_batch_workers_are_forked_from_a_server_that_imported_the_code_and_ran_nothing(tmp_path):
+    """In a fresh process (its own fork server): the workers of two pools come from one server, which imported the
+    code and runs only the threads an import starts, no polars pool (a fork keeps only the forking thread: a pool it
+    had would be lost); each worker has this process's environment as it is when its pool starts, and the polars
+    thread count the first pool's environment gave the server (polars fixes it on import): one here, where the
+    default is the cores."""
+    import json
+
+    from cowork_cli import runner
+
+    runner.ensure_instance(tmp_path / "home")
+    code = f"import json; from {__name__} import _two_pools; print(json.dumps(_two_pools({str(tmp_path / 'home')!r})))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    first, second = json.loads(done.stdout.splitlines()[-1])
+    assert (first["variable"], second["variable"]) == ("first", "second") and first["server"] == second["server"]
+    assert first["preloaded"] and first["pool_threads"] == second["pool_threads"] == 1
+    assert set(first["server_threads"]) <= IMPORT_THREADS, first["server_threads"]
+
+
+def test_a_batch_worker_ends_at_once_without_losing_what_it_logged(tmp_path):
+    """A worker ends without the interpreter's teardown (the fork server's children exit at once), but what its
+    log handlers hold is written after each batch run."""
+    from cowork_assets.orchestration.resources import CurateSettings
+    from cowork_cli import runner, workers
+
+    generate(tmp_path / "raw", 2, 1, 3)
+    (batch,) = [p.name for p in (tmp_path / "raw").iterdir() if p.is_dir()]
+    settings = CurateSettings(raw_root=str(tmp_path / "raw"), data_root=str(tmp_path / "data"))
+    runner.ensure_instance(tmp_path / "home").add_dynamic_partitions("batches", [batch])
+    with workers.worker_pool(1, str(tmp_path / "home")) as pool:
+        pool.submit(_log_buffered, str(tmp_path / "worker.log")).result(timeout=120)
+        (result,) = pool.submit(runner._process_batches, runner._run_config(settings), [batch]).result(timeout=300)
+    assert result.ok and (tmp_path / "worker.log").read_text() == "batch done\n"
 
 
 def test_batches_too_small_to_pay_for_workers_run_in_the_runs_own_process(tmp_path, monkeypatch):
     """Two batches of a few hundred KB run one after another in this process (no worker is started); with
     parallel_from_mb=0 the same run starts its workers."""
     from cowork_assets.orchestration.resources import CurateSettings
-    from cowork_cli import runner
+    from cowork_cli import runner, workers
 
     raw = tmp_path / "raw"
     generate(raw, 16, 2, 11)
     batches = sorted(p.name for p in raw.iterdir() if p.is_dir())
-    assert 0.05 < runner.raw_megabytes(raw, batches) < 1
+    assert 0.05 < workers.raw_megabytes(raw, batches) < 1
     pools = []
-    monkeypatch.setattr(runner, "ProcessPoolExecutor", lambda **options: pools.append(options) or 1 / 0)
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", lambda **options: pools.append(options) or 1 / 0)
     settings = CurateSettings(raw_root=str(raw), data_root=str(tmp_path / "data"))
     instance = runner.ensure_instance(tmp_path / "home")
     outcome = runner.materialize_all(settings, instance, echo=lambda _: None)
@@ -191,16 +247,16 @@ def test_many_small_batches_run_in_workers(tmp_path, monkeypatch):
     seconds of Dagster work done two at a time outweigh the workers' start-up."""
     from cowork_assets.orchestration.resources import CurateSettings
     from cowork_assets.settings import PARALLEL_FROM_BATCHES
-    from cowork_cli import runner
+    from cowork_cli import runner, workers
 
     raw = tmp_path / "raw"
     generate(raw, 2 * PARALLEL_FROM_BATCHES, PARALLEL_FROM_BATCHES, 11)
     batches = sorted(p.name for p in raw.iterdir() if p.is_dir())
     settings = CurateSettings(raw_root=str(raw), data_root=str(tmp_path / "data"))
-    assert len(batches) == PARALLEL_FROM_BATCHES and runner.raw_megabytes(raw, batches) < 1
-    assert runner.in_workers(settings, batches) and not runner.in_workers(settings, batches[1:])
+    assert len(batches) == PARALLEL_FROM_BATCHES and workers.raw_megabytes(raw, batches) < 1
+    assert workers.in_workers(settings, batches) and not workers.in_workers(settings, batches[1:])
     pools = []
-    monkeypatch.setattr(runner, "ProcessPoolExecutor", lambda **options: pools.append(options) or 1 / 0)
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", lambda **options: pools.append(options) or 1 / 0)
     with pytest.raises(ZeroDivisionError):  # the pool this test stands in for
         runner.materialize_all(settings, runner.ensure_instance(tmp_path / "home"), echo=lambda _: None)
     assert [p["max_workers"] for p in pools] == [2]

@@ -18,7 +18,7 @@ import yaml
 from cowork_assets.store import versions
 from cowork_assets.synthetic.generate import generate
 from cowork_cli.cli import main
-from cowork_cli.runner import environment
+from cowork_cli.workers import environment
 from tests.conftest import ROOT
 from tests.servers import celery_workers, postgres_server, redis_server, s3_server
 

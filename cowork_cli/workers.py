@@ -1,0 +1,130 @@
+"""The batch worker processes of `cowork-curate run`: whether a run uses them, their environment, and the server
+they are forked from.
+
+The workers are forked from a server process that imported the code location once (multiprocessing's forkserver,
+kept while this process lives): a worker starts at once instead of importing Dagster, polars and the pipeline again,
+about 2 s of CPU each. `start_server` starts it early, so that it imports while this process still does its own
+work. The server only imports: no module computes with polars on import, so it runs no polars pool thread that a fork
+would lose (tests/cowork_cli/test_concurrency.py), and it dies with this process (`fork_server.py`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from multiprocessing import forkserver, get_context
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cowork_assets.settings import PARALLEL_FROM_BATCHES
+from cowork_assets.store.raw_files import batch_entries
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+    from cowork_assets.orchestration.resources import CurateSettings
+
+PRELOAD = ["cowork_cli.fork_server", "cowork_cli.runner", "dagster_project.definitions"]
+
+
+def in_workers(settings: CurateSettings, batches: Sequence[str]) -> bool:
+    """Whether `batches` run in `max_concurrent` worker processes rather than one after another in this one: when
+    they are many, or hold `parallel_from_mb` MB of raw files or more."""
+    return (
+        len(batches) >= PARALLEL_FROM_BATCHES or raw_megabytes(settings.raw_path, batches) >= settings.parallel_from_mb
+    )
+
+
+def raw_megabytes(raw_root: Path, batches: Sequence[str]) -> float:
+    """MB of raw files in these batch folders."""
+    return sum(f.stat().st_size for b in batches for f in batch_entries(raw_root, b)[0]) / 1e6
+
+
+def worker_environment(workers: int) -> dict[str, str]:
+    """Environment of the batch workers: the cores are shared out between them, one polars thread pool per
+    core, not per worker. A setting the user made wins. (Polars' allocator setting they inherit: see
+    cowork_assets/__init__.py.)"""
+    return {"POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))}
+
+
+@contextmanager
+def environment(**values: str) -> Iterator[None]:
+    """Environment variables for the processes started inside the block."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+
+
+def start_server(workers: int) -> None:
+    """Start the fork server now, if it is not running, in the environment of `workers` workers: polars fixes its
+    thread count when the server imports it, for every worker forked from it."""
+    with environment(**worker_environment(workers)):
+        forkserver.set_forkserver_preload(PRELOAD)
+        forkserver.ensure_running()
+
+
+def start_early(settings: CurateSettings, batches: Sequence[str]) -> None:
+    """Start the fork server now if these batches would run in workers, so that it imports while this process opens
+    the instance and checks the batches. (When they turn out to be up to date, its imports took a core the run
+    left idle.)"""
+    workers = min(settings.max_concurrent, len(batches))
+    if workers > 1 and in_workers(settings, batches):
+        start_server(workers)
+
+
+def worker_pool(workers: int, home: str) -> ProcessPoolExecutor:
+    """`workers` batch worker processes on the instance at `home`. Each takes this process's environment as it is
+    now, as a spawned one would, not the server's from when it started."""
+    start_server(workers)
+    with environment(**worker_environment(workers)):
+        return ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=get_context("forkserver"),
+            initializer=_start,
+            initargs=(home, dict(os.environ)),
+        )
+
+
+_instance: dg.DagsterInstance | None = None
+
+
+def worker_instance() -> dg.DagsterInstance | None:
+    """The instance this worker process opened when it started (None outside a worker)."""
+    return _instance
+
+
+def _start(home: str, environ: dict[str, str]) -> None:
+    """Pool initializer: the parent's environment, and the instance opened once per worker process, whose batches'
+    progress lines go to the console as the parent's do."""
+    global _instance
+    os.environ.clear()
+    os.environ.update(environ)
+    import dagster as dg
+
+    from cowork_assets.runtime.procfs import die_with_parent
+    from cowork_cli.runner import progress
+    from dagster_project.definitions import job_definition  # tunes the process, as in the parent
+    from dagster_project.jobs import BATCH_JOB
+
+    progress(print).__enter__()
+    die_with_parent()  # the fork server, which dies with the run
+    job_definition(BATCH_JOB)
+    _instance = dg.DagsterInstance.from_config(home)
+
+
+def flush_logs() -> None:
+    """What the log handlers hold, written: a worker ends without the interpreter's teardown (the fork server's
+    children exit at once), which would have flushed them."""
+    loggers = [
+        logging.getLogger(),
+        *(v for v in logging.Logger.manager.loggerDict.values() if isinstance(v, logging.Logger)),
+    ]
+    for handler in {h for logger in loggers for h in logger.handlers}:
+        handler.flush()
