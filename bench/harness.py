@@ -32,19 +32,30 @@ from cowork_cli.digest import content_digests
 ROLES = {
     "cowork_assets.tokens": "tokenizer helper",
     "cowork_assets.datasets.suites": "Great Expectations helper",
-    "spawn_main": "batch worker",
     "resource_tracker": "resource tracker",
     "tail -F": "log capture",
     "watch_orphans": "log capture",
 }
 
 
+FORK_SERVER = b"multiprocessing.forkserver"  # in the command line of the batch workers' server and of its workers
+
+
 def _role(pid: int) -> str:
     """What a process of the run is, by its command line (empty once it has exited)."""
     if pid == os.getpid():
         return "main process"
-    command = read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace").strip()
+    raw = read(f"/proc/{pid}/cmdline")
+    if FORK_SERVER in raw:
+        return "batch worker" if _forked_worker(pid, raw) else "batch workers' fork server"
+    command = raw.replace(b"\0", b" ").decode(errors="replace").strip()
     return next((role for marker, role in ROLES.items() if marker in command), command[:80] or "exited process")
+
+
+def _forked_worker(pid: int, command: bytes) -> bool:
+    """Whether the process is a batch worker: forked by the fork server, whose command line it keeps."""
+    fields = stat_fields(pid)
+    return bool(fields) and read(f"/proc/{int(fields[1])}/cmdline") == command
 
 
 def _tree_stat_fields(root_pid: int) -> dict[int, list[bytes]]:
@@ -78,16 +89,18 @@ def _tree_memory_mb(root_pid: int) -> dict[int, float]:
     """Resident memory (MB) of a process and each of its descendants, from /proc.
 
     A child forked and not yet exec'd (its command line still its parent's) shares all its parent's
-    pages: it is counted as 0, not as a second copy of its parent (this run forks only to exec; its
-    workers are spawned). Proportional memory (PSS) would settle that and the libraries the workers
-    share, but reading it costs enough CPU per sample to take a noticeable share of a core from the run
-    being measured."""
+    pages: it is counted as 0, not as a second copy of its parent. The batch workers are the exception:
+    forked from their server, they keep its command line and hold a batch's memory of their own, so they
+    count whole (the code they share with the server counted in each, as it was when each imported it).
+    Proportional memory (PSS) would settle that, but reading it costs enough CPU per sample to take a
+    noticeable share of a core from the run being measured."""
     page_mb = os.sysconf("SC_PAGE_SIZE") / 2**20
     tree, commands = {}, {}
     for pid, fields in _tree_stat_fields(root_pid).items():  # parents first: their command lines are read
         commands[pid] = read(f"/proc/{pid}/cmdline")  # before the memory: an exec in between then reads small
         statm = read(f"/proc/{pid}/statm").split()
         forked = pid != root_pid and len(fields) > 1 and commands[pid] == commands.get(int(fields[1]))
+        forked = forked and FORK_SERVER not in commands[pid]
         tree[pid] = 0.0 if forked or len(statm) < 2 else int(statm[1]) * page_mb
     return tree
 

@@ -100,6 +100,10 @@ def test_bench_writes_its_figures_and_the_growth_between_sizes(benched):
         assert 0 < peak["mb"] <= figures["peak_memory_mb"]
         assert abs(sum(p["mb"] for p in peak["processes"]) - peak["mb"]) <= 2 * len(peak["processes"])
     assert "main process" in [p["process"] for p in peaks["cross_batch"]["processes"]]
+    # the batch workers, forked from their server, hold their own memory: counted whole, not as forks that share it
+    workers = sum(p["mb"] for p in peaks["batches"]["processes"] if p["process"] == "batch worker")  # by role
+    assert workers > 2 * 100, peaks["batches"]
+    assert "batch workers' fork server" in [p["process"] for p in peaks["batches"]["processes"]]
     step_peaks = figures["cross_batch_step_peaks"]  # each cross-batch step's, within its phase's peak
     seconds = figures["per_asset_seconds"]  # memory is sampled every 0.2 s: a step that lasts 0.5 s holds a sample
     lasting = {s for s in ("dedup_clusters", "exclusions", "sft_candidate") if seconds[s] >= 0.5}
