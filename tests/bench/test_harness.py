@@ -66,6 +66,7 @@ def test_bench_separates_the_fixed_cost_small_batches_and_a_daily_drop(benched):
     printed = report(figures)
     assert f"fixed cost      {fixed['wall_seconds']} s wall, {fixed['cpu_seconds']} s cpu" in printed
     assert f"as a new `cowork-curate run` process: {fixed['fresh_process_wall_seconds']} s wall" in printed
+    assert figures["fork_server_seconds"] >= 0 and f"fork server ({figures['fork_server_seconds']} s)" in printed
     assert f"{small['seconds_per_batch']} s per batch beyond the one-batch run" in printed
     assert f"one batch of 3 dropped onto the corpus: {drop['wall_seconds']} s" in printed
     assert f"x{marginal['over_naive_reference']}" in printed
