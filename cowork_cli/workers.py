@@ -1,11 +1,11 @@
 """The batch worker processes of `cowork-curate run`: whether a run uses them, their environment, and the server
 they are forked from.
 
-The workers are forked from a server process that imported the code location once (multiprocessing's forkserver,
-kept while this process lives): a worker starts at once instead of importing Dagster, polars and the pipeline again,
-about 2 s of CPU each. `start_server` starts it early, so that it imports while this process still does its own
-work. The server only imports: no module computes with polars on import, so it runs no polars pool thread that a fork
-would lose (tests/cowork_cli/test_concurrency.py), and it dies with this process (`fork_server.py`).
+The workers are forked from a server process that imported the libraries the pipeline loads (multiprocessing's
+forkserver, kept while this process lives): each worker starts without importing Dagster and its storage again,
+about 1.4 s of CPU each. `start_server` starts it early, so that it imports while this process still does its
+own work. The server runs no thread but its own (`PRELOAD`) and computes nothing, and it dies with this process
+(`fork_server.py`).
 """
 
 from __future__ import annotations
@@ -19,20 +19,23 @@ from multiprocessing import forkserver, get_context
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cowork_assets.settings import PARALLEL_FROM_BATCHES
-from cowork_assets.store.raw_files import batch_entries
-
 if TYPE_CHECKING:
     import dagster as dg
 
     from cowork_assets.orchestration.resources import CurateSettings
 
-PRELOAD = ["cowork_cli.fork_server", "cowork_cli.runner", "dagster_project.definitions"]
+# What the fork server imports: Dagster, its storage and DuckDB, about half of the pipeline's import time, and
+# nothing that starts a thread on import (polars, pyarrow and pandas start their allocators' background threads,
+# numpy its math library's). A fork keeps only the forking thread: a worker would free its memory on its own thread,
+# more slowly, and a lock another thread held would stay held.
+PRELOAD = ["cowork_cli.fork_server", "dagster", "dagster_project.sqlite_storage", "alembic", "duckdb"]
 
 
 def in_workers(settings: CurateSettings, batches: Sequence[str]) -> bool:
     """Whether `batches` run in `max_concurrent` worker processes rather than one after another in this one: when
     they are many, or hold `parallel_from_mb` MB of raw files or more."""
+    from cowork_assets.settings import PARALLEL_FROM_BATCHES
+
     return (
         len(batches) >= PARALLEL_FROM_BATCHES or raw_megabytes(settings.raw_path, batches) >= settings.parallel_from_mb
     )
@@ -40,6 +43,8 @@ def in_workers(settings: CurateSettings, batches: Sequence[str]) -> bool:
 
 def raw_megabytes(raw_root: Path, batches: Sequence[str]) -> float:
     """MB of raw files in these batch folders."""
+    from cowork_assets.store.raw_files import batch_entries
+
     return sum(f.stat().st_size for b in batches for f in batch_entries(raw_root, b)[0]) / 1e6
 
 
@@ -63,8 +68,7 @@ def environment(**values: str) -> Iterator[None]:
 
 
 def start_server(workers: int) -> None:
-    """Start the fork server now, if it is not running, in the environment of `workers` workers: polars fixes its
-    thread count when the server imports it, for every worker forked from it."""
+    """Start the fork server now, if it is not running, in the environment of `workers` workers."""
     with environment(**worker_environment(workers)):
         forkserver.set_forkserver_preload(PRELOAD)
         forkserver.ensure_running()
@@ -81,7 +85,8 @@ def start_early(settings: CurateSettings, batches: Sequence[str]) -> None:
 
 def worker_pool(workers: int, home: str) -> ProcessPoolExecutor:
     """`workers` batch worker processes on the instance at `home`. Each takes this process's environment as it is
-    now, as a spawned one would, not the server's from when it started."""
+    now, as a spawned one would, not the server's from when it started, before it imports polars (which reads
+    `POLARS_MAX_THREADS` and its allocator's settings on import)."""
     start_server(workers)
     with environment(**worker_environment(workers)):
         return ProcessPoolExecutor(

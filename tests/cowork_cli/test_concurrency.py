@@ -158,23 +158,20 @@ def _probe_worker() -> dict:
         "server_threads": [(tasks / t / "comm").read_text().strip() for t in os.listdir(tasks)],
         "pool_threads": pl.thread_pool_size(),
         "variable": os.environ.get("COWORK_TEST_VARIABLE"),
-        "preloaded": "dagster_project.definitions" in sys.modules,
     }
 
 
-# The threads importing polars starts (its allocator's, its spill-folder cleaner): none holds a lock across a fork.
-IMPORT_THREADS = {"python", "jemalloc_bg_thd", "polars-ooc-clea"}
-
-
 def _two_pools(home: str) -> list[dict]:
-    """What a worker of each of two pools, one after the other in one process, sees."""
+    """What a worker of each of two pools, one after the other in one process, sees, and the polars threads its
+    pool's environment asks for."""
     from cowork_cli import workers
 
     seen = []
-    for value, width in (("first", 64), ("second", 1)):  # the second asks for more threads: the server's count holds
+    for value, width in (("first", 64), ("second", 1)):
         os.environ["COWORK_TEST_VARIABLE"] = value
         with workers.worker_pool(width, home) as pool:
-            seen.append(pool.submit(_probe_worker).result(timeout=120))
+            probe = pool.submit(_probe_worker).result(timeout=120)
+        seen.append(probe | {"asked": int(workers.worker_environment(width)["POLARS_MAX_THREADS"])})
     return seen
 
 
@@ -185,12 +182,11 @@ def _log_buffered(log: str) -> None:
     logging.getLogger("worker").warning("batch done")
 
 
-def test_batch_workers_are_forked_from_a_server_that_imported_the_code_and_ran_nothing(tmp_path):
-    """In a fresh process (its own fork server): the workers of two pools come from one server, which imported the
-    code and runs only the threads an import starts, no polars pool (a fork keeps only the forking thread: a pool it
-    had would be lost); each worker has this process's environment as it is when its pool starts, and the polars
-    thread count the first pool's environment gave the server (polars fixes it on import): one here, where the
-    default is the cores."""
+def test_batch_workers_are_forked_from_one_server_that_runs_no_thread_but_its_own(tmp_path):
+    """In a fresh process (its own fork server): the workers of two pools come from one server, which runs no thread
+    but its own (a fork keeps only the forking thread: an allocator's background thread or a lock another thread
+    held would be lost); each worker has this process's environment as it is when its pool starts, and as many
+    polars threads as its pool's environment asks for."""
     import json
 
     from cowork_cli import runner
@@ -201,8 +197,8 @@ def test_batch_workers_are_forked_from_a_server_that_imported_the_code_and_ran_n
     assert done.returncode == 0, done.stderr[-3000:]
     first, second = json.loads(done.stdout.splitlines()[-1])
     assert (first["variable"], second["variable"]) == ("first", "second") and first["server"] == second["server"]
-    assert first["preloaded"] and first["pool_threads"] == second["pool_threads"] == 1
-    assert set(first["server_threads"]) <= IMPORT_THREADS, first["server_threads"]
+    assert (first["pool_threads"], second["pool_threads"]) == (first["asked"], second["asked"])
+    assert first["server_threads"] == ["python"]
 
 
 def test_a_batch_worker_ends_at_once_without_losing_what_it_logged(tmp_path):
