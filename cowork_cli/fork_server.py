@@ -1,4 +1,4 @@
-"""Imported by the batch workers' fork server, first (`runner.WORKER_PRELOAD`), and by nothing else: the server is
+"""Imported by the batch workers' fork server, first (`workers.PRELOAD`), and by nothing else: the server is
 killed when the run that started it exits, however it ends, and its workers with it (each dies with its parent).
 
 Without this a killed run would leave the server and its workers behind for good: each worker holds the server's
