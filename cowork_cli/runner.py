@@ -30,7 +30,7 @@ from cowork_assets.runtime import scratch
 from cowork_assets.store import lease
 from cowork_assets.store.raw_files import discover_batches, not_batches
 from cowork_assets.tokens import TokenizerUnavailable, get_encoding
-from cowork_cli.workers import flush_logs, in_workers, worker_instance, worker_pool
+from cowork_cli.workers import flush_logs, worker_count, worker_instance, worker_pool
 
 # Every run the CLI makes says so (the UI lists it with the tag; a launched run has none).
 CLI_TAG = {"cowork/launched_by": "cli"}
@@ -187,8 +187,8 @@ def materialize_all(
         else:
             todo.append(batch)
     start_early()  # the gates' Great Expectations helper imports while the batches run (at the lowest priority)
-    workers = min(settings.max_concurrent, len(todo))
-    parallel = workers > 1 and in_workers(settings, todo)
+    workers = worker_count(settings, todo)
+    parallel = workers > 0
     # Consecutive batches share a run (its fixed cost paid once), each its own partition; with workers, one run each
     # at a time. A batch whose last run failed runs alone.
     per_run = min(settings.batches_per_run, -(-len(todo) // workers)) if parallel else settings.batches_per_run

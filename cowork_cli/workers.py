@@ -67,19 +67,28 @@ def environment(**values: str) -> Iterator[None]:
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
 
 
+def worker_count(settings: CurateSettings, batches: Sequence[str]) -> int:
+    """How many worker processes `batches` run in: 0 when they run one after another in this process."""
+    workers = min(settings.max_concurrent, len(batches))
+    return workers if workers > 1 and in_workers(settings, batches) else 0
+
+
 def start_server(workers: int) -> None:
     """Start the fork server now, if it is not running, in the environment of `workers` workers."""
     with environment(**worker_environment(workers)):
-        forkserver.set_forkserver_preload(PRELOAD)
-        forkserver.ensure_running()
+        _ensure_server()
+
+
+def _ensure_server() -> None:
+    forkserver.set_forkserver_preload(PRELOAD)
+    forkserver.ensure_running()
 
 
 def start_early(settings: CurateSettings, batches: Sequence[str]) -> None:
     """Start the fork server now if these batches would run in workers, so that it imports while this process opens
     the instance and checks the batches. (When they turn out to be up to date, its imports took a core the run
     left idle.)"""
-    workers = min(settings.max_concurrent, len(batches))
-    if workers > 1 and in_workers(settings, batches):
+    if workers := worker_count(settings, batches):
         start_server(workers)
 
 
@@ -87,8 +96,8 @@ def worker_pool(workers: int, home: str) -> ProcessPoolExecutor:
     """`workers` batch worker processes on the instance at `home`. Each takes this process's environment as it is
     now, as a spawned one would, not the server's from when it started, before it imports polars (which reads
     `POLARS_MAX_THREADS` and its allocator's settings on import)."""
-    start_server(workers)
     with environment(**worker_environment(workers)):
+        _ensure_server()
         return ProcessPoolExecutor(
             max_workers=workers,
             mp_context=get_context("forkserver"),
