@@ -23,7 +23,7 @@ from cowork_assets.datasets.preference import build_pairs
 from cowork_assets.datasets.rl import build_rl_rollouts, build_rl_tasks, verl_tool_config
 from cowork_assets.datasets.schemas import PUBLISHED, SPLITS, PublishedDataset
 from cowork_assets.datasets.sft import CURATED_COLUMNS, build_sft, chat_messages, rendered_tokens, token_texts
-from cowork_assets.datasets.suites import SuiteProcess, give_back, suite_process
+from cowork_assets.datasets.suites import SuiteProcess, first_ready, give_back, suite_process
 from cowork_assets.holdouts import load
 from cowork_assets.ingest.formats import coding_categories
 from cowork_assets.markdown import table
@@ -351,8 +351,10 @@ class QualitySuites(dg.ConfigurableResource):
 
     @property
     def process(self) -> SuiteProcess:
+        """The helper, once it has imported Great Expectations (`first_ready`)."""
         if self._process is None:
             raise RuntimeError("the quality suites resource is used outside a run")
+        self._process = first_ready(self._process)
         return self._process
 
 

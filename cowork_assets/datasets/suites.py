@@ -62,15 +62,29 @@ def run_suite(dataset: str, view: pl.DataFrame, parameters: dict) -> list[dict]:
     ]
 
 
+READY = b'{"ready": true}'  # the helper's first line, once it has imported Great Expectations
+
+
 class SuiteProcess(HelperProcess):
     """The helper process (`python -m cowork_assets.datasets.suites`): it has imported Great
-    Expectations by the time it is first asked, if it was started early enough."""
+    Expectations by the time it is first asked, if it was started early enough. It imports at the lowest priority
+    unless told otherwise (`first_ready`)."""
 
-    def __init__(self) -> None:
-        super().__init__("cowork_assets.datasets.suites")
+    def __init__(self, low_priority: bool = True) -> None:
+        super().__init__("cowork_assets.datasets.suites", *(["--low-priority"] if low_priority else []))
+        self._ready = False
+
+    def ready(self, timeout: float | None = 0) -> bool:
+        """Whether it has imported Great Expectations (its first line says so), waiting up to `timeout` seconds for
+        it (None: until it has, or has exited)."""
+        if not self._ready and self.readable(timeout):
+            self._ready = (self.receive() or b"").rstrip() == READY
+        return self._ready
 
     def failures(self, dataset: str, view: pl.DataFrame, parameters: dict) -> list[dict]:
         """Failed expectations of `dataset`'s suite on `view` (see `run_suite`)."""
+        if not self.ready(timeout=None):
+            raise SuiteProcessError(f"the Great Expectations process failed {self.failure()}")
         with tempfile.NamedTemporaryFile(suffix=".arrow", dir=scratch.folder()) as file:
             view.write_ipc(file.name, compression="uncompressed")
             self.send(orjson.dumps({"dataset": dataset, "view": file.name, "parameters": parameters}))
@@ -94,6 +108,21 @@ def start_early() -> None:
         _spare = SuiteProcess()
 
 
+def first_ready(process: SuiteProcess) -> SuiteProcess:
+    """`process` if it has imported Great Expectations by now; else whichever has first of it and a new helper at
+    normal priority, the other closed. A helper imports at the lowest priority, on cycles the run leaves idle: on
+    a machine that other work keeps busy it gets none, and a gate would wait on it for as long as that work runs."""
+    if process.ready():
+        return process
+    fresh = SuiteProcess(low_priority=False)
+    while not (chosen := next((h for h in (process, fresh) if h.ready(timeout=0.05)), None)):
+        if not fresh.running() and not process.running():  # neither can: the gate reports the new one's failure
+            chosen = fresh
+            break
+    (fresh if chosen is process else process).close()
+    return chosen
+
+
 def suite_process() -> SuiteProcess:
     """The helper started early, if there is one alive, else a new one."""
     global _spare
@@ -111,15 +140,18 @@ def give_back(process: SuiteProcess) -> None:
         process.close()
 
 
-def _serve() -> None:
+def _serve(low_priority: bool) -> None:
     """The helper's loop. Replies go to the real stdout; anything a library prints goes to stderr. At the
-    lowest priority: it imports on cycles the run's own steps leave idle (at normal priority it slowed
-    them by more than it saved the batches)."""
+    lowest priority if `low_priority`: it imports on cycles the run's own steps leave idle (at normal priority it
+    slowed them by more than it saved the batches)."""
     die_with_parent()  # started early, it may outlive a run that was killed
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
-    os.nice(19)
+    if low_priority:
+        os.nice(19)
     import great_expectations  # noqa: F401, PLC0415 - imported now, before the first request
+
+    write_line(replies, READY)
 
     for line in sys.stdin.buffer:
         request = orjson.loads(line)
@@ -131,4 +163,4 @@ def _serve() -> None:
 
 
 if __name__ == "__main__":
-    _serve()
+    _serve(low_priority="--low-priority" in sys.argv[1:])

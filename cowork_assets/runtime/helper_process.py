@@ -3,6 +3,7 @@ its stdout. The tokenizer and the Great Expectations suites run in such processe
 
 from __future__ import annotations
 
+import select
 import subprocess
 import sys
 import tempfile
@@ -41,6 +42,11 @@ class HelperProcess:
             write_line(self._process.stdin, request)
         except OSError:
             pass
+
+    def readable(self, timeout: float | None) -> bool:
+        """Whether a reply line (or the end of its output) is there to read, waiting up to `timeout` seconds (None:
+        until it is). Only before anything is read ahead: `receive` reads whole lines."""
+        return bool(select.select([self._process.stdout], [], [], timeout)[0])
 
     def receive(self) -> bytes | None:
         """The next reply line, or None if the process has exited (see `failure`)."""

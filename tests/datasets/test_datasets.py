@@ -587,6 +587,28 @@ def test_a_helper_still_alive_serves_the_next_run_in_the_process_and_a_dead_one_
     fresh.close()
 
 
+def test_a_gate_does_not_wait_on_a_helper_the_machine_leaves_no_time_to():
+    """A helper started early imports at the lowest priority; one that has not imported by the time a gate asks (here
+    stopped: the most starved it can be) is raced by a new one at normal priority, and the first ready serves."""
+    import os
+    import signal
+
+    from cowork_assets.datasets.suites import SuiteProcess, first_ready
+
+    early = SuiteProcess()
+    os.kill(early.pid, signal.SIGSTOP)
+    chosen = first_ready(early)
+    try:
+        assert chosen is not early and not early.running()  # the one left behind is closed
+        assert os.getpriority(os.PRIO_PROCESS, chosen.pid) == os.getpriority(os.PRIO_PROCESS, 0)
+        assert chosen.failures("rl_rollouts", _rollouts_view(), {}) == []
+    finally:
+        chosen.close()
+    with SuiteProcess() as ready:
+        assert ready.ready(timeout=None) and os.getpriority(os.PRIO_PROCESS, ready.pid) == 19
+        assert first_ready(ready) is ready  # ready already: no other is started
+
+
 def test_a_run_never_imports_great_expectations_in_the_process_that_runs_it(tmp_path):
     """Great Expectations takes ~3 s of CPU to import: the gates run it in their helper process."""
     import subprocess
