@@ -11,7 +11,7 @@ import duckdb
 
 from cowork_assets.datasets.schemas import PUBLISHED
 from cowork_assets.orchestration.resources import CurateSettings
-from cowork_assets.warehouse.duckdb_file import named_query, run_query
+from cowork_assets.warehouse.duckdb_file import named_query, session
 from cowork_cli.runner import RunOutcome
 
 REPO = Path(__file__).resolve().parents[1]  # where `make ui` runs, and its defaults are
@@ -42,11 +42,12 @@ def format_rows(columns: Sequence[str], rows: Sequence[Sequence], limit: int = 2
     return "\n".join(lines) + f"\n({total} rows)"
 
 
-def _query(db: Path, sql: str) -> tuple[list[str], list[tuple]] | None:
+def _query(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[list[str], list[tuple]] | None:
     """A query's columns and rows, or None when a table it reads does not exist yet (no batch processed, nothing
     published)."""
     try:
-        return run_query(db, sql)
+        cursor = con.execute(sql)
+        return [d[0] for d in cursor.description], cursor.fetchall()
     except duckdb.CatalogException:
         return None
 
@@ -56,24 +57,9 @@ def print_summary(settings: CurateSettings, outcome: RunOutcome, home: Path | No
     print(f"\n{len(outcome.batches)} batch(es) in {outcome.seconds:.1f}s")
     if outcome.waiting:
         print(f"waiting (not read yet, see above): {', '.join(outcome.waiting)}")
-    if db.is_file() and (counts := _query(db, ROWS_PER_TABLE)):
-        print("\nrows per table:\n" + format_rows(*counts))
-    if db.is_file() and (found := _query(db, QUARANTINE)):
-        columns, rows = found
-        total = sum(r[1] for r in rows)
-        print(f"\nquarantined raw records: {total}" + (("\n" + format_rows(columns, rows)) if rows else ""))
-    if db.is_file() and (found := _query(db, "SELECT raw_file, reason FROM skipped_inputs ORDER BY raw_file")):
-        columns, rows = found
-        print(
-            f"\nskipped inputs (no format reads them): {len(rows)}"
-            + (("\n" + format_rows(columns, rows)) if rows else "")
-        )
-    if db.is_file() and (found := _query(db, SELECTED)):
-        _, [(teachers, selected)] = found
-        print(f"\nselected for SFT: {selected} of {teachers} teacher runs (why not: --query exclusions_by_criterion)")
-    for dataset in PUBLISHED if db.is_file() else ():
-        if published := _query(db, f"SELECT count(*) FROM {dataset}"):
-            print(f"published {dataset} (current version): {published[1][0][0]} rows")
+    if db.is_file():
+        with session(db) as con:  # one connection for every count: the files listed once
+            _print_counts(con)
     for ghost in outcome.ghosts:
         print(
             f"\nbatch {ghost}: processed, but its folder is no longer under the raw root (renamed or removed); its "
@@ -97,6 +83,28 @@ def print_summary(settings: CurateSettings, outcome: RunOutcome, home: Path | No
     print(f"         DuckDB views in {db}")
     print(f"query:   {cli} sql --data-root {settings.root} --query why_excluded   (--list for all)")
     print(f"UI:      {ui_command(settings, home)}  (then open http://127.0.0.1:3000)")
+
+
+def _print_counts(con: duckdb.DuckDBPyConnection) -> None:
+    """Rows per table, the quarantine and skipped inputs, the selection and the published datasets' rows."""
+    if counts := _query(con, ROWS_PER_TABLE):
+        print("\nrows per table:\n" + format_rows(*counts))
+    if found := _query(con, QUARANTINE):
+        columns, rows = found
+        total = sum(r[1] for r in rows)
+        print(f"\nquarantined raw records: {total}" + (("\n" + format_rows(columns, rows)) if rows else ""))
+    if found := _query(con, "SELECT raw_file, reason FROM skipped_inputs ORDER BY raw_file"):
+        columns, rows = found
+        print(
+            f"\nskipped inputs (no format reads them): {len(rows)}"
+            + (("\n" + format_rows(columns, rows)) if rows else "")
+        )
+    if found := _query(con, SELECTED):
+        _, [(teachers, selected)] = found
+        print(f"\nselected for SFT: {selected} of {teachers} teacher runs (why not: --query exclusions_by_criterion)")
+    for dataset in PUBLISHED:
+        if published := _query(con, f"SELECT count(*) FROM {dataset}"):
+            print(f"published {dataset} (current version): {published[1][0][0]} rows")
 
 
 def ui_command(settings: CurateSettings, home: Path | None) -> str:

@@ -14,6 +14,8 @@ import re
 import shutil
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -143,7 +145,7 @@ def confined(
         root = con.execute("SELECT root FROM cowork_data_root").fetchone()[0]
     except duckdb.CatalogException:  # a file built before the view existed
         root = normalize_root(data_root or db_path.parent)
-    object_store(con, root)  # one query per connection: it sees the files as they are when it starts
+    object_store(con, root)  # its queries see the files as they are when it opens (`session`)
     folders = {
         join(base, part) + "/"
         for base in {root, *([] if is_remote(root) else [os.path.realpath(root)])}
@@ -202,35 +204,49 @@ def first_rows(
 ) -> tuple[list[str], list[tuple], int]:
     """As `run_query`, but only the first `limit` rows come into Python: the rest are counted as Arrow batches
     stream past, so a SELECT of millions of rows stays within the memory limit. Returns (columns, rows, total)."""
+    refuse_unless_select(sql)
+    with session(db_path, data_root, memory_limit) as con:
+        timer = threading.Timer(timeout, con.interrupt)
+        timer.start()
+        try:
+            if limit is None:
+                cur = con.execute(sql, params) if params else con.execute(sql)
+                rows = cur.fetchall()
+                return [d[0] for d in cur.description or []], rows, len(rows)
+            # The result streams as Arrow batches: the first `limit` rows become tuples, the rest are only counted.
+            relation = con.sql(sql, params=params or None)
+            rows, total = [], 0
+            for batch in relation.to_arrow_reader(8 * 1024):
+                if len(rows) < limit:
+                    rows += list(zip(*(c.to_pylist() for c in batch.slice(0, limit - len(rows)).columns)))
+                total += batch.num_rows
+            return relation.columns, rows, total
+        except duckdb.PermissionException as exc:
+            raise QueryRefused(f"outside what queries may read: {str(exc).splitlines()[0]}") from None
+        except duckdb.InterruptException:
+            raise QueryLimit(f"stopped at its time limit of {timeout:g} s (--timeout)") from None
+        except duckdb.OutOfMemoryException:
+            raise QueryLimit(f"stopped at its memory limit of {memory_limit} (--memory-limit)") from None
+        finally:
+            timer.cancel()
+
+
+@contextmanager
+def session(
+    db_path: Path, data_root: str | None = None, memory_limit: str = SQL_MEMORY_LIMIT
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A confined connection (`confined`) for one or several queries, which see the files as they are when it
+    opens (on an object store, each file listed and looked up once). It spills past its memory limit to the run's
+    scratch folder (DuckDB's default spills beside the file, into the data root), which the next command sweeps if
+    this process is killed (runtime/scratch.py)."""
     if not db_path.is_file():
         raise FileNotFoundError(f"no DuckDB file at {db_path}; run `cowork-curate run` first")
-    refuse_unless_select(sql)
-    # DuckDB's default spills beside the file, into the data root: the run's scratch folder instead, which the next
-    # command sweeps if this process is killed (runtime/scratch.py).
     spill = tempfile.mkdtemp(prefix="cowork-sql-", dir=scratch.folder())
-    con = confined(db_path, data_root, memory_limit, spill)
-    timer = threading.Timer(timeout, con.interrupt)
-    timer.start()
     try:
-        if limit is None:
-            cur = con.execute(sql, params) if params else con.execute(sql)
-            rows = cur.fetchall()
-            return [d[0] for d in cur.description or []], rows, len(rows)
-        # The result streams as Arrow batches: the first `limit` rows become tuples, the rest are only counted.
-        relation = con.sql(sql, params=params or None)
-        rows, total = [], 0
-        for batch in relation.to_arrow_reader(8 * 1024):
-            if len(rows) < limit:
-                rows += list(zip(*(c.to_pylist() for c in batch.slice(0, limit - len(rows)).columns)))
-            total += batch.num_rows
-        return relation.columns, rows, total
-    except duckdb.PermissionException as exc:
-        raise QueryRefused(f"outside what queries may read: {str(exc).splitlines()[0]}") from None
-    except duckdb.InterruptException:
-        raise QueryLimit(f"stopped at its time limit of {timeout:g} s (--timeout)") from None
-    except duckdb.OutOfMemoryException:
-        raise QueryLimit(f"stopped at its memory limit of {memory_limit} (--memory-limit)") from None
+        con = confined(db_path, data_root, memory_limit, spill)
+        try:
+            yield con
+        finally:
+            con.close()
     finally:
-        timer.cancel()
-        con.close()
         shutil.rmtree(spill, ignore_errors=True)
