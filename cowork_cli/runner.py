@@ -194,7 +194,8 @@ def materialize_all(
     per_run = min(settings.batches_per_run, -(-len(todo) // workers)) if parallel else settings.batches_per_run
     order = instance.get_dynamic_partitions(batches_partitions.name)
     runs = batch_runs(order, todo, per_run, alone=verdict.failed_batches(instance, todo))
-    if parallel:
+    if parallel:  # this process waits on the workers: it loads the tokenizer meanwhile (`_warm_up`)
+        threading.Thread(target=_warm_up, args=(settings.token_encoding,), daemon=True).start()
         pool = worker_pool(workers, instance.root_directory)
         results = pool.map(_process_batches, [config] * len(runs), runs)
     else:
@@ -202,7 +203,6 @@ def materialize_all(
     from cowork_cli.origin import execute
     from dagster_project.jobs import CORPUS_JOBS
 
-    threading.Thread(target=_warm_up, args=(settings.token_encoding,), daemon=True).start()
     retry = []
     with progress(echo):  # each batch of a shared run as it is written
         try:
@@ -306,7 +306,9 @@ def _wait_for_runs_elsewhere(instance: dg.DagsterInstance, echo: Callable[[str],
 def _warm_up(encoding: str) -> None:
     """The tokenizer's rank file takes half a second to load; the cross-batch phase needs it, so this
     otherwise idle process loads it while the batch workers run, at a low priority: on cores the workers
-    leave idle, not at their start-up's expense."""
+    leave idle, not at their start-up's expense. Not while this process runs the batches itself: the load holds
+    the GIL, and a thread at a low priority that holds it stalls the batches whenever other work keeps the
+    machine busy (a small run took 3 to 5 s longer beside two busy processes)."""
     with suppress(OSError, AttributeError):  # a thread's own priority: Linux only
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
     with suppress(TokenizerUnavailable):  # reported by the step that needs it

@@ -218,10 +218,16 @@ def test_a_batch_worker_ends_at_once_without_losing_what_it_logged(tmp_path):
 
 
 def test_batches_too_small_to_pay_for_workers_run_in_the_runs_own_process(tmp_path, monkeypatch):
-    """Two batches of a few hundred KB run one after another in this process (no worker is started); with
-    parallel_from_mb=0 the same run starts its workers."""
+    """Two batches of a few hundred KB run one after another in this process (no worker is started, and the
+    tokenizer is not loaded beside them); with parallel_from_mb=0 the same run starts its workers, and loads the
+    tokenizer while it waits on them."""
+    import threading
+
     from cowork_assets.orchestration.resources import CurateSettings
     from cowork_cli import runner, workers
+
+    warmed = threading.Event()
+    monkeypatch.setattr(runner, "_warm_up", lambda encoding: warmed.set())
 
     raw = tmp_path / "raw"
     generate(raw, 16, 2, 11)
@@ -233,9 +239,10 @@ def test_batches_too_small_to_pay_for_workers_run_in_the_runs_own_process(tmp_pa
     instance = runner.ensure_instance(tmp_path / "home")
     outcome = runner.materialize_all(settings, instance, echo=lambda _: None)
     assert pools == [] and outcome.failed == {} and sorted(outcome.batches) == batches
+    assert not warmed.is_set()
     with pytest.raises(ZeroDivisionError):  # the pool this test stands in for
         runner.materialize_all(settings.model_copy(update={"parallel_from_mb": 0}), instance, force=True)
-    assert [p["max_workers"] for p in pools] == [2]
+    assert [p["max_workers"] for p in pools] == [2] and warmed.wait(timeout=10)
 
 
 def test_many_small_batches_run_in_workers(tmp_path, monkeypatch):
