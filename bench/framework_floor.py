@@ -7,7 +7,7 @@ look-ups, every event stored in the instance's SQLite files. A batch run, or the
 checks on this storage costs at least as much, whatever the pipeline's own code does.
 
 `python -m bench.framework_floor` compares the instance's storage: the per-batch figures on the SQLite instance
-`cowork-curate run` writes (Dagster's SQLite storages keeping their database engines:
+`cowork-curate run` writes (Dagster's SQLite storages keeping their database engines and connections:
 `dagster_project/sqlite_storage.py`) and on the same files with Dagster's own (`storage: sqlite`), alternated.
 """
 
@@ -142,7 +142,7 @@ if __name__ == "__main__":
         for _ in range(args.rounds):
             for dagster_sqlite in (False, True):
                 floor = framework_floor(Path(work) / "home", args.runs, dagster_sqlite)
-                name = "Dagster's own SQLite storages" if dagster_sqlite else "this tool's (engines kept)"
+                name = "Dagster's own SQLite storages" if dagster_sqlite else "this tool's (engines and connections kept)"
                 print(
                     f"{name}: {floor['seconds_per_batch_run']:.2f} s per batch run, "
                     f"{floor['seconds_per_batch_in_one_run']:.2f} s per batch in one run over {args.runs}, "

@@ -1,4 +1,4 @@
-"""Dagster's SQLite storages, keeping their database engines and the event log index's connection.
+"""Dagster's SQLite storages, keeping their database engines and the connections the event log writes through.
 
 Dagster's SQLite run, event log and schedule storages create a SQLAlchemy engine each time they connect, and open
 and close a connection: a run connects a few times for every event it stores, mostly to the event log's index
@@ -6,11 +6,15 @@ and close a connection: a run connects a few times for every event it stores, mo
 most of what a small batch costs Dagster (`python -m bench.framework_floor` compares them). These subclasses are
 the same storages on the same files, so an instance switched to them, or back, keeps its history:
 - one engine per database file, without a pool: each connection still opened and closed as Dagster's are;
-- one connection to the event log's index kept open (Dagster's storage lock lets one thread use it at a time).
-  A run's own file is not held open: the UI's live view of a run watches that file change, which in WAL mode it
-  does when its last connection closes.
+- one connection to the event log's index kept open (Dagster's storage lock lets one thread use it at a time);
+- one connection kept open to the file of each run this process writes events to, until it writes the run's end.
+  The UI's live view of a run watches that file change, which in WAL mode it does only when its last connection
+  closes: each event stored touches the file;
+- the kept connections commit without waiting for the disk (`synchronous=NORMAL`: in WAL mode a crash of the
+  machine, not of a process, may lose the last events stored, and never corrupts a file). A connection opened for
+  one use waits for the disk when it closes anyway.
 Dagster offers no public way to choose how its SQLite storages connect: this module, and only this one, overrides
-their (private) connect methods; `tests/dagster_project/test_sqlite_storage.py` fails when an upgrade changes them,
+their (private) connect methods and caches what their schema checks find; `tests/dagster_project/test_sqlite_storage.py` fails when an upgrade changes them,
 and the live-view, UI and daemon tests run on them.
 """
 
@@ -22,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import dagster as dg
 from dagster._core.storage.event_log import SqliteEventLogStorage
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME
 from dagster._core.storage.runs import SqliteRunStorage
@@ -48,6 +53,7 @@ class _Engines:
                 kept = create_engine(conn_string, **self._options)
                 if not isinstance(kept.pool, NullPool):
                     _reopened_when_replaced(kept)
+                    _committed_without_waiting_for_the_disk(kept)
                 self.created += 1
             self._engines[conn_string] = kept
             while len(self._engines) > self._size:
@@ -89,14 +95,22 @@ def _reopened_when_replaced(kept: Engine) -> None:
             raise exc.DisconnectionError(f"{path} was replaced: reopening it")  # the pool opens a new connection
 
 
+def _committed_without_waiting_for_the_disk(kept: Engine) -> None:
+    @event.listens_for(kept, "connect")
+    def opened(dbapi, _record) -> None:
+        dbapi.execute("PRAGMA synchronous=NORMAL")
+
+
 # A long-lived process (the UI, the daemon) reads many runs' files: the engines of the last 256 are kept.
 engine = _Engines(256, poolclass=NullPool)
 timed_out = _Engines(256, poolclass=NullPool, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS})
 # The event log index of the last few instances this process opened (tests open many), a connection each.
-index_engine = _Engines(
-    4, pool_size=1, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False}
-)
-os.register_at_fork(after_in_child=lambda: [e.forget() for e in (engine, timed_out, index_engine)])
+_ONE_KEPT = {"pool_size": 1, "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False}}
+index_engine = _Engines(4, **_ONE_KEPT)
+# The files of the last few runs this process stores events of, a connection each until the run's end.
+writing = _Engines(4, **_ONE_KEPT)
+os.register_at_fork(after_in_child=lambda: [e.forget() for e in (engine, timed_out, index_engine, writing)])
+RUN_ENDS = {dg.DagsterEventType.RUN_SUCCESS, dg.DagsterEventType.RUN_FAILURE, dg.DagsterEventType.RUN_CANCELED}
 
 
 class _OneFileKeptEngine:
@@ -126,17 +140,48 @@ class KeptEngineSqliteScheduleStorage(_OneFileKeptEngine, SqliteScheduleStorage)
 
 class KeptEngineSqliteEventLogStorage(SqliteEventLogStorage):
     """Dagster's `SqliteEventLogStorage` (config `base_dir`: a database file per run and an index file), an engine
-    kept for each file."""
+    kept for each file, a connection for the index and for each run whose events this process stores."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._storing = threading.local()  # the run whose event this thread is storing
+        self._known_tables: set[str] = set()  # tables and columns found; a migration only adds them
+        self._known_columns: set[str] = set()
 
     @classmethod
     def from_config_value(cls, inst_data, config_value) -> KeptEngineSqliteEventLogStorage:
         return cls(inst_data=inst_data, **config_value)
 
+    def store_event(self, event: dg.EventLogEntry) -> None:
+        self._storing.run = event.run_id
+        try:
+            super().store_event(event)
+        finally:
+            self._storing.run = None
+        os.utime(self.path_for_shard(event.run_id))  # the UI's live view of the run reads it anew
+        if event.dagster_event_type in RUN_ENDS:
+            writing.close(self.conn_string_for_shard(event.run_id))
+
+    def has_table(self, table_name: str) -> bool:
+        # Dagster's creates an engine for each question, asked for every check evaluation stored
+        if table_name not in self._known_tables and super().has_table(table_name):
+            self._known_tables.add(table_name)
+        return table_name in self._known_tables
+
+    def _has_asset_key_col_on_connection(self, conn: Connection, column_name: str) -> bool:
+        # Dagster's reads the table's columns for every asset event stored
+        if column_name not in self._known_columns and super()._has_asset_key_col_on_connection(conn, column_name):
+            self._known_columns.add(column_name)
+        return column_name in self._known_columns
+
     @contextmanager
     def _connect(self, shard: str) -> Iterator[Connection]:
         with self._db_lock:
             at = self.conn_string_for_shard(shard)
-            kept = index_engine(at) if shard == INDEX_SHARD_NAME else timed_out(at)
+            if shard == INDEX_SHARD_NAME:
+                kept = index_engine(at)
+            else:
+                kept = writing(at) if shard == getattr(self._storing, "run", None) else timed_out(at)
             if shard not in self._initialized_dbs:
                 self._initdb(kept)
                 self._initialized_dbs.add(shard)

@@ -2,6 +2,7 @@
 Dagster's `storage: sqlite`, so an instance switched to them or back keeps its history, and an engine per file,
 not per connection. These fail when a Dagster upgrade changes the private methods the storages override."""
 
+import queue
 import shutil
 import subprocess
 import sys
@@ -20,8 +21,8 @@ def numbers() -> dg.MaterializeResult:
     return dg.MaterializeResult(metadata={"n": 1})
 
 
-def _files(home) -> list[str]:
-    return sorted(str(p.relative_to(home)) for p in home.rglob("*.db"))
+def _files(home, pattern: str = "*.db") -> list[str]:
+    return sorted(str(p.relative_to(home)) for p in home.rglob(pattern))
 
 
 def _materialized(instance: dg.DagsterInstance, partition: str) -> str:
@@ -30,8 +31,9 @@ def _materialized(instance: dg.DagsterInstance, partition: str) -> str:
     return result.run_id
 
 
-def _created() -> tuple[int, int, int]:
-    return tuple(e.created for e in (sqlite_storage.engine, sqlite_storage.timed_out, sqlite_storage.index_engine))
+def _created() -> tuple[int, ...]:
+    engines = (sqlite_storage.engine, sqlite_storage.timed_out, sqlite_storage.index_engine, sqlite_storage.writing)
+    return tuple(e.created for e in engines)
 
 
 def test_the_storages_keep_an_engine_per_file_and_the_index_open_on_dagsters_files(tmp_path):
@@ -42,14 +44,17 @@ def test_the_storages_keep_an_engine_per_file_and_the_index_open_on_dagsters_fil
     assert kinds == {f"KeptEngineSqlite{kind}Storage" for kind in ("Run", "EventLog", "Schedule")}
     instance.all_instigator_state()  # each storage has connected: runs.db, schedules.db, the index
     before = _created()
-    assert [now - then for now, then in zip(before, start)] == [2, 0, 1]
+    assert [now - then for now, then in zip(before, start)] == [2, 0, 1, 0]
     first = _materialized(instance, "a")
-    # the run's own file takes an engine; runs.db, schedules.db and the index keep theirs for every connection
-    assert [now - then for now, then in zip(_created(), before)] == [0, 1, 0]
+    # the run's own file takes an engine, its events written through it; runs.db, schedules.db and the index keep
+    # theirs for every connection
+    assert [now - then for now, then in zip(_created(), before)] == [0, 0, 0, 1]
     second = _materialized(instance, "b")
-    assert [now - then for now, then in zip(_created(), before)] == [0, 2, 0]
+    assert [now - then for now, then in zip(_created(), before)] == [0, 0, 0, 2]
     index = sqlite_storage.index_engine(instance.event_log_storage.conn_string_for_shard("index"))
     assert index.pool.checkedin() == 1  # its connection kept open between uses
+    # each run's connection closed at its end: its file checkpointed, its write-ahead log gone
+    assert _files(home, "*.db-wal") == ["history/runs/index.db-wal"]
     assert _files(home) == sorted(
         ["history/runs.db", f"history/runs/{first}.db", f"history/runs/{second}.db", "history/runs/index.db"]
         + ["schedules/schedules.db"]
@@ -90,3 +95,22 @@ def test_an_instance_folder_deleted_and_made_again_is_read_from_its_new_files(tm
             [sys.executable, "-c", SEEN.format(home=str(home))], capture_output=True, text=True, check=True
         )
         assert seen.stdout.split() == batches
+
+
+def test_the_live_view_of_a_run_sees_each_event_while_the_run_holds_its_file_open(tmp_path):
+    """The UI follows a run by watching its file change; the run writes through a connection it keeps open, which in
+    WAL mode leaves the file itself unchanged until it closes."""
+    instance = ensure_instance(tmp_path / "home")
+    storage, run_id, seen = instance.event_log_storage, "live-run", queue.Queue()
+    instance.report_engine_event("first", job_name="job", run_id=run_id)
+    watcher = lambda event, _cursor: seen.put(event.message)  # noqa: E731
+    storage.watch(run_id, None, watcher)
+    try:
+        instance.report_engine_event("second", job_name="job", run_id=run_id)
+        assert [seen.get(timeout=10), seen.get(timeout=10)] == ["first", "second"]
+        instance.report_engine_event("third", job_name="job", run_id=run_id)
+        assert seen.get(timeout=10) == "third"
+        assert storage.conn_string_for_shard(run_id) in sqlite_storage.writing._engines  # held open all along
+    finally:
+        storage.end_watch(run_id, watcher)
+        instance.dispose()
