@@ -4,6 +4,8 @@ nested list columns built from flat rows."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import pandera.errors
 import pandera.polars as pa
 import polars as pl
@@ -48,15 +50,17 @@ def validate_table(location: str, model: type[pa.DataFrameModel]) -> tuple[int, 
     """(rows, failure cases or None) of a Parquet file against a pandera model, data checks included.
 
     pandera runs a query for each column and check. A small file is read once and validated in memory (a scan would
-    decode it for each query: a third of the time). A large one is validated over a lazy scan, each check reading
-    only the columns it needs, so memory stays bounded and long text columns are not loaded just to confirm a type
-    the file's schema already states.
+    decode it for each query: a third of the time), its queries on polars' in-memory engine (the streaming engine a
+    lazy query takes by default costs 0.4 ms more per query: a third of a small batch's validations). A large one is
+    validated over a lazy scan, each check reading only the columns it needs, so memory stays bounded and long text
+    columns are not loaded just to confirm a type the file's schema already states.
     """
     size, _ = storage.stamps([location]).get(location, (None, None))  # none: the scan says why
     small = size is not None and size <= IN_MEMORY_BYTES
     frame = pl.read_parquet(location).lazy() if small else pl.scan_parquet(location)
     rows = frame.select(pl.len()).collect().item()
-    with config_context(validation_depth=ValidationDepth.SCHEMA_AND_DATA):
+    engine = pl.Config(engine_affinity="in-memory") if small else nullcontext()
+    with config_context(validation_depth=ValidationDepth.SCHEMA_AND_DATA), engine:
         try:
             model.validate(frame, lazy=True)
         except pandera.errors.SchemaErrors as exc:
