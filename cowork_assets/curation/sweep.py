@@ -53,7 +53,10 @@ def sweep(
     ).with_row_index("config")
     before_use = Shown(occurrences)
     cuts, spans = [], []  # per configuration: what it keeps of each long observation; the spans it keeps
+    longest = every.get_column("shown").max() or 0
     for config, name, n in configs.iter_rows():
+        if n >= longest and n > allowances[0]:  # no observation to cut: nothing taken, nothing lost (the smallest
+            continue  # allowance is always cut: it gives the parts their columns)
         module, long, tag = registry()[name], every.filter(pl.col("shown") > n), pl.lit(config, pl.UInt32)
         if getattr(module, "KEEPS_ALL_EVIDENCE", False):  # loses nothing: only its characters are needed
             found = long.with_columns(kept=module.kept_chars(long, n, evidence_context_chars)["kept_chars"])
