@@ -5,6 +5,7 @@ nested list columns built from flat rows."""
 from __future__ import annotations
 
 from contextlib import nullcontext
+from functools import cache
 
 import pandera.errors
 import pandera.polars as pa
@@ -35,6 +36,7 @@ def nest(frame: pl.DataFrame, items: pl.DataFrame, row: str, name: str, item: pl
     )
 
 
+@cache  # every write asks (about a millisecond each: polars converts an empty frame); a model does not change
 def arrow_schema(model: type[pa.DataFrameModel]) -> pa_arrow.Schema:
     return pl.DataFrame(schema=polars_schema(model)).to_arrow().schema
 
