@@ -142,7 +142,9 @@ if __name__ == "__main__":
         for _ in range(args.rounds):
             for dagster_sqlite in (False, True):
                 floor = framework_floor(Path(work) / "home", args.runs, dagster_sqlite)
-                name = "Dagster's own SQLite storages" if dagster_sqlite else "this tool's (engines and connections kept)"
+                name = (
+                    "Dagster's own SQLite storages" if dagster_sqlite else "this tool's (engines and connections kept)"
+                )
                 print(
                     f"{name}: {floor['seconds_per_batch_run']:.2f} s per batch run, "
                     f"{floor['seconds_per_batch_in_one_run']:.2f} s per batch in one run over {args.runs}, "

@@ -14,8 +14,9 @@ the same storages on the same files, so an instance switched to them, or back, k
   machine, not of a process, may lose the last events stored, and never corrupts a file). A connection opened for
   one use waits for the disk when it closes anyway.
 Dagster offers no public way to choose how its SQLite storages connect: this module, and only this one, overrides
-their (private) connect methods and caches what their schema checks find; `tests/dagster_project/test_sqlite_storage.py` fails when an upgrade changes them,
-and the live-view, UI and daemon tests run on them.
+their (private) connect methods and caches what their schema checks find.
+`tests/dagster_project/test_sqlite_storage.py` fails when an upgrade changes them, and the live-view, UI and daemon
+tests run on them.
 """
 
 from __future__ import annotations
