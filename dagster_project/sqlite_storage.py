@@ -25,7 +25,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import dagster as dg
 from dagster._core.storage.event_log import SqliteEventLogStorage
@@ -159,7 +159,8 @@ class KeptEngineSqliteEventLogStorage(SqliteEventLogStorage):
             super().store_event(event)
         finally:
             self._storing.run = None
-        os.utime(self.path_for_shard(event.run_id))  # the UI's live view of the run reads it anew
+        with suppress(FileNotFoundError):  # the run deleted meanwhile
+            os.utime(self.path_for_shard(event.run_id))  # the UI's live view of the run reads it anew
         if event.dagster_event_type in RUN_ENDS:
             writing.close(self.conn_string_for_shard(event.run_id))
 
