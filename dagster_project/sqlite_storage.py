@@ -10,11 +10,13 @@ the same storages on the same files, so an instance switched to them, or back, k
 - one connection kept open to the file of each run this process writes events to, until it writes the run's end.
   The UI's live view of a run watches that file change, which in WAL mode it does only when its last connection
   closes: each event stored touches the file;
+- the migration scripts' head revision is read once per process: Dagster reads its 90 scripts to learn it each time
+  a storage opens and each time a process first opens a run's file, and again to stamp a new file (70 to 150 ms);
 - the kept connections commit without waiting for the disk (`synchronous=NORMAL`: in WAL mode a crash of the
   machine, not of a process, may lose the last events stored, and never corrupts a file). A connection opened for
   one use waits for the disk when it closes anyway.
 Dagster offers no public way to choose how its SQLite storages connect: this module, and only this one, overrides
-their (private) connect methods and caches what their schema checks find.
+their (private) connect and schema-creation methods and caches what their schema checks find.
 `tests/dagster_project/test_sqlite_storage.py` fails when an upgrade changes them, and the live-view, UI and daemon
 tests run on them.
 """
@@ -22,18 +24,24 @@ tests run on them.
 from __future__ import annotations
 
 import os
+import sqlite3
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from functools import cache
 
 import dagster as dg
-from dagster._core.storage.event_log import SqliteEventLogStorage
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from dagster._core.storage.event_log import SqlEventLogStorageMetadata, SqliteEventLogStorage
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME
 from dagster._core.storage.runs import SqliteRunStorage
 from dagster._core.storage.schedules import SqliteScheduleStorage
-from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
-from sqlalchemy import create_engine, event, exc
+from dagster._core.storage.sql import get_alembic_config
+from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS, create_db_conn_string
+from sqlalchemy import create_engine, event, exc, inspect, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
@@ -114,16 +122,44 @@ os.register_at_fork(after_in_child=lambda: [e.forget() for e in (engine, timed_o
 RUN_ENDS = {dg.DagsterEventType.RUN_SUCCESS, dg.DagsterEventType.RUN_FAILURE, dg.DagsterEventType.RUN_CANCELED}
 
 
+@cache
+def _migrations() -> ScriptDirectory:
+    """Dagster's migration scripts (the run, event log and schedule storages share them), read once."""
+    return ScriptDirectory.from_config(get_alembic_config(sys.modules[SqliteRunStorage.__module__].__file__))
+
+
+def _revision(conn: Connection) -> str | None:
+    """The migration revision a database file is stamped with (None: none)."""
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+def at_head(conn_string: str, *tables: str) -> bool:
+    """Whether the file is stamped with the migrations' head revision and holds `tables`: nothing for Dagster to
+    create or migrate."""
+    with suppress(exc.DBAPIError, sqlite3.Error), engine(conn_string).connect() as conn:
+        return _revision(conn) == _migrations().get_current_head() and all(inspect(conn).has_table(t) for t in tables)
+    return False
+
+
 class _OneFileKeptEngine:
     """What Dagster's run and schedule storages (one file each, config `base_dir`) change to keep their engine:
     built as the subclass (Dagster's `from_config_value` builds its own class), connecting through the kept
-    engine."""
+    engine, and opened without a look at the migrations when the file is at their head."""
 
     _conn_string: str
+    _FILE: str  # the file's name in `base_dir`, without `.db`
+    _TABLES: tuple[str, ...] = ()  # tables Dagster's `from_local` creates apart from the migrations
 
     @classmethod
     def from_config_value(cls, inst_data, config_value):
         return cls.from_local(inst_data=inst_data, **config_value)
+
+    @classmethod
+    def from_local(cls, base_dir: str, inst_data=None):
+        conn_string = create_db_conn_string(base_dir, cls._FILE)
+        if os.path.exists(os.path.join(base_dir, f"{cls._FILE}.db")) and at_head(conn_string, *cls._TABLES):
+            return cls(conn_string, inst_data)
+        return super().from_local(base_dir, inst_data)  # created, stamped or migrated as Dagster does
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
@@ -134,9 +170,13 @@ class _OneFileKeptEngine:
 class KeptEngineSqliteRunStorage(_OneFileKeptEngine, SqliteRunStorage):
     """Dagster's `SqliteRunStorage`, its engine kept."""
 
+    _FILE, _TABLES = "runs", ("instance_info",)
+
 
 class KeptEngineSqliteScheduleStorage(_OneFileKeptEngine, SqliteScheduleStorage):
     """Dagster's `SqliteScheduleStorage`, its engine kept."""
+
+    _FILE = "schedules"
 
 
 class KeptEngineSqliteEventLogStorage(SqliteEventLogStorage):
@@ -163,6 +203,22 @@ class KeptEngineSqliteEventLogStorage(SqliteEventLogStorage):
             os.utime(self.path_for_shard(event.run_id))  # the UI's live view of the run reads it anew
         if event.dagster_event_type in RUN_ENDS:
             writing.close(self.conn_string_for_shard(event.run_id))
+
+    def _initdb(self, engine: Engine, for_index_shard: bool = False) -> None:
+        # Dagster's reads the migration scripts to learn their head for each file a process opens first, and again
+        # to stamp a new run's file: a file at the head is left as it is, a new run's file made as Dagster makes it
+        # (tables, WAL, stamp). Anything else, or two processes making one file at once, is Dagster's to handle.
+        with suppress(exc.DBAPIError, sqlite3.Error), engine.connect() as conn:
+            revision = _revision(conn)
+            if revision == _migrations().get_current_head():
+                return
+            if revision is None and not for_index_shard and not inspect(conn).get_table_names():
+                SqlEventLogStorageMetadata.create_all(engine)
+                conn.execute(text("PRAGMA journal_mode=WAL;"))
+                MigrationContext.configure(conn).stamp(_migrations(), "head")
+                conn.commit()
+                return
+        super()._initdb(engine, for_index_shard)
 
     def has_table(self, table_name: str) -> bool:
         # Dagster's creates an engine for each question, asked for every check evaluation stored

@@ -4,10 +4,12 @@ not per connection. These fail when a Dagster upgrade changes the private method
 
 import queue
 import shutil
+import sqlite3
 import subprocess
 import sys
 
 import dagster as dg
+from alembic.script import ScriptDirectory
 
 from bench.framework_floor import DAGSTER_SQLITE
 from cowork_cli.runner import INSTANCE_HEADER, ensure_instance
@@ -114,3 +116,47 @@ def test_the_live_view_of_a_run_sees_each_event_while_the_run_holds_its_file_ope
     finally:
         storage.end_watch(run_id, watcher)
         instance.dispose()
+
+
+def _schema(path) -> tuple[list, list]:
+    with sqlite3.connect(path) as db:
+        made = db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name").fetchall()
+        return made, db.execute("SELECT * FROM alembic_version").fetchall() + db.execute(
+            "PRAGMA journal_mode"
+        ).fetchall()
+
+
+def test_each_file_is_made_as_dagsters_storage_makes_it(tmp_path):
+    """The files a new instance and its first run make are Dagster's own, table for table and index for index,
+    stamped with the same migration revision, in WAL mode."""
+    made = {}
+    for name, config in (("ours", None), ("dagsters", DAGSTER_SQLITE)):
+        home = tmp_path / name
+        home.mkdir()
+        if config:
+            (home / "dagster.yaml").write_text(config.format(home=home))
+        instance = ensure_instance(home) if not config else dg.DagsterInstance.from_config(str(home))
+        instance.event_log_storage.get_logs_for_run("a-run")  # reading a run's events makes its file
+        made[name] = {
+            f: _schema(home / f) for f in ("history/runs.db", "history/runs/index.db", "history/runs/a-run.db")
+        } | {"schedules": _schema(home / "schedules" / "schedules.db")}
+        instance.dispose()
+    assert made["ours"] == made["dagsters"]
+    assert made["ours"]["history/runs/a-run.db"][1] == [(sqlite_storage._migrations().get_current_head(),), ("wal",)]
+
+
+def test_opening_an_instance_and_running_on_it_reads_no_migration_script(tmp_path, monkeypatch):
+    """Dagster reads its 90 migration scripts to learn their head each time a storage opens and a process first opens
+    a run's file (and again to stamp a new one): the head is read once per process."""
+    home = tmp_path / "home"
+    ensure_instance(home).dispose()  # made, as Dagster makes it
+    sqlite_storage._migrations()
+    read = []
+    original = ScriptDirectory.from_config.__func__
+    monkeypatch.setattr(
+        ScriptDirectory, "from_config", classmethod(lambda cls, *a, **k: read.append(1) or original(cls, *a, **k))
+    )
+    instance = ensure_instance(home)
+    first = _materialized(instance, "a")
+    assert instance.get_run_record_by_id(first).dagster_run.is_success and read == []
+    instance.dispose()
