@@ -50,11 +50,13 @@ def test_no_private_dagster_import_but_the_runs_origin_a_check_target_and_the_sq
             "dagster._core.remote_origin",
             "dagster._core.types.loadable_target_origin",
         ],
-        "dagster_project/sqlite_storage.py": [  # no public way to choose how Dagster's SQLite storages connect
+        # no public way to choose how Dagster's SQLite storages connect, nor where their migrations are
+        "dagster_project/sqlite_storage.py": [
             "dagster._core.storage.event_log",
             "dagster._core.storage.event_log.sqlite.sqlite_event_log",
             "dagster._core.storage.runs",
             "dagster._core.storage.schedules",
+            "dagster._core.storage.sql",
             "dagster._core.storage.sqlite",
         ],
     }
