@@ -52,18 +52,17 @@ def sweep(
         orient="row",
     ).with_row_index("config")
     before_use = Shown(occurrences)
-    cuts, spans = [], []  # per configuration: what it keeps of each long observation; the spans it keeps
-    longest = every.get_column("shown").max() or 0
-    for config, name, n in configs.iter_rows():
-        if n >= longest and n > allowances[0]:  # no observation to cut: nothing taken, nothing lost (the smallest
-            continue  # allowance is always cut: it gives the parts their columns)
-        module, long, tag = registry()[name], every.filter(pl.col("shown") > n), pl.lit(config, pl.UInt32)
+    cuts, spans = [], []  # per strategy: what it keeps of each long observation; the spans it keeps
+    for name, module in registry().items():
+        # each observation at every allowance it exceeds, cut at all of them at once (the allowance a column)
+        at = configs.filter(pl.col("strategy") == name).select("config", "n")
+        long = every.lazy().join(at.lazy(), how="cross").filter(pl.col("shown") > pl.col("n")).collect()
         if getattr(module, "KEEPS_ALL_EVIDENCE", False):  # loses nothing: only its characters are needed
-            found = long.with_columns(kept=module.kept_chars(long, n, evidence_context_chars)["kept_chars"])
+            found = long.with_columns(kept=module.kept_chars(long, pl.col("n"), evidence_context_chars)["kept_chars"])
         else:
-            found = kept_spans(long, name, n, evidence_context_chars).with_columns(kept=span_chars.list.sum())
-            spans.append(found.select(*KEY, "kept_spans", config=tag))
-        cuts.append(found.select("category", "length", "kept", config=tag))
+            found = kept_spans(long, name, pl.col("n"), evidence_context_chars).with_columns(kept=span_chars.list.sum())
+            spans.append(found.select(*KEY, "kept_spans", "config"))
+        cuts.append(found.select("category", "length", "kept", "config"))
     taken = pl.concat(cuts).group_by("category", "config").agg(taken=(pl.col("length") - pl.col("kept")).sum())
     gone = before_use.lost(pl.concat(spans), by=("config",))
     return _tally(every, items, before_use.counts, configs, taken, gone)

@@ -55,7 +55,7 @@ def long_observations(messages: pl.DataFrame, at_risk: pl.DataFrame, allowance: 
     return observations(messages, at_risk).filter(pl.col("shown") > allowance)
 
 
-def kept_spans(long: pl.DataFrame, name: str, allowance: int, context: int) -> pl.DataFrame:
+def kept_spans(long: pl.DataFrame, name: str, allowance: int | pl.Expr, context: int) -> pl.DataFrame:
     """`long` with the kept spans and overflow of strategy `name`, in (trajectory, message) order."""
     return strategy(name).kept(long, allowance, context).sort(KEY)
 

@@ -121,6 +121,11 @@ def span_list(*pairs: tuple[pl.Expr, pl.Expr]) -> pl.Expr:
     return pl.concat_arr(pl.struct(start=s.cast(pl.Int64), end=e.cast(pl.Int64)) for s, e in pairs).arr.to_list()
 
 
+def allowance_of(allowance: int | pl.Expr) -> pl.Expr:
+    """The allowance as an expression: one for all rows, or each row's (the sweep cuts at several at once)."""
+    return allowance if isinstance(allowance, pl.Expr) else pl.lit(allowance, pl.Int64)
+
+
 def positional(observations: pl.DataFrame, kept_spans: pl.Expr) -> pl.DataFrame:
     """The rows of a cut by position only: never any overflow."""
     return observations.with_columns(kept_spans=kept_spans, overflow_chars=pl.lit(0, pl.Int64))

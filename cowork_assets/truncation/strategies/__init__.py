@@ -8,7 +8,8 @@ matches, or None) and `kept(observations, allowance, context)`: for each long ob
 the allowance). Rendering the text, deciding which evidence survives and counting what each keeps are the same
 for all (curation/truncate.py). A module that keeps every at-risk value by construction may say so
 (`KEEPS_ALL_EVIDENCE = True`) and give `kept_chars(observations, allowance, context)`: the truncation sweep then
-counts its characters without building its spans.
+counts its characters without building its spans. The sweep cuts at all its allowances at once: it gives
+`allowance` as an expression, each row's own (`truncation.spans.allowance_of` takes an int or an expression).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ computed in polars where the windows of full context fit the allowance or the ev
 import polars as pl
 
 from cowork_assets.store.models import nest
-from cowork_assets.truncation.spans import SPAN, evidence_spans, merged, reach
+from cowork_assets.truncation.spans import SPAN, allowance_of, evidence_spans, merged, reach
 from cowork_assets.truncation.strategies import head
 
 VERL_SIDE = None
@@ -128,9 +128,9 @@ def _in_python(windowed: pl.DataFrame, left: pl.Series, allowance: int, context:
 KEEPS_ALL_EVIDENCE = True
 
 
-def kept_chars(observations: pl.DataFrame, allowance: int, context: int) -> pl.DataFrame:
+def kept_chars(observations: pl.DataFrame, allowance: int | pl.Expr, context: int) -> pl.DataFrame:
     """`trajectory_id`, `message_index`, `kept_chars` of each long observation: max(allowance, the union
-    of its evidence spans)."""
+    of its evidence spans). `allowance` may be each row's (an expression)."""
     key = ["trajectory_id", "message_index"]
     spans = _evidence(observations.select("length", "cores").with_row_index("row")).sort("row", "start")
     covered = (  # each span's characters past the reach of its row's earlier ones
@@ -139,8 +139,8 @@ def kept_chars(observations: pl.DataFrame, allowance: int, context: int) -> pl.D
         .agg(covered=(pl.col("end") - pl.max_horizontal("start", "reach")).clip(0).sum())
     )
     return (
-        observations.select(key)
+        observations.select(*key, allowance=allowance_of(allowance))
         .with_row_index("row")
         .join(covered, on="row", how="left", maintain_order="left")
-        .select(*key, kept_chars=pl.max_horizontal(pl.lit(allowance), pl.col("covered").fill_null(0)).cast(pl.Int64))
+        .select(*key, kept_chars=pl.max_horizontal("allowance", pl.col("covered").fill_null(0)).cast(pl.Int64))
     )

@@ -2,10 +2,10 @@
 
 import polars as pl
 
-from cowork_assets.truncation.spans import positional, span_list
+from cowork_assets.truncation.spans import allowance_of, positional, span_list
 
 VERL_SIDE = "left"
 
 
-def kept(observations: pl.DataFrame, allowance: int, context: int) -> pl.DataFrame:
-    return positional(observations, span_list((pl.lit(0), pl.lit(allowance))))
+def kept(observations: pl.DataFrame, allowance: int | pl.Expr, context: int) -> pl.DataFrame:
+    return positional(observations, span_list((pl.lit(0), allowance_of(allowance))))

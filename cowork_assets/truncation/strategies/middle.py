@@ -3,11 +3,12 @@
 
 import polars as pl
 
-from cowork_assets.truncation.spans import positional, span_list
+from cowork_assets.truncation.spans import allowance_of, positional, span_list
 
 VERL_SIDE = "middle"
 
 
-def kept(observations: pl.DataFrame, allowance: int, context: int) -> pl.DataFrame:
+def kept(observations: pl.DataFrame, allowance: int | pl.Expr, context: int) -> pl.DataFrame:
+    allowance = allowance_of(allowance)
     first, last = allowance // 2, allowance - allowance // 2
-    return positional(observations, span_list((pl.lit(0), pl.lit(first)), (pl.col("length") - last, pl.col("length"))))
+    return positional(observations, span_list((pl.lit(0), first), (pl.col("length") - last, pl.col("length"))))

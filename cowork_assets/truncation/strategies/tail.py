@@ -2,10 +2,10 @@
 
 import polars as pl
 
-from cowork_assets.truncation.spans import positional, span_list
+from cowork_assets.truncation.spans import allowance_of, positional, span_list
 
 VERL_SIDE = "right"
 
 
-def kept(observations: pl.DataFrame, allowance: int, context: int) -> pl.DataFrame:
-    return positional(observations, span_list((pl.col("length") - allowance, pl.col("length"))))
+def kept(observations: pl.DataFrame, allowance: int | pl.Expr, context: int) -> pl.DataFrame:
+    return positional(observations, span_list((pl.col("length") - allowance_of(allowance), pl.col("length"))))
