@@ -26,7 +26,7 @@ from cowork_assets.plugins import discover
 class Strategy(Protocol):
     VERL_SIDE: str | None
 
-    def kept(self, observations: pl.DataFrame, allowance: int, context: int) -> pl.DataFrame: ...
+    def kept(self, observations: pl.DataFrame, allowance: int | pl.Expr, context: int) -> pl.DataFrame: ...
 
 
 @cache
