@@ -48,6 +48,7 @@ from cowork_assets.store.storage import (
     read_bytes,
     write_text_atomic,
 )
+from cowork_assets.store.table import batch_groups
 from cowork_assets.store.versions import candidates_folder
 from cowork_assets.tokens import HELPER_MIN_TEXTS, TokenCounter
 
@@ -129,10 +130,11 @@ def _split_spills(settings: CurateSettings, name: str, key: pl.Expr, keys: pl.Se
     }
 
 
-def _rows_of(settings: CurateSettings, table: str, batch: str, runs: pl.DataFrame) -> pl.LazyFrame:
-    """A per-batch table's rows of `runs`, read from their batch's file."""
-    scan = TABLES[table].scan(settings.root, batch)
-    return scan.filter(pl.col("trajectory_id").is_in(runs["trajectory_id"].implode()))
+def _rows_of(settings: CurateSettings, table: str, runs: pl.DataFrame) -> pl.LazyFrame:
+    """A per-batch table's rows of `runs` (batch, trajectory_id), read from their batches' files in their order."""
+    run = ["batch", "trajectory_id"]
+    scan = TABLES[table].scan(settings.root, runs["batch"].unique(maintain_order=True).to_list())
+    return scan.join(runs.lazy().select(run), on=run, how="semi", maintain_order="left")
 
 
 def _one_ahead(items: Iterable) -> Iterator:
@@ -173,19 +175,19 @@ def sft_rows(context: dg.AssetExecutionContext, settings: CurateSettings) -> Fil
         )
         spills, tasks = _split_spills(settings, "sft_dataset", pl.col("task_id"), selected["task_id"]), set()
 
-        def sent_ahead():  # a batch's published messages, their tokens sent to be counted
-            for (batch,), runs in selected.partition_by("batch", as_dict=True, maintain_order=True).items():
-                curated = _rows_of(settings, "curated_messages", batch, runs).select(CURATED_COLUMNS).collect()
+        def sent_ahead():  # a group of batches' published messages, their tokens sent to be counted
+            for runs in batch_groups(selected):
+                curated = _rows_of(settings, "curated_messages", runs).select(CURATED_COLUMNS).collect()
                 messages = with_action_format(published_messages(curated), settings.action_format)
-                yield batch, runs, text_protocol_runs(curated), messages, counter.count_later(token_texts(messages))
+                yield runs, text_protocol_runs(curated), messages, counter.count_later(token_texts(messages))
 
-        # The helpers count a batch's tokens while the one before is built: two batches' messages are held at
-        # a time, never the corpus's.
-        for batch, runs, text_runs, messages, tokens in _one_ahead(sent_ahead()):
+        # The helpers count a group's tokens while the one before is built: two groups' messages are held at a
+        # time, never the corpus's.
+        for runs, text_runs, messages, tokens in _one_ahead(sent_ahead()):
             rows = build_sft(
                 runs,
                 chat_messages(messages, tokens()),
-                _rows_of(settings, "sample_stats", batch, runs).collect(),
+                _rows_of(settings, "sample_stats", runs).collect(),
                 packages.filter(pl.col("task_hash").is_in(runs["task_hash"].implode())),
                 settings.validation_fraction,
                 _training_side(settings),
@@ -238,8 +240,8 @@ def rl_task_rows(context: dg.AssetExecutionContext, settings: CurateSettings) ->
         .collect()
     )
     spills = _split_spills(settings, "rl_tasks", pl.col("extra_info").struct.field("index"), chosen["index"])
-    for keys in chosen.partition_by("batch", maintain_order=True):
-        # a batch's chosen packages at a time: a state slice per tool makes the rows larger than the packages
+    for keys in batch_groups(chosen):
+        # a group of batches' chosen packages at a time: a state slice per tool makes the rows larger than them
         packages = TABLES["task_packages"].read_keyed(settings.root, keys, "task_hash")
         packages = _redacted(
             settings,
@@ -302,11 +304,11 @@ def preference_rows(context: dg.AssetExecutionContext, settings: CurateSettings)
     pairs, _ = pair_runs(sides(sized, guards, empty, empty), settings.preference_margin, 1 << 30)
     samples = []
     packages = TABLES["task_packages"].scan(settings.root).select("task_hash", "tools").unique("task_hash").collect()
-    for (batch,), part in runs.partition_by("batch", as_dict=True, maintain_order=True).items():
-        curated = _rows_of(settings, "curated_messages", batch, part).select(CURATED_COLUMNS).collect()
+    for part in batch_groups(runs):
+        curated = _rows_of(settings, "curated_messages", part).select(CURATED_COLUMNS).collect()
         messages = with_action_format(published_messages(curated), settings.action_format)
         chat = chat_messages(messages, [0] * messages.height)
-        stats = _rows_of(settings, "sample_stats", batch, part).collect()
+        stats = _rows_of(settings, "sample_stats", part).collect()
         built = build_sft(
             part,
             chat,

@@ -140,15 +140,14 @@ def move_folder(source: str, target: str) -> None:
 
 def read_keyed_rows(root: str | Path, table, keys: pl.DataFrame, key: str) -> pl.DataFrame:
     """The rows of a per-batch `table` (store.table.Table) whose (batch, `key`) is in `keys`, in the order of `keys`,
-    read one batch file at a time: a cross-batch step that needs a few wide rows (one task package per task
-    among many batches' copies) must not hold every batch's rows at once."""
-    frames = [
-        table.scan(root, batch).filter(pl.col(key).is_in(wanted[key].implode())).collect()
-        for (batch,), wanted in keys.partition_by("batch", as_dict=True, maintain_order=True).items()
-    ]
-    if not frames:
+    read from the files of the batches `keys` names alone: a cross-batch step that needs a few wide rows (one task
+    package per task among many batches' copies) takes them a group of batches at a time, never every batch's."""
+    if keys.is_empty():
         return table.scan(root).head(0).collect()
-    return keys.select("batch", key).join(pl.concat(frames), on=["batch", key], how="left", maintain_order="left")
+    wanted = keys.select("batch", key)
+    rows = table.scan(root, wanted["batch"].unique(maintain_order=True).to_list())
+    found = rows.join(wanted.lazy().unique(), on=["batch", key], how="semi", maintain_order="left").collect()
+    return wanted.join(found, on=["batch", key], how="left", maintain_order="left")
 
 
 def _scratch(final: str) -> Path:

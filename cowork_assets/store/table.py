@@ -9,7 +9,7 @@ object store. Each stage declares its tables in its `schemas.py`, beside their m
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -92,9 +92,12 @@ class Table:
         return next((t.name for t in REGISTRY if t.location == "published" and self.name in t.inputs), self.name)
 
     # Reading
-    def scan(self, root: str, part: str | None = None) -> pl.LazyFrame:
-        """A part's rows, or every row (all batches or buckets) when no part is named."""
-        return pl.scan_parquet(self.file(root, part) if part is not None else self.sources(root))
+    def scan(self, root: str, part: str | Sequence[str] | None = None) -> pl.LazyFrame:
+        """A part's rows, several parts' rows one part after another, or every row (all batches or buckets) when no
+        part is named."""
+        if part is None:
+            return pl.scan_parquet(self.sources(root))
+        return pl.scan_parquet(self.file(root, part) if isinstance(part, str) else [self.file(root, p) for p in part])
 
     def read(self, root: str, part: str | None = None, columns: list[str] | None = None) -> pl.DataFrame:
         """A part's rows, or every row of the table."""
@@ -128,14 +131,14 @@ class Table:
         return storage.trajectory_chunks(self.file(root, batch), columns)
 
     def read_keyed(self, root: str, keys: pl.DataFrame, key: str) -> pl.DataFrame:
-        """The rows whose (batch, `key`) is in `keys`, in their order, a batch's file at a time."""
+        """The rows whose (batch, `key`) is in `keys`, in their order, read from the files of their batches alone."""
         return storage.read_keyed_rows(root, self, keys, key)
 
     def first_copies(self, root: str, key: str) -> Iterator[pl.DataFrame]:
-        """The rows of each distinct `key` in the first batch that has it, a batch's rows at a time: each batch holds
-        its own copy of a task's package, and a cross-batch step must not hold every batch's copies at once."""
-        first = self.scan(root).select("batch", key).collect().unique(key, keep="first")
-        return (self.read_keyed(root, keys, key) for keys in first.partition_by("batch"))
+        """The rows of each distinct `key` in the first batch that has it, a group of batches' rows at a time: each
+        batch holds its own copy of a task's package, and a cross-batch step must not hold every batch's at once."""
+        first = self.scan(root).select("batch", key).collect().unique(key, keep="first", maintain_order=True)
+        return (self.read_keyed(root, keys, key) for keys in batch_groups(first))
 
     def read_current(self, root: str, corpus: str, parts: Iterable[str] = BUCKETS) -> pl.DataFrame:
         """The rows of `parts` (task buckets), each computed from the corpus as it is now (`corpus`:
@@ -164,6 +167,24 @@ class Table:
         """A sink for the table's (or a part's) file: frames streamed in, committed whole or aborted (as a
         context manager: committed when the block ends, aborted when it raises)."""
         return storage.ParquetSink(self.file(root, part), arrow_schema(self.model))
+
+
+GROUP_ROWS = 5_000  # rows (runs, tasks) a cross-batch step builds at once: fewer than a large batch holds
+
+
+def batch_groups(rows: pl.DataFrame, most: int = GROUP_ROWS) -> Iterator[pl.DataFrame]:
+    """`rows` (with a `batch` column) a group of whole batches at a time, in order of first appearance: as many
+    batches as come to at most `most` rows (a larger batch alone), each group its batches' rows one batch after
+    another. A cross-batch step that builds its rows a batch at a time holds a group, never the corpus, and pays
+    its per-pass cost once for many small batches, not once for each."""
+    group: list[pl.DataFrame] = []
+    for part in rows.partition_by("batch", maintain_order=True):
+        if group and sum(g.height for g in group) + part.height > most:
+            yield pl.concat(group)
+            group = []
+        group.append(part)
+    if group:
+        yield pl.concat(group)
 
 
 def _first_rows(files: list[str], there: dict[str, tuple[int, int]]) -> int:

@@ -13,6 +13,7 @@ from cowork_assets.orchestration.specs import asset_args, check_results, step_ch
 from cowork_assets.orchestration.stages import batch_stage
 from cowork_assets.store.models import polars_schema
 from cowork_assets.store.registry import TABLES, batch_chunks
+from cowork_assets.store.table import batch_groups
 from cowork_assets.validation.regrade import RUN_FIELDS, UNDECIDABLE, agreement, replay_grades
 from cowork_assets.validation.schemas import StructureFindings
 from cowork_assets.validation.structure import find_structure_findings
@@ -142,10 +143,11 @@ def structure_findings(context: dg.AssetExecutionContext, settings: CurateSettin
 def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -> dg.MaterializeResult:
     root = settings.root
     packages = TABLES["task_packages"].first_copies(root, "task_hash")
-    names = TABLES["trajectories"].scan(root).select("batch").unique().collect()["batch"].sort()
-    scan = lambda table, batch: TABLES[table].scan(root, batch)  # noqa: E731
+    runs = TABLES["trajectories"].scan(root).select("batch").collect().sort("batch", maintain_order=True)
+    groups = (group["batch"].unique(maintain_order=True).to_list() for group in batch_groups(runs))
+    scan = lambda table, batches: TABLES[table].scan(root, batches)  # noqa: E731
     found = find_task_findings(
-        packages, ((scan("trajectories", b), scan("tool_calls", b), scan("regrade", b)) for b in names)
+        packages, ((scan("trajectories", b), scan("tool_calls", b), scan("regrade", b)) for b in groups)
     )
     path = TABLES["task_findings"].write(found, root)
     return dg.MaterializeResult(

@@ -273,7 +273,7 @@ def call_counting(calls: pl.DataFrame, specs: pl.DataFrame, grades: pl.DataFrame
         return pl.DataFrame(schema=SCHEMA)
     # Only runs with duplicates that reach the expected count need their recorded grade read (few).
     suspects = pl.concat(per_run).filter(pl.col("calls") >= pl.col("expected"), pl.col("distinct") < pl.col("expected"))
-    suspects = suspects.join(grades, on="trajectory_id", how="left").filter(
+    suspects = suspects.join(grades, on=["batch", "trajectory_id"], how="left").filter(
         pl.struct("grade_checks", "check_id").map_elements(
             lambda r: bool((orjson.loads(r["grade_checks"]) if r["grade_checks"] else {}).get(r["check_id"])),
             return_dtype=pl.Boolean,

@@ -48,18 +48,20 @@ def _package_tables(packages: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
 
 
 LIGHT = ["task_hash", "tools", "checks"]  # what the runs are checked against
+RUN = ["batch", "trajectory_id"]  # a run's key: a trajectory id is unique within its batch
 CANDIDATES = {"task_id": pl.String, "task_hash": pl.String, "check_id": pl.String, "value": pl.String}
 
 
 def find_task_findings(
     packages: Iterable[pl.DataFrame], batches: Iterable[tuple[pl.LazyFrame, pl.LazyFrame, pl.LazyFrame]]
 ) -> pl.DataFrame:
-    """Findings over all batches, holding one part of the packages or one batch at a time.
+    """Findings over all batches, holding one part of the packages or one group of batches at a time.
 
-    `packages`: one copy of each task package, in parts; `batches`: each batch's (trajectories, tool_calls,
-    regrade). The packages are read first (their findings, exposed tools, counting specs and the ids their checks
-    name that the initial state lacks); then each batch's runs are checked against them, and the recorded grades
-    its re-grade found untrustworthy become findings."""
+    `packages`: one copy of each task package, in parts; `batches`: the (trajectories, tool_calls, regrade) of a
+    batch or a group of batches at a time, a run known by its batch and id. The packages are read first (their
+    findings, exposed tools, counting specs and the ids their checks name that the initial state lacks); then each
+    group's runs are checked against them, and the recorded grades its re-grade found untrustworthy become
+    findings."""
     frames, light, candidates = [], [], []
     for part in packages:
         rows = part.select("task_id", "task_hash", "request", "tools", "checks", "initial_state").iter_rows()
@@ -71,18 +73,18 @@ def find_task_findings(
     seen = [pl.DataFrame(schema={"task_hash": pl.String, "value": pl.String})]
     untrusted = [pl.DataFrame(schema=SCHEMA)]
     for trajectories, tool_calls, regraded in batches:
-        runs = trajectories.select("trajectory_id", "batch", "task_id", "task_hash")
-        untrusted.append(untrusted_grades(regraded.join(runs.select("trajectory_id", "task_hash"), on="trajectory_id")))
-        calls = tool_calls.select("trajectory_id", "tool_name").join(runs, on="trajectory_id")
+        runs = trajectories.select(*RUN, "task_id", "task_hash")
+        untrusted.append(untrusted_grades(regraded.join(runs.select(*RUN, "task_hash"), on=RUN)))
+        calls = tool_calls.select(*RUN, "tool_name").join(runs, on=RUN)
         frames.append(unexposed_calls(calls.collect(), tools))
         if specs.height:
             counted = (
                 tool_calls.filter(pl.col("tool_name").is_in(specs["tool"].unique().to_list()))
-                .select("trajectory_id", "tool_name", "arguments", observation=pl.col("observation").str.slice(0, 200))
-                .join(runs, on="trajectory_id")
+                .select(*RUN, "tool_name", "arguments", observation=pl.col("observation").str.slice(0, 200))
+                .join(runs, on=RUN)
                 .collect()
             )
-            grades = trajectories.select("trajectory_id", "grade_checks").collect()
+            grades = trajectories.select(*RUN, "grade_checks").collect()
             frames.append(call_counting(counted, specs, grades))
         if candidates.height:
             seen.append(_seen(candidates, runs, tool_calls))
@@ -136,8 +138,8 @@ def _unknown_candidates(packages: pl.DataFrame) -> pl.DataFrame:
 def _seen(candidates: pl.DataFrame, runs: pl.LazyFrame, tool_calls: pl.LazyFrame) -> pl.DataFrame:
     """The (task_hash, id) candidates that some observation of these runs contains."""
     return (
-        tool_calls.select("trajectory_id", "observation")
-        .join(runs.select("trajectory_id", "task_hash"), on="trajectory_id")
+        tool_calls.select(*RUN, "observation")
+        .join(runs.select(*RUN, "task_hash"), on=RUN)
         .filter(pl.col("task_hash").is_in(candidates["task_hash"].unique().implode()))
         .join(candidates.lazy().select("task_hash", "value"), on="task_hash")
         .filter(pl.col("observation").str.contains(pl.col("value"), literal=True))

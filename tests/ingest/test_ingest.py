@@ -357,11 +357,12 @@ def test_keyed_rows_are_read_from_their_own_batch_in_the_order_asked(tmp_path, m
         {"batch": "b1", "task_hash": "h1", "state": "b1:h1"},
         {"batch": "b2", "task_hash": "h2", "state": "b2:h2"},  # b2's copy of h2, not b1's
     ]
-    assert reads == [TABLES["task_packages"].file(root, "b2"), TABLES["task_packages"].file(root, "b1")]
+    # one scan of the files of the batches asked for, in the order asked
+    assert reads == [[TABLES["task_packages"].file(root, "b2"), TABLES["task_packages"].file(root, "b1")]]
     assert TABLES["task_packages"].read_keyed(root, keys.head(0), "task_hash").columns == found.columns
 
 
-def test_first_copies_are_each_keys_rows_in_its_first_batch_a_batch_at_a_time(tmp_path):
+def test_first_copies_are_each_keys_rows_in_its_first_batch_a_group_of_batches_at_a_time(tmp_path):
     import cowork_assets.store.storage as storage
 
     root = str(tmp_path)
@@ -370,9 +371,22 @@ def test_first_copies_are_each_keys_rows_in_its_first_batch_a_batch_at_a_time(tm
         frame = pl.DataFrame(rows, schema=["task_id", "state"], orient="row").with_columns(batch=pl.lit(batch))
         storage.write_parquet_atomic(frame, TABLES["task_packages"].file(root, batch))
     frames = list(TABLES["task_packages"].first_copies(root, "task_id"))
-    assert all(f["batch"].n_unique() == 1 for f in frames)  # one batch's rows at a time
+    # small batches together (b3 holds no first copy)
+    assert [f["batch"].unique(maintain_order=True).to_list() for f in frames] == [["b1", "b2"]]
     found = pl.concat(frames).sort("task_id", "state").select("task_id", "batch", "state").rows()
     assert found == [("t1", "b1", "a"), ("t2", "b1", "a"), ("t3", "b2", "b"), ("t3", "b2", "c")]
+
+
+def test_batch_groups_hold_whole_batches_in_order_up_to_a_row_count_and_a_larger_batch_alone():
+    from cowork_assets.store.table import batch_groups
+
+    sizes = {"a": 2, "d": 6, "b": 3, "c": 1, "e": 1}
+    rows = pl.DataFrame({"batch": [b for b, n in sizes.items() for _ in range(n)]}).with_row_index("row")
+    rows = pl.concat([rows.filter(pl.col("batch") != "b"), rows.filter(pl.col("batch") == "b")])  # b's rows last
+    groups = list(batch_groups(rows, 5))
+    assert [g["batch"].unique(maintain_order=True).to_list() for g in groups] == [["a"], ["d"], ["c", "e", "b"]]
+    assert [g["row"].to_list() for g in groups] == [[0, 1], [2, 3, 4, 5, 6, 7], [11, 12, 8, 9, 10]]
+    assert list(batch_groups(rows.head(0), 5)) == []
 
 
 def test_a_sorted_spill_gives_back_every_row_in_key_order_a_bucket_at_a_time(tmp_path):
