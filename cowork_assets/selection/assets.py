@@ -23,6 +23,7 @@ from cowork_assets.store.buckets import bucket_groups, split_by_bucket, task_buc
 from cowork_assets.store.models import arrow_schema
 from cowork_assets.store.registry import TABLES
 from cowork_assets.store.storage import PartSpill
+from cowork_assets.store.table import batch_groups
 
 
 @batch_stage("dedup_signatures")
@@ -90,11 +91,13 @@ def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) 
     first = first_batch_rows(signatures.scan(root).select("trajectory_id", "batch", "task_id").collect())
     first = first.with_columns(task_buckets(first["task_id"])).filter(pl.col("bucket").is_in(buckets))
     schema = pa.schema([arrow_schema(DedupSignatures).field(c) for c in SIGNATURE_COLUMNS])
-    # Every batch's signatures, a batch at a time, spilled by task bucket; then clustered a group of buckets at a time.
+    # Every batch's signatures, a group of batches at a time, spilled by task bucket; then clustered a group of
+    # buckets at a time.
     groups = bucket_groups(buckets, first["bucket"])
     with PartSpill(signatures.folder(root), schema, "bucket") as spill:
-        for (batch,), ids in first.drop("task_id").partition_by("batch", as_dict=True).items():
-            spill.write(signatures.read(root, batch, SIGNATURE_COLUMNS).join(ids, on=["batch", "trajectory_id"]))
+        for ids in batch_groups(first.drop("task_id")):
+            rows = signatures.scan(root, ids["batch"].unique(maintain_order=True).to_list()).select(SIGNATURE_COLUMNS)
+            spill.write(rows.join(ids.lazy(), on=["batch", "trajectory_id"]).collect())
         runs = clustered = removed = 0
         progress = throttled(context.log.info)
         for i, group in enumerate(groups, 1):

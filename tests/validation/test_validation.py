@@ -213,6 +213,24 @@ def test_unknown_references_are_ids_no_state_or_run_contains(tmp_path):
     assert found.select("kind", "check_id").rows() == [("unknown_reference", "c")]
 
 
+def test_a_trajectory_id_in_two_batches_read_together_is_two_runs():
+    """Small batches are checked a group at a time: a run is its batch and id, so the run of `b` that calls a tool
+    its package does not expose is the one finding, not also `a`'s run of the same id."""
+    from cowork_assets.store.models import polars_schema
+    from cowork_assets.validation.schemas import Regrade
+
+    a = flatten(trajectory([USER, call("lookup", {"q": "x"}), result("[]"), DONE], tools=TOOL), batch="a")
+    b = flatten(trajectory([USER, call("delete", {"q": "x"}), result("[]"), DONE], tools=TOOL), batch="b")
+    both = {name: pl.concat([a[name], b[name]]) for name in ("trajectories", "tool_calls")}
+    regraded = pl.DataFrame(schema=polars_schema(Regrade)).lazy()
+    found = find_task_findings(
+        [a["task_packages"]], [(both["trajectories"].lazy(), both["tool_calls"].lazy(), regraded)]
+    )
+    assert found.filter(pl.col("trajectory_id").is_not_null()).select("kind", "batch", "detail").rows() == [
+        ("unexposed_tool_call", "b", "calls delete, which the tool interface does not expose")
+    ]
+
+
 def test_task_findings_match_the_generator_labels_exactly(pipeline, labels):
     settings, _, _ = pipeline
     found = TABLES["task_findings"].read(settings.root)
