@@ -122,7 +122,7 @@ def _candidate(
 
 
 def _split_spills(settings: CurateSettings, name: str, key: pl.Expr, keys: pl.Series) -> dict[str, SortedSpill]:
-    """One spill per split file of a dataset: its rows are built a batch at a time and published sorted by
+    """One spill per split file of a dataset: its rows are built a group of batches at a time and published sorted by
     `key` (`keys`: every row's key)."""
     schema = arrow_schema(TABLES[name].model)
     return {

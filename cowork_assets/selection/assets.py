@@ -135,7 +135,7 @@ def exclusions(context: dg.AssetExecutionContext, settings: CurateSettings) -> d
     )
     held = corpus_held_out(root, settings.holdout, settings.holdout_overlap, corpus)
     secret_checks = None
-    if settings.redact_secrets:  # one package per task, a batch's at a time: every batch's copies would be GBs
+    if settings.redact_secrets:  # one package per task, a group of batches' at a time: every copy would be GBs
         detector = Detector(tuple(settings.secret_allowlist))
         per_batch = [checked_secrets(p, detector) for p in TABLES["task_packages"].first_copies(root, "task_id")]
         secret_checks = pl.concat(per_batch).unique("task_id") if per_batch else None

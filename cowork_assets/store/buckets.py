@@ -28,26 +28,31 @@ def task_buckets(task_ids: pl.Series) -> pl.Series:
     )
 
 
-# Runs a selection step holds at once: buckets smaller than this are worked together (a bucket's fixed cost, paid
-# 16 times on a small corpus, is most of its time); a larger bucket is worked alone.
+# Runs a cross-batch step holds at once: buckets (or batches) smaller than this are worked together (a bucket's fixed
+# cost, paid 16 times on a small corpus, is most of its time); a larger one is worked alone.
 GROUP_RUNS = 20_000
+
+
+def consecutive_groups(sizes: Iterable[tuple[str, int]], max_runs: int | None = None) -> list[list[str]]:
+    """The names of `sizes` ((name, runs) in order) gathered into consecutive groups of at most `max_runs` (by default
+    `GROUP_RUNS`) runs, a name over it alone."""
+    max_runs = max_runs or GROUP_RUNS
+    groups: list[list[str]] = []
+    held = 0
+    for name, n in sizes:
+        if not groups or held + n > max_runs:
+            groups.append([])
+            held = 0
+        groups[-1].append(name)
+        held += n
+    return groups
 
 
 def bucket_groups(buckets: Iterable[str], bucket_of_runs: pl.Series, max_runs: int | None = None) -> list[list[str]]:
     """`buckets` in order, gathered into consecutive groups of at most `max_runs` (by default `GROUP_RUNS`) runs, a
     bucket over it alone; `bucket_of_runs` is each run's bucket."""
-    max_runs = max_runs or GROUP_RUNS
     counts = dict(bucket_of_runs.value_counts().iter_rows())
-    groups: list[list[str]] = []
-    held = 0
-    for bucket in buckets:
-        n = counts.get(bucket, 0)
-        if not groups or held + n > max_runs:
-            groups.append([])
-            held = 0
-        groups[-1].append(bucket)
-        held += n
-    return groups
+    return consecutive_groups(((bucket, counts.get(bucket, 0)) for bucket in buckets), max_runs)
 
 
 def split_by_bucket(frame: pl.DataFrame, group: list[str]) -> Iterator[tuple[str, pl.DataFrame]]:

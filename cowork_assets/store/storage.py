@@ -266,7 +266,7 @@ class ArrowScratch:
 
 class PartSpill:
     """Frames routed by the value of their `by` column to one scratch Arrow file per value, each read back once:
-    a cross-batch step reads its input a batch at a time and then works on one part at a time. The files are
+    a cross-batch step reads its input a group of batches at a time and then works on one part at a time. The files are
     removed as they are read, and all of them when the spill closes (as a context manager)."""
 
     def __init__(self, near: str, schema: pa.Schema, by: str):

@@ -17,7 +17,7 @@ import pandera.polars as pa
 import polars as pl
 
 from cowork_assets.store import aside, storage, versions
-from cowork_assets.store.buckets import BUCKETS
+from cowork_assets.store.buckets import BUCKETS, consecutive_groups
 from cowork_assets.store.models import arrow_schema
 
 # tables: <data_root>/tables/<name>/ (batch=<b>/ or bucket=<k>/data.parquet per part, else data.parquet); candidate: a
@@ -169,22 +169,14 @@ class Table:
         return storage.ParquetSink(self.file(root, part), arrow_schema(self.model))
 
 
-GROUP_ROWS = 5_000  # rows (runs, tasks) a cross-batch step builds at once: fewer than a large batch holds
-
-
-def batch_groups(rows: pl.DataFrame, most: int = GROUP_ROWS) -> Iterator[pl.DataFrame]:
+def batch_groups(rows: pl.DataFrame, max_runs: int | None = None) -> Iterator[pl.DataFrame]:
     """`rows` (with a `batch` column) a group of whole batches at a time, in order of first appearance: as many
-    batches as come to at most `most` rows (a larger batch alone), each group its batches' rows one batch after
-    another. A cross-batch step that builds its rows a batch at a time holds a group, never the corpus, and pays
-    its per-pass cost once for many small batches, not once for each."""
-    group: list[pl.DataFrame] = []
-    for part in rows.partition_by("batch", maintain_order=True):
-        if group and sum(g.height for g in group) + part.height > most:
-            yield pl.concat(group)
-            group = []
-        group.append(part)
-    if group:
-        yield pl.concat(group)
+    batches as come to at most `max_runs` rows (by default `buckets.GROUP_RUNS`; a larger batch alone), each group
+    its batches' rows one batch after another. A cross-batch step that builds its rows a batch at a time holds a
+    group, never the corpus, and pays its per-pass cost once for many small batches, not once for each."""
+    parts = rows.partition_by("batch", maintain_order=True, as_dict=True)
+    for group in consecutive_groups(((batch, part.height) for (batch,), part in parts.items()), max_runs):
+        yield pl.concat([parts[(batch,)] for batch in group])
 
 
 def _first_rows(files: list[str], there: dict[str, tuple[int, int]]) -> int:

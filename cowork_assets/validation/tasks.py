@@ -1,4 +1,4 @@
-"""task_findings across all batches, a part of the packages or a batch at a time: only the columns each check
+"""task_findings across all batches, a part of the packages or a group of batches at a time: only the columns each check
 needs are read."""
 
 from __future__ import annotations

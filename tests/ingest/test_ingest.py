@@ -383,7 +383,7 @@ def test_batch_groups_hold_whole_batches_in_order_up_to_a_row_count_and_a_larger
     sizes = {"a": 2, "d": 6, "b": 3, "c": 1, "e": 1}
     rows = pl.DataFrame({"batch": [b for b, n in sizes.items() for _ in range(n)]}).with_row_index("row")
     rows = pl.concat([rows.filter(pl.col("batch") != "b"), rows.filter(pl.col("batch") == "b")])  # b's rows last
-    groups = list(batch_groups(rows, 5))
+    groups = list(batch_groups(rows, max_runs=5))
     assert [g["batch"].unique(maintain_order=True).to_list() for g in groups] == [["a"], ["d"], ["c", "e", "b"]]
     assert [g["row"].to_list() for g in groups] == [[0, 1], [2, 3, 4, 5, 6, 7], [11, 12, 8, 9, 10]]
     assert list(batch_groups(rows.head(0), 5)) == []
