@@ -28,14 +28,14 @@ def task_buckets(task_ids: pl.Series) -> pl.Series:
     )
 
 
-# Runs a cross-batch step holds at once: buckets (or batches) smaller than this are worked together (a bucket's fixed
-# cost, paid 16 times on a small corpus, is most of its time); a larger one is worked alone.
+# Runs a selection step holds at once: buckets smaller than this are worked together (a bucket's fixed cost, paid
+# 16 times on a small corpus, is most of its time); a larger bucket is worked alone.
 GROUP_RUNS = 20_000
 
 
 def consecutive_groups(sizes: Iterable[tuple[str, int]], max_runs: int | None = None) -> list[list[str]]:
-    """The names of `sizes` ((name, runs) in order) gathered into consecutive groups of at most `max_runs` (by default
-    `GROUP_RUNS`) runs, a name over it alone."""
+    """The names of `sizes` ((name, runs) in order: buckets, batches) gathered into consecutive groups of at most
+    `max_runs` (by default `GROUP_RUNS`) runs, a name over it alone."""
     max_runs = max_runs or GROUP_RUNS
     groups: list[list[str]] = []
     held = 0

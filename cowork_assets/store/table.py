@@ -169,11 +169,16 @@ class Table:
         return storage.ParquetSink(self.file(root, part), arrow_schema(self.model))
 
 
-def batch_groups(rows: pl.DataFrame, max_runs: int | None = None) -> Iterator[pl.DataFrame]:
+# Runs of small batches a cross-batch step works together. Well below a day's drop: a batch of thousands of runs is
+# worked alone, as is every batch of a large corpus, which holds no more at once than it did batch by batch.
+SMALL_BATCH_RUNS = 5_000
+
+
+def batch_groups(rows: pl.DataFrame, max_runs: int = SMALL_BATCH_RUNS) -> Iterator[pl.DataFrame]:
     """`rows` (with a `batch` column) a group of whole batches at a time, in order of first appearance: as many
-    batches as come to at most `max_runs` rows (by default `buckets.GROUP_RUNS`; a larger batch alone), each group
-    its batches' rows one batch after another. A cross-batch step that builds its rows a batch at a time holds a
-    group, never the corpus, and pays its per-pass cost once for many small batches, not once for each."""
+    batches as come to at most `max_runs` rows (a larger batch alone), each group its batches' rows one batch after
+    another. A cross-batch step that builds its rows a batch at a time pays its per-pass cost once for many small
+    batches, not once for each."""
     parts = rows.partition_by("batch", maintain_order=True, as_dict=True)
     for group in consecutive_groups(((batch, part.height) for (batch,), part in parts.items()), max_runs):
         yield pl.concat([parts[(batch,)] for batch in group])
