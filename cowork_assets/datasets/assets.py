@@ -133,7 +133,7 @@ def _split_spills(settings: CurateSettings, name: str, key: pl.Expr, keys: pl.Se
 def _rows_of(settings: CurateSettings, table: str, runs: pl.DataFrame) -> pl.LazyFrame:
     """A per-batch table's rows of `runs` (batch, trajectory_id), read from their batches' files in their order."""
     run = ["batch", "trajectory_id"]
-    scan = TABLES[table].scan(settings.root, runs["batch"].unique(maintain_order=True).to_list())
+    scan = TABLES[table].scan_batches_of(settings.root, runs)
     return scan.join(runs.lazy().select(run), on=run, how="semi", maintain_order="left")
 
 

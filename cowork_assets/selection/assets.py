@@ -96,7 +96,7 @@ def dedup_clusters(context: dg.AssetExecutionContext, settings: CurateSettings) 
     groups = bucket_groups(buckets, first["bucket"])
     with PartSpill(signatures.folder(root), schema, "bucket") as spill:
         for ids in batch_groups(first.drop("task_id")):
-            rows = signatures.scan(root, ids["batch"].unique(maintain_order=True).to_list()).select(SIGNATURE_COLUMNS)
+            rows = signatures.scan_batches_of(root, ids).select(SIGNATURE_COLUMNS)
             spill.write(rows.join(ids.lazy(), on=["batch", "trajectory_id"]).collect())
         runs = clustered = removed = 0
         progress = throttled(context.log.info)

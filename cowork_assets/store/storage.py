@@ -145,8 +145,11 @@ def read_keyed_rows(root: str | Path, table, keys: pl.DataFrame, key: str) -> pl
     if keys.is_empty():
         return table.scan(root).head(0).collect()
     wanted = keys.select("batch", key)
-    rows = table.scan(root, wanted["batch"].unique(maintain_order=True).to_list())
-    found = rows.join(wanted.lazy().unique(), on=["batch", key], how="semi", maintain_order="left").collect()
+    found = (
+        table.scan_batches_of(root, wanted)
+        .join(wanted.lazy().unique(), on=["batch", key], how="semi", maintain_order="left")
+        .collect()
+    )
     return wanted.join(found, on=["batch", key], how="left", maintain_order="left")
 
 

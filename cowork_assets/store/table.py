@@ -9,7 +9,7 @@ object store. Each stage declares its tables in its `schemas.py`, beside their m
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -92,12 +92,13 @@ class Table:
         return next((t.name for t in REGISTRY if t.location == "published" and self.name in t.inputs), self.name)
 
     # Reading
-    def scan(self, root: str, part: str | Sequence[str] | None = None) -> pl.LazyFrame:
-        """A part's rows, several parts' rows one part after another, or every row (all batches or buckets) when no
-        part is named."""
-        if part is None:
-            return pl.scan_parquet(self.sources(root))
-        return pl.scan_parquet(self.file(root, part) if isinstance(part, str) else [self.file(root, p) for p in part])
+    def scan(self, root: str, part: str | None = None) -> pl.LazyFrame:
+        """A part's rows, or every row (all batches or buckets) when no part is named."""
+        return pl.scan_parquet(self.file(root, part) if part is not None else self.sources(root))
+
+    def scan_batches_of(self, root: str, rows: pl.DataFrame) -> pl.LazyFrame:
+        """The rows of the batches `rows` names (its `batch` column), one batch's file after another in that order."""
+        return pl.scan_parquet([self.file(root, batch) for batch in rows["batch"].unique(maintain_order=True)])
 
     def read(self, root: str, part: str | None = None, columns: list[str] | None = None) -> pl.DataFrame:
         """A part's rows, or every row of the table."""

@@ -144,10 +144,9 @@ def task_findings(context: dg.AssetExecutionContext, settings: CurateSettings) -
     root = settings.root
     packages = TABLES["task_packages"].first_copies(root, "task_hash")
     runs = TABLES["trajectories"].scan(root).select("batch").collect().sort("batch", maintain_order=True)
-    groups = (group["batch"].unique(maintain_order=True).to_list() for group in batch_groups(runs))
-    scan = lambda table, batches: TABLES[table].scan(root, batches)  # noqa: E731
+    scan = lambda table, group: TABLES[table].scan_batches_of(root, group)  # noqa: E731
     found = find_task_findings(
-        packages, ((scan("trajectories", b), scan("tool_calls", b), scan("regrade", b)) for b in groups)
+        packages, ((scan("trajectories", g), scan("tool_calls", g), scan("regrade", g)) for g in batch_groups(runs))
     )
     path = TABLES["task_findings"].write(found, root)
     return dg.MaterializeResult(
