@@ -13,6 +13,7 @@ import os
 import sys
 import tempfile
 import traceback
+from contextlib import suppress
 
 import orjson
 import polars as pl
@@ -96,6 +97,22 @@ class SuiteProcess(HelperProcess):
             raise SuiteProcessError(f"the {dataset} suite could not run: {answer['error']}")
         return answer["failures"]
 
+    def raise_priority(self) -> bool:
+        """Bring the helper, each of its threads, to this process's priority: whether the system let this user (root,
+        or a user with CAP_SYS_NICE; not others: a niceness once raised stays) and the helper is still there."""
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        try:
+            threads = sorted(int(thread) for thread in os.listdir(f"/proc/{self.pid}/task"))  # the main one first
+        except OSError:  # no /proc (macOS), or the helper has exited
+            threads = [self.pid]
+        try:
+            for thread in threads:
+                with suppress(ProcessLookupError):  # a thread that ended meanwhile
+                    os.setpriority(os.PRIO_PROCESS, thread, mine)
+        except PermissionError:
+            return False
+        return self.running()
+
 
 _spare: SuiteProcess | None = None
 
@@ -109,10 +126,11 @@ def start_early() -> None:
 
 
 def first_ready(process: SuiteProcess) -> SuiteProcess:
-    """`process` if it has imported Great Expectations by now; else whichever has first of it and a new helper at
-    normal priority, the other closed. A helper imports at the lowest priority, on cycles the run leaves idle: on
-    a machine that other work keeps busy it gets none, and a gate would wait on it for as long as that work runs."""
-    if process.ready():
+    """`process` if it has imported Great Expectations by now, or once brought to normal priority where the system
+    allows it (it goes on from where it is); else whichever has first of it and a new helper at normal priority, the
+    other closed. A helper imports at the lowest priority, on cycles the run leaves idle: on a machine that other
+    work keeps busy it gets none, and a gate would wait on it for as long as that work runs."""
+    if process.ready() or process.raise_priority():
         return process
     fresh = SuiteProcess(low_priority=False)
     while not (chosen := next((h for h in (process, fresh) if h.ready(timeout=0.05)), None)):

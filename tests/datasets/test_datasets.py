@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 from pathlib import Path
 
 import polars as pl
@@ -587,9 +588,10 @@ def test_a_helper_still_alive_serves_the_next_run_in_the_process_and_a_dead_one_
     fresh.close()
 
 
-def test_a_gate_does_not_wait_on_a_helper_the_machine_leaves_no_time_to():
+def test_a_gate_does_not_wait_on_a_helper_the_machine_leaves_no_time_to(monkeypatch):
     """A helper started early imports at the lowest priority; one that has not imported by the time a gate asks (here
-    stopped: the most starved it can be) is raced by a new one at normal priority, and the first ready serves."""
+    stopped: the most starved it can be), where this user may not raise its priority, is raced by a new one at
+    normal priority, and the first ready serves."""
     import os
     import signal
 
@@ -597,7 +599,13 @@ def test_a_gate_does_not_wait_on_a_helper_the_machine_leaves_no_time_to():
 
     early = SuiteProcess()
     os.kill(early.pid, signal.SIGSTOP)
-    chosen = first_ready(early)
+    with monkeypatch.context() as patched:
+
+        def not_permitted(*_):
+            raise PermissionError(1, "Operation not permitted")
+
+        patched.setattr(os, "setpriority", not_permitted)  # a user without CAP_SYS_NICE
+        chosen = first_ready(early)
     try:
         assert chosen is not early and not early.running()  # the one left behind is closed
         assert os.getpriority(os.PRIO_PROCESS, chosen.pid) == os.getpriority(os.PRIO_PROCESS, 0)
@@ -607,6 +615,24 @@ def test_a_gate_does_not_wait_on_a_helper_the_machine_leaves_no_time_to():
     with SuiteProcess() as ready:
         assert ready.ready(timeout=None) and os.getpriority(os.PRIO_PROCESS, ready.pid) == 19
         assert first_ready(ready) is ready  # ready already: no other is started
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="raising a process's priority takes root or CAP_SYS_NICE")
+def test_a_helper_not_ready_when_a_gate_asks_goes_on_at_normal_priority_where_the_system_allows():
+    """Where this user may raise a process's priority (root, most containers), the helper started early is brought
+    to normal priority, every thread of it, and serves: Great Expectations is imported once, from where it was."""
+    from cowork_assets.datasets.suites import SuiteProcess, first_ready
+
+    early = SuiteProcess()
+    try:
+        assert not early.ready()  # just started: importing
+        assert first_ready(early) is early
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        threads = [int(t) for t in os.listdir(f"/proc/{early.pid}/task")]
+        assert [os.getpriority(os.PRIO_PROCESS, t) for t in threads] == [mine] * len(threads)
+        assert early.failures("rl_rollouts", _rollouts_view(), {}) == []
+    finally:
+        early.close()
 
 
 def test_a_run_never_imports_great_expectations_in_the_process_that_runs_it(tmp_path):
