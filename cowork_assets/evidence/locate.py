@@ -104,16 +104,12 @@ def _texts(keys: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
 
 
 def _pairs(texts: pl.DataFrame, anchored: pl.DataFrame) -> pl.DataFrame:
-    """Each (message, value) pair whose message contains the value's anchor."""
-    searched = texts.select("row", "trajectory_id", searched=pl.coalesce("ntext", "text"))
+    """Each (message, value) pair whose message contains the value's anchor (`texts`: a slice of `scan`'s, a large
+    trajectory whole in it)."""
+    searched = texts.select("row", "trajectory_id", "large", searched=pl.coalesce("ntext", "text"))
     key = pl.coalesce("anchor", "norm")  # no run: containment of the value itself
-    pairs = (
-        searched.group_by("trajectory_id")
-        .len("messages")
-        .join(anchored.group_by("trajectory_id").len("values"), on="trajectory_id")
-    )
-    large = pairs.filter(pl.col("messages") * pl.col("values") > LARGE_TRAJECTORY)["trajectory_id"]
-    small = searched.filter(~pl.col("trajectory_id").is_in(large.implode()))
+    large = searched.filter("large")["trajectory_id"].unique(maintain_order=True)
+    small = searched.filter(~pl.col("large"))
     found = [
         small.join(anchored, on="trajectory_id")
         .filter(pl.col("searched").str.contains(key, literal=True))
@@ -162,12 +158,15 @@ def scan(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.D
     """For distinct (trajectory_id, norm) keys: (first use per key, every occurrence before that use)."""
     anchored = keys.select("trajectory_id", "norm").unique().with_columns(anchor=_anchor(pl.col("norm")))
     # (message, value) pairs are made a slice of messages at a time: a trajectory with 20,000 messages and
-    # 19,000 values (the hostile corpus has one) makes 380 M of them.
+    # 19,000 values (the hostile corpus has one) would make 380 M of them. A large trajectory makes none: its
+    # anchors are sought at once (`_searched_at_once`), and it is kept whole in one slice, so that their automaton
+    # is built once, not once per slice of it (the work grew with messages times values squared).
     texts = (
         _texts(keys, messages)
         .with_row_index("row")
         .join(anchored.group_by("trajectory_id").len("values"), on="trajectory_id", maintain_order="left")
-        .with_columns(slice=pl.col("values").cum_sum() // PAIRS_AT_ONCE)
+        .with_columns(large=pl.len().over("trajectory_id") * pl.col("values") > LARGE_TRAJECTORY)
+        .with_columns(slice=pl.when("large").then(0).otherwise("values").cum_sum() // PAIRS_AT_ONCE)
     )
     found = []
     for part in texts.partition_by("slice", maintain_order=True):

@@ -259,6 +259,25 @@ def test_a_large_trajectory_searched_with_one_automaton_finds_what_the_pairs_fin
     test_location_search_edge_cases()
 
 
+def test_a_large_trajectory_is_searched_whole_with_one_automaton_however_its_pairs_are_sliced(pipeline, monkeypatch):
+    """A large trajectory is kept whole in one slice of the pairs: its anchors' automaton is built once (built once per
+    slice of it, a trajectory of 20,000 messages and 19,000 values took its work to grow with messages times values
+    squared), and what is found is what the unsliced pass finds."""
+    from cowork_assets.evidence import locate
+
+    settings, _, _ = pipeline
+    messages = TABLES["messages"].scan(settings.root).collect()
+    keys = TABLES["evidence"].scan(settings.root).collect().select("trajectory_id", "norm").unique()
+    monkeypatch.setattr(locate, "LARGE_TRAJECTORY", 0)  # every trajectory large
+    whole = locate.scan(keys, messages)
+    searched, at_once = [], locate._searched_at_once
+    monkeypatch.setattr(locate, "_searched_at_once", lambda s, a, tid: searched.append(tid) or at_once(s, a, tid))
+    monkeypatch.setattr(locate, "PAIRS_AT_ONCE", 7)
+    sliced = locate.scan(keys, messages)
+    assert sorted(searched) == sorted(keys["trajectory_id"].unique().to_list())  # each once
+    assert whole[0].height > 100 and whole[0].equals(sliced[0]) and whole[1].equals(sliced[1])
+
+
 def _scanned_pair_by_pair(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """What `scan` must find, decided the plain way: each message in conversation order, each value of its
     trajectory not used yet whose anchor it contains, matched by `matches`."""
