@@ -33,6 +33,7 @@ class Turn:
 
     def __init__(self, content: str | None):
         self.content = content or ""
+        self.memo: dict = {}  # what `matches` keeps of the text while checks look for their values in it
 
     def __getattr__(self, name: str) -> str:
         if name == "lowered":
@@ -46,7 +47,7 @@ class Turn:
     def shows(self, norm: str) -> bool:
         """Whether the text shows a normalised value, as evidence is matched: case-folded, on token
         boundaries, a number also with its thousands separators."""
-        return next(matches(norm, self.content, self.lowered), None) is not None
+        return next(matches(norm, self.content, self.lowered, self.memo), None) is not None
 
 
 class Unmet(NamedTuple):

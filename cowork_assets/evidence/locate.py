@@ -142,15 +142,20 @@ _PLAIN = pl.col("lowered") & pl.col("ntext").is_null() & searched_plainly(pl.col
 
 
 def _matched_in_python(pairs: pl.DataFrame) -> list[tuple]:
-    """OCCURRENCE_SCHEMA rows of the pairs the engine left: an assistant's pair its first match only."""
+    """OCCURRENCE_SCHEMA rows of the pairs the engine left: an assistant's pair its first match only. A message is
+    taken once with all its values (its text made a Python string once, not once per value)."""
     rows = []
-    for tid, index, role, text, lowered, ntext, norm, anchor in pairs.iter_rows():
-        normalised = text if ntext is None else ntext
-        if anchor is not None and not _is_run(normalised, anchor, normalised.find(anchor)):
-            continue
-        found = matches(norm, text, text if lowered else None)
-        for start, length in itertools.islice(found, 1) if role == "assistant" else found:
-            rows.append((tid, norm, index, role, start, length, len(text)))
+    by_message = pairs.group_by("trajectory_id", "message_index", maintain_order=True).agg(
+        pl.col("role", "text", "lowered", "ntext").first(), "norm", "anchor"
+    )
+    for tid, index, role, text, lowered, ntext, norms, anchors in by_message.iter_rows():
+        normalised, memo = (text if ntext is None else ntext), {}
+        for norm, anchor in zip(norms, anchors, strict=True):
+            if anchor is not None and not _is_run(normalised, anchor, normalised.find(anchor)):
+                continue
+            found = matches(norm, text, text if lowered else None, memo)
+            for start, length in itertools.islice(found, 1) if role == "assistant" else found:
+                rows.append((tid, norm, index, role, start, length, len(text)))
     return rows
 
 

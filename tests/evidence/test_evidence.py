@@ -227,6 +227,33 @@ def test_location_search_edge_cases():
     assert (got["zz-0000"]["found_at"], got["zz-0000"]["used_at"]) == (None, None)
 
 
+def test_a_message_with_many_numbers_has_its_grouping_commas_removed_once(monkeypatch):
+    """A number is looked for in its message's text without grouping commas: the text is made so once per message,
+    not once per number (one message of 20,000 calls, a number in each, took its evidence 27 s), and each number's
+    sighting and use are where they are."""
+    from cowork_assets import values
+    from cowork_assets.evidence.locate import locate
+
+    made, real = [], values._without_grouping
+    monkeypatch.setattr(values, "_without_grouping", lambda text: made.append(text) or real(text))
+    numbers = [f"{7_000_000 + 13 * i}" for i in range(40)]
+    listing = ", ".join(f"{int(n):,}" for n in numbers)  # the numbers as a tool shows them: grouped
+    asked = {"role": "assistant", "content": "fetching " + ", ".join(numbers)}
+    traj = trajectory([{"role": "user", "content": "go"}, call("list", {}, "c0"), result(listing, "c0"), asked])
+    messages = flatten(traj)["messages"]
+    items = pl.DataFrame({"trajectory_id": [messages["trajectory_id"][0]] * len(numbers), "norm": numbers})
+    got = {r["norm"]: r for r in locate(items, messages).iter_rows(named=True)}
+    assert len(made) == 2  # the listing and the assistant's message, each once
+    for n in numbers:
+        grouped = f"{int(n):,}"
+        assert (got[n]["found_at"], got[n]["found_offset"], got[n]["found_length"], got[n]["used_at"]) == (
+            2,
+            listing.index(grouped),
+            len(grouped),
+            3,
+        )
+
+
 def test_location_in_slices_of_pairs_finds_what_one_pass_finds(pipeline, monkeypatch):
     """Messages are paired with their trajectory's values a slice at a time (a hostile trajectory makes
     hundreds of millions of pairs); the slices must not change what is found, nor its order."""
