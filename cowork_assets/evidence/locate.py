@@ -53,7 +53,8 @@ def searchable(messages: pl.DataFrame) -> pl.DataFrame:
 
 
 # Matching is on ASCII alphanumeric boundaries, so wherever a value occurs, each maximal alphanumeric
-# run of the value is also a whole run of the (normalised) text. A value is matched exactly only in the
+# run of the value is also a whole run of the normalised text, or of the text as written (`anchored_in`). A value is
+# matched exactly only in the
 # messages that contain its longest run, its anchor: polars looks for each anchor in every message of its
 # trajectory (a literal search per (message, value) pair, ~10 pairs per message). (Splitting every text
 # into runs with a regex and joining them on the anchors was measured 35-50% slower; the same search as a
@@ -77,6 +78,20 @@ def _is_run(text: str, word: str, at: int) -> bool:
             return True
         at = text.find(word, at + 1)
     return False
+
+
+def anchored_in(text: str, lowered: bool, ntext: str | None, anchor: str, memo: dict) -> bool:
+    """Is `anchor` a whole alphanumeric run of the message (`_texts`' columns): of its normalised text, or, where
+    normalising changed it, of its lower-cased text as written? Removing digit grouping glues a compact JSON list of
+    numbers (`[7000000,7000013]`) into one run, where each number was a run of its own and `matches` finds it.
+    `memo`: the caller's, for this message."""
+    normalised = text if ntext is None else ntext
+    if _is_run(normalised, anchor, normalised.find(anchor)):
+        return True
+    if ntext is None:
+        return False
+    low = text if lowered else memo.setdefault("lowered", text.lower())
+    return _is_run(low, anchor, low.find(anchor))
 
 
 def _texts(keys: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
@@ -149,9 +164,9 @@ def _matched_in_python(pairs: pl.DataFrame) -> list[tuple]:
         pl.col("role", "text", "lowered", "ntext").first(), "norm", "anchor"
     )
     for tid, index, role, text, lowered, ntext, norms, anchors in by_message.iter_rows():
-        normalised, memo = (text if ntext is None else ntext), {}
+        memo = {}
         for norm, anchor in zip(norms, anchors, strict=True):
-            if anchor is not None and not _is_run(normalised, anchor, normalised.find(anchor)):
+            if anchor is not None and not anchored_in(text, lowered, ntext, anchor, memo):
                 continue
             found = matches(norm, text, text if lowered else None, memo)
             for start, length in itertools.islice(found, 1) if role == "assistant" else found:

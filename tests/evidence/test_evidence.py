@@ -227,6 +227,30 @@ def test_location_search_edge_cases():
     assert (got["zz-0000"]["found_at"], got["zz-0000"]["used_at"]) == (None, None)
 
 
+def test_numbers_used_in_a_compact_json_list_are_found_used():
+    """A call's arguments written compactly (`{"ids":[7000000,7000013]}`) hold each number as a run of its own;
+    removing digit grouping (`1,234,567`) glues them into one. Each number is still found used there, as `matches`
+    finds it, and still found in a grouped listing before."""
+    from cowork_assets.evidence.locate import locate
+
+    traj = trajectory(
+        [
+            {"role": "user", "content": "go"},
+            call("list", {}, "c0"),
+            result("orders 7,000,000 and 7000013", "c0"),
+            call("fetch", {"ids": [7000000, 7000013], "page": 1}, "c1"),
+        ]
+    )
+    messages = flatten(traj)["messages"]
+    assert '"ids":[7000000,7000013]' in messages["tool_calls"][3][0]["arguments"]
+    items = pl.DataFrame({"trajectory_id": [messages["trajectory_id"][0]] * 2, "norm": ["7000000", "7000013"]})
+    got = {
+        r["norm"]: (r["found_at"], r["found_offset"], r["used_at"])
+        for r in locate(items, messages).iter_rows(named=True)
+    }
+    assert got == {"7000000": (2, 7, 3), "7000013": (2, 21, 3)}
+
+
 def test_a_message_with_many_numbers_has_its_grouping_commas_removed_once(monkeypatch):
     """A number is looked for in its message's text without grouping commas: the text is made so once per message,
     not once per number (one message of 20,000 calls, a number in each, took its evidence 27 s), and each number's
@@ -323,7 +347,7 @@ def _scanned_pair_by_pair(keys: pl.DataFrame, messages: pl.DataFrame) -> tuple[p
             anchor = anchors[norm]
             if (tid, norm) in uses or (anchor or norm) not in normalised:
                 continue
-            if anchor is not None and not locate._is_run(normalised, anchor, normalised.find(anchor)):
+            if anchor is not None and not locate.anchored_in(text, lowered, ntext, anchor, {}):
                 continue
             found = list(matches(norm, text, text if lowered else None))
             if role == "assistant" and found:
