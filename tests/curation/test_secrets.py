@@ -175,6 +175,36 @@ def test_a_credential_written_with_escapes_is_replaced_as_written():
         assert "u0041KIA" not in replaced and "bPxRfiCY" not in replaced and "w0rd" not in replaced
 
 
+def test_a_text_of_megabytes_is_searched_in_the_parts_the_screen_passes_and_finds_what_a_whole_search_finds(
+    monkeypatch,
+):
+    """A tool output of 3 MB (escaped JSON lines) with credentials in it, one cut by the end of the first part, one
+    where two parts overlap, a private key block at its end: searched a part at a time, only the parts the screen
+    passes go through the Python patterns (a whole search took 1.7 s and 140 MB a megabyte), and every credential a
+    whole search finds is found, whole, and nothing else."""
+    from cowork_assets.curation import secrets
+
+    line = '{\\"path\\": \\"/srv/app/file_%d.py\\", \\"size\\": 1234}\\n'
+    text = "".join(line % i for i in range(60_000))
+    planted = {
+        secrets.PART - 30: ' api_key=\\"sk-ant-api03-abcdefghijklmnopqrstu1234567890ABCDEFGHIJKLMN\\" ',
+        2 * (secrets.PART - secrets.OVERLAP) + 100: " token: ghp_abcdefghijklmnopqrstuvwxyz0123456789 ",
+        len(text) - 10: " -----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA"
+        + "x" * 3000
+        + "\n-----END RSA PRIVATE KEY----- ",
+    }
+    for at in sorted(planted, reverse=True):
+        text = text[:at] + planted[at] + text[at:]
+    assert len(text) > 3 * secrets.LARGE_TEXT
+    detector = Detector()
+    whole = detector._written(text)
+    searched, written = [], detector._written
+    monkeypatch.setattr(detector, "_written", lambda part: searched.append(len(part)) or written(part))
+    assert detector.find_written(text) == whole
+    assert sorted(whole.values()) == ["anthropic_api_key", "github_token", "private_key"]
+    assert sum(searched) <= 4 * secrets.PART  # the three parts with a secret and the one the cut one runs into
+
+
 def _plant(raw: Path) -> dict[str, list[str]]:
     """Every credential planted in three places of passing teacher runs (raw JSON Lines edited in place): a tool's
     result (a JSON result holding it beside the original output), a call's arguments and the assistant's reasoning.
