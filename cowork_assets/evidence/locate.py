@@ -90,8 +90,17 @@ def anchored_in(text: str, lowered: bool, ntext: str | None, anchor: str, memo: 
         return True
     if ntext is None:
         return False
-    low = text if lowered else memo.setdefault("lowered", text.lower())
+    low = _lowered(text, lowered, memo)
     return _is_run(low, anchor, low.find(anchor))
+
+
+def _lowered(text: str, lowered: bool, memo: dict) -> str:
+    """The message's text lower-cased: `text` itself if it is (`lowered`), else made once per message (`memo`)."""
+    if lowered:
+        return text
+    if "lowered" not in memo:
+        memo["lowered"] = text.lower()
+    return memo["lowered"]
 
 
 def _texts(keys: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
@@ -168,7 +177,7 @@ def _matched_in_python(pairs: pl.DataFrame) -> list[tuple]:
         for norm, anchor in zip(norms, anchors, strict=True):
             if anchor is not None and not anchored_in(text, lowered, ntext, anchor, memo):
                 continue
-            found = matches(norm, text, text if lowered else None, memo)
+            found = matches(norm, text, _lowered(text, lowered, memo), memo)
             for start, length in itertools.islice(found, 1) if role == "assistant" else found:
                 rows.append((tid, norm, index, role, start, length, len(text)))
     return rows

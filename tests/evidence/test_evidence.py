@@ -227,6 +227,30 @@ def test_location_search_edge_cases():
     assert (got["zz-0000"]["found_at"], got["zz-0000"]["used_at"]) == (None, None)
 
 
+def test_a_non_ascii_message_with_many_values_is_lowered_once(monkeypatch):
+    """Values are looked for in a message's lower-cased text; a non-ASCII text (polars lowers only ASCII ones) is
+    lowered once for all its values, not once per value (1,000 ids in a 1.7 MB listing took 9.8 s), and each id is
+    found where it is."""
+    from cowork_assets.evidence import locate
+
+    listing = "".join(f"商品{i:03d} 名称：保温杯第{i}号 编号 R-{i:06d}\n" for i in range(300))
+    steps = [{"role": "user", "content": "查询"}, call("list", {}, "c0"), result(listing, "c0")]
+    ids = [f"R-{i:06d}" for i in range(0, 300, 10)]
+    steps += [call("get", {"ids": ids}, "c1")]
+    messages = flatten(trajectory(steps))["messages"]
+    lowered_given, real = [], locate.matches
+    monkeypatch.setattr(
+        locate, "matches", lambda n, t, low, memo: (t == listing and lowered_given.append(low)) or real(n, t, low, memo)
+    )
+    items = pl.DataFrame({"trajectory_id": [messages["trajectory_id"][0]] * len(ids), "norm": [i.lower() for i in ids]})
+    got = locate.locate(items, messages)
+    assert len(lowered_given) == len(ids) and lowered_given[0] == listing.lower()
+    assert len({id(low) for low in lowered_given}) == 1  # one lower-cased copy for every value
+    assert got.sort("norm").select("found_at", "found_offset", "used_at").rows() == [
+        (2, listing.index(i), 3) for i in ids
+    ]
+
+
 def test_numbers_used_in_a_compact_json_list_are_found_used():
     """A call's arguments written compactly (`{"ids":[7000000,7000013]}`) hold each number as a run of its own;
     removing digit grouping (`1,234,567`) glues them into one. Each number is still found used there, as `matches`
