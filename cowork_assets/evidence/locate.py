@@ -52,13 +52,12 @@ def searchable(messages: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-# Matching is on ASCII alphanumeric boundaries, so wherever a value occurs, each maximal alphanumeric
-# run of the value is also a whole run of the normalised text, or of the text as written (`anchored_in`). A value is
-# matched exactly only in the
-# messages that contain its longest run, its anchor: polars looks for each anchor in every message of its
-# trajectory (a literal search per (message, value) pair, ~10 pairs per message). (Splitting every text
-# into runs with a regex and joining them on the anchors was measured 35-50% slower; the same search as a
-# Python loop over the pairs, 15% slower.)
+# Matching is on ASCII alphanumeric boundaries, so wherever a value occurs, each maximal alphanumeric run of the value
+# is also a whole run of the normalised text, or of the text as written (`anchored_in`). A value is matched exactly
+# only in the messages that contain its longest run, its anchor: polars looks for each anchor in every message of its
+# trajectory (a literal search per (message, value) pair, ~10 pairs per message). (Splitting every text into runs
+# with a regex and joining them on the anchors was measured 35-50% slower; the same search as a Python loop over the
+# pairs, 15% slower.)
 RUN = r"[0-9a-z]+"
 PAIRS_AT_ONCE = 1_000_000
 # A trajectory with more (message, value) pairs than this is searched with one automaton of its anchors instead.
