@@ -98,8 +98,9 @@ class SuiteProcess(HelperProcess):
         return answer["failures"]
 
     def raise_priority(self) -> bool:
-        """Bring the helper, each of its threads, to this process's priority: whether the system let this user (root,
-        or a user with CAP_SYS_NICE; not others: a niceness once raised stays) and the helper is still there."""
+        """Bring the helper, each of its threads, to this process's priority: whether the system let this user (one
+        with CAP_SYS_NICE: root on a machine or VM, a container's only where granted; for others a niceness once
+        raised stays) and the helper is still there."""
         mine = os.getpriority(os.PRIO_PROCESS, 0)
         try:
             threads = sorted(int(thread) for thread in os.listdir(f"/proc/{self.pid}/task"))  # the main one first
