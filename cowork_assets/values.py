@@ -140,14 +140,13 @@ def matches(norm: str, text: str, lowered: str | None = None, memo: dict | None 
     if not norm.isascii() or len(lowered) != len(text):
         yield from ((m.start(), m.end() - m.start()) for m in pattern(norm).finditer(text))
         return
-    if not _NUMBER.match(norm):
-        searched, shifts = lowered, []
-    elif memo is None:
-        searched, shifts = _without_grouping(lowered)
-    elif (searched_shifts := memo.get("without_grouping")) is None:
-        searched, shifts = memo["without_grouping"] = _without_grouping(lowered)
+    if _NUMBER.match(norm):
+        memo = {} if memo is None else memo
+        if "without_grouping" not in memo:
+            memo["without_grouping"] = _without_grouping(lowered)
+        searched, shifts = memo["without_grouping"]
     else:
-        searched, shifts = searched_shifts
+        searched, shifts = lowered, []
 
     def original(i: int) -> int:
         return i + bisect_right(shifts, i) if shifts else i
