@@ -440,12 +440,15 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
         # A selected dataset's candidate was built after the exclusions: if they are not of the corpus as it is now
         # (read after the batches above), a batch was committed, redone or dropped since, and the candidate may hold
         # its runs unfiltered, or lack them while the card names them.
-        described = PUBLISHED[dataset]
-        if described.exclusions and TABLES["exclusions"].stale_parts(settings.root, verdict.corpus_version(settings)):
-            raise dg.Failure(
-                f"{dataset} not published: the corpus changed after its candidate's exclusions were computed (a batch "
-                "finished, was redone or dropped meanwhile): materialize refresh_corpus again"
-            )
+        described, exclusions = PUBLISHED[dataset], None
+        if described.exclusions:  # read once, for this check and the card
+            found, stale = TABLES["exclusions"].read_noted(settings.root, verdict.corpus_version(settings))
+            if stale:
+                raise dg.Failure(
+                    f"{dataset} not published: the corpus changed after its candidate's exclusions were computed (a "
+                    "batch finished, was redone or dropped meanwhile): materialize refresh_corpus again"
+                )
+            exclusions = found.filter(pl.col("dataset") == described.exclusions)
         candidate = versions.parquet_files(versions.candidate(settings.root, dataset))
         counts = {p.rsplit("/", 1)[-1].removesuffix(".parquet"): parquet_rows(p) for p in candidate}
         rows = sum(counts.values())
@@ -453,7 +456,7 @@ def _publish_asset(dataset: str, source: dg.AssetsDefinition) -> dg.AssetsDefini
             raise dg.Failure(f"{dataset} not published: {refused}")
         now = pub.current_rows(settings.root, dataset)
         inputs = {
-            **card_inputs(settings, dataset, candidate, rows, _corpus_held_out(settings)),
+            **card_inputs(settings, dataset, candidate, rows, _corpus_held_out(settings), exclusions),
             "previous_rows": now[1] if now else None,
         }
         inputs["batches"] = corpus.card()

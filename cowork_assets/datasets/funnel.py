@@ -19,14 +19,16 @@ def _count(frame: pl.LazyFrame) -> int:
     return frame.select(pl.len()).collect().item()
 
 
-def funnel(settings: Settings, dataset: str, published: int, held: pl.DataFrame) -> list[tuple[str, int]]:
+def funnel(
+    settings: Settings, dataset: str, published: int, held: pl.DataFrame, exclusions: pl.DataFrame | None
+) -> list[tuple[str, int]]:
+    """`exclusions`: the rows of the dataset's selection; None for a dataset not selected."""
     described = PUBLISHED[dataset]
     parsed = _count(TABLES["trajectories"].scan(settings.root))
-    if described.exclusions is None:  # not selected (rollouts): exclusions may not even exist yet when it publishes
+    if exclusions is None:  # not selected (rollouts): exclusions may not even exist yet when it publishes
         runs = TABLES["trajectories"].scan(settings.root).select("task_id")
         kept = _count(runs.join(held.lazy().select("task_id"), on="task_id", how="anti"))
         return [("parsed trajectories", parsed), ("after holdout", kept), ("published rollouts", published)]
-    exclusions = TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == described.exclusions)
     if described.rows == "tasks":
         tasks = TABLES["task_packages"].scan(settings.root).select("task_id").unique().collect().height
         bad = exclusions["task_id"].n_unique()
@@ -39,8 +41,7 @@ def funnel(settings: Settings, dataset: str, published: int, held: pl.DataFrame)
     return steps + [("published", published)]
 
 
-def reasons(settings: Settings, dataset: str) -> list[tuple]:
-    exclusions = TABLES["exclusions"].read(settings.root).filter(pl.col("dataset") == dataset)
+def reasons(exclusions: pl.DataFrame) -> list[tuple]:
     return (
         exclusions.group_by("criterion", "reason")
         .agg(n=pl.coalesce("trajectory_id", "task_id").n_unique())
@@ -172,9 +173,12 @@ def pair_summary(files: list[str]) -> list[dict]:
     )
 
 
-def card_inputs(settings: Settings, dataset: str, files: list[str], rows: int, held: pl.DataFrame) -> dict:
+def card_inputs(
+    settings: Settings, dataset: str, files: list[str], rows: int, held: pl.DataFrame, exclusions: pl.DataFrame | None
+) -> dict:
     """What the card of a candidate (its Parquet `files`, `rows` in all) reports beside its row counts; `held`: the
-    corpus's held-out tasks (`selection.holdout.corpus_held_out`)."""
+    corpus's held-out tasks (`selection.holdout.corpus_held_out`); `exclusions`: its selection's (None: not selected),
+    as the check before publication read them."""
     described = PUBLISHED[dataset]
     training = described.training_card
     lengths = (
@@ -183,8 +187,8 @@ def card_inputs(settings: Settings, dataset: str, files: list[str], rows: int, h
         else []
     )
     return {
-        "funnel": funnel(settings, dataset, rows, held),
-        "reasons": reasons(settings, described.exclusions) if described.exclusions else [],
+        "funnel": funnel(settings, dataset, rows, held, exclusions),
+        "reasons": reasons(exclusions) if exclusions is not None else [],
         "retention": retention(settings) if training else {},
         "sweep": truncation_sweep(settings) if training else [],
         "lengths": lengths,

@@ -347,12 +347,16 @@ def write_parquet_atomic(
     return final
 
 
-def parquet_notes(location: str) -> dict[str, str]:
-    """The notes `write_parquet_atomic` put in a Parquet file's footer (its key-value metadata)."""
-    fs, path = filesystem(location)
-    with fs.open_input_file(path) as f:
-        found = pq.read_schema(f).metadata or {}
-    return {k.decode(): v.decode() for k, v in found.items()}
+def read_noted_parquet(location: str) -> tuple[dict[str, str], pl.DataFrame] | None:
+    """The notes `write_parquet_atomic` put in a Parquet file's footer (its key-value metadata) and its rows, of one
+    and the same file (it may be replaced meanwhile) from one read of it (two requests to an object store, not two
+    for the footer and as many again for the rows); None when there is no file."""
+    try:
+        data = pa.py_buffer(read_bytes(location))
+    except OSError:  # no file (an object store says so in an OSError of its own)
+        return None
+    notes = pq.read_schema(pa.BufferReader(data)).metadata or {}
+    return {k.decode(): v.decode() for k, v in notes.items()}, pl.read_parquet(pa.BufferReader(data))
 
 
 def _arrow(frame: pl.DataFrame, schema: pa.Schema) -> pa.Table:

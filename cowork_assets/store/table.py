@@ -18,7 +18,7 @@ import polars as pl
 
 from cowork_assets.store import aside, storage, versions
 from cowork_assets.store.buckets import BUCKETS, consecutive_groups
-from cowork_assets.store.models import arrow_schema
+from cowork_assets.store.models import arrow_schema, polars_schema
 
 # tables: <data_root>/tables/<name>/ (batch=<b>/ or bucket=<k>/data.parquet per part, else data.parquet); candidate: a
 # dataset version awaiting its gate (store/versions.py); published: <data_root>/published/<name>/current/.
@@ -145,17 +145,27 @@ class Table:
         """The rows of `parts` (task buckets), each computed from the corpus as it is now (`corpus`:
         `batch_state.corpus_version`): a bucket computed from another state of it, or never, is an error that
         names it. Rows a bucket kept from before a batch was added, redone or dropped would select wrongly."""
-        if stale := self.stale_parts(root, corpus, parts):
+        rows, stale = self.read_noted(root, corpus, parts)
+        if stale:
             raise RuntimeError(
                 f"{self.name}: task bucket(s) {', '.join(stale)} were not computed from the corpus as it is now (a "
                 "batch was added, redone or dropped since, or they never were); materialize every bucket of it "
                 "(the refresh_corpus job does) before what reads it"
             )
-        return pl.concat([pl.read_parquet(self.committed_file(root, part)) for part in parts])
+        return rows
 
-    def stale_parts(self, root: str, corpus: str, parts: Iterable[str] = BUCKETS) -> list[str]:
-        """The parts (task buckets) not computed from the corpus as it is now (`corpus`), or never computed."""
-        return [part for part in parts if _noted_corpus(self.committed_file(root, part)) != corpus]
+    def read_noted(self, root: str, corpus: str, parts: Iterable[str] = BUCKETS) -> tuple[pl.DataFrame, list[str]]:
+        """The rows of `parts` (task buckets), and those of them not computed from the corpus as it is now
+        (`corpus`), or never computed: each file's note and rows from one read of it, so that the rows are those the
+        note describes even while a refresh replaces the file."""
+        frames, stale = [], []
+        for part in parts:
+            found = storage.read_noted_parquet(self.committed_file(root, part))
+            if found is None or found[0].get(CORPUS_NOTE) != corpus:
+                stale.append(part)
+            else:
+                frames.append(found[1])
+        return (pl.concat(frames) if frames else pl.DataFrame(schema=polars_schema(self.model))), stale
 
     # Writing
     def write(self, frame: pl.DataFrame, root: str, part: str | None = None, corpus: str | None = None) -> str:
@@ -189,10 +199,3 @@ def _first_rows(files: list[str], there: dict[str, tuple[int, int]]) -> int:
     """Rows of the first of `files` there is (`there`: their stamps; none: 0)."""
     found = (storage.footer_rows(f, there[f]) for f in files if f in there)
     return next((rows for rows in found if rows is not None), 0)
-
-
-def _noted_corpus(location: str) -> str | None:
-    try:
-        return storage.parquet_notes(location).get(CORPUS_NOTE)
-    except OSError:  # no file
-        return None

@@ -5,6 +5,7 @@ import os
 import polars as pl
 
 from cowork_assets.store import storage
+from cowork_assets.store.models import polars_schema
 from cowork_assets.store.registry import TABLES
 
 SCHEMA = {"batch": pl.String, "raw_file": pl.String, "reason": pl.String}
@@ -55,3 +56,27 @@ def test_a_footer_is_read_once_while_its_file_is_unchanged_and_again_once_it_is_
     replaced.unlink()
     assert storage.stamps([str(replaced)]) == {}
     assert storage.footer_rows(str(replaced), (stamp[0] + 1, stamp[1])) is None
+
+
+def test_a_buckets_note_and_rows_come_from_one_read_of_its_file(tmp_path, monkeypatch):
+    """A task bucket computed across batches is read with the state of the corpus its footer notes from one read of
+    the file: the rows are the ones the note describes even while a refresh replaces the file, and an object store
+    is asked once, not once for the footer and again for the rows."""
+    table, root = TABLES["exclusions"], str(tmp_path)
+    schema = polars_schema(table.model)
+
+    def rows(n: int) -> pl.DataFrame:
+        return pl.DataFrame(
+            [("sft_dataset", "b", f"t{i}", "task", "failed", "r", None) for i in range(n)], schema, orient="row"
+        )
+
+    table.write(rows(1), root, "0", corpus="now")
+    table.write(rows(2), root, "1", corpus="now")
+    table.write(rows(4), root, "2", corpus="before")  # computed from an earlier state of the corpus; "3": never
+    opened = []
+    read_bytes = storage.read_bytes
+    monkeypatch.setattr(storage, "read_bytes", lambda location: opened.append(location) or read_bytes(location))
+    found, stale = table.read_noted(root, "now", ["0", "1", "2", "3"])
+    assert found.height == 3 and found.schema == schema and stale == ["2", "3"]
+    assert opened == [table.committed_file(root, part) for part in "0123"]
+    assert table.read_current(root, "now", ["0", "1"]).height == 3
