@@ -312,3 +312,24 @@ def test_the_warehouse_asks_the_store_about_a_file_once_until_told_to_forget(tmp
         assert con.execute(twice).fetchone() == (14,) and len(asked) == 2  # asked again: the new file is read
     finally:
         con.close()
+
+
+def test_the_batches_states_come_from_one_listing_of_the_bucket(remote_run, monkeypatch):
+    """Publication checks every batch's tables against its manifest, several times a run: a request for each file
+    of each batch (17 a batch) in a bucket, where one listing of the tables has them all."""
+    from cowork_assets.orchestration.verdict import settings_fingerprint
+    from cowork_assets.store import batch_state
+
+    settings, _, _ = remote_run
+    root, raw, fingerprint = settings.root, settings.raw_path, settings_fingerprint(settings)
+    batches = batch_state.processed_batches(root)
+    one_at_a_time = [batch_state.check(root, raw, batch, fingerprint) for batch in batches]
+    asked = []
+    file_info = storage.file_info
+    monkeypatch.setattr(storage, "file_info", lambda location: asked.append(location) or file_info(location))
+    assert batch_state.processed_states(root, raw, fingerprint) == one_at_a_time
+    assert asked == [] and len(batches) == 3 and not any(state.problem for state in one_at_a_time)
+    listed = storage.files_under(storage.join(root, "tables"))
+    del listed[TABLES["curated_messages"].committed_file(root, batches[1])]
+    damaged = batch_state.check(root, raw, batches[1], fingerprint, listed=listed)
+    assert damaged.damage == "its table curated_messages is missing" and asked == []
