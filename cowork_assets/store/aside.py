@@ -38,13 +38,10 @@ def folder(root: str, batch: str) -> str | None:
 
 def in_progress(root: str) -> dict[str, list[str]]:
     """Batch -> the folders runs of it are writing aside, in any process (one, unless two runs of it overlap)."""
-    base = storage.join(root, FOLDER)
-    return {
-        batch: [
-            storage.join(base, batch, run) for run in storage.list_names(storage.join(base, batch), directories=True)
-        ]
-        for batch in storage.list_names(base, directories=True)
-    }
+    base, runs = storage.join(root, FOLDER), {}
+    for folder in storage.folders_under(base, depth=2):  # batch/run, in one listing
+        runs.setdefault(folder.split("/")[0], []).append(storage.join(base, folder))
+    return runs
 
 
 def end(root: str, batch: str) -> None:

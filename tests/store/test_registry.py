@@ -18,13 +18,19 @@ def _write(path, rows: int) -> None:
     ).write_parquet(path)
 
 
-def test_the_rows_of_other_batches_are_their_committed_files_or_the_copy_a_run_is_writing(tmp_path):
+def test_the_rows_of_other_batches_are_their_committed_files_or_the_copy_a_run_is_writing(tmp_path, monkeypatch):
     table = TABLES["skipped_inputs"]
     for batch, rows in {"a": 1, "b": 2, "c": 4, "d": 8}.items():
         _write(tmp_path / "tables" / "skipped_inputs" / f"batch={batch}" / "data.parquet", rows)
     _write(tmp_path / "in-progress" / "c" / "run-1" / "skipped_inputs" / "data.parquet", 16)  # c is being redone
     (tmp_path / "in-progress" / "e" / "run-2").mkdir(parents=True)  # e: started, nothing written yet
+    listed = []
+    list_names = storage.list_names
+    monkeypatch.setattr(storage, "list_names", lambda *a, **k: listed.append(a[0]) or list_names(*a, **k))
     assert table.rows_of_other_batches(str(tmp_path), "a") == 2 + 16 + 8
+    # The committed batches are one folder's names; the runs writing aside, batch by batch, come from one listing of
+    # the aside folder, not one for it and another for each batch in it (each a request to an object store).
+    assert listed == [table.folder(str(tmp_path))]
     assert table.rows_of_other_batches(str(tmp_path), "c") == 1 + 2 + 8
     # A file gone between the listing and the read (a batch dropped meanwhile) counts as none, the others still count.
     (tmp_path / "tables" / "skipped_inputs" / "batch=d" / "data.parquet").unlink()
