@@ -85,20 +85,23 @@ def file_info(location: str | Path) -> pafs.FileInfo | None:
     return info if info.type == pafs.FileType.File else None
 
 
-def files_under(location: str) -> dict[str, pafs.FileInfo]:
-    """Every file under a folder (at any depth), by location, with its size and modification time: one listing (in an
-    object store a request per 1,000 files, where `file_info` asks once for each file)."""
+def _everything_under(location: str) -> tuple[str, list[pafs.FileInfo]]:
+    """(the folder's path in its filesystem, what it holds at any depth): one listing (in an object store a request
+    per 1,000 files, where `file_info` asks once for each; its folders are those that hold a file)."""
     fs, path = filesystem(location)
+    return path, fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+
+
+def files_under(location: str) -> dict[str, pafs.FileInfo]:
+    """Every file under a folder (at any depth), by location, with its size and modification time: one listing."""
+    path, found = _everything_under(location)
     scheme = location[: len(location) - len(path)]  # what the filesystem's own paths lack ("s3://"; "" locally)
-    found = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
     return {scheme + info.path: info for info in found if info.type == pafs.FileType.File}
 
 
 def folders_under(location: str, depth: int) -> list[str]:
-    """Sorted paths ("a/b" for `depth` 2), relative to a folder, of the folders `depth` levels below it: one listing
-    of all it holds (in an object store a request per 1,000 files; its folders are those that hold a file)."""
-    fs, path = filesystem(location)
-    found = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+    """Sorted paths ("a/b" for `depth` 2), relative to a folder, of the folders `depth` levels below it: one listing."""
+    path, found = _everything_under(location)
     below = (i.path[len(path) :].strip("/") for i in found if i.type == pafs.FileType.Directory)
     return sorted(folder for folder in below if folder.count("/") == depth - 1)
 
