@@ -79,22 +79,26 @@ def _settings(args: argparse.Namespace):
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from cowork_assets.datasets.suites import start_early as start_suites
     from cowork_assets.settings import roots_problem
+    from cowork_assets.store.raw_files import discover_batches
 
+    raw = Path(args.raw_root)
+    found = discover_batches(raw) if raw.is_dir() else []
+    if found:  # the gates' Great Expectations helper imports while this process imports the pipeline and checks
+        start_suites()  # the batches: a run that only refreshes the corpus finds it ready at its gates
     settings = _settings(args)  # a bad --set first: it needs no folder
     if problem := roots_problem(args.raw_root, args.data_root):
         raise UsageError(problem)
-    raw = Path(args.raw_root)
     if not raw.is_dir():
         raise UsageError(f"--raw-root {raw} is not a directory")
     try:
         check_root(settings.root)
     except (ConnectionError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from None
-    from cowork_assets.store.raw_files import discover_batches
     from cowork_cli.workers import start_early
 
-    start_early(settings, [b for b in discover_batches(raw) if not args.batch or b in args.batch])
+    start_early(settings, [b for b in found if not args.batch or b in args.batch])
     from sqlalchemy.exc import DatabaseError
 
     from cowork_cli.runner import ensure_instance, materialize_all

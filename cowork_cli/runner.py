@@ -186,7 +186,7 @@ def materialize_all(
             outcome.skipped.append(batch)
         else:
             todo.append(batch)
-    start_early()  # the gates' Great Expectations helper imports while the batches run (at the lowest priority)
+    start_early()  # the gates' helper imports Great Expectations while the batches run (unless started already)
     workers = worker_count(settings, todo)
     parallel = workers > 0
     # Consecutive batches share a run (its fixed cost paid once), each its own partition; with workers, one run each

@@ -120,7 +120,8 @@ _spare: SuiteProcess | None = None
 
 def start_early() -> None:
     """Start a helper now for the next run with gates in this process, so that it imports Great Expectations
-    while other work runs (`cowork-curate run` does this before its batches; a run in the UI starts its own)."""
+    while other work runs (`cowork-curate run` does this first, before it imports the pipeline; a run in the UI starts
+    its own)."""
     global _spare
     if _spare is None or not _spare.running():
         _spare = SuiteProcess()

@@ -668,6 +668,41 @@ def test_a_run_never_imports_great_expectations_in_the_process_that_runs_it(tmp_
     assert out.strip().splitlines()[-1] == "{} False"
 
 
+def test_a_cli_run_starts_the_suites_helper_before_it_imports_the_pipeline(tmp_path):
+    """`cowork-curate run` starts the gates' helper first thing, so that it imports Great Expectations while the run
+    imports Dagster and the code location: a run with no batch to process reaches its gates within seconds. (Here the
+    run stops on a refused --dagster-home once both are under way.) A raw root without batches starts none."""
+    import subprocess
+    import sys
+
+    from cowork_assets.synthetic.generate import generate
+
+    generate(tmp_path / "raw", trajectories=2, batches=1, seed=5)
+    (tmp_path / "empty").mkdir()
+    script = (
+        "import sys\n"
+        "from cowork_assets.datasets import suites\n"
+        "started = []\n"
+        "class Recorded(suites.SuiteProcess):\n"
+        "    def __init__(self, *args, **kwargs):\n"
+        "        started.append('dagster' in sys.modules)\n"
+        "        super().__init__(*args, **kwargs)\n"
+        "suites.SuiteProcess = Recorded\n"
+        "from cowork_cli.cli import main\n"
+        "status = main(sys.argv[1:])\n"
+        "print(status, started, 'dagster' in sys.modules)\n"
+    )
+
+    def run(raw: str) -> str:
+        args = ["run", "--raw-root", str(tmp_path / raw), "--data-root", str(tmp_path / "out")]
+        args += ["--dagster-home", str(tmp_path / raw / "home")]  # inside the raw root: refused
+        done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=True)
+        return done.stdout.strip().splitlines()[-1]
+
+    assert run("raw") == "2 [False] True"  # started before Dagster was imported; refused after
+    assert run("empty") == "2 [] True"
+
+
 def test_rollout_rows_carry_their_checks_and_a_run_without_checks_an_empty_list():
     """A rollout's per-check rewards and first turns are those of regrade's replay of the run."""
     from cowork_assets.datasets.rl import build_rl_rollouts
