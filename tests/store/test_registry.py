@@ -12,9 +12,11 @@ SCHEMA = {"batch": pl.String, "raw_file": pl.String, "reason": pl.String}
 
 
 def _write(path, rows: int) -> None:
+    """A file whose size grows with its rows (one raw file a row): the footer cache tells a replaced file by its size
+    or time, and a rewrite within the filesystem's clock tick (a few ms on tmpfs) has the same time."""
     path.parent.mkdir(parents=True, exist_ok=True)
     pl.DataFrame(
-        {"batch": ["b"] * rows, "raw_file": ["f"] * rows, "reason": ["r"] * rows}, schema=SCHEMA
+        {"batch": ["b"] * rows, "raw_file": [f"f{i}" for i in range(rows)], "reason": ["r"] * rows}, schema=SCHEMA
     ).write_parquet(path)
 
 
