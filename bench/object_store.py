@@ -37,7 +37,11 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=8)
     parser.add_argument("--top", type=int, default=15, help="kinds of request to print")
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-object-store-") as work:  # raw files, instance, work folder
+        _measure(args, Path(work))
 
+
+def _measure(args: argparse.Namespace, work: Path) -> None:
     import boto3
     from moto.server import MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
@@ -54,7 +58,6 @@ def main() -> None:
 
     server = make_server("127.0.0.1", 0, counting, threaded=True, request_handler=MotoRequestHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    work = Path(tempfile.mkdtemp(prefix="bench-object-store-"))
     os.environ |= {
         "AWS_ENDPOINT_URL": "http://{}:{}".format(*server.server_address[:2]),
         "AWS_ACCESS_KEY_ID": "bench",

@@ -1,5 +1,6 @@
 """`python -m bench.object_store` counts the requests a run makes to a bucket, from every process of the run."""
 
+import os
 import re
 import subprocess
 import sys
@@ -23,11 +24,12 @@ def test_a_request_is_counted_by_its_method_and_key_without_its_batch_or_run():
 
 
 @pytest.mark.e2e  # a CLI run, in the bench's process
-def test_the_bench_runs_the_cli_on_a_bucket_and_prints_every_request_it_received():
+def test_the_bench_runs_the_cli_on_a_bucket_and_prints_every_request_it_received(tmp_path):
     pytest.importorskip("moto.server")
     done = subprocess.run(
         [sys.executable, "-m", "bench.object_store", "--trajectories", "6", "--batches", "2"],
         cwd=ROOT,
+        env=os.environ | {"TMPDIR": str(tmp_path)},
         capture_output=True,
         text=True,
         timeout=600,
@@ -38,3 +40,4 @@ def test_the_bench_runs_the_cli_on_a_bucket_and_prints_every_request_it_received
     by_method = {m: int(n.replace(",", "")) for m, n in (part.split() for part in methods.split(", "))}
     assert sum(by_method.values()) == int(total.replace(",", "")) and {"GET", "HEAD", "PUT"} <= set(by_method)
     assert re.search(r"^\s+[\d,]+  GET curated/state/manifests/<batch>\.json$", done.stdout, re.M), done.stdout
+    assert list(tmp_path.iterdir()) == []  # its raw files, instance and work folder are gone with it
