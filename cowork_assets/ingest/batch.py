@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from cowork_assets.check_types.db_match import StateRules
 from cowork_assets.ingest import flatten, schemas
-from cowork_assets.ingest.formats import scan_batch
+from cowork_assets.ingest.formats import BatchSources, Sample, scan_batch
 from cowork_assets.ingest.record import BOM, excerpt, validate_line
 from cowork_assets.store.models import arrow_schema, polars_schema
 from cowork_assets.store.raw_files import MAX_RECORD_BYTES, RawLine, not_batches
@@ -197,15 +197,20 @@ class _Writer:
         self.packages_seen.remove()
 
 
-def _readable(lines: Iterator[RawLine]) -> Iterator[RawLine]:
-    """The lines of a file; a read error (EIO, ...) ends them in one `read_error` record for what was not read."""
-    record = 0
+def _readable(sources: BatchSources, sample: Sample) -> Iterator[RawLine]:
+    """The lines of a file; a read error (EIO, ...) ends them in one `read_error` record for what was not read, and
+    so does a reader that fails on input it did not foresee (`reader_error`, the error named for a bug report):
+    the batch and its other files go on."""
+    record, reader = 0, sources.format_of(sample).NAME
     try:
-        for line in lines:
+        for line in sources.records(sample):
             record = line.record
             yield line
     except OSError as exc:
         yield RawLine(record + 1, b"", f"read_error: the file could not be read past record {record}: {exc.strerror}")
+    except Exception as exc:  # one reader's bug is the file's quarantine, never the batch's failure
+        error = f"{type(exc).__name__}: {exc}"[:300]
+        yield RawLine(record + 1, b"", f"reader_error: the {reader} reader failed past record {record} ({error})")
 
 
 def ingest_batch(
@@ -227,11 +232,11 @@ def ingest_batch(
     try:
         writer.skip(sources.skipped)
         for sample in sources.files:
-            rel, last = sample.rel, None
+            rel, last, reader = sample.rel, None, sources.format_of(sample).NAME
             report.files.append(rel)
-            report.formats[sources.format_of(sample).NAME] += 1
-            progress(f"reading {rel} ({sources.format_of(sample).NAME})")
-            for line in _readable(sources.records(sample)):
+            report.formats[reader] += 1
+            progress(f"reading {rel} ({reader})")
+            for line in _readable(sources, sample):
                 data = line.data.removesuffix(b"\r")
                 if line.error is None and not data.strip():
                     report.blank_lines += 1

@@ -76,6 +76,19 @@ def test_a_bare_openhands_event_list_is_one_run(tmp_path):
     assert _answered(run["messages"]) and run["task"]["task_id"].startswith("openhands-")
 
 
+@needs_shared
+def test_a_bare_openhands_event_list_whose_request_is_not_text_is_one_quarantined_record(tmp_path):
+    events = orjson.loads((REAL / "coding_more" / "harbor_rfc_openhands_trajectory_events.json").read_bytes())
+    events[1]["args"]["content"] = events[1]["message"] = 12345  # the user's request, a number
+    (tmp_path / "raw" / "b").mkdir(parents=True)
+    (tmp_path / "raw" / "b" / "events.json").write_bytes(orjson.dumps(events))
+    assert _read(tmp_path / "raw", "b") == (
+        [],
+        [(1, "bad_openhands_record: a field in it holds a value of another type or shape than the format writes")],
+        [],
+    )
+
+
 def test_an_output_keyed_by_question_id_is_openhands_and_graded_by_correct(tmp_path):
     history = [
         {"id": 1, "source": "user", "action": "message", "args": {"content": "What is 6 x 7?"}},

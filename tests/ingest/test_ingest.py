@@ -230,6 +230,32 @@ def test_repeated_trajectory_id_keeps_the_first(tmp_path):
     assert "a.jsonl:1" in q["detail"][0]
 
 
+def test_a_reader_that_fails_on_a_file_quarantines_that_file_and_the_batch_goes_on(tmp_path, monkeypatch):
+    """A reader's bug on input it did not foresee: the file's unread rest is one `reader_error` record, named for a
+    bug report; the batch's other files are read and every record is accounted for."""
+    from cowork_assets.ingest.formats import cowork, recount_batch
+
+    raw = tmp_path / "raw" / "b"
+    raw.mkdir(parents=True)
+    (raw / "a.jsonl").write_bytes(_traj("a1") + b"\n")
+    (raw / "b.jsonl").write_bytes(_traj("b1") + b"\n" + _traj("b2") + b"\n")
+    read = cowork.records
+
+    def failing(sample, batch):
+        if sample.path.name == "a.jsonl":
+            raise RuntimeError("an unforeseen field")
+        return read(sample, batch)
+
+    monkeypatch.setattr(cowork, "records", failing)
+    r = ingest_batch(tmp_path / "raw", "b", tmp_path / "out")
+    q = TABLES["quarantine"].read(tmp_path / "out", "b")
+    assert q.select("raw_file", "raw_record", "reason", "detail").rows() == [
+        ("b/a.jsonl", 1, "reader_error", "the cowork reader failed past record 0 (RuntimeError: an unforeseen field)")
+    ]
+    assert sorted(TABLES["trajectories"].read(tmp_path / "out", "b")["trajectory_id"]) == ["b1", "b2"]
+    assert (r.raw_records, r.parsed, r.quarantined) == (3, 2, 1) == (recount_batch(tmp_path / "raw", "b"), 2, 1)
+
+
 def test_a_chunk_reaches_the_parser_whole_over_many_writes_even_short_ones(monkeypatch):
     lines = [_traj(f"t{i}", "x" * (i % 50)) for i in range(1500)]  # more lines than one writev takes
     writev, calls = os.writev, []

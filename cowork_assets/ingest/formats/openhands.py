@@ -233,12 +233,16 @@ def convert(run: dict, stem: str, sample, batch) -> dict:
     )
 
 
+def _event_list(sample, stem: str, batch) -> dict:
+    request = _common.first_user_text(conversation(sample.document))
+    run = {"history": sample.document, "question_id": _common.task_id_of("openhands", request)}
+    return convert(run, stem, sample, batch)
+
+
 def records(sample, batch):
     stem = sample.path.name.split(".")[0]
     if not sample.is_lines:  # a bare event list: one run, its task the request's hash
-        run = {"history": sample.document}
-        run["question_id"] = _common.task_id_of("openhands", _common.first_user_text(conversation(sample.document)))
-        yield _common.record_line(1, lambda: convert(run, stem, sample, batch), sample.head, "bad_openhands_record")
+        yield _common.record_line(1, lambda: _event_list(sample, stem, batch), sample.head, "bad_openhands_record")
         return
     yield from _common.json_lines(
         sample,
