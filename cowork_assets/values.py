@@ -136,6 +136,8 @@ def matches(norm: str, text: str, lowered: str | None = None, memo: dict | None 
     the caller keeps for this text while it looks for many values in it, keeps the text without its grouping commas
     (made once, not once per number: a message of 10,000 calls made it 10,000 times).
     """
+    if not norm:  # an empty value shows nowhere
+        return
     lowered = text.lower() if lowered is None else lowered
     if not norm.isascii() or len(lowered) != len(text):
         yield from ((m.start(), m.end() - m.start()) for m in pattern(norm).finditer(text))

@@ -40,6 +40,17 @@ def parse(checks_json: str) -> list[dict]:
     return [c for c in checks if isinstance(c, dict)] if isinstance(checks, list) else []
 
 
+def check_key(check: dict) -> Any:
+    """A check's id as the key its results are found by: as given when a JSON scalar, else its JSON text (an id
+    written as a list or an object cannot be a key)."""
+    found = check.get("id")
+    return (
+        found
+        if found is None or isinstance(found, str | int | float)
+        else orjson.dumps(found, option=orjson.OPT_NON_STR_KEYS).decode()
+    )
+
+
 def weight(check: dict) -> float:
     w = check.get("weight", 1.0)
     return float(w) if isinstance(w, (int, float)) and not isinstance(w, bool) else 1.0
@@ -74,7 +85,7 @@ class Plan:
         self.per_turn = [(i, kind) for i, (_, kind) in enumerate(self.checks) if kind and kind.per_turn]
         # What a result reports of each check: (its id, as given and as text; type; weight; decidable).
         self.described = [
-            (c.get("id"), str(c.get("id")), str(c.get("type")), weight(c), kind is not None and kind.is_decidable(c))
+            (check_key(c), str(c.get("id")), str(c.get("type")), weight(c), kind is not None and kind.is_decidable(c))
             for c, kind in self.checks
         ]
 
@@ -128,6 +139,7 @@ def by_id(plan: Plan, firsts: list[int | None]) -> dict[Any, int | None]:
     """`replay`'s first turns by check id."""
     out: dict[Any, int | None] = {}
     for (c, _), turn in zip(plan.checks, firsts):
-        earlier = out.get(c.get("id"))
-        out[c.get("id")] = turn if earlier is None else earlier if turn is None else min(earlier, turn)
+        key = check_key(c)
+        earlier = out.get(key)
+        out[key] = turn if earlier is None else earlier if turn is None else min(earlier, turn)
     return out

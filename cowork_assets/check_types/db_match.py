@@ -192,7 +192,8 @@ class DbMatch(CheckType):
         for w in check["writes"]:
             shapes[w["tool"]] = merge(shapes.get(w["tool"]), shape(w.get("args") or {}))
         order = [write_key(w["tool"], w.get("args"), shapes[w["tool"]]) for w in check["writes"]]
-        read_only = frozenset(check.get("read_only") or ())
+        names = check.get("read_only")
+        read_only = frozenset(n for n in names if isinstance(n, str)) if isinstance(names, list) else frozenset()
         return Prepared(Counter(order), order, shapes, read_only, check.get("match", "exact") == "exact")
 
     def on_call(self, prepared, state, call: Call, args, calls_of_tool):

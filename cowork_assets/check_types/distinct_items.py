@@ -54,7 +54,7 @@ class DistinctItems(CheckType):
         for u in unmet:
             if u.prepared and calls_seen.get(u.prepared[0], 0) >= u.prepared[2]:
                 tool, key, expected = u.prepared
-                calls = calls_seen[tool]
+                calls = calls_seen.get(tool, 0)  # none, for an expected count of 0
                 detail = f"{u.check.get('id')}: {calls} {tool} calls, fewer than {expected} distinct {key} values"
                 return "grader counts calls", detail
         return None

@@ -18,12 +18,12 @@ class KeywordsPresent(CheckType):
         return [] if isinstance(keywords, list) and keywords else ["has no keywords list"]
 
     def evidence(self, check, enums):
-        return (("named", kw) for kw in check.get("keywords") or [])
+        return (("named", kw) for kw in _keywords(check))
 
     def prepare(self, check):
         if check.get("normalize") == "tau_bench":
-            return "tau_bench", [str(k).lower().replace(",", "") for k in check.get("keywords") or []]
-        return "normalised", [normalise(str(k)) for k in check.get("keywords") or []]
+            return "tau_bench", [str(k).lower().replace(",", "") for k in _keywords(check)]
+        return "normalised", [normalise(str(k)) for k in _keywords(check)]
 
     def on_turn(self, prepared, state, turn):
         form, keywords = prepared
@@ -39,6 +39,12 @@ class KeywordsPresent(CheckType):
 
     def why_met(self, labels):
         return "recorded output missing", labels
+
+
+def _keywords(check: dict) -> list:
+    """The check's keywords: its `keywords` list (anything else names none: `problems` says so)."""
+    keywords = check.get("keywords")
+    return keywords if isinstance(keywords, list) else []
 
 
 TYPE = KeywordsPresent()

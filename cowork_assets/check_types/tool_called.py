@@ -35,7 +35,7 @@ class ToolCalled(CheckType):
         return (n, "min_calls") if isinstance(n, int) and not isinstance(n, bool) else None
 
     def on_call(self, check, state, call, args, calls_of_tool):
-        return args_match(check.get("args") or {}, args) and calls_of_tool >= int(check.get("min_calls") or 1)
+        return args_match(check.get("args") or {}, args) and calls_of_tool >= _min_calls(check)
 
     rank = 40
 
@@ -44,6 +44,14 @@ class ToolCalled(CheckType):
 
     def why_met(self, labels):
         return "recorded call missing", labels
+
+
+def _min_calls(check: dict) -> int:
+    """The calls the check asks for: `min_calls` as an integer, 1 when unset or not a number (`problems` names it)."""
+    try:
+        return int(check.get("min_calls") or 1)
+    except (TypeError, ValueError, OverflowError):
+        return 1
 
 
 def _count_ok(n) -> bool:

@@ -12,7 +12,7 @@ class ToolNotCalled(CheckType):
         return [] if self.tool(check) else ["has no tool name"]
 
     def at_end(self, check, state, first, calls_seen, turns):
-        return None if calls_seen.get(check.get("tool")) else (1 if turns else None)
+        return None if calls_seen.get(self.tool(check)) else (1 if turns else None)
 
 
 TYPE = ToolNotCalled()

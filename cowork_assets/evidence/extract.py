@@ -35,7 +35,8 @@ def enum_values(tools_json: str) -> frozenset[str]:
 
     def walk(node):
         if isinstance(node, dict):
-            for v in node.get("enum") or []:
+            choices = node.get("enum")
+            for v in choices if isinstance(choices, list) else []:  # JSON Schema's enum is a list; else no choices
                 if isinstance(v, (str, int, float)) and not isinstance(v, bool):
                     found.add(normalise(str(v)))
             for v in node.values():

@@ -53,8 +53,8 @@ def requested_counts(request: str) -> dict[str, set[int]]:
 
 
 def exposed(tools_json: str) -> dict[str, str]:
-    """Exposed tool name -> endpoint (or '')."""
-    return {t["name"]: t.get("endpoint") or "" for t in named_tools(tools_json)}
+    """Exposed tool name -> endpoint ('' for none, or for one that is not a string)."""
+    return {t["name"]: e if isinstance(e := t.get("endpoint"), str) else "" for t in named_tools(tools_json)}
 
 
 # Verbs that name the same action, so `todos_add` suggests `todos_create` and `expenses_accept` `expenses_approve`.

@@ -113,3 +113,43 @@ def test_unknown_types_are_counted_not_fatal():
     items, _, unknown = package_items(orjson.dumps(CHECKS).decode(), "[]")
     assert dict(unknown) == {"custom_judge": 1}
     assert ("odd", "ORD-9000") in [(i["check_id"], i["value"]) for i in items]
+
+
+# Checks whose fields hold other types than their type reads, as raw task packages can carry them.
+ODD_FIELDS = [
+    {"id": ["a", "list"], "type": "tool_called", "tool": "send", "min_calls": "x"},  # id no key can be; no number
+    {"id": "kw", "type": "keywords_present", "keywords": True},  # no list: no keywords, as an empty list
+    {"id": "blank", "type": "keywords_present", "keywords": [""]},  # an empty keyword shows nowhere
+    {"id": "never", "type": "tool_not_called", "tool": ["delete"]},  # no tool name, as none given
+    {"id": "db", "type": "db_match", "writes": [], "read_only": [["send"], "todo"]},  # a list is no tool name
+    {"id": "zero", "type": "distinct_items", "tool": "other", "key": "title", "expected": 0},
+]
+
+
+def test_checks_with_fields_of_other_types_are_replayed_explained_and_searched_without_a_crash():
+    from cowork_assets.check_types._base import Unmet
+    from cowork_assets.validation.consistency import exposed
+
+    # The list id is found by its JSON text; `todo` alone is read-only, so every `send` call is a write too many.
+    assert first_turns(ODD_FIELDS, TURNS) == {
+        '["a","list"]': 1,
+        "kw": 1,
+        "blank": None,
+        "never": 1,
+        "db": None,
+        "zero": 1,
+    }
+    assert [list(evidence_values(c, frozenset())) for c in ODD_FIELDS] == [[]] * 6
+    zero = ODD_FIELDS[-1]
+    unmet = Unmet(zero, check_types.Plan([zero]).prepared[0], {}, "zero (distinct_items)")
+    assert type_of(zero).why_unmet([unmet], {}) == (  # its tool never called
+        "grader counts calls",
+        "zero: 0 other calls, fewer than 0 distinct title values",
+    )
+    odd_enum = [{"name": "send", "parameters": {"type": "object", "properties": {"kind": {"enum": 5}}}}]
+    _, specs, _ = package_items(orjson.dumps(ODD_FIELDS).decode(), orjson.dumps(odd_enum).decode())
+    assert [s["check_id"] for s in specs] == ["zero"]
+    assert exposed('[{"name": "send", "endpoint": {"method": "POST"}}, {"name": "todo", "endpoint": "GET /t"}]') == {
+        "send": "",
+        "todo": "GET /t",
+    }
