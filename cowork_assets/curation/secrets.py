@@ -51,6 +51,31 @@ OWN = {
     "google_api_key": r"\bAIza[0-9A-Za-z_-]{35}",
     "github_token": r"\bgithub_pat_[A-Za-z0-9_]{40,}",
     "huggingface_token": r"\bhf_[A-Za-z0-9]{30,}",
+    # Providers' documented token formats, each a prefix and a length no identifier or hash has by chance.
+    "api_key": r"\bsk-[a-f0-9]{32}\b",  # DeepSeek, Moonshot, DashScope
+    "openrouter_api_key": r"\bsk-or-v1-[a-f0-9]{64}\b",
+    "groq_api_key": r"\bgsk_[A-Za-z0-9]{52}\b",
+    "xai_api_key": r"\bxai-[A-Za-z0-9]{80}\b",
+    "perplexity_api_key": r"\bpplx-[A-Za-z0-9]{48}\b",
+    "replicate_token": r"\br8_[A-Za-z0-9]{37}\b",
+    "langsmith_api_key": r"\blsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}\b",
+    "tavily_api_key": r"\btvly-(?:dev-|prod-)?[A-Za-z0-9]{32}\b",
+    "firecrawl_api_key": r"\bfc-[a-f0-9]{32}\b",
+    "npm_token": r"\bnpm_[A-Za-z0-9]{36}\b",
+    "shopify_token": r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b",
+    "digitalocean_token": r"\bdo[opr]_v1_[a-f0-9]{64}\b",
+    "databricks_token": r"\bdapi[a-f0-9]{32}(?:-\d)?\b",
+    "doppler_token": r"\bdp\.(?:pt|st|sa|ct|scim|audit)\.(?:[a-z0-9_-]{1,40}\.)?[A-Za-z0-9]{40,44}\b",
+    "linear_api_key": r"\blin_api_[A-Za-z0-9]{40}\b",
+    "notion_token": r"\bntn_[0-9]{11}[A-Za-z0-9]{35}\b|\bsecret_[A-Za-z0-9]{43}\b",
+    "atlassian_api_token": r"\bATATT3[A-Za-z0-9_=-]{180,}",
+    "sentry_token": r"\bsntr[ysu]_[A-Za-z0-9+/=_]{40,}",
+    "mailgun_api_key": r"\bkey-[a-f0-9]{32}\b",
+    "slack_token": r"\bxapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{64}\b",  # app-level tokens (the plugin has the others)
+    "google_oauth_token": r"\bya29\.[0-9A-Za-z_-]{30,}",
+    "age_secret_key": r"\bAGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}\b",
+    # A signed URL's signature or session token: whoever holds the URL has the access it grants.
+    "url_signature": r"(?i)[?&](?:sig|x-amz-signature|x-amz-security-token|x-goog-signature)=([A-Za-z0-9%+/=._-]{16,})",
 }
 # A value the text calls secret with a bearer scheme alone: it is one when it looks random (long, mixed, high entropy).
 CONTEXT = {"bearer_token": r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{16,})"}
@@ -68,13 +93,28 @@ NAMED = re.compile(
 HEADER = re.compile(
     r"(?i)\bauthorization(?:\\*[\"'])?\s*[:=]\s*(?:\\*[\"'])?\s*(?:basic|bearer|token|digest)\s+([^\s\"'\\,;]{8,})"
 )
-URL_PASSWORD = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@?#\"'<>]+:([^\s/@?#\"'<>]+)@(?=[^\s/@])")
+URL_PASSWORD = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@?#\"'<>]*:([^\s/@?#\"'<>]+)@(?=[^\s/@])")
 VAULT = re.compile(r"\bhv[sbr]\.[A-Za-z0-9_-]{20,}")
+# A password or token given on a command line: `curl -u user:<pw>`, `sshpass -p <pw>`, `mysql -p<pw>` (attached: `-p`
+# alone prompts), `--password <pw>`, `--token <t>` (`--password=<pw>` is a name that says secret).
+COMMAND_LINE = (
+    re.compile(r"\bcurl\b[^\n]*?[ \t](?:-u|--user)[ \t]*['\"]?[^\s:'\"]+:([^\s'\"]+)"),
+    re.compile(r"\bsshpass[ \t]+-p[ \t]*['\"]?([^\s'\"]+)"),
+    re.compile(r"\bmysql(?:dump|admin)?\b[^\n]*?[ \t]-p([^\s'\"-][^\s'\"]*)"),
+    re.compile(
+        r"(?i)(?<![\w-])--(?:password|passwd|token|api-?key|secret|access-key|secret-key|auth-token)[ \t]+['\"]?"
+        r"([^\s'\"]+)"
+    ),
+)
 SCREEN = (  # the rules above in Rust syntax (no look-arounds): every text they find a secret in matches
     r"(?i)(?:" + SECRET_NAME + r")\\*[\"']?[ \t]*[:=]",
     r"(?i)authorization",
-    r"://[^\s:/@]+:[^\s/@]+@",
+    r"://[^\s:/@]*:[^\s/@]+@",
     r"hv[sbr]\.",
+    r"[ \t](?:-u|--user)[ \t]*['\"]?[^\s:'\"]+:",
+    r"sshpass",
+    r"mysql[^\n]*[ \t]-p[^\s'\"-]",
+    r"(?i)--(?:password|passwd|token|api-?key|secret|access-key|secret-key|auth-token)[ \t]",
 )
 PASSWORD = re.compile(r"(?i)pass(?:word|wd|phrase)")
 UNQUOTED_VALUE = re.compile(r"[^\s\"',;)}\]]+")
@@ -234,7 +274,8 @@ class Detector:
         return {s: k for s, k in found.items() if not any(a.fullmatch(s) for a in self._allow)}
 
     def _agent_rules(self, text: str):
-        """(kind, value) of every value the rules for agent logs (`VAULT`, `HEADER`, `URL_PASSWORD`, `NAMED`) find."""
+        """(kind, value) of every value the rules for agent logs (`VAULT`, `HEADER`, `URL_PASSWORD`, `COMMAND_LINE`,
+        `NAMED`) find."""
         for match in VAULT.finditer(text):
             yield "vault_token", match.group(0)
         for match in HEADER.finditer(text):
@@ -243,6 +284,10 @@ class Detector:
         for match in URL_PASSWORD.finditer(text):
             if not EXAMPLE_HOST.match(text, match.end()) and not _reference(match.group(1)):
                 yield "url_password", match.group(1)
+        for pattern in COMMAND_LINE:
+            for match in pattern.finditer(text):
+                if len(match.group(1)) >= MIN_NAMED and not _reference(match.group(1)):
+                    yield "command_line_credential", match.group(1)
         for match in NAMED.finditer(text):
             quote, at = match.group(1), match.end()
             if quote:

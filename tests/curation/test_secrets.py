@@ -33,6 +33,26 @@ PLANTED = {
     "hvs.CAESIJlU9JMYEhOPYv4igdhm9PnZDrabHJkQ": "vault_token",
     "YWRtaW46aHVudGVyMjAyNA==": "authorization_header",
     "Tr0ub4dor&3xQ": "url_password",  # RFC 3986 sub-delims in a URL's password
+    "r3disOnlyPassw0rd": "url_password",  # a URL with a password and no user
+    # Providers' token formats the plugins lack
+    "sk-3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e": "api_key",
+    "sk-or-v1-" + "7c4e1a9f3b5d2e8c" * 4: "openrouter_api_key",
+    "gsk_" + "Wq3ZrT8yKp2LmN5vBx7Hc4Jd9Fs6Ga1Re0Ut3Yi8Oo2Pl5Mk7Nj4": "groq_api_key",
+    "xai-" + "Zr8Tq3Wm5Kp1Lx7Nc9Vb2Hj4Gf6Ds0Ae3Ry8Ut5Io1Pl7Mk9Nj2Bh4Gv6Fc0Dx3Sz8Qa5Wm1Ek7Rt9Yu": "xai_api_key",
+    "npm_" + "Ab3Cd5Ef7Gh9Ij1Kl3Mn5Op7Qr9St1Uv3Wx5": "npm_token",
+    "shpat_" + "0f1e2d3c4b5a69788796a5b4c3d2e1f0": "shopify_token",
+    "dop_v1_" + "4b8e2f6a1c9d3e7f" * 4: "digitalocean_token",
+    "dapi" + "9c1e5a7b3d2f4e6a8b0c1d3e5f7a9b2c": "databricks_token",
+    "lin_api_" + "Qw2Er4Ty6Ui8Op0As2Df4Gh6Jk8Lz1Xc3Vb5Nm7Q": "linear_api_key",
+    "lsv2_pt_" + "8f2c4e6a0b1d3f5e7a9c2b4d6f8e0a1c" + "_" + "3e5a7c9b1d": "langsmith_api_key",
+    "ya29.a0AfB_byC" + "Kq8Zr2Tw5Ym1Lp7Nx3Vc9Bh4Gj6Fd0Sa": "google_oauth_token",
+    "AGE-SECRET-KEY-1" + "QYZ7X3P9L2G4T8C6M5N0R2S7W9E3H6J8K4D5F0U2A7V9L3Z8Y6X5C4Q2W7": "age_secret_key",
+    "Zk8qR2vT5wX9yB3nM6pL1cF4hJ7dG0sA%2BeQ%3D": "url_signature",  # a signed URL's signature
+    # A password on a command line
+    "Sup3rS3cretPw": "command_line_credential",
+    "Mysq1RootPw9": "command_line_credential",
+    "SshP4ssw0rd77": "command_line_credential",
+    "Cl1T0kenValue42": "command_line_credential",
 }
 CONTEXT = {
     "S3cr3tPassw0rdQ7": "postgres://admin:{}@db.internal:5432/app",
@@ -43,6 +63,12 @@ CONTEXT = {
     "hvs.CAESIJlU9JMYEhOPYv4igdhm9PnZDrabHJkQ": "VAULT_TOKEN={}",
     "YWRtaW46aHVudGVyMjAyNA==": 'curl -H "Authorization: Basic {}" https://ci.acme.io/api',
     "Tr0ub4dor&3xQ": "postgres://admin:{}@db.prod.acme.io:5432/prod",
+    "r3disOnlyPassw0rd": "redis-cli -u redis://:{}@cache.internal:6379/0 ping",
+    "Zk8qR2vT5wX9yB3nM6pL1cF4hJ7dG0sA%2BeQ%3D": "GET https://acct.blob.core.windows.net/c/a.csv?sv=2022-11-02&sr=b&sig={}",
+    "Sup3rS3cretPw": "curl -sS -u admin:{} https://jenkins.internal/api/json",
+    "Mysq1RootPw9": "mysql -h db -u root -p{} shop < dump.sql",
+    "SshP4ssw0rd77": "sshpass -p '{}' ssh deploy@10.0.0.4",
+    "Cl1T0kenValue42": "vault login --token {} --no-print",
 }
 # Values graders check, which look random too: never touched.
 BENIGN = [
@@ -150,6 +176,13 @@ CODE = [
     "export GITHUB_TOKEN=$(gh auth token)",
     "token: ${{ secrets.GITHUB_TOKEN }}",
     'password="yourpassword", database="yourdatabase"',
+    'curl -u "$JIRA_USER:$JIRA_TOKEN" https://jira.internal/rest/api/2/myself',
+    "mysql -u root -p${MYSQL_ROOT_PASSWORD} -e 'show databases'",
+    "mysql -u root -p shop",  # -p alone: mysql asks
+    'sshpass -p "$SSHPASS" ssh deploy@host',
+    "docker login --password-stdin -u ci registry.internal",
+    "mkdir -pv build/out && curl -sSL https://get.acme.io/install.sh | sh",
+    "gh auth login --token $GH_TOKEN",
 ]
 
 
@@ -222,7 +255,7 @@ def _plant(raw: Path) -> dict[str, list[str]]:
                 continue
             calls = [m for m in run["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
             results = [m for m in run["messages"] if m["role"] == "tool"]
-            if run["teacher"]["role"] != "teacher" or not calls or not results:
+            if (run.get("teacher") or {}).get("role") != "teacher" or not calls or not results:
                 continue
             for _ in range(2):  # two plants a run
                 if not plants:
