@@ -361,6 +361,30 @@ CREATE INDEX idx_messages_session ON messages(session_id);
 """
 
 
+def test_a_part_of_unforeseen_shape_or_a_failing_detection_never_fails_the_batch(tmp_path, monkeypatch):
+    """A goose stream whose part `type` is an object (detection looked types up in a set) is still goose's, its run one
+    quarantined record; a format whose detection fails outright is passed over: the file is skipped with its reason."""
+    from cowork_assets.ingest.formats import goose
+
+    odd = _goose("assistant", {"type": {"kind": "text"}}, REQUEST)
+    stream = [_goose("user", {"type": "text", "text": "what is here?"}), odd, _goose("user", RESPONSE)]
+    raw = _batch(tmp_path, {"run.jsonl": _lines(*({"type": "message", "message": m} for m in stream))})
+    sources = scan_batch(raw, "b")
+    assert [sources.format_of(s).NAME for s in sources.files] == ["goose"]
+    report = _ingested(tmp_path, raw)
+    assert (report.raw_records, report.parsed, dict(report.reasons)) == (1, 0, {"bad_goose_record": 1})
+
+    def failing(sample):
+        raise TypeError("unhashable type: 'dict'")
+
+    monkeypatch.setattr(goose, "detect", failing)
+    sources = scan_batch(raw, "b")
+    assert (sources.files, sources.skipped) == (
+        [],
+        [("b/run.jsonl", "JSON Lines of objects (message, type) that no format reads")],
+    )
+
+
 def _goose_store(db, sessions: dict[str, list[dict]], keep_open: bool = False):
     """A `sessions.db` holding these sessions (id -> messages), written as Goose writes it (WAL mode). With
     `keep_open`, the connection is returned still open and nothing checkpointed: the rows are in `-wal` only."""

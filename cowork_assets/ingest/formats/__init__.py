@@ -223,7 +223,19 @@ def terminal_calls() -> pl.DataFrame:
 
 
 def detect(sample: Sample, formats: list[ModuleType] | None = None) -> ModuleType | None:
-    return next((m for m in formats or registry().values() if m.detect(sample)), None)
+    return next((m for m in formats or registry().values() if _detects(m, sample)), None)
+
+
+def _detects(module: ModuleType, sample: Sample) -> bool:
+    """Whether a format reads `sample`; a format whose detection fails on a shape it did not foresee does not (a bug
+    in one format's detection never fails the batch: the file goes to the next format, or is skipped with its
+    reason). A read error is not the format's: it propagates, as before."""
+    try:
+        return bool(module.detect(sample))
+    except OSError:
+        raise
+    except Exception:
+        return False
 
 
 def why_not(sample: Sample) -> str:

@@ -50,7 +50,10 @@ def _message(obj):
 
 
 def _goose(message) -> bool:
-    return any(isinstance(p, dict) and p.get("type") in GOOSE_PARTS | NEW_CONTEXT for p in message["content"])
+    return any(
+        isinstance(p, dict) and isinstance(p.get("type"), str) and p["type"] in GOOSE_PARTS | NEW_CONTEXT
+        for p in message["content"]
+    )
 
 
 def detect(sample) -> bool:
