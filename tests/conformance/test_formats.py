@@ -317,6 +317,30 @@ def test_tau2_files_with_fewer_or_extra_keys_are_read_and_bad_simulations_quaran
     ]  # no reward_info: ungraded
 
 
+def test_tau2_file_parts_of_other_types_read_as_absent_and_a_bad_simulation_is_its_own_record(tmp_path):
+    """The parts every simulation of a file shares (its environment, agent, tasks' criteria, the calls its tool list
+    is rebuilt from) once failed the whole file as one `reader_error` (found by mutating the conformance corpus)."""
+    listed = TASK | {"id": "8", "evaluation_criteria": [TASK["evaluation_criteria"]]}  # a list for an object
+    odd = _sim(2) | {"messages": True}
+    calls = _sim(3)
+    calls["messages"][2] = calls["messages"][2] | {"tool_calls": 5}
+    doc = orjson.loads(_tau2([_sim(1), odd, calls, _sim(4, task_id="8")]))
+    doc["info"] = {"environment_info": ["retail"], "agent_info": "gpt-x"}
+    doc["tasks"].append(listed)
+    report, read = _ingest(tmp_path, {"x_retail.json": orjson.dumps(doc)})
+    assert (report.raw_records, report.parsed, report.quarantined) == (4, 1, 3)
+    other_type = "a field in it holds a value of another type or shape than the format writes"
+    assert read("quarantine").sort("raw_record").select("raw_record", "reason", "detail").rows() == [
+        (2, "bad_tau2_record", "simulation 2 has no task_id or no messages list"),
+        (3, "bad_tau2_record", other_type),
+        (4, "bad_tau2_record", other_type),
+    ]
+    t = read("trajectories").sort("raw_record")
+    assert t.select("raw_record", "teacher_model").rows() == [(1, "unknown")]
+    tools = orjson.loads(read("task_packages")["tools"][0])
+    assert [tool["name"] for tool in tools] == ["get_order", "return_items"]  # from the calls and actions readable
+
+
 def test_tau2_solo_runs_get_the_ticket_as_the_users_message(tmp_path):
     solo = _sim(0)
     solo["messages"] = [m for m in solo["messages"] if m["role"] != "user" and m.get("requestor") != "user"][1:]

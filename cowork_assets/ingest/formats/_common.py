@@ -25,6 +25,16 @@ BASH_TOOL = {
 EXCERPT_BYTES = 2000
 
 
+def mapping(value: Any) -> dict:
+    """`value` if it is a JSON object, else an empty one: a part of a log that has another type reads as absent."""
+    return value if isinstance(value, dict) else {}
+
+
+def listing(value: Any) -> list:
+    """`value` if it is a JSON list, else an empty one (as `mapping`)."""
+    return value if isinstance(value, list) else []
+
+
 def text(content: Any) -> str | None:
     """Message content as text: a list of parts is joined (their `text`; reasoning parts are not text:
     `ingest/reasoning.py`), a string kept, anything else None."""

@@ -207,8 +207,7 @@ def agent_view(messages: list[dict], policy: str | None, ticket: str | None) -> 
     return out
 
 
-def _file_tools(doc: dict, domain: str, batch) -> list[dict]:
-    env = (doc.get("info") or {}).get("environment_info") or {}
+def _file_tools(doc: dict, env: dict, domain: str, batch) -> list[dict]:
     given = env.get("tool_defs")
     if isinstance(given, dict):
         given = list(given.values())
@@ -220,16 +219,16 @@ def _file_tools(doc: dict, domain: str, batch) -> list[dict]:
         c.get("name")
         for s in doc["simulations"]
         if isinstance(s, dict)
-        for m in s.get("messages") or []
+        for m in _common.listing(s.get("messages"))
         if isinstance(m, dict) and m.get("role") == "assistant"
-        for c in m.get("tool_calls") or []
+        for c in _common.listing(m.get("tool_calls"))
         if isinstance(c, dict) and c.get("requestor", "assistant") == "assistant"
     ]
     names += [
         a.get("name")
-        for t in doc.get("tasks") or []
+        for t in _common.listing(doc.get("tasks"))
         if isinstance(t, dict)
-        for a in (t.get("evaluation_criteria") or {}).get("actions") or []
+        for a in _common.listing(_common.mapping(t.get("evaluation_criteria")).get("actions"))
         if isinstance(a, dict) and a.get("requestor", "assistant") == "assistant"
     ]
     return sorted(_common.called_tools([], names), key=lambda t: t["name"])
@@ -279,17 +278,17 @@ def records(sample, batch):
     doc = sample.document
     if isinstance(doc, list):
         doc = {"simulations": doc}
-    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-    env = info.get("environment_info") or {}
+    info = _common.mapping(doc.get("info"))  # the file's parts: one of another type reads as absent
+    env = _common.mapping(info.get("environment_info"))
     domain = _domain(doc, env, sample.path.stem)
     has_tasks = isinstance(doc.get("tasks"), list)
     context = {
         "stem": sample.path.stem,
         "domain": domain,
-        "policy": env.get("policy"),
-        "model": str((info.get("agent_info") or {}).get("llm") or doc.get("model") or "unknown"),
+        "policy": env.get("policy") if isinstance(env.get("policy"), str) else None,
+        "model": str(_common.mapping(info.get("agent_info")).get("llm") or doc.get("model") or "unknown"),
         "tasks": {str(t.get("id")): t for t in doc["tasks"] if isinstance(t, dict)} if has_tasks else None,
-        "tools": _file_tools(doc, domain, batch),
+        "tools": _file_tools(doc, env, domain, batch),
         "rules": batch.state_rules,
     }
     for i, sim in enumerate(doc["simulations"], 1):
