@@ -74,9 +74,21 @@ OWN = {
     "slack_token": r"\bxapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{64}\b",  # app-level tokens (the plugin has the others)
     "google_oauth_token": r"\bya29\.[0-9A-Za-z_-]{30,}",
     "age_secret_key": r"\bAGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}\b",
+    "grafana_token": r"\bglsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b|\bglc_[A-Za-z0-9+/]{32,400}={0,2}",
+    "postman_api_key": r"\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}\b",
+    "supabase_token": r"\bsbp_[a-f0-9]{40}\b|\bsb_secret_[A-Za-z0-9_-]{31,}",
+    "pulumi_token": r"\bpul-[a-f0-9]{40}\b",
+    "fly_token": r"\bfo1_[A-Za-z0-9_-]{43}\b|\bfm[12][ar]?_[A-Za-z0-9+/]{100,}={0,3}",
+    "terraform_token": r"\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}\b",
+    "mapbox_secret_token": r"\bsk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}",
+    # A webhook URL is its own credential: whoever has it posts as the hook.
+    "discord_webhook": r"\bhttps://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{60,}",
     # A signed URL's signature or session token: whoever holds the URL has the access it grants.
     "url_signature": r"(?i)[?&](?:sig|x-amz-signature|x-amz-security-token|x-goog-signature)=([A-Za-z0-9%+/=._-]{16,})",
 }
+# The screen's form of a rule that starts with a class of characters: a literal it must hold. Led by the class, it
+# alone made the screen scan every character of every text (the whole screen took twice as long).
+SCREEN_OF = {"terraform_token": r"\.atlasv1\."}
 # A value the text calls secret with a bearer scheme alone: it is one when it looks random (long, mixed, high entropy).
 CONTEXT = {"bearer_token": r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{16,})"}
 # Rules for what agents print, each a secret whatever its entropy (people's passwords are words) unless its value is a
@@ -96,7 +108,8 @@ HEADER = re.compile(
 URL_PASSWORD = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@?#\"'<>]*:([^\s/@?#\"'<>]+)@(?=[^\s/@])")
 VAULT = re.compile(r"\bhv[sbr]\.[A-Za-z0-9_-]{20,}")
 # A password or token given on a command line: `curl -u user:<pw>`, `sshpass -p <pw>`, `mysql -p<pw>` (attached: `-p`
-# alone prompts), `--password <pw>`, `--token <t>` (`--password=<pw>` is a name that says secret).
+# alone prompts), `--password <pw>`, `--token <t>` (`--password=<pw>` is a name that says secret), `docker login -p
+# <pw>`, `redis-cli -a <pw>`, `htpasswd -b <file> <user> <pw>`, `wandb login <key>`.
 COMMAND_LINE = (
     re.compile(r"\bcurl\b[^\n]*?[ \t](?:-u|--user)[ \t]*['\"]?[^\s:'\"]+:([^\s'\"]+)"),
     re.compile(r"\bsshpass[ \t]+-p[ \t]*['\"]?([^\s'\"]+)"),
@@ -105,7 +118,12 @@ COMMAND_LINE = (
         r"(?i)(?<![\w-])--(?:password|passwd|token|api-?key|secret|access-key|secret-key|auth-token)[ \t]+['\"]?"
         r"([^\s'\"]+)"
     ),
+    re.compile(r"\bdocker\b[^\n]*?\blogin\b[^\n]*?[ \t]-p[ \t]*['\"]?([^\s'\"-][^\s'\"]*)"),
+    re.compile(r"\bredis-cli\b[^\n]*?[ \t]-a[ \t]+['\"]?([^\s'\"]+)"),
+    re.compile(r"\bhtpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+\S+[ \t]+\S+[ \t]+['\"]?([^\s'\"]+)"),
+    re.compile(r"\bwandb[ \t]+login[ \t]+(?:--\S+[ \t]+)*([a-f0-9]{40})\b"),
 )
+NETRC = re.compile(r"\bmachine[ \t]+\S+\s+(?:login[ \t]+\S+\s+)?password[ \t]+(\S+)")  # a `.netrc` entry
 SCREEN = (  # the rules above in Rust syntax (no look-arounds): every text they find a secret in matches
     r"(?i)(?:" + SECRET_NAME + r")\\*[\"']?[ \t]*[:=]",
     r"(?i)authorization",
@@ -115,6 +133,11 @@ SCREEN = (  # the rules above in Rust syntax (no look-arounds): every text they 
     r"sshpass",
     r"mysql[^\n]*[ \t]-p[^\s'\"-]",
     r"(?i)--(?:password|passwd|token|api-?key|secret|access-key|secret-key|auth-token)[ \t]",
+    r"docker[^\n]*login",
+    r"redis-cli",
+    r"htpasswd",
+    r"wandb[ \t]+login",
+    r"machine[ \t]+\S+\s+(?:login[ \t]+\S+\s+)?password[ \t]",
 )
 PASSWORD = re.compile(r"(?i)pass(?:word|wd|phrase)")
 UNQUOTED_VALUE = re.compile(r"[^\s\"',;)}\]]+")
@@ -250,7 +273,8 @@ class Detector:
     def screen(self) -> str:
         """One Rust-syntax regular expression every text holding a secret matches (and a few others do)."""
         plugin = [re.sub(r"\(\?!\\w\)", "", p.pattern) for _, p in _plugin_patterns()]  # lookaheads: not in Rust
-        patterns = [*plugin, *OWN.values(), *CONTEXT.values(), *SCREEN]
+        own = [SCREEN_OF.get(kind, pattern) for kind, pattern in OWN.items()]
+        patterns = [*plugin, *own, *CONTEXT.values(), *SCREEN]
         return "|".join(f"(?:{_ascii_boundaries(p)})" for p in patterns)
 
     def find(self, text: str) -> dict[str, str]:
@@ -275,7 +299,7 @@ class Detector:
 
     def _agent_rules(self, text: str):
         """(kind, value) of every value the rules for agent logs (`VAULT`, `HEADER`, `URL_PASSWORD`, `COMMAND_LINE`,
-        `NAMED`) find."""
+        `NETRC`, `NAMED`) find."""
         for match in VAULT.finditer(text):
             yield "vault_token", match.group(0)
         for match in HEADER.finditer(text):
@@ -288,8 +312,13 @@ class Detector:
             for match in pattern.finditer(text):
                 if len(match.group(1)) >= MIN_NAMED and not _reference(match.group(1)):
                     yield "command_line_credential", match.group(1)
+        for match in NETRC.finditer(text):
+            if not _reference(match.group(1)):
+                yield "netrc_password", match.group(1)
         for match in NAMED.finditer(text):
             quote, at = match.group(1), match.end()
+            if quote and text[match.start() - 1 : match.start()] == quote and match.group(0).count(quote) == 1:
+                continue  # a label its string ends (`"Password: "`), the quote closing it: no value follows
             if quote:
                 end = text.find(quote, at)
                 value = text[at:end] if end > at and "\n" not in text[at:end] else ""

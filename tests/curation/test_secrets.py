@@ -53,6 +53,22 @@ PLANTED = {
     "Mysq1RootPw9": "command_line_credential",
     "SshP4ssw0rd77": "command_line_credential",
     "Cl1T0kenValue42": "command_line_credential",
+    "D0ckerHubPw88": "command_line_credential",
+    "R3disAuthPw55": "command_line_credential",
+    "HtP4sswdAdmin": "command_line_credential",
+    "3e9b1c7a5f2d4e6b8a0c9d1e3f5a7b2c4d6e8f0a": "command_line_credential",  # wandb login
+    "N3trcSecretPw": "netrc_password",
+    # More providers' token formats
+    "glsa_" + "Qw2Er4Ty6Ui8Op0As2Df4Gh6Jk8Lz1Xc" + "_" + "3e5a7c9b": "grafana_token",
+    "PMAK-" + "64a1b2c3d4e5f6a7b8c9d0e1" + "-" + "9f8e7d6c5b4a39281706f5e4d3c2b1a0f9": "postman_api_key",
+    "sbp_" + "4b8e2f6a1c9d3e7f" * 2 + "0a1b2c3d": "supabase_token",
+    "pul-" + "7c4e1a9f3b5d2e8c" * 2 + "5e6f7a8b": "pulumi_token",
+    "fo1_" + "Zr8Tq3Wm5Kp1Lx7Nc9Vb2Hj4Gf6Ds0Ae3Ry8Ut5Io1P": "fly_token",
+    "Kp3mZ9qR2vT8wX.atlasv1." + "Qw2Er4Ty6Ui8Op0As2Df4Gh6Jk8Lz1Xc3Vb5Nm7Qw2Er4Ty6Ui8Op0As2Df4Gh6Jk": "terraform_token",
+    "sk.eyJ1IjoiYWNtZS1vcHMiLCJhIjoiY2x4eXoxMjM0In0.Zq8vR2mK9xT4wY7pLs3NbQ": "mapbox_secret_token",
+    "7012345678:AAF" + "Zq8vR2mK9xT4wY7pLs3NbQ1cF4hJ7dG0": "telegram_bot_token",
+    "https://discord.com/api/webhooks/1056478965432165432/"
+    + "Zq8vR2mK9xT4wY7pLs3NbQ1cF4hJ7dG0sAeR5tY6uI7oP8aS9dF0gH1jK2lZ3xC4vB5nM6qW7e": "discord_webhook",
 }
 CONTEXT = {
     "S3cr3tPassw0rdQ7": "postgres://admin:{}@db.internal:5432/app",
@@ -69,6 +85,12 @@ CONTEXT = {
     "Mysq1RootPw9": "mysql -h db -u root -p{} shop < dump.sql",
     "SshP4ssw0rd77": "sshpass -p '{}' ssh deploy@10.0.0.4",
     "Cl1T0kenValue42": "vault login --token {} --no-print",
+    "D0ckerHubPw88": "docker login -u deploy -p {} registry.acme.io",
+    "R3disAuthPw55": "redis-cli -h cache.internal -a '{}' ping",
+    "HtP4sswdAdmin": "htpasswd -bc /etc/nginx/.htpasswd admin {}",
+    "3e9b1c7a5f2d4e6b8a0c9d1e3f5a7b2c4d6e8f0a": "wandb login {}",
+    "N3trcSecretPw": "machine api.heroku.com\n  login ops@acme.io\n  password {}",
+    "7012345678:AAFZq8vR2mK9xT4wY7pLs3NbQ1cF4hJ7dG0": "curl -s https://api.telegram.org/bot{}/getMe",
 }
 # Values graders check, which look random too: never touched.
 BENIGN = [
@@ -183,6 +205,10 @@ CODE = [
     "docker login --password-stdin -u ci registry.internal",
     "mkdir -pv build/out && curl -sSL https://get.acme.io/install.sh | sh",
     "gh auth login --token $GH_TOKEN",
+    'expect "password:"; send "$env(PW)\\r"',  # a prompt's label, its string closed after the colon
+    'print("Password: "); answer = input("> ")',
+    "docker login -u ci -p $REGISTRY_PASSWORD registry.internal",
+    'redis-cli -a "$REDIS_PASSWORD" ping',
 ]
 
 
@@ -257,7 +283,7 @@ def _plant(raw: Path) -> dict[str, list[str]]:
             results = [m for m in run["messages"] if m["role"] == "tool"]
             if (run.get("teacher") or {}).get("role") != "teacher" or not calls or not results:
                 continue
-            for _ in range(2):  # two plants a run
+            for _ in range(3):  # three plants a run
                 if not plants:
                     break
                 secret, place = plants.pop()
