@@ -64,7 +64,7 @@ def without_nulls(schema: Any, notes: Counter) -> Any:
 def tool_definitions(tools: Any, notes: Counter) -> list[dict]:
     """OpenAI function schemas (or bare `{name, description, parameters}`) -> the task package's tool list."""
     out = []
-    for t in tools or [] if isinstance(tools, list) else []:
+    for t in listing(tools):
         f = t.get("function", t) if isinstance(t, dict) else None
         if isinstance(f, dict) and isinstance(f.get("name"), str):
             out.append(

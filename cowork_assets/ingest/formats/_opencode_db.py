@@ -56,7 +56,7 @@ def _projected(db: sqlite3.Connection, session: str, columns: set[str]) -> list[
 def _turn(ident: str, kind: str, data: dict) -> tuple[dict, list[dict]]:
     """A projected message as the legacy (info, parts) it stands for."""
     if kind == "assistant":
-        model = data.get("model") if isinstance(data.get("model"), dict) else {}
+        model = _common.mapping(data.get("model"))
         info = {"id": ident, "role": "assistant", "modelID": model.get("id") or model.get("modelID")}
         return info | {"providerID": model.get("providerID")}, [_part(c) for c in data.get("content") or []]
     user = {"id": ident, "role": "user"}

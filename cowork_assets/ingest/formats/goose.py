@@ -67,7 +67,7 @@ def detect(sample) -> bool:
         return bool(messages) and events and (header or any(map(_goose, messages)))
     doc = sample.document
     listed = doc.get("conversation") if isinstance(doc, dict) else None
-    messages = [m for m in map(_message, listed if isinstance(listed, list) else []) if m]
+    messages = [m for m in map(_message, _common.listing(listed)) if m]
     return any(map(_goose, messages))
 
 
@@ -165,8 +165,8 @@ def convert(lines: list, sample, batch) -> list[dict]:
 
 def _models(meta: dict):
     """The model names a message's or session's metadata gives."""
-    inference = meta.get("inference") if isinstance(meta.get("inference"), dict) else {}
-    config = meta.get("model_config") if isinstance(meta.get("model_config"), dict) else {}
+    inference = _common.mapping(meta.get("inference"))
+    config = _common.mapping(meta.get("model_config"))
     for found in (inference.get("resolvedModel"), inference.get("requestedModel"), config.get("model_name")):
         if isinstance(found, str) and found:
             yield found

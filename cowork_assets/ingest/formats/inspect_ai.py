@@ -115,7 +115,7 @@ def _message(m: dict, i: int) -> dict:
 def convert(log: dict, sample: dict, file, batch) -> dict:
     if not isinstance(sample.get("messages"), list):
         raise _common.Malformed(f"sample {sample.get('id')!r} has no messages list")
-    attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
+    attachments = _common.mapping(sample.get("attachments"))
     messages = [_message(_resolved(m, attachments), i) for i, m in enumerate(sample["messages"])]
     info = log["eval"]
     sample_id = str(sample.get("id"))

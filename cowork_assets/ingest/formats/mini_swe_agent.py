@@ -73,7 +73,7 @@ def _returned(m: dict) -> dict:
     """The message of the raw chat completion mini-swe-agent keeps in `extra` (where some providers' reasoning is)."""
     choices = ((m.get("extra") or {}).get("response") or {}).get("choices") or [{}]
     found = choices[0].get("message") if isinstance(choices[0], dict) else None
-    return found if isinstance(found, dict) else {}
+    return _common.mapping(found)
 
 
 def conversation(raw: list, notes) -> list[dict]:

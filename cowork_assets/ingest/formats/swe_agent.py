@@ -49,7 +49,7 @@ def _replay_config(doc: dict) -> dict:
             config = orjson.loads(config)
         except orjson.JSONDecodeError:
             config = None
-    return config if isinstance(config, dict) else {}
+    return _common.mapping(config)
 
 
 def conversation(history: list[dict], notes) -> list[dict]:

@@ -63,7 +63,7 @@ def detect(sample) -> bool:
 def criteria_from_reward(reward_info) -> dict:
     """A simulation's evaluation criteria as its `reward_info` reports them (a file without `tasks`); its
     reference actions are unknown (None) when it has no action checks."""
-    info = reward_info if isinstance(reward_info, dict) else {}
+    info = _common.mapping(reward_info)
     checked = info.get("action_checks")
     return {
         "actions": None
